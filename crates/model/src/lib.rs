@@ -1,0 +1,19 @@
+//! Pure domain model shared by `mproute`, `ila` and `pfanout`.
+//!
+//! Boundary: no sockets, no files, no libc. Everything here is data and arithmetic that can be
+//! unit-tested without privileges: route identities and nexthops, multipath algorithms, RFC 2992
+//! hash-threshold selection, protocol and table names.
+
+pub mod algo;
+pub mod names;
+pub mod route;
+pub mod threshold;
+
+pub use algo::Algo;
+pub use route::{Family, Nexthop, Route, RouteKey, Verb, MAX_NEXTHOPS, MAX_WEIGHT};
+
+/// Protocol number (`rtm_protocol`) that marks a route as owned by mproute unless the user
+/// chose another with `proto P`. Registered as "mproute" in `/etc/iproute2/rt_protos.d/`.
+pub const MPROUTE_PROTO: u8 = 245;
+/// Name under which [`MPROUTE_PROTO`] is registered.
+pub const MPROUTE_PROTO_NAME: &str = "mproute";
