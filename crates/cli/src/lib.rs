@@ -1,1 +1,13 @@
+//! What the three binaries share: global options, batch files, name resolution from iproute2's
+//! files, the renderer (one row type feeds both the table and the JSON), errors and exit codes.
+//!
+//! Commands never print; they return rows or a change report, and [`render`] prints them.
 
+pub mod batch;
+pub mod error;
+pub mod names;
+pub mod opts;
+pub mod render;
+
+pub use error::{exit, Failure, EXIT_OK, EXIT_SYSTEM, EXIT_USAGE};
+pub use opts::GlobalOpts;
