@@ -1,1 +1,134 @@
-fn main(){}
+//! mproute: thin binary over the mproute library and the shared crates.
+
+use std::io::{IsTerminal, Read};
+
+use clap::Parser;
+use mproute::cmd::{Ctx, Output};
+use mproute::Cli;
+use mpt_cli::batch;
+use mpt_cli::render::{print_json, print_rows, Style};
+use mpt_cli::{Failure, EXIT_OK, EXIT_SYSTEM, EXIT_USAGE};
+
+const TOOL: &str = "mproute";
+
+fn print(out: &Output, style: Style) {
+    match out {
+        Output::Routes(rows) => print_rows(rows, style),
+        Output::Change(rep) => {
+            if style.json {
+                print_json(rep, style.pretty);
+            }
+        }
+        Output::Actions { changed, rows } => {
+            if style.json {
+                print_json(
+                    &serde_json::json!({"changed": changed, "actions": rows}),
+                    style.pretty,
+                );
+            } else {
+                print_rows(rows, style);
+            }
+        }
+    }
+}
+
+/// Split `route VERB ARGS` / `VERB ARGS`.
+fn verb_args(words: &[String]) -> Option<(&str, &[String])> {
+    match words {
+        [obj, verb, rest @ ..] if obj == "route" => Some((verb.as_str(), rest)),
+        [verb, rest @ ..] => Some((verb.as_str(), rest)),
+        [] => None,
+    }
+}
+
+fn run_batch(ctx: &mut Ctx, path: &std::path::Path, style: Style) -> i32 {
+    let (name, text) = if path.as_os_str() == "-" {
+        let mut s = String::new();
+        if let Err(e) = std::io::stdin().read_to_string(&mut s) {
+            Failure::system(format!("read batch from standard input: {e}")).eprint(TOOL);
+            return EXIT_SYSTEM;
+        }
+        ("-".to_string(), s)
+    } else {
+        match std::fs::read_to_string(path) {
+            Ok(s) => (path.display().to_string(), s),
+            Err(e) => {
+                Failure::system(format!("read batch file {}: {e}", path.display())).eprint(TOOL);
+                return EXIT_SYSTEM;
+            }
+        }
+    };
+    let lines = match batch::parse(&text) {
+        Ok(l) => l,
+        Err((line, e)) => {
+            Failure::usage(e).at(&name, line).eprint(TOOL);
+            return EXIT_USAGE;
+        }
+    };
+    let progress = std::io::stderr().is_terminal() && lines.len() >= 1000;
+    let mut worst = EXIT_OK;
+    for (i, l) in lines.iter().enumerate() {
+        let r = match verb_args(&l.words) {
+            Some((verb, args)) => ctx.run(verb, args),
+            None => continue,
+        };
+        match r {
+            Ok(out) => print(&out, style),
+            Err(f) => {
+                if progress {
+                    eprint!("\r\x1b[K");
+                }
+                f.clone().at(&name, l.line).eprint(TOOL);
+                worst = worst.max(f.code);
+                if !ctx.opts.force {
+                    return worst;
+                }
+            }
+        }
+        if progress && (i + 1) % 1000 == 0 {
+            eprint!("\r{TOOL}: {}/{} commands", i + 1, lines.len());
+        }
+    }
+    if progress {
+        eprintln!("\r\x1b[K{TOOL}: {} commands", lines.len());
+    }
+    worst
+}
+
+fn main() {
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => {
+            let code = if e.use_stderr() { EXIT_USAGE } else { EXIT_OK };
+            let _ = e.print();
+            std::process::exit(code);
+        }
+    };
+    let style = Style {
+        json: cli.global.json,
+        pretty: cli.global.pretty,
+    };
+    if let Some(ns) = &cli.global.netns {
+        if let Err(e) = mpt_netlink::netns::enter(ns) {
+            mpt_cli::exit(TOOL, Err(Failure::system(e.to_string())));
+        }
+    }
+    let mut ctx = Ctx::new(cli.global.clone());
+    if let Some(path) = &cli.global.batch {
+        if cli.cmd.is_some() {
+            mpt_cli::exit(
+                TOOL,
+                Err(Failure::usage(
+                    "-b/--batch takes no command on the command line",
+                )),
+            );
+        }
+        std::process::exit(run_batch(&mut ctx, path, style));
+    }
+    let (verb, args) = match &cli.cmd {
+        Some(c) => c.parts(),
+        None => ("show", &[][..]),
+    };
+    let r = ctx.run(verb, args).map(|out| print(&out, style));
+    mpt_cli::exit(TOOL, r);
+}

@@ -90,9 +90,15 @@ mod tests {
     #[test]
     fn words_quotes_comments() {
         assert_eq!(split_words("add  a b # c").expect("ok"), ["add", "a", "b"]);
-        assert_eq!(split_words("dev \"my dev\" x").expect("ok"), ["dev", "my dev", "x"]);
+        assert_eq!(
+            split_words("dev \"my dev\" x").expect("ok"),
+            ["dev", "my dev", "x"]
+        );
         assert_eq!(split_words("a'b c'd").expect("ok"), ["ab cd"]);
-        assert_eq!(split_words("# all comment").expect("ok"), Vec::<String>::new());
+        assert_eq!(
+            split_words("# all comment").expect("ok"),
+            Vec::<String>::new()
+        );
         assert_eq!(split_words("a#b").expect("ok"), ["a#b"]);
         assert!(split_words("a \"b").is_err());
     }
@@ -103,7 +109,10 @@ mod tests {
         let v = parse(t).expect("ok");
         assert_eq!(v.len(), 2);
         assert_eq!(v[0].line, 3);
-        assert_eq!(v[0].words, ["add", "10.0.0.0/8", "nexthop", "via", "1.2.3.4"]);
+        assert_eq!(
+            v[0].words,
+            ["add", "10.0.0.0/8", "nexthop", "via", "1.2.3.4"]
+        );
         assert_eq!(v[1].line, 5);
         assert_eq!(parse("a\nb 'c\n").expect_err("bad quote").0, 2);
     }

@@ -83,6 +83,9 @@ pub fn register_proto(id: u8, name: &str) -> std::io::Result<bool> {
         return Ok(false);
     }
     std::fs::create_dir_all(&dir)?;
-    std::fs::write(&file, format!("# Registered by {name}: routes it owns carry this protocol.\n{line}"))?;
+    std::fs::write(
+        &file,
+        format!("# Registered by {name}: routes it owns carry this protocol.\n{line}"),
+    )?;
     Ok(true)
 }

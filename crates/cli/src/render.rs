@@ -103,11 +103,26 @@ mod tests {
             metric: 5,
             algo: None,
         }];
-        let j = rows_to_string(&rows, Style { json: true, pretty: false });
+        let j = rows_to_string(
+            &rows,
+            Style {
+                json: true,
+                pretty: false,
+            },
+        );
         assert_eq!(j, r#"[{"dst":"10.0.0.0/8","metric":5,"algo":null}]"#);
         let t = rows_to_string(&rows, Style::default());
         assert!(t.contains("DST") && t.contains("10.0.0.0/8") && t.contains('-'));
         assert!(t.lines().all(|l| l == l.trim_end()));
-        assert_eq!(rows_to_string::<R>(&[], Style { json: true, pretty: false }), "[]");
+        assert_eq!(
+            rows_to_string::<R>(
+                &[],
+                Style {
+                    json: true,
+                    pretty: false
+                }
+            ),
+            "[]"
+        );
     }
 }

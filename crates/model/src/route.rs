@@ -203,7 +203,9 @@ pub enum SpecError {
         fam: &'static str,
     },
     /// No nexthop at all.
-    #[error("no nexthop given (expected \"nexthop via ADDR [dev DEV] ...\" or \"via ADDR dev DEV\")")]
+    #[error(
+        "no nexthop given (expected \"nexthop via ADDR [dev DEV] ...\" or \"via ADDR dev DEV\")"
+    )]
     NoNexthop,
     /// More than [`MAX_NEXTHOPS`].
     #[error("{0} nexthops given; at most 32 are supported")]
@@ -287,7 +289,9 @@ mod tests {
             validate_nexthops(&v4, &[nh("10.1.0.1", 1), nh("10.1.0.1", 2)]),
             Err(SpecError::Duplicate(_))
         ));
-        let many: Vec<_> = (0..33).map(|i| nh(&format!("10.1.0.{}", i + 1), 1)).collect();
+        let many: Vec<_> = (0..33)
+            .map(|i| nh(&format!("10.1.0.{}", i + 1), 1))
+            .collect();
         assert_eq!(validate_nexthops(&v4, &many), Err(SpecError::TooMany(33)));
     }
 

@@ -31,9 +31,7 @@ pub fn upper_bounds(weights: &[u32], usable: &[bool]) -> Vec<i32> {
 /// The index of the nexthop a 31-bit `hash` selects, or `None` if no bound admits it.
 pub fn select(hash31: u32, bounds: &[i32]) -> Option<usize> {
     let h = i64::from(hash31 & 0x7fff_ffff);
-    bounds
-        .iter()
-        .position(|b| *b >= 0 && h <= i64::from(*b))
+    bounds.iter().position(|b| *b >= 0 && h <= i64::from(*b))
 }
 
 #[cfg(test)]

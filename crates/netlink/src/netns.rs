@@ -19,7 +19,9 @@ pub fn path(name: &str) -> PathBuf {
 
 fn open(name: &str) -> Result<File, Error> {
     if name.is_empty() || name.contains('/') || name == "." || name == ".." {
-        return Err(Error::NotFound(format!("invalid network namespace name \"{name}\"")));
+        return Err(Error::NotFound(format!(
+            "invalid network namespace name \"{name}\""
+        )));
     }
     File::open(path(name)).map_err(|e| {
         if e.kind() == io::ErrorKind::NotFound {
@@ -79,7 +81,10 @@ pub fn cookie() -> Result<u64, Error> {
         )
     };
     if rc != 0 {
-        return Err(Error::io("getsockopt SO_NETNS_COOKIE", io::Error::last_os_error()));
+        return Err(Error::io(
+            "getsockopt SO_NETNS_COOKIE",
+            io::Error::last_os_error(),
+        ));
     }
     Ok(v)
 }

@@ -111,12 +111,7 @@ impl Socket {
             .map_err(|e| sockerr("build netlink message", e))
     }
 
-    fn kernel_error<M>(
-        &self,
-        e: &Nlmsgerr<M>,
-        op: &str,
-        sent: Option<&[u8]>,
-    ) -> KernelError {
+    fn kernel_error<M>(&self, e: &Nlmsgerr<M>, op: &str, sent: Option<&[u8]>) -> KernelError {
         let mut msg = None;
         let mut off = None;
         for a in e.ext_ack().iter() {
@@ -159,10 +154,7 @@ impl Socket {
         self.h.send(&msg).map_err(|e| sockerr(op, e))?;
         let mut out = Vec::new();
         loop {
-            let (iter, _) = self
-                .h
-                .recv::<u16, Buffer>()
-                .map_err(|e| sockerr(op, e))?;
+            let (iter, _) = self.h.recv::<u16, Buffer>().map_err(|e| sockerr(op, e))?;
             for m in iter {
                 let m = m.map_err(|e| sockerr(op, e))?;
                 if *m.nl_seq() != seq {
@@ -257,24 +249,14 @@ impl Socket {
                 }
             }
         }
-        Ok(results
-            .into_iter()
-            .map(|r| r.unwrap_or(Ok(())))
-            .collect())
+        Ok(results.into_iter().map(|r| r.unwrap_or(Ok(()))).collect())
     }
 
     fn send_raw(&self, buf: &[u8]) -> Result<(), Error> {
         // neli's send() takes one typed message; a batch is several messages in one datagram,
         // which the kernel processes in order (netlink_rcv_skb walks them all).
         // SAFETY: buf is a valid slice for the duration of the call.
-        let n = unsafe {
-            libc::send(
-                self.h.as_raw_fd(),
-                buf.as_ptr().cast(),
-                buf.len(),
-                0,
-            )
-        };
+        let n = unsafe { libc::send(self.h.as_raw_fd(), buf.as_ptr().cast(), buf.len(), 0) };
         if n < 0 {
             return Err(Error::io("send netlink batch", io::Error::last_os_error()));
         }

@@ -121,11 +121,25 @@ fn v4_onlink_weight_256_and_big_table() {
     let mut first = nh("192.0.2.1", VA, 1);
     first.flags = mpt_model::route::RTNH_F_ONLINK;
     let n = [first, nh("10.2.0.2", VB, 256)];
-    let req = rr(Verb::Add, key("203.0.113.0/24", 254, 0), false, Some(250), &n, PathForm::Multipath);
+    let req = rr(
+        Verb::Add,
+        key("203.0.113.0/24", 254, 0),
+        false,
+        Some(250),
+        &n,
+        PathForm::Multipath,
+    );
     assert_golden("v4_onlink_add", &route::encode(&req), true);
 
     let n = [nh("10.1.0.2", VA, 1), nh("10.2.0.2", VB, 1)];
-    let req = rr(Verb::Add, key("203.0.113.128/25", 1000, 0), false, Some(250), &n, PathForm::Multipath);
+    let req = rr(
+        Verb::Add,
+        key("203.0.113.128/25", 1000, 0),
+        false,
+        Some(250),
+        &n,
+        PathForm::Multipath,
+    );
     assert_golden("v4_table_big_add", &route::encode(&req), true);
 }
 
@@ -142,15 +156,30 @@ fn v6_multipath_and_single() {
     assert_golden("v6_mp_del", &route::encode(&req), true);
 
     let s = [nh("2001:db8:1::2", VA, 1)];
-    let req = rr(Verb::Add, key("2001:db8:200::/64", 254, 1024), false, Some(250), &s, PathForm::Single);
+    let req = rr(
+        Verb::Add,
+        key("2001:db8:200::/64", 254, 1024),
+        false,
+        Some(250),
+        &s,
+        PathForm::Single,
+    );
     assert_golden("v6_single_add", &route::encode(&req), true);
 }
 
 #[test]
 fn dumps() {
     use mpt_model::Family;
-    assert_golden("v4_dump", &route::dump_request(Some(Family::V4), Some(100)), false);
-    assert_golden("v6_dump", &route::dump_request(Some(Family::V6), None), false);
+    assert_golden(
+        "v4_dump",
+        &route::dump_request(Some(Family::V4), Some(100)),
+        false,
+    );
+    assert_golden(
+        "v6_dump",
+        &route::dump_request(Some(Family::V6), None),
+        false,
+    );
     assert_golden("nh_dump", &nexthop::dump_request(), false);
 }
 
@@ -166,8 +195,16 @@ fn nexthop_objects() {
             flags: 0,
         },
     };
-    assert_golden("nh_add", &nexthop::encode_new(&single(10, "10.1.0.2", VA), false), true);
-    assert_golden("nh_add2", &nexthop::encode_new(&single(11, "10.2.0.2", VB), false), true);
+    assert_golden(
+        "nh_add",
+        &nexthop::encode_new(&single(10, "10.1.0.2", VA), false),
+        true,
+    );
+    assert_golden(
+        "nh_add2",
+        &nexthop::encode_new(&single(11, "10.2.0.2", VB), false),
+        true,
+    );
     let grp = NexthopMsg {
         id: 20,
         protocol: 250,
@@ -225,15 +262,25 @@ fn decode_kernel_dump_reply_with_unknown_attributes() {
         .map(|i| u8::from_str_radix(&hexline[i..i + 2], 16).expect("hex"))
         .collect();
     let msgs = mpt_netlink::msg::messages(&bytes).expect("messages");
-    let m = route::decode(msgs[0].payload).expect("decodes").expect("inet");
+    let m = route::decode(msgs[0].payload)
+        .expect("decodes")
+        .expect("inet");
     assert_eq!(m.route.key.dst.to_string(), "198.51.100.0/24");
     assert_eq!(m.route.key.table, 100);
     assert_eq!(m.route.key.metric, 10);
     assert_eq!(m.route.nexthops.len(), 2);
-    assert_eq!(m.route.nexthops[0].gateway, Some("10.1.0.3".parse().expect("addr")));
+    assert_eq!(
+        m.route.nexthops[0].gateway,
+        Some("10.1.0.3".parse().expect("addr"))
+    );
     // An attribute type no decoder knows is kept raw, never an error.
     let mut payload = msgs[0].payload.to_vec();
     payload.extend_from_slice(&[8, 0, 200, 0, 1, 2, 3, 4]);
-    let m2 = route::decode(&payload).expect("unknown attr is fine").expect("inet");
-    assert!(m2.other.iter().any(|(t, v)| *t == 200 && v == &[1, 2, 3, 4]));
+    let m2 = route::decode(&payload)
+        .expect("unknown attr is fine")
+        .expect("inet");
+    assert!(m2
+        .other
+        .iter()
+        .any(|(t, v)| *t == 200 && v == &[1, 2, 3, 4]));
 }

@@ -31,7 +31,11 @@ impl DecodeError {
 
 impl fmt::Display for DecodeError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "malformed netlink message at {}: {}", self.path, self.reason)
+        write!(
+            f,
+            "malformed netlink message at {}: {}",
+            self.path, self.reason
+        )
     }
 }
 
@@ -109,7 +113,10 @@ impl<'a> Attrs<'a> {
             let len = usize::from(u16::from_ne_bytes([b[0], b[1]]));
             let ty = u16::from_ne_bytes([b[2], b[3]]) & 0x3fff;
             if len < 4 || len > b.len() {
-                return Err(DecodeError::new(format!("attr[{i}] type {ty}"), "length out of bounds"));
+                return Err(DecodeError::new(
+                    format!("attr[{i}] type {ty}"),
+                    "length out of bounds",
+                ));
             }
             out.push((ty, &b[4..len]));
             b = &b[align4(len).min(b.len())..];
@@ -119,7 +126,11 @@ impl<'a> Attrs<'a> {
     }
     /// The first attribute of type `ty`.
     pub fn get(&self, ty: u16) -> Result<Option<&'a [u8]>, DecodeError> {
-        Ok(self.to_vec()?.into_iter().find(|(t, _)| *t == ty).map(|(_, p)| p))
+        Ok(self
+            .to_vec()?
+            .into_iter()
+            .find(|(t, _)| *t == ty)
+            .map(|(_, p)| p))
     }
 }
 
@@ -159,7 +170,14 @@ mod tests {
         assert_eq!(bytes.len(), 8 + 8 + 8);
         assert_eq!(&bytes[..4], &[7, 0, 1, 0]);
         let v = Attrs::new(&bytes).to_vec().expect("decodes");
-        assert_eq!(v, vec![(1, &[1u8, 2, 3][..]), (6, &10u32.to_ne_bytes()[..]), (27, &[17u8][..])]);
+        assert_eq!(
+            v,
+            vec![
+                (1, &[1u8, 2, 3][..]),
+                (6, &10u32.to_ne_bytes()[..]),
+                (27, &[17u8][..])
+            ]
+        );
     }
 
     #[test]

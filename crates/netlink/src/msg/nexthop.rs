@@ -146,12 +146,16 @@ pub fn decode(payload: &[u8]) -> Result<NexthopMsg, DecodeError> {
             nha::OIF => ifindex = get_u32(v, "NHA_OIF")?,
             nha::GATEWAY => {
                 gateway = match v.len() {
-                    4 => Some(IpAddr::from(<[u8; 4]>::try_from(v).map_err(|_| {
-                        DecodeError::new("NHA_GATEWAY", "bad length")
-                    })?)),
-                    16 => Some(IpAddr::from(<[u8; 16]>::try_from(v).map_err(|_| {
-                        DecodeError::new("NHA_GATEWAY", "bad length")
-                    })?)),
+                    4 => {
+                        Some(IpAddr::from(<[u8; 4]>::try_from(v).map_err(|_| {
+                            DecodeError::new("NHA_GATEWAY", "bad length")
+                        })?))
+                    }
+                    16 => {
+                        Some(IpAddr::from(<[u8; 16]>::try_from(v).map_err(|_| {
+                            DecodeError::new("NHA_GATEWAY", "bad length")
+                        })?))
+                    }
                     _ => return Err(DecodeError::new("NHA_GATEWAY", "neither 4 nor 16 bytes")),
                 }
             }

@@ -148,10 +148,20 @@ fn addr_bytes(a: &IpAddr) -> Vec<u8> {
     }
 }
 
-fn rtmsg(family: u8, dst_len: u8, table: u32, protocol: u8, scope: u8, rtype: u8, fl: u32) -> [u8; 12] {
+fn rtmsg(
+    family: u8,
+    dst_len: u8,
+    table: u32,
+    protocol: u8,
+    scope: u8,
+    rtype: u8,
+    fl: u32,
+) -> [u8; 12] {
     let t = if table < 256 { table as u8 } else { 0 };
     let f = fl.to_ne_bytes();
-    [family, dst_len, 0, 0, t, protocol, scope, rtype, f[0], f[1], f[2], f[3]]
+    [
+        family, dst_len, 0, 0, t, protocol, scope, rtype, f[0], f[1], f[2], f[3],
+    ]
 }
 
 /// Encode the `RTA_MULTIPATH` payload: `rtnexthop` records with `rtnh_hops = weight - 1`.
@@ -342,7 +352,10 @@ pub fn decode_multipath(family: Family, mut p: &[u8]) -> Result<Vec<Nexthop>, De
         let weight = u16::from(p[3]) + 1;
         let ifindex = i32::from_ne_bytes([p[4], p[5], p[6], p[7]]);
         let mut gateway = None;
-        for (ty, v) in Attrs::new(&p[8..len]).to_vec().map_err(|e| e.within(&path))? {
+        for (ty, v) in Attrs::new(&p[8..len])
+            .to_vec()
+            .map_err(|e| e.within(&path))?
+        {
             match ty {
                 rta::GATEWAY => gateway = Some(ip_from(family, v, &path)?),
                 rta::VIA => gateway = Some(via_from(v, &path)?),
@@ -420,11 +433,7 @@ pub fn decode(payload: &[u8]) -> Result<Option<RouteMsg>, DecodeError> {
     };
     Ok(Some(RouteMsg {
         route: Route {
-            key: RouteKey {
-                dst,
-                table,
-                metric,
-            },
+            key: RouteKey { dst, table, metric },
             protocol,
             scope,
             rtype,

@@ -1,0 +1,604 @@
+//! The commands. Each returns an [`Output`]; nothing here prints.
+//!
+//! Consistency rule for every mutation: write our state first, then the FIB, and put the state
+//! back if the kernel refuses; deletes go the other way (FIB first, then state). So the FIB and
+//! the state agree after every command, a refused one included.
+
+use std::collections::HashMap;
+
+use mpt_cli::{names, Failure, GlobalOpts};
+use mpt_model::route::RTNH_F_ONLINK;
+use mpt_model::{Algo, Family, Nexthop, Route, RouteKey, Verb, MPROUTE_PROTO, MPROUTE_PROTO_NAME};
+use mpt_netlink::msg::route::{self as rmsg, PathForm, RouteRequest};
+use mpt_netlink::sock::Socket;
+use serde::Serialize;
+
+use crate::parse::{self, RouteSpec};
+use crate::resolve::{self, Resolved};
+use crate::state::{Managed, Store};
+use crate::view::{ActionRow, RouteRow};
+
+/// What a command produced.
+#[derive(Debug)]
+pub enum Output {
+    /// Routes for `show`.
+    Routes(Vec<RouteRow>),
+    /// A mutation's report.
+    Change(ChangeReport),
+    /// `flush` / `sync`.
+    Actions {
+        /// Whether anything changed.
+        changed: bool,
+        /// What was done.
+        rows: Vec<ActionRow>,
+    },
+}
+
+/// The JSON answer of a mutating command.
+#[derive(Debug, Serialize)]
+pub struct ChangeReport {
+    /// Whether the FIB or the state changed.
+    pub changed: bool,
+    /// The verb.
+    pub action: &'static str,
+    /// Prefix.
+    pub dst: String,
+    /// Table id.
+    pub table: u32,
+    /// Metric.
+    pub metric: u32,
+    /// Algorithm after the command (null after del).
+    pub algo: Option<String>,
+}
+
+/// Sockets, state and a cache of the FIB, shared by the lines of a batch.
+pub struct Ctx {
+    /// Global options.
+    pub opts: GlobalOpts,
+    sock: Option<Socket>,
+    store: Option<Store>,
+    store_checked: bool,
+    fib: HashMap<(Family, u32), Vec<Route>>,
+}
+
+impl std::fmt::Debug for Ctx {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Ctx").finish_non_exhaustive()
+    }
+}
+
+fn op_name(verb: Verb, key: &RouteKey) -> String {
+    let mut s = format!("{} {}", verb.name(), key.dst);
+    if key.table != mpt_model::names::RT_TABLE_MAIN {
+        s.push_str(&format!(" table {}", names::table_name(key.table)));
+    }
+    s
+}
+
+impl Ctx {
+    /// A context for one invocation (already inside the target namespace).
+    pub fn new(opts: GlobalOpts) -> Self {
+        Ctx {
+            opts,
+            sock: None,
+            store: None,
+            store_checked: false,
+            fib: HashMap::new(),
+        }
+    }
+
+    fn sock(&mut self) -> Result<&mut Socket, Failure> {
+        if self.sock.is_none() {
+            let s = Socket::route().map_err(Failure::from)?;
+            s.set_rcvbuf(4 << 20);
+            self.sock = Some(s);
+        }
+        self.sock
+            .as_mut()
+            .ok_or_else(|| Failure::system("netlink socket unavailable"))
+    }
+
+    fn store(&mut self, create: bool) -> Result<Option<&Store>, Failure> {
+        if self.store.is_none() && (create || !self.store_checked) {
+            self.store = Store::open(create)?;
+            self.store_checked = true;
+            if create && self.store.is_some() {
+                // Best effort: lets `ip route` print "proto mproute".
+                let _ = names::register_proto(MPROUTE_PROTO, MPROUTE_PROTO_NAME);
+            }
+        }
+        Ok(self.store.as_ref())
+    }
+
+    /// The routes of one table (or every table with `None`), from the cache or a dump.
+    fn table(&mut self, fam: Family, table: u32) -> Result<&Vec<Route>, Failure> {
+        if !self.fib.contains_key(&(fam, table)) {
+            let routes = dump(self.sock()?, Some(fam), Some(table))?;
+            self.fib.insert((fam, table), routes);
+        }
+        Ok(self.fib.get(&(fam, table)).map_or(&EMPTY, |v| v))
+    }
+
+    fn find(&mut self, key: &RouteKey) -> Result<Option<Route>, Failure> {
+        let k = *key;
+        Ok(self
+            .table(k.family(), k.table)?
+            .iter()
+            .find(|r| r.key == k)
+            .cloned())
+    }
+
+    fn invalidate(&mut self, key: &RouteKey) {
+        self.fib.remove(&(key.family(), key.table));
+    }
+
+    /// Run one command given as a verb and its words.
+    pub fn run(&mut self, verb: &str, args: &[String]) -> Result<Output, Failure> {
+        let v = match verb {
+            "add" => Verb::Add,
+            "replace" => Verb::Replace,
+            "append" => Verb::Append,
+            "change" | "chg" => Verb::Change,
+            "del" | "delete" => Verb::Del,
+            "show" | "list" | "ls" | "lst" => return self.show(args),
+            "flush" => return self.flush(args),
+            "sync" => return self.sync(args),
+            other => {
+                return Err(Failure::usage(format!(
+                    "unknown command \"{other}\" (expected add, replace, append, change, del, show, flush or sync)"
+                )))
+            }
+        };
+        let spec = parse::parse_route(v, args)
+            .map_err(|e| Failure::usage(format!("{}: {e}", v.name())))?;
+        if v == Verb::Del {
+            self.del(&spec)
+        } else {
+            self.modify(&spec)
+        }
+    }
+
+    fn modify(&mut self, spec: &RouteSpec) -> Result<Output, Failure> {
+        let r = resolve::resolve(spec)?;
+        let op = op_name(spec.verb, &r.key);
+        let old_fib = self.find(&r.key)?;
+        let store_exists = self.store(false)?.is_some();
+        let old_state = if store_exists {
+            self.store(false)?
+                .and_then(|s| s.get(&r.key).ok().flatten())
+        } else {
+            None
+        };
+        let protocol = r.proto.unwrap_or(MPROUTE_PROTO);
+        // An algorithm not typed on replace/change/append keeps the route's current one.
+        let algo = if r.algo_given {
+            r.algo
+        } else {
+            old_state.map_or(Algo::L3Hash, |m| m.algo)
+        };
+        if matches!(spec.verb, Verb::Replace | Verb::Change) {
+            if let Some(cur) = &old_fib {
+                if same_paths(cur, &r, protocol) && old_state.map(|m| m.algo) == Some(algo) {
+                    return Ok(Output::Change(report(false, spec.verb, &r.key, Some(algo))));
+                }
+            }
+        }
+        let new_state = Managed {
+            algo,
+            nh_count: r.nexthops.len().min(255) as u8,
+        };
+        // 1. state, 2. FIB, 3. undo the state if the FIB refused.
+        let store = self
+            .store(true)?
+            .ok_or_else(|| Failure::system(format!("{op}: cannot create mproute state")))?;
+        store.put(&r.key, new_state)?;
+        let req = rmsg::encode(&RouteRequest {
+            verb: spec.verb,
+            key: r.key,
+            metric_given: r.metric_given,
+            protocol: Some(protocol),
+            nexthops: &r.nexthops,
+            form: r.form,
+            algo,
+        });
+        let sent = self.sock()?.request(&req, &op);
+        self.invalidate(&r.key);
+        if let Err(e) = sent {
+            if let Some(s) = self.store(false)? {
+                s.restore(&r.key, old_state)?;
+            }
+            return Err(Failure::from(e));
+        }
+        if algo != Algo::L3Hash {
+            self.check_native(&r.key)?;
+        }
+        Ok(Output::Change(report(true, spec.verb, &r.key, Some(algo))))
+    }
+
+    /// Read the route back once per namespace to learn whether the kernel kept RTA_MP_ALGO.
+    fn check_native(&mut self, key: &RouteKey) -> Result<(), Failure> {
+        let checked = self.store(false)?.and_then(Store::native).is_some();
+        if checked {
+            return Ok(());
+        }
+        let native = self.find(key)?.is_some_and(|r| r.algo.is_some());
+        if let Some(s) = self.store(false)? {
+            s.set_native(native)?;
+        }
+        Ok(())
+    }
+
+    fn del(&mut self, spec: &RouteSpec) -> Result<Output, Failure> {
+        let table = resolve::table(spec.table.as_deref())?;
+        let fam = Family::of_net(&spec.dst);
+        let managed: Vec<(RouteKey, Managed)> = match self.store(false)? {
+            Some(s) => s.all()?,
+            None => Vec::new(),
+        };
+        let candidates: Vec<Route> = self
+            .table(fam, table)?
+            .iter()
+            .filter(|r| r.key.dst == spec.dst && spec.metric.is_none_or(|m| m == r.key.metric))
+            .cloned()
+            .collect();
+        let owned =
+            |r: &Route| r.protocol == MPROUTE_PROTO || managed.iter().any(|(k, _)| *k == r.key);
+        let key_guess = RouteKey {
+            dst: spec.dst,
+            table,
+            metric: spec.metric.unwrap_or(rmsg::default_metric(fam)),
+        };
+        let Some(route) = candidates.iter().find(|r| owned(r)).cloned() else {
+            if let Some(other) = candidates.first() {
+                return Err(Failure::system(format!(
+                    "{}: the route is not managed by mproute (protocol {})",
+                    op_name(Verb::Del, &other.key),
+                    names::proto_name(other.protocol)
+                ))
+                .hint("remove routes mproute does not own with \"ip route del\""));
+            }
+            // Nothing in the FIB: forget a stale state entry, and report what the kernel says.
+            let stale = managed.iter().find(|(k, _)| {
+                k.dst == spec.dst && k.table == table && spec.metric.is_none_or(|m| m == k.metric)
+            });
+            if let Some((k, _)) = stale {
+                if let Some(s) = self.store(false)? {
+                    s.delete(k)?;
+                }
+                return Ok(Output::Change(report(true, Verb::Del, k, None)));
+            }
+            return Err(Failure::system(format!(
+                "{}: no such route [ESRCH]",
+                op_name(Verb::Del, &key_guess)
+            )));
+        };
+        let op = op_name(Verb::Del, &route.key);
+        let req = rmsg::encode(&RouteRequest {
+            verb: Verb::Del,
+            key: route.key,
+            metric_given: true,
+            protocol: Some(route.protocol),
+            nexthops: &[],
+            form: PathForm::Multipath,
+            algo: Algo::L3Hash,
+        });
+        // 1. FIB, 2. state.
+        let r = self.sock()?.request(&req, &op);
+        self.invalidate(&route.key);
+        r.map_err(Failure::from)?;
+        if let Some(s) = self.store(false)? {
+            s.delete(&route.key)?;
+        }
+        Ok(Output::Change(report(true, Verb::Del, &route.key, None)))
+    }
+
+    fn enforced_by(&mut self) -> Result<&'static str, Failure> {
+        Ok(match self.store(false)?.and_then(Store::native) {
+            Some(true) => "kernel",
+            _ => "none",
+        })
+    }
+
+    fn show(&mut self, args: &[String]) -> Result<Output, Failure> {
+        let f = parse::parse_show(args).map_err(|e| Failure::usage(format!("show: {e}")))?;
+        let table = match f.table.as_deref() {
+            Some("all") => None,
+            t => Some(resolve::table(t)?),
+        };
+        let fams: Vec<Family> = match &f.dst {
+            Some(d) => vec![Family::of_net(d)],
+            None => vec![Family::V4, Family::V6],
+        };
+        let managed: HashMap<RouteKey, Managed> = match self.store(false)? {
+            Some(s) => s.all()?.into_iter().collect(),
+            None => HashMap::new(),
+        };
+        let enforced = self.enforced_by()?;
+        let mut names_cache: HashMap<u32, Option<String>> = HashMap::new();
+        let mut ifname = |i: u32| {
+            names_cache
+                .entry(i)
+                .or_insert_with(|| mpt_netlink::netns::ifname(i))
+                .clone()
+        };
+        let mut rows = Vec::new();
+        for fam in fams {
+            let routes = dump(self.sock()?, Some(fam), table)?;
+            for mut r in routes {
+                if f.dst.is_some_and(|d| d != r.key.dst) {
+                    continue;
+                }
+                let m = managed.get(&r.key);
+                if m.is_some() {
+                    r.algo = m.map(|m| m.algo);
+                }
+                let is_managed = m.is_some() || r.protocol == MPROUTE_PROTO;
+                if let Some(a) = f.algo {
+                    if !is_managed || r.algo.unwrap_or_default() != a {
+                        continue;
+                    }
+                }
+                rows.push(RouteRow::new(
+                    &r,
+                    is_managed,
+                    is_managed.then_some(enforced),
+                    &mut ifname,
+                ));
+            }
+        }
+        Ok(Output::Routes(rows))
+    }
+
+    fn flush(&mut self, args: &[String]) -> Result<Output, Failure> {
+        let t = parse::parse_flush(args).map_err(|e| Failure::usage(format!("flush: {e}")))?;
+        let table = match t.as_deref() {
+            Some("all") | None => None,
+            Some(s) => Some(resolve::table(Some(s))?),
+        };
+        let managed: Vec<(RouteKey, Managed)> = match self.store(false)? {
+            Some(s) => s.all()?,
+            None => Vec::new(),
+        };
+        let mut rows = Vec::new();
+        let all = dump(self.sock()?, None, table)?;
+        for r in &all {
+            let in_state = managed.iter().any(|(k, _)| *k == r.key);
+            if !(in_state || r.protocol == MPROUTE_PROTO) {
+                continue;
+            }
+            let op = op_name(Verb::Del, &r.key);
+            let req = rmsg::encode(&RouteRequest {
+                verb: Verb::Del,
+                key: r.key,
+                metric_given: true,
+                protocol: Some(r.protocol),
+                nexthops: &[],
+                form: PathForm::Multipath,
+                algo: Algo::L3Hash,
+            });
+            match self.sock()?.request(&req, &op) {
+                Ok(()) => {}
+                Err(e) if e.errno() == Some(libc::ESRCH) => {}
+                Err(e) => return Err(Failure::from(e)),
+            }
+            if let Some(s) = self.store(false)? {
+                s.delete(&r.key)?;
+            }
+            rows.push(action("deleted", &r.key, "owned by mproute"));
+        }
+        // State entries whose route is already gone.
+        for (k, _) in &managed {
+            if table.is_some_and(|t| t != k.table) || all.iter().any(|r| r.key == *k) {
+                continue;
+            }
+            if let Some(s) = self.store(false)? {
+                s.delete(k)?;
+            }
+            rows.push(action("forgotten", k, "route was no longer in the FIB"));
+        }
+        self.fib.clear();
+        Ok(Output::Actions {
+            changed: !rows.is_empty(),
+            rows,
+        })
+    }
+
+    fn sync(&mut self, args: &[String]) -> Result<Output, Failure> {
+        let reset = match args {
+            [] => false,
+            [w] if w == "--reset" || w == "reset" => true,
+            [w, ..] => return Err(Failure::usage(format!("sync: unexpected word \"{w}\""))),
+        };
+        let mut rows = Vec::new();
+        if reset {
+            self.store = None;
+            mpt_bpf::state::destroy().map_err(|e| Failure::system(format!("sync reset: {e}")))?;
+            rows.push(ActionRow {
+                action: "reset".into(),
+                dst: "-".into(),
+                table: None,
+                metric: None,
+                reason: "state of this namespace removed".into(),
+            });
+            return Ok(Output::Actions {
+                changed: true,
+                rows,
+            });
+        }
+        let all = dump(self.sock()?, None, None)?;
+        if let Some(s) = self.store(false)? {
+            for (k, _) in s.all()? {
+                if !all.iter().any(|r| r.key == k) {
+                    s.delete(&k)?;
+                    rows.push(action(
+                        "forgotten",
+                        &k,
+                        "route was deleted behind mproute's back",
+                    ));
+                }
+            }
+        }
+        let orphans: Vec<&Route> = all.iter().filter(|r| r.protocol == MPROUTE_PROTO).collect();
+        if !orphans.is_empty() {
+            let s = self
+                .store(true)?
+                .ok_or_else(|| Failure::system("sync: cannot create mproute state"))?;
+            for r in orphans {
+                if s.get(&r.key)?.is_none() {
+                    s.put(
+                        &r.key,
+                        Managed {
+                            algo: Algo::L3Hash,
+                            nh_count: r.nexthops.len().min(255) as u8,
+                        },
+                    )?;
+                    rows.push(action(
+                        "adopted",
+                        &r.key,
+                        "protocol mproute but not in state (algorithm l3-hash)",
+                    ));
+                }
+            }
+        }
+        // State pinned for namespaces that no longer exist.
+        let live = live_cookies();
+        for dir in mpt_bpf::state::stale_pin_dirs(&live) {
+            if mpt_bpf::state::remove_pin_dir(&dir).is_ok() {
+                rows.push(ActionRow {
+                    action: "removed-stale-state".into(),
+                    dst: dir.display().to_string(),
+                    table: None,
+                    metric: None,
+                    reason: "its network namespace no longer exists".into(),
+                });
+            }
+        }
+        Ok(Output::Actions {
+            changed: !rows.is_empty(),
+            rows,
+        })
+    }
+}
+
+static EMPTY: Vec<Route> = Vec::new();
+
+fn action(what: &str, k: &RouteKey, reason: &str) -> ActionRow {
+    ActionRow {
+        action: what.into(),
+        dst: k.dst.to_string(),
+        table: Some(k.table),
+        metric: Some(k.metric),
+        reason: reason.into(),
+    }
+}
+
+fn report(changed: bool, verb: Verb, k: &RouteKey, algo: Option<Algo>) -> ChangeReport {
+    ChangeReport {
+        changed,
+        action: verb.name(),
+        dst: k.dst.to_string(),
+        table: k.table,
+        metric: k.metric,
+        algo: algo.map(|a| a.name().to_string()),
+    }
+}
+
+/// Whether the FIB route already has exactly the requested paths and protocol.
+fn same_paths(cur: &Route, want: &Resolved, protocol: u8) -> bool {
+    if cur.protocol != protocol || cur.nexthops.len() != want.nexthops.len() {
+        return false;
+    }
+    let norm = |n: &Nexthop, ifindex_known: bool| {
+        (
+            n.gateway,
+            if ifindex_known { n.ifindex } else { 0 },
+            n.weight,
+            n.flags & RTNH_F_ONLINK,
+        )
+    };
+    want.nexthops.iter().zip(&cur.nexthops).all(|(w, c)| {
+        let known = w.ifindex != 0;
+        norm(w, known) == norm(c, known)
+    })
+}
+
+/// Dump routes (unicast FIB entries, no cache clones) of one family or both, one table or all.
+pub fn dump(
+    sock: &mut Socket,
+    fam: Option<Family>,
+    table: Option<u32>,
+) -> Result<Vec<Route>, Failure> {
+    let req = rmsg::dump_request(fam, table);
+    let what = match table {
+        Some(t) => format!("list routes of table {}", names::table_name(t)),
+        None => "list routes".to_string(),
+    };
+    let payloads = match sock.dump(&req, &what) {
+        Ok(p) => p,
+        // IPv4 answers ENOENT for a table that does not exist yet: it is empty.
+        Err(e) if e.errno() == Some(libc::ENOENT) => Vec::new(),
+        Err(e) => return Err(Failure::from(e)),
+    };
+    let mut out = Vec::with_capacity(payloads.len());
+    for p in payloads {
+        let m = rmsg::decode(&p).map_err(|e| Failure::system(format!("{what}: {e}")))?;
+        if let Some(m) = m {
+            // RTM_F_CLONED (0x200): route cache entries are not routes.
+            if m.rtm_flags & 0x200 != 0 {
+                continue;
+            }
+            if table.is_some_and(|t| t != m.route.key.table) {
+                continue;
+            }
+            out.push(m.route);
+        }
+    }
+    Ok(out)
+}
+
+/// Cookies of every namespace we can reach: our own, the named ones, and those of processes.
+pub fn live_cookies() -> Vec<u64> {
+    let mut v = Vec::new();
+    if let Ok(c) = mpt_bpf::state::netns_cookie() {
+        v.push(c);
+    }
+    let mut paths: Vec<std::path::PathBuf> = mpt_netlink::netns::list_named()
+        .into_iter()
+        .map(|n| mpt_netlink::netns::path(&n))
+        .collect();
+    if let Ok(rd) = std::fs::read_dir("/proc") {
+        for e in rd.filter_map(|e| e.ok()) {
+            if e.file_name()
+                .to_str()
+                .is_some_and(|s| s.bytes().all(|b| b.is_ascii_digit()))
+            {
+                paths.push(e.path().join("ns/net"));
+            }
+        }
+    }
+    let mut seen_ino = std::collections::HashSet::new();
+    for p in paths {
+        let Ok(md) = std::fs::metadata(&p) else {
+            continue;
+        };
+        use std::os::unix::fs::MetadataExt;
+        if !seen_ino.insert(md.ino()) {
+            continue;
+        }
+        let Ok(f) = std::fs::File::open(&p) else {
+            continue;
+        };
+        let c = std::thread::spawn(move || {
+            use std::os::fd::AsFd;
+            nix::sched::setns(f.as_fd(), nix::sched::CloneFlags::CLONE_NEWNET).ok()?;
+            mpt_bpf::state::netns_cookie().ok()
+        })
+        .join()
+        .ok()
+        .flatten();
+        if let Some(c) = c {
+            v.push(c);
+        }
+    }
+    v
+}

@@ -1,0 +1,360 @@
+//! The route grammar, parsed into a typed specification before any socket is opened. Names
+//! (devices, tables, protocols) stay names here; `resolve` turns them into ids inside the target
+//! namespace.
+//!
+//! ```text
+//! PREFIX [table T] [metric M] [proto P] [algo ALGO] NEXTHOPS
+//! NEXTHOPS := via ADDR [dev DEV] [onlink] | nexthop NH [nexthop NH ...]
+//! NH := [via ADDR] [dev DEV] [weight W] [onlink]
+//! ```
+
+use std::net::IpAddr;
+
+use ipnet::IpNet;
+use mpt_model::route::SpecError;
+use mpt_model::{Algo, Family, Verb, MAX_WEIGHT};
+
+/// A nexthop as typed.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct NhSpec {
+    /// `via ADDR`.
+    pub via: Option<IpAddr>,
+    /// `dev DEV`.
+    pub dev: Option<String>,
+    /// `weight W` (1 when not given).
+    pub weight: u16,
+    /// `onlink`.
+    pub onlink: bool,
+}
+
+/// A route command as typed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RouteSpec {
+    /// The verb.
+    pub verb: Verb,
+    /// Destination.
+    pub dst: IpNet,
+    /// `table T` (name or number).
+    pub table: Option<String>,
+    /// `metric M`.
+    pub metric: Option<u32>,
+    /// `proto P` (name or number).
+    pub proto: Option<String>,
+    /// `algo ALGO`.
+    pub algo: Option<Algo>,
+    /// Paths.
+    pub nexthops: Vec<NhSpec>,
+    /// True for the `nexthop ...` form, false for `via ADDR dev DEV`.
+    pub multipath: bool,
+}
+
+/// A `show` filter.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ShowSpec {
+    /// Only this prefix.
+    pub dst: Option<IpNet>,
+    /// `table T`, or `table all` (`Some("all")`); main when absent.
+    pub table: Option<String>,
+    /// Only routes with this algorithm.
+    pub algo: Option<Algo>,
+}
+
+fn value<'a>(it: &mut std::slice::Iter<'a, String>, kw: &str) -> Result<&'a str, String> {
+    it.next()
+        .map(String::as_str)
+        .ok_or_else(|| format!("\"{kw}\" needs a value"))
+}
+
+/// Parse a prefix as iproute2 does: `default`, an address (host prefix), or ADDR/LEN with no
+/// host bits set.
+pub fn parse_prefix(s: &str, family_hint: Option<Family>) -> Result<IpNet, String> {
+    if s == "default" || s == "all" || s == "any" {
+        return Ok(match family_hint {
+            Some(Family::V6) => IpNet::V6(ipnet::Ipv6Net::default()),
+            _ => IpNet::V4(ipnet::Ipv4Net::default()),
+        });
+    }
+    let net: IpNet = if s.contains('/') {
+        s.parse().map_err(|_| format!("invalid prefix \"{s}\""))?
+    } else {
+        let a: IpAddr = s.parse().map_err(|_| format!("invalid prefix \"{s}\""))?;
+        IpNet::from(a)
+    };
+    if net.network() != net.addr() {
+        return Err(format!(
+            "invalid prefix \"{s}\": host bits are set (did you mean {}?)",
+            net.trunc()
+        ));
+    }
+    Ok(net)
+}
+
+fn parse_u32(s: &str, what: &str) -> Result<u32, String> {
+    mpt_model::names::parse_num(s).ok_or_else(|| format!("invalid {what} \"{s}\""))
+}
+
+/// Parse the arguments of add/replace/append/change/del.
+pub fn parse_route(verb: Verb, args: &[String]) -> Result<RouteSpec, String> {
+    let mut dst_word: Option<&str> = None;
+    let mut table = None;
+    let mut metric = None;
+    let mut proto = None;
+    let mut algo = None;
+    let mut single = NhSpec {
+        weight: 1,
+        ..NhSpec::default()
+    };
+    let mut single_used = false;
+    let mut nhs: Vec<NhSpec> = Vec::new();
+    let mut it = args.iter();
+    while let Some(w) = it.next() {
+        let in_nh = !nhs.is_empty();
+        match w.as_str() {
+            "table" => table = Some(value(&mut it, "table")?.to_string()),
+            "metric" | "priority" | "preference" => {
+                metric = Some(parse_u32(value(&mut it, w)?, "metric")?)
+            }
+            "proto" | "protocol" => proto = Some(value(&mut it, "proto")?.to_string()),
+            "algo" => {
+                algo = Some(
+                    value(&mut it, "algo")?
+                        .parse::<Algo>()
+                        .map_err(|e| e.to_string())?,
+                )
+            }
+            "nexthop" => {
+                if single_used {
+                    return Err(
+                        "\"nexthop\" cannot follow \"via\"/\"dev\" given outside a nexthop".into(),
+                    );
+                }
+                nhs.push(NhSpec {
+                    weight: 1,
+                    ..NhSpec::default()
+                });
+            }
+            "via" | "gw" => {
+                let v = value(&mut it, "via")?;
+                // iproute2 accepts "via inet6 ADDR"; the family word is redundant here.
+                let v = if v == "inet" || v == "inet6" {
+                    value(&mut it, "via")?
+                } else {
+                    v
+                };
+                let a: IpAddr = v
+                    .parse()
+                    .map_err(|_| format!("invalid gateway address \"{v}\""))?;
+                let nh = nhs.last_mut().unwrap_or(&mut single);
+                if nh.via.is_some() {
+                    return Err("a nexthop has two \"via\"".into());
+                }
+                nh.via = Some(a);
+                single_used |= !in_nh;
+            }
+            "dev" | "oif" => {
+                let v = value(&mut it, "dev")?.to_string();
+                let nh = nhs.last_mut().unwrap_or(&mut single);
+                if nh.dev.is_some() {
+                    return Err("a nexthop has two \"dev\"".into());
+                }
+                nh.dev = Some(v);
+                single_used |= !in_nh;
+            }
+            "weight" => {
+                let v = value(&mut it, "weight")?;
+                let Some(nh) = nhs.last_mut() else {
+                    return Err("\"weight\" is only valid after \"nexthop\"".into());
+                };
+                let n = parse_u32(v, "weight")?;
+                if n == 0 || n > u32::from(MAX_WEIGHT) {
+                    return Err(SpecError::Weight(n).to_string());
+                }
+                nh.weight = n as u16;
+            }
+            "onlink" => {
+                let nh = nhs.last_mut().unwrap_or(&mut single);
+                nh.onlink = true;
+                single_used |= !in_nh;
+            }
+            "to" => {
+                let v = value(&mut it, "to")?;
+                if dst_word.replace(v).is_some() {
+                    return Err("more than one destination prefix".into());
+                }
+            }
+            other if dst_word.is_none() && !in_nh && !other.is_empty() => dst_word = Some(other),
+            other => return Err(format!("unexpected word \"{other}\"")),
+        }
+    }
+    let Some(dst_word) = dst_word else {
+        return Err("missing destination prefix".into());
+    };
+    if single_used && !nhs.is_empty() {
+        return Err("give either \"via ADDR dev DEV\" or \"nexthop ...\", not both".into());
+    }
+    let first_gw = nhs
+        .iter()
+        .chain(std::iter::once(&single))
+        .find_map(|n| n.via);
+    let dst = parse_prefix(dst_word, first_gw.as_ref().map(Family::of))?;
+    let multipath = !nhs.is_empty();
+    let nexthops = if multipath {
+        nhs
+    } else if single_used {
+        vec![single]
+    } else {
+        Vec::new()
+    };
+    if verb != Verb::Del && nexthops.is_empty() {
+        return Err(SpecError::NoNexthop.to_string());
+    }
+    for nh in &nexthops {
+        if nh.via.is_none() && nh.dev.is_none() {
+            return Err(SpecError::Empty.to_string());
+        }
+        if let Some(gw) = nh.via {
+            if Family::of(&gw) != Family::of_net(&dst) {
+                return Err(SpecError::MixedFamily {
+                    gw,
+                    fam: Family::of_net(&dst).name(),
+                }
+                .to_string());
+            }
+        }
+    }
+    if verb == Verb::Del && algo.is_some() {
+        return Err("\"algo\" has no meaning for del".into());
+    }
+    Ok(RouteSpec {
+        verb,
+        dst,
+        table,
+        metric,
+        proto,
+        algo,
+        nexthops,
+        multipath,
+    })
+}
+
+/// Parse the arguments of show.
+pub fn parse_show(args: &[String]) -> Result<ShowSpec, String> {
+    let mut s = ShowSpec::default();
+    let mut it = args.iter();
+    while let Some(w) = it.next() {
+        match w.as_str() {
+            "table" => s.table = Some(value(&mut it, "table")?.to_string()),
+            "algo" => {
+                s.algo = Some(
+                    value(&mut it, "algo")?
+                        .parse::<Algo>()
+                        .map_err(|e| e.to_string())?,
+                )
+            }
+            "to" => s.dst = Some(parse_prefix(value(&mut it, "to")?, None)?),
+            other if s.dst.is_none() => s.dst = Some(parse_prefix(other, None)?),
+            other => return Err(format!("unexpected word \"{other}\"")),
+        }
+    }
+    Ok(s)
+}
+
+/// Parse the arguments of flush: `[table T]`.
+pub fn parse_flush(args: &[String]) -> Result<Option<String>, String> {
+    match args {
+        [] => Ok(None),
+        [t, v] if t == "table" => Ok(Some(v.clone())),
+        [w, ..] => Err(format!("unexpected word \"{w}\" (flush takes [table T])")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn words(s: &str) -> Vec<String> {
+        s.split_whitespace().map(String::from).collect()
+    }
+
+    fn ok(verb: Verb, s: &str) -> RouteSpec {
+        parse_route(verb, &words(s)).unwrap_or_else(|e| panic!("{s}: {e}"))
+    }
+
+    fn err(verb: Verb, s: &str) -> String {
+        parse_route(verb, &words(s)).expect_err(s)
+    }
+
+    #[test]
+    fn multipath_form() {
+        let r = ok(
+            Verb::Add,
+            "10.0.0.0/8 table 100 metric 5 proto bgp algo l4-hash nexthop via 192.0.2.1 dev eth0 weight 2 nexthop via 192.0.2.2 onlink",
+        );
+        assert_eq!(r.dst.to_string(), "10.0.0.0/8");
+        assert_eq!(r.table.as_deref(), Some("100"));
+        assert_eq!(r.metric, Some(5));
+        assert_eq!(r.proto.as_deref(), Some("bgp"));
+        assert_eq!(r.algo, Some(Algo::L4Hash));
+        assert!(r.multipath);
+        assert_eq!(r.nexthops.len(), 2);
+        assert_eq!(r.nexthops[0].weight, 2);
+        assert_eq!(r.nexthops[0].dev.as_deref(), Some("eth0"));
+        assert!(r.nexthops[1].onlink);
+        assert_eq!(r.nexthops[1].weight, 1);
+    }
+
+    #[test]
+    fn single_form_and_v6() {
+        let r = ok(Verb::Replace, "2001:db8::/32 via 2001:db8:1::1 dev va");
+        assert!(!r.multipath);
+        assert_eq!(
+            r.nexthops[0].via,
+            Some("2001:db8:1::1".parse().expect("addr"))
+        );
+        let r = ok(Verb::Add, "default via 2001:db8:1::1 dev va");
+        assert_eq!(r.dst.to_string(), "::/0");
+        let r = ok(Verb::Add, "192.0.2.7 via 10.0.0.1");
+        assert_eq!(r.dst.to_string(), "192.0.2.7/32");
+    }
+
+    #[test]
+    fn bad_input_is_rejected_with_a_reason() {
+        assert!(err(Verb::Add, "10.0.0.0/33 via 1.1.1.1").contains("invalid prefix"));
+        assert!(err(Verb::Add, "10.0.0.1/8 via 1.1.1.1").contains("host bits"));
+        assert!(
+            err(Verb::Add, "10.0.0.0/8 algo fastest nexthop via 1.1.1.1")
+                .contains("unknown algorithm")
+        );
+        assert!(err(Verb::Add, "10.0.0.0/8 nexthop via 1.1.1.1 weight 0").contains("weight 0"));
+        assert!(err(Verb::Add, "10.0.0.0/8 nexthop via 1.1.1.1 weight 257").contains("weight 257"));
+        assert!(err(Verb::Add, "10.0.0.0/8 nexthop via 2001:db8::1").contains("family"));
+        assert!(err(Verb::Add, "10.0.0.0/8 algo l3-hash").contains("no nexthop"));
+        assert!(err(Verb::Add, "10.0.0.0/8 via 1.1.1.1 weight 2").contains("only valid after"));
+        assert!(err(Verb::Add, "10.0.0.0/8 via 1.1.1.1 nexthop via 1.1.1.2").contains("not"));
+        assert!(err(Verb::Add, "10.0.0.0/8 nexthop").contains("needs"));
+        assert!(err(Verb::Add, "10.0.0.0/8 nexthop via 1.1.1.1 bogus").contains("bogus"));
+        assert!(err(Verb::Add, "nexthop via 1.1.1.1").contains("missing destination"));
+        assert!(err(Verb::Add, "10.0.0.0/8 metric x via 1.1.1.1").contains("metric"));
+    }
+
+    #[test]
+    fn del_needs_no_nexthop() {
+        let r = ok(Verb::Del, "10.0.0.0/8 table 7 metric 3");
+        assert!(r.nexthops.is_empty());
+        assert!(err(Verb::Del, "10.0.0.0/8 algo drr").contains("algo"));
+    }
+
+    #[test]
+    fn show_and_flush() {
+        let s = parse_show(&words("table all algo per-packet")).expect("ok");
+        assert_eq!(s.table.as_deref(), Some("all"));
+        assert_eq!(s.algo, Some(Algo::PerPacket));
+        let s = parse_show(&words("10.0.0.0/8")).expect("ok");
+        assert_eq!(s.dst.map(|d| d.to_string()).as_deref(), Some("10.0.0.0/8"));
+        assert_eq!(
+            parse_flush(&words("table 5")).expect("ok").as_deref(),
+            Some("5")
+        );
+        assert!(parse_flush(&words("everything")).is_err());
+    }
+}

@@ -1,0 +1,93 @@
+//! Names to kernel ids, inside the target namespace (the process has already entered it).
+
+use mpt_cli::{names, Failure};
+use mpt_model::route::{validate_nexthops, RTNH_F_ONLINK};
+use mpt_model::{Algo, Nexthop, RouteKey};
+use mpt_netlink::msg::route::{default_metric, PathForm};
+
+use crate::parse::RouteSpec;
+
+/// A route command with every name resolved.
+#[derive(Debug, Clone)]
+pub struct Resolved {
+    /// Identity (metric defaulted as the kernel will).
+    pub key: RouteKey,
+    /// Whether the metric was typed.
+    pub metric_given: bool,
+    /// `proto P`, if given.
+    pub proto: Option<u8>,
+    /// Paths.
+    pub nexthops: Vec<Nexthop>,
+    /// Encoding.
+    pub form: PathForm,
+    /// Algorithm (default l3-hash).
+    pub algo: Algo,
+    /// Whether `algo` was typed.
+    pub algo_given: bool,
+}
+
+/// Table name or number to id (exit 1 if unknown).
+pub fn table(t: Option<&str>) -> Result<u32, Failure> {
+    match t {
+        None => Ok(mpt_model::names::RT_TABLE_MAIN),
+        Some(s) => match names::table_id(s) {
+            Some(0) => Err(Failure::usage("table 0 is not a routing table")),
+            Some(id) => Ok(id),
+            None => Err(Failure::usage(format!("unknown table \"{s}\""))
+                .hint("use a number or a name from /etc/iproute2/rt_tables")),
+        },
+    }
+}
+
+/// Resolve a parsed route command.
+pub fn resolve(spec: &RouteSpec) -> Result<Resolved, Failure> {
+    let table = table(spec.table.as_deref())?;
+    let proto = match spec.proto.as_deref() {
+        None => None,
+        Some(p) => Some(names::proto_id(p).ok_or_else(|| {
+            Failure::usage(format!("unknown protocol \"{p}\""))
+                .hint("use a number 0-255 or a name from /etc/iproute2/rt_protos")
+        })?),
+    };
+    let mut nexthops = Vec::with_capacity(spec.nexthops.len());
+    for nh in &spec.nexthops {
+        let ifindex = match &nh.dev {
+            None => 0,
+            Some(d) => mpt_netlink::netns::ifindex(d).map_err(|_| {
+                Failure::system(format!(
+                    "{} {}: cannot find device \"{d}\"",
+                    spec.verb.name(),
+                    spec.dst
+                ))
+                .hint("check the device name with \"ip link\" in the same namespace")
+            })?,
+        };
+        nexthops.push(Nexthop {
+            gateway: nh.via,
+            ifindex,
+            weight: nh.weight,
+            flags: if nh.onlink { RTNH_F_ONLINK } else { 0 },
+        });
+    }
+    if !nexthops.is_empty() {
+        validate_nexthops(&spec.dst, &nexthops).map_err(|e| Failure::usage(e.to_string()))?;
+    }
+    let family = mpt_model::Family::of_net(&spec.dst);
+    Ok(Resolved {
+        key: RouteKey {
+            dst: spec.dst,
+            table,
+            metric: spec.metric.unwrap_or(default_metric(family)),
+        },
+        metric_given: spec.metric.is_some(),
+        proto,
+        nexthops,
+        form: if spec.multipath {
+            PathForm::Multipath
+        } else {
+            PathForm::Single
+        },
+        algo: spec.algo.unwrap_or_default(),
+        algo_given: spec.algo.is_some(),
+    })
+}

@@ -1,0 +1,175 @@
+//! mproute's view of the per-namespace BPF state: which routes it owns and their algorithm.
+
+use std::net::IpAddr;
+
+use ipnet::IpNet;
+use mpt_bpf::abi::{MptRouteKey, MptRouteVal};
+use mpt_bpf::state::{RouteState, StateError, META_F_NATIVE, META_F_NATIVE_CHECKED};
+use mpt_cli::Failure;
+use mpt_model::{Algo, Family, RouteKey};
+
+/// What the state says of one route.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Managed {
+    /// Its algorithm.
+    pub algo: Algo,
+    /// Number of nexthops when it was written.
+    pub nh_count: u8,
+}
+
+/// The open, locked state of the namespace.
+#[derive(Debug)]
+pub struct Store {
+    inner: RouteState,
+    _lock: mpt_bpf::state::NsLock,
+}
+
+fn fail(what: &str, e: StateError) -> Failure {
+    match e {
+        StateError::Abi { found, ours } => Failure::system(format!(
+            "{what}: the namespace's mproute state has ABI version {found}, this mproute has {ours}"
+        ))
+        .hint("use the mproute version that wrote it to flush, or remove the state with \"mproute sync --reset\""),
+        e => Failure::system(format!("{what}: {e}"))
+            .hint("mproute needs root, BPF and tcx (Linux 6.6+)"),
+    }
+}
+
+/// Encode a route identity as the BPF key.
+pub fn to_key(k: &RouteKey) -> MptRouteKey {
+    let mut dst_be = [0u8; 16];
+    match k.dst.network() {
+        IpAddr::V4(a) => dst_be[..4].copy_from_slice(&a.octets()),
+        IpAddr::V6(a) => dst_be.copy_from_slice(&a.octets()),
+    }
+    MptRouteKey {
+        family: k.family().af(),
+        dst_len: k.dst.prefix_len(),
+        reserved: 0,
+        table: k.table,
+        metric: k.metric,
+        dst_be,
+    }
+}
+
+/// Decode a BPF key; `None` if it is not a valid route identity.
+pub fn from_key(k: &MptRouteKey) -> Option<RouteKey> {
+    let fam = Family::from_af(k.family)?;
+    let addr = match fam {
+        Family::V4 => IpAddr::from(<[u8; 4]>::try_from(&k.dst_be[..4]).ok()?),
+        Family::V6 => IpAddr::from(k.dst_be),
+    };
+    Some(RouteKey {
+        dst: IpNet::new(addr, k.dst_len).ok()?,
+        table: k.table,
+        metric: k.metric,
+    })
+}
+
+impl Store {
+    /// Open (and with `create`, create) the state of the current namespace, holding its lock.
+    pub fn open(create: bool) -> Result<Option<Store>, Failure> {
+        let cookie = mpt_bpf::state::netns_cookie().map_err(|e| fail("open state", e))?;
+        let lock = mpt_bpf::state::NsLock::take(cookie).map_err(|e| fail("lock state", e))?;
+        let Some(inner) = RouteState::open(create).map_err(|e| fail("open state", e))? else {
+            return Ok(None);
+        };
+        inner.ensure_pinned();
+        Ok(Some(Store { inner, _lock: lock }))
+    }
+
+    /// The state of one route.
+    pub fn get(&self, k: &RouteKey) -> Result<Option<Managed>, Failure> {
+        let v = self
+            .inner
+            .get(&to_key(k))
+            .map_err(|e| fail("read state", e))?;
+        Ok(v.map(|v| Managed {
+            algo: Algo::from_u32(u32::from(v.algo)).unwrap_or_default(),
+            nh_count: v.nh_count,
+        }))
+    }
+
+    /// Record a route.
+    pub fn put(&self, k: &RouteKey, m: Managed) -> Result<(), Failure> {
+        let v = MptRouteVal {
+            algo: m.algo.as_u32() as u8,
+            flags: 0,
+            nh_count: m.nh_count,
+            reserved: 0,
+            nh_group: 0,
+        };
+        self.inner
+            .put(&to_key(k), &v)
+            .map_err(|e| fail("write state", e))
+    }
+
+    /// Put back what [`Store::get`] returned before a change (undo).
+    pub fn restore(&self, k: &RouteKey, old: Option<Managed>) -> Result<(), Failure> {
+        match old {
+            Some(m) => self.put(k, m),
+            None => self.delete(k).map(|_| ()),
+        }
+    }
+
+    /// Forget a route.
+    pub fn delete(&self, k: &RouteKey) -> Result<bool, Failure> {
+        self.inner
+            .delete(&to_key(k))
+            .map_err(|e| fail("write state", e))
+    }
+
+    /// Every route in the state.
+    pub fn all(&self) -> Result<Vec<(RouteKey, Managed)>, Failure> {
+        Ok(self
+            .inner
+            .entries()
+            .map_err(|e| fail("read state", e))?
+            .into_iter()
+            .filter_map(|(k, v)| {
+                Some((
+                    from_key(&k)?,
+                    Managed {
+                        algo: Algo::from_u32(u32::from(v.algo)).unwrap_or_default(),
+                        nh_count: v.nh_count,
+                    },
+                ))
+            })
+            .collect())
+    }
+
+    /// Whether the kernel keeps `RTA_MP_ALGO`: `None` until checked.
+    pub fn native(&self) -> Option<bool> {
+        let f = self.inner.meta().ok()?.flags;
+        (f & META_F_NATIVE_CHECKED != 0).then_some(f & META_F_NATIVE != 0)
+    }
+
+    /// Record the result of the native check.
+    pub fn set_native(&self, native: bool) -> Result<(), Failure> {
+        let bits = META_F_NATIVE_CHECKED | if native { META_F_NATIVE } else { 0 };
+        self.inner
+            .set_meta_flags(bits)
+            .map_err(|e| fail("write state", e))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn key_roundtrip() {
+        for (d, t, m) in [
+            ("10.0.0.0/8", 254, 0),
+            ("2001:db8::/32", 1000, 1024),
+            ("0.0.0.0/0", 7, 9),
+        ] {
+            let k = RouteKey {
+                dst: d.parse().expect("net"),
+                table: t,
+                metric: m,
+            };
+            assert_eq!(from_key(&to_key(&k)), Some(k));
+        }
+    }
+}

@@ -1,0 +1,34 @@
+//! Generated libbpf-rs skeletons for the programs in `bpf/*.bpf.c`.
+//!
+//! build.rs compiles each `bpf/<name>.bpf.c` into `OUT_DIR/<name>.bpf.o` and
+//! generates `OUT_DIR/<name>.skel.rs`, which `include_bytes!`s that object.
+//! Each skeleton lives in its own module here.
+
+/// Skeleton of `bpf/state.bpf.c`: the per-namespace state maps (`mpt_meta`,
+/// `mpt_routes`) and their tcx anchor program `mpt_anchor`.
+///
+/// Entry points: [`state::StateSkelBuilder`] → `open()` → [`state::OpenStateSkel`]
+/// → `load()` → [`state::StateSkel`].
+#[allow(
+    clippy::all,
+    clippy::pedantic,
+    clippy::nursery,
+    clippy::restriction,
+    missing_docs,
+    missing_debug_implementations,
+    non_camel_case_types,
+    non_snake_case,
+    non_upper_case_globals,
+    dead_code,
+    unused_imports,
+    unused_qualifications,
+    unsafe_op_in_unsafe_fn
+)]
+pub mod state {
+    include!(concat!(env!("OUT_DIR"), "/state.skel.rs"));
+}
+
+/// The compiled BPF ELF object of `bpf/state.bpf.c`: the same file
+/// (`OUT_DIR/state.bpf.o`) the skeleton embeds and opens, e.g. for reading
+/// its BTF. (The skeleton's own copy is private to its generated module.)
+pub static STATE_OBJ: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/state.bpf.o"));
