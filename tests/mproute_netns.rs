@@ -1,0 +1,648 @@
+//! Root integration tests of the mproute control plane, each in its own throwaway namespaces,
+//! with `ip -j` as the independent oracle.
+
+use std::process::Output;
+
+use mpt_testkit::{require_root, Netns, TwoPaths};
+use serde_json::Value;
+
+const MPROUTE: &str = env!("CARGO_BIN_EXE_mproute");
+
+fn mp(ns: &Netns, args: &[&str]) -> Output {
+    let mut a = vec!["-n", ns.name()];
+    a.extend_from_slice(args);
+    mpt_testkit::run(MPROUTE, &a)
+}
+
+fn mp_ok(ns: &Netns, args: &[&str]) -> String {
+    let o = mp(ns, args);
+    assert!(
+        o.status.success(),
+        "mproute {} failed ({:?}): {}",
+        args.join(" "),
+        o.status.code(),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn mp_json(ns: &Netns, args: &[&str]) -> Value {
+    let mut a = vec!["-j"];
+    a.extend_from_slice(args);
+    let out = mp_ok(ns, &a);
+    serde_json::from_str(&out)
+        .unwrap_or_else(|e| panic!("bad JSON from mproute {}: {e}: {out}", a.join(" ")))
+}
+
+/// Our JSON row for one prefix.
+fn row(ns: &Netns, dst: &str, table: &str) -> Option<Value> {
+    let v = mp_json(ns, &["show", dst, "table", table]);
+    v.as_array().and_then(|a| a.first().cloned())
+}
+
+/// (gateway, dev, weight) of each nexthop, from either tool's JSON.
+fn paths(v: &Value) -> Vec<(String, String, u64)> {
+    let nhs = match v.get("nexthops").and_then(Value::as_array) {
+        Some(a) if !a.is_empty() => a.clone(),
+        _ => vec![v.clone()],
+    };
+    nhs.iter()
+        .map(|n| {
+            (
+                n["gateway"].as_str().unwrap_or("").to_string(),
+                n["dev"].as_str().unwrap_or("").to_string(),
+                n["weight"].as_u64().unwrap_or(1),
+            )
+        })
+        .collect()
+}
+
+fn ip_route(ns: &Netns, fam: &str, dst: &str, table: &str) -> Option<Value> {
+    let v = ns.ip_json(&[fam, "route", "show", "table", table, "exact", dst]);
+    v.as_array().and_then(|a| a.first().cloned())
+}
+
+/// Everything that must not change when a command is refused.
+fn snapshot(ns: &Netns) -> (Value, Value, Value) {
+    (
+        ns.ip_json(&["-4", "route", "show", "table", "all"]),
+        ns.ip_json(&["-6", "route", "show", "table", "all"]),
+        mp_json(ns, &["show", "table", "all"]),
+    )
+}
+
+#[test]
+fn v4_route_agrees_with_ip_route_in_both_directions() {
+    require_root();
+    let t = TwoPaths::new("v4");
+    let out = mp_json(
+        &t.r,
+        &[
+            "add",
+            "198.51.100.0/24",
+            "table",
+            "100",
+            "metric",
+            "7",
+            "algo",
+            "l4-hash",
+            "nexthop",
+            "via",
+            "10.1.0.2",
+            "dev",
+            "va",
+            "weight",
+            "3",
+            "nexthop",
+            "via",
+            "10.2.0.2",
+            "dev",
+            "vb",
+        ],
+    );
+    assert_eq!(out["changed"], true);
+    let ip = ip_route(&t.r, "-4", "198.51.100.0/24", "100").expect("ip sees the route");
+    assert_eq!(ip["metric"], 7);
+    assert_eq!(
+        ip["protocol"], "mproute",
+        "protocol is registered by name: {ip}"
+    );
+    assert_eq!(
+        paths(&ip),
+        vec![
+            ("10.1.0.2".into(), "va".into(), 3),
+            ("10.2.0.2".into(), "vb".into(), 1)
+        ]
+    );
+    let ours = row(&t.r, "198.51.100.0/24", "100").expect("mproute shows it");
+    assert_eq!(ours["table"], 100);
+    assert_eq!(ours["metric"], 7);
+    assert_eq!(ours["algo"], "l4-hash");
+    assert_eq!(ours["enforced_by"], "none");
+    assert_eq!(ours["managed"], true);
+    assert_eq!(paths(&ours), paths(&ip));
+
+    // A route added with ip route: mproute shows it as ip does, unmanaged.
+    t.r.ip_ok(&[
+        "route",
+        "add",
+        "203.0.113.0/24",
+        "nexthop",
+        "via",
+        "10.1.0.2",
+        "dev",
+        "va",
+        "weight",
+        "5",
+        "nexthop",
+        "via",
+        "10.2.0.2",
+        "dev",
+        "vb",
+        "weight",
+        "2",
+    ]);
+    let ours = row(&t.r, "203.0.113.0/24", "main").expect("mproute shows ip's route");
+    let ip = ip_route(&t.r, "-4", "203.0.113.0/24", "main").expect("ip route");
+    assert_eq!(paths(&ours), paths(&ip));
+    assert_eq!(ours["managed"], false);
+    assert_eq!(ours["algo"], Value::Null);
+}
+
+#[test]
+fn v6_route_and_ip_netns_exec_see_the_same_state() {
+    require_root();
+    let t = TwoPaths::new("v6");
+    // Added under ip netns exec (private mount namespace, no host bpffs) ...
+    let o = t.r.exec(
+        MPROUTE,
+        &[
+            "add",
+            "2001:db8:100::/48",
+            "algo",
+            "drr",
+            "nexthop",
+            "via",
+            "2001:db8:1::2",
+            "dev",
+            "va",
+            "nexthop",
+            "via",
+            "2001:db8:2::2",
+            "dev",
+            "vb",
+            "weight",
+            "4",
+        ],
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    // ... seen with -n, and the other way round.
+    let ours = row(&t.r, "2001:db8:100::/48", "main").expect("row");
+    assert_eq!(ours["algo"], "drr");
+    assert_eq!(ours["metric"], 1024);
+    let ip = ip_route(&t.r, "-6", "2001:db8:100::/48", "main").expect("ip -6 route");
+    assert_eq!(paths(&ours), paths(&ip));
+    assert_eq!(paths(&ip)[1], ("2001:db8:2::2".into(), "vb".into(), 4));
+    mp_ok(
+        &t.r,
+        &[
+            "replace",
+            "2001:db8:100::/48",
+            "algo",
+            "random",
+            "nexthop",
+            "via",
+            "2001:db8:1::2",
+            "dev",
+            "va",
+            "nexthop",
+            "via",
+            "2001:db8:2::2",
+            "dev",
+            "vb",
+            "weight",
+            "4",
+        ],
+    );
+    let o = t.r.exec(MPROUTE, &["-j", "show", "2001:db8:100::/48"]);
+    let v: Value = serde_json::from_slice(&o.stdout).expect("json");
+    assert_eq!(v[0]["algo"], "random");
+}
+
+#[test]
+fn replace_is_idempotent_and_says_so() {
+    require_root();
+    let t = TwoPaths::new("idem");
+    let args = [
+        "replace",
+        "192.0.2.0/24",
+        "algo",
+        "per-packet",
+        "nexthop",
+        "via",
+        "10.1.0.2",
+        "dev",
+        "va",
+        "nexthop",
+        "via",
+        "10.2.0.2",
+        "dev",
+        "vb",
+        "weight",
+        "2",
+    ];
+    assert_eq!(mp_json(&t.r, &args)["changed"], true);
+    let before = snapshot(&t.r);
+    assert_eq!(mp_json(&t.r, &args)["changed"], false);
+    assert_eq!(snapshot(&t.r), before);
+    let mut other = args.to_vec();
+    other[3] = "wrandom";
+    assert_eq!(mp_json(&t.r, &other)["changed"], true);
+    assert_eq!(
+        row(&t.r, "192.0.2.0/24", "main").expect("row")["algo"],
+        "wrandom"
+    );
+}
+
+#[test]
+fn bad_input_fails_cleanly_and_changes_nothing() {
+    require_root();
+    let t = TwoPaths::new("bad");
+    mp_ok(
+        &t.r,
+        &[
+            "add",
+            "198.51.100.0/24",
+            "algo",
+            "drr",
+            "nexthop",
+            "via",
+            "10.1.0.2",
+            "dev",
+            "va",
+        ],
+    );
+    let cases: &[(&[&str], i32, &str)] = &[
+        (
+            &["add", "10.0.0.0/33", "nexthop", "via", "10.1.0.2"],
+            1,
+            "invalid prefix",
+        ),
+        (
+            &["add", "10.0.0.1/8", "nexthop", "via", "10.1.0.2"],
+            1,
+            "host bits",
+        ),
+        (
+            &[
+                "add",
+                "10.0.0.0/8",
+                "algo",
+                "fastest",
+                "nexthop",
+                "via",
+                "10.1.0.2",
+            ],
+            1,
+            "unknown algorithm",
+        ),
+        (
+            &[
+                "add",
+                "10.0.0.0/8",
+                "nexthop",
+                "via",
+                "10.1.0.2",
+                "weight",
+                "0",
+            ],
+            1,
+            "weight 0",
+        ),
+        (
+            &[
+                "add",
+                "10.0.0.0/8",
+                "nexthop",
+                "via",
+                "10.1.0.2",
+                "weight",
+                "257",
+            ],
+            1,
+            "weight 257",
+        ),
+        (
+            &["add", "10.0.0.0/8", "nexthop", "via", "2001:db8:1::2"],
+            1,
+            "family",
+        ),
+        (&["add", "10.0.0.0/8", "algo", "l4-hash"], 1, "no nexthop"),
+        (
+            &["add", "10.0.0.0/8", "via", "10.1.0.2", "weight", "2"],
+            1,
+            "nexthop",
+        ),
+        (
+            &[
+                "add",
+                "10.0.0.0/8",
+                "nexthop",
+                "via",
+                "10.1.0.2",
+                "dev",
+                "nosuch0",
+            ],
+            2,
+            "cannot find device \"nosuch0\"",
+        ),
+        (
+            &[
+                "add",
+                "10.0.0.0/8",
+                "nexthop",
+                "via",
+                "10.99.0.1",
+                "dev",
+                "va",
+            ],
+            2,
+            "Nexthop has invalid gateway",
+        ),
+        // Exists already: the kernel refuses, and the algorithm in our state stays drr.
+        (
+            &[
+                "add",
+                "198.51.100.0/24",
+                "algo",
+                "l4-hash",
+                "nexthop",
+                "via",
+                "10.1.0.2",
+                "dev",
+                "va",
+            ],
+            2,
+            "EEXIST",
+        ),
+        (
+            &[
+                "change",
+                "192.0.2.0/24",
+                "algo",
+                "l4-hash",
+                "nexthop",
+                "via",
+                "10.1.0.2",
+                "dev",
+                "va",
+            ],
+            2,
+            "ENOENT",
+        ),
+    ];
+    for (args, code, needle) in cases {
+        let before = snapshot(&t.r);
+        let o = mp(&t.r, args);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(
+            o.status.code(),
+            Some(*code),
+            "mproute {}: {err}",
+            args.join(" ")
+        );
+        assert!(
+            err.starts_with("mproute: "),
+            "one-line error with the tool's name: {err}"
+        );
+        assert!(
+            err.contains(needle),
+            "mproute {}: expected {needle:?} in {err:?}",
+            args.join(" ")
+        );
+        assert!(o.stdout.is_empty());
+        assert_eq!(
+            snapshot(&t.r),
+            before,
+            "mproute {} changed something",
+            args.join(" ")
+        );
+    }
+    assert_eq!(
+        row(&t.r, "198.51.100.0/24", "main").expect("row")["algo"],
+        "drr"
+    );
+}
+
+#[test]
+fn flush_removes_only_our_routes_and_sync_repairs_drift() {
+    require_root();
+    let t = TwoPaths::new("flush");
+    t.r.ip_ok(&[
+        "route",
+        "add",
+        "203.0.113.0/24",
+        "via",
+        "10.1.0.2",
+        "dev",
+        "va",
+    ]);
+    t.r.ip_ok(&[
+        "route",
+        "add",
+        "203.0.113.128/25",
+        "via",
+        "10.1.0.2",
+        "dev",
+        "va",
+        "table",
+        "100",
+    ]);
+    mp_ok(
+        &t.r,
+        &[
+            "add",
+            "198.51.100.0/24",
+            "nexthop",
+            "via",
+            "10.1.0.2",
+            "dev",
+            "va",
+            "nexthop",
+            "via",
+            "10.2.0.2",
+            "dev",
+            "vb",
+        ],
+    );
+    mp_ok(
+        &t.r,
+        &[
+            "add",
+            "192.0.2.0/24",
+            "table",
+            "100",
+            "proto",
+            "static",
+            "algo",
+            "drr",
+            "nexthop",
+            "via",
+            "10.1.0.2",
+            "dev",
+            "va",
+        ],
+    );
+    mp_ok(
+        &t.r,
+        &[
+            "add",
+            "2001:db8:100::/48",
+            "nexthop",
+            "via",
+            "2001:db8:1::2",
+            "dev",
+            "va",
+        ],
+    );
+
+    // Not ours: del refuses.
+    let o = mp(&t.r, &["del", "203.0.113.0/24"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(ip_route(&t.r, "-4", "203.0.113.0/24", "main").is_some());
+
+    // Drift: a managed route deleted behind our back.
+    t.r.ip_ok(&["route", "del", "198.51.100.0/24"]);
+    let s = mp_json(&t.r, &["sync"]);
+    assert_eq!(s["changed"], true, "{s}");
+    assert!(s["actions"]
+        .as_array()
+        .expect("actions")
+        .iter()
+        .any(|a| a["action"] == "forgotten" && a["dst"] == "198.51.100.0/24"));
+    assert_eq!(mp_json(&t.r, &["sync"])["changed"], false);
+
+    // Flush one table: only our route in it goes (proto static, known from our state).
+    let f = mp_json(&t.r, &["flush", "table", "100"]);
+    assert_eq!(f["changed"], true);
+    assert!(ip_route(&t.r, "-4", "192.0.2.0/24", "100").is_none());
+    assert!(ip_route(&t.r, "-4", "203.0.113.128/25", "100").is_some());
+    assert!(ip_route(&t.r, "-6", "2001:db8:100::/48", "main").is_some());
+    // Flush everything: ip's routes stay.
+    mp_ok(&t.r, &["flush"]);
+    assert!(ip_route(&t.r, "-6", "2001:db8:100::/48", "main").is_none());
+    assert!(ip_route(&t.r, "-4", "203.0.113.0/24", "main").is_some());
+    let managed: Vec<Value> = mp_json(&t.r, &["show", "table", "all"])
+        .as_array()
+        .expect("rows")
+        .iter()
+        .filter(|r| r["managed"] == true)
+        .cloned()
+        .collect();
+    assert!(managed.is_empty(), "{managed:?}");
+}
+
+#[test]
+fn two_namespaces_never_mix_state() {
+    require_root();
+    let one = TwoPaths::new("mixa");
+    let two = TwoPaths::new("mixb");
+    mp_ok(
+        &one.r,
+        &[
+            "add",
+            "198.51.100.0/24",
+            "algo",
+            "drr",
+            "nexthop",
+            "via",
+            "10.1.0.2",
+            "dev",
+            "va",
+        ],
+    );
+    mp_ok(
+        &two.r,
+        &[
+            "add",
+            "198.51.100.0/24",
+            "algo",
+            "random",
+            "nexthop",
+            "via",
+            "10.2.0.2",
+            "dev",
+            "vb",
+        ],
+    );
+    assert_eq!(
+        row(&one.r, "198.51.100.0/24", "main").expect("one")["algo"],
+        "drr"
+    );
+    assert_eq!(
+        row(&two.r, "198.51.100.0/24", "main").expect("two")["algo"],
+        "random"
+    );
+    mp_ok(&one.r, &["flush"]);
+    assert_eq!(
+        row(&two.r, "198.51.100.0/24", "main").expect("two")["algo"],
+        "random"
+    );
+}
+
+#[test]
+fn batch_stops_at_first_failure_unless_forced() {
+    require_root();
+    let t = TwoPaths::new("batch");
+    let dir = std::env::temp_dir().join(format!("mpt-batch-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("tmp dir");
+    let file = dir.join("routes.batch");
+    std::fs::write(
+        &file,
+        "# three routes, the second one is refused by the kernel\n\
+         add 198.51.100.0/24 algo l4-hash nexthop via 10.1.0.2 dev va \\\n  nexthop via 10.2.0.2 dev vb\n\
+         add 192.0.2.0/24 nexthop via 10.99.0.1 dev va\n\
+         route add 203.0.113.0/24 nexthop via 10.2.0.2 dev \"vb\"\n",
+    )
+    .expect("write batch");
+    let f = file.to_str().expect("utf-8 path");
+    let o = mp(&t.r, &["-b", f]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains(&format!("{f}:4:")), "names FILE:LINE: {err}");
+    assert!(ip_route(&t.r, "-4", "198.51.100.0/24", "main").is_some());
+    assert!(
+        ip_route(&t.r, "-4", "203.0.113.0/24", "main").is_none(),
+        "stopped at the failure"
+    );
+
+    mp_ok(&t.r, &["flush"]);
+    let o = mp(&t.r, &["-b", f, "--force"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        ip_route(&t.r, "-4", "203.0.113.0/24", "main").is_some(),
+        "--force goes on"
+    );
+    assert_eq!(
+        row(&t.r, "198.51.100.0/24", "main").expect("row")["algo"],
+        "l4-hash"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn usage_errors_exit_1_and_help_needs_no_root_or_socket() {
+    let o = mpt_testkit::run(MPROUTE, &["--help"]);
+    assert_eq!(o.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("nexthop"));
+    let o = mpt_testkit::run(MPROUTE, &["frobnicate"]);
+    assert_eq!(o.status.code(), Some(1));
+    let o = mpt_testkit::run(MPROUTE, &["-n", "mpt-t-does-not-exist", "show"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("does not exist"));
+}
+
+#[test]
+fn no_namespace_leaks() {
+    require_root();
+    {
+        let _a = Netns::new("leak");
+        let r = std::panic::catch_unwind(|| {
+            let _b = Netns::new("leakpanic");
+            panic!("a failing test still removes its namespace");
+        });
+        assert!(r.is_err());
+    }
+    let leaked = mpt_testkit::leaked();
+    assert!(
+        leaked.is_empty(),
+        "namespaces left behind by dead test processes: {leaked:?}"
+    );
+    let ours: Vec<String> = mpt_testkit::run_ok("ip", &["netns", "list"])
+        .lines()
+        .filter(|l| l.contains("leak"))
+        .filter(|l| l.contains(&format!("-{}-", std::process::id())))
+        .map(String::from)
+        .collect();
+    assert!(ours.is_empty(), "{ours:?}");
+}
