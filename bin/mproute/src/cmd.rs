@@ -58,7 +58,7 @@ pub struct Ctx {
     sock: Option<Socket>,
     store: Option<Store>,
     store_checked: bool,
-    fib: HashMap<(Family, u32), Vec<Route>>,
+    fib: HashMap<(Family, u32), HashMap<RouteKey, Route>>,
 }
 
 impl std::fmt::Debug for Ctx {
@@ -110,22 +110,36 @@ impl Ctx {
         Ok(self.store.as_ref())
     }
 
-    /// The routes of one table (or every table with `None`), from the cache or a dump.
-    fn table(&mut self, fam: Family, table: u32) -> Result<&Vec<Route>, Failure> {
+    /// The routes of one table, from the cache or a dump. With several routes of one key
+    /// (IPv4 alternatives added with append) the first, which the kernel uses, is kept.
+    fn table(&mut self, fam: Family, table: u32) -> Result<&HashMap<RouteKey, Route>, Failure> {
         if !self.fib.contains_key(&(fam, table)) {
-            let routes = dump(self.sock()?, Some(fam), Some(table))?;
-            self.fib.insert((fam, table), routes);
+            let mut m = HashMap::new();
+            for r in dump(self.sock()?, Some(fam), Some(table))? {
+                m.entry(r.key).or_insert(r);
+            }
+            self.fib.insert((fam, table), m);
         }
-        Ok(self.fib.get(&(fam, table)).map_or(&EMPTY, |v| v))
+        Ok(self.fib.get(&(fam, table)).unwrap_or(&EMPTY))
     }
 
     fn find(&mut self, key: &RouteKey) -> Result<Option<Route>, Failure> {
-        let k = *key;
-        Ok(self
-            .table(k.family(), k.table)?
-            .iter()
-            .find(|r| r.key == k)
-            .cloned())
+        Ok(self.table(key.family(), key.table)?.get(key).cloned())
+    }
+
+    /// Keep the cache right after a change we made, without dumping the table again (a batch of
+    /// 100,000 adds must not dump a growing table 100,000 times).
+    fn cache_set(&mut self, key: &RouteKey, route: Option<Route>) {
+        if let Some(t) = self.fib.get_mut(&(key.family(), key.table)) {
+            match route {
+                Some(r) => {
+                    t.insert(*key, r);
+                }
+                None => {
+                    t.remove(key);
+                }
+            }
+        }
     }
 
     fn invalidate(&mut self, key: &RouteKey) {
@@ -161,7 +175,11 @@ impl Ctx {
     fn modify(&mut self, spec: &RouteSpec) -> Result<Output, Failure> {
         let r = resolve::resolve(spec)?;
         let op = op_name(spec.verb, &r.key);
-        let old_fib = self.find(&r.key)?;
+        let old_fib = if matches!(spec.verb, Verb::Replace | Verb::Change) {
+            self.find(&r.key)?
+        } else {
+            None
+        };
         let store_exists = self.store(false)?.is_some();
         let old_state = if store_exists {
             self.store(false)?
@@ -202,12 +220,28 @@ impl Ctx {
             algo,
         });
         let sent = self.sock()?.request(&req, &op);
-        self.invalidate(&r.key);
         if let Err(e) = sent {
             if let Some(s) = self.store(false)? {
                 s.restore(&r.key, old_state)?;
             }
             return Err(Failure::from(e));
+        }
+        if spec.verb == Verb::Append {
+            // IPv6 merges appended nexthops into the route: learn the result from the kernel.
+            self.invalidate(&r.key);
+        } else {
+            self.cache_set(
+                &r.key,
+                Some(Route {
+                    key: r.key,
+                    protocol,
+                    scope: 0,
+                    rtype: rmsg::RTN_UNICAST,
+                    nexthops: r.nexthops.clone(),
+                    nh_id: None,
+                    algo: None,
+                }),
+            );
         }
         if algo != Algo::L3Hash {
             self.check_native(&r.key)?;
@@ -221,6 +255,7 @@ impl Ctx {
         if checked {
             return Ok(());
         }
+        self.invalidate(key);
         let native = self.find(key)?.is_some_and(|r| r.algo.is_some());
         if let Some(s) = self.store(false)? {
             s.set_native(native)?;
@@ -231,24 +266,30 @@ impl Ctx {
     fn del(&mut self, spec: &RouteSpec) -> Result<Output, Failure> {
         let table = resolve::table(spec.table.as_deref())?;
         let fam = Family::of_net(&spec.dst);
-        let managed: Vec<(RouteKey, Managed)> = match self.store(false)? {
-            Some(s) => s.all()?,
-            None => Vec::new(),
-        };
-        let candidates: Vec<Route> = self
+        let mut candidates: Vec<Route> = self
             .table(fam, table)?
-            .iter()
+            .values()
             .filter(|r| r.key.dst == spec.dst && spec.metric.is_none_or(|m| m == r.key.metric))
             .cloned()
             .collect();
-        let owned =
-            |r: &Route| r.protocol == MPROUTE_PROTO || managed.iter().any(|(k, _)| *k == r.key);
+        candidates.sort_by_key(|r| r.key.metric);
+        let mut owned = None;
+        for r in &candidates {
+            let in_state = match self.store(false)? {
+                Some(s) => s.get(&r.key)?.is_some(),
+                None => false,
+            };
+            if in_state || r.protocol == MPROUTE_PROTO {
+                owned = Some(r.clone());
+                break;
+            }
+        }
         let key_guess = RouteKey {
             dst: spec.dst,
             table,
             metric: spec.metric.unwrap_or(rmsg::default_metric(fam)),
         };
-        let Some(route) = candidates.iter().find(|r| owned(r)).cloned() else {
+        let Some(route) = owned else {
             if let Some(other) = candidates.first() {
                 return Err(Failure::system(format!(
                     "{}: the route is not managed by mproute (protocol {})",
@@ -258,6 +299,10 @@ impl Ctx {
                 .hint("remove routes mproute does not own with \"ip route del\""));
             }
             // Nothing in the FIB: forget a stale state entry, and report what the kernel says.
+            let managed: Vec<(RouteKey, Managed)> = match self.store(false)? {
+                Some(s) => s.all()?,
+                None => Vec::new(),
+            };
             let stale = managed.iter().find(|(k, _)| {
                 k.dst == spec.dst && k.table == table && spec.metric.is_none_or(|m| m == k.metric)
             });
@@ -284,8 +329,11 @@ impl Ctx {
         });
         // 1. FIB, 2. state.
         let r = self.sock()?.request(&req, &op);
-        self.invalidate(&route.key);
+        if r.is_err() {
+            self.invalidate(&route.key);
+        }
         r.map_err(Failure::from)?;
+        self.cache_set(&route.key, None);
         if let Some(s) = self.store(false)? {
             s.delete(&route.key)?;
         }
@@ -480,7 +528,8 @@ impl Ctx {
     }
 }
 
-static EMPTY: Vec<Route> = Vec::new();
+static EMPTY: std::sync::LazyLock<HashMap<RouteKey, Route>> =
+    std::sync::LazyLock::new(HashMap::new);
 
 fn action(what: &str, k: &RouteKey, reason: &str) -> ActionRow {
     ActionRow {

@@ -39,6 +39,27 @@ pub fn table(t: Option<&str>) -> Result<u32, Failure> {
     }
 }
 
+/// ifindex of a device, cached for the life of the process (a batch names the same few devices
+/// in every line; `if_nametoindex` costs a socket, an ioctl and a close each time).
+fn ifindex_cached(dev: &str) -> Result<u32, mpt_netlink::Error> {
+    use std::collections::HashMap;
+    use std::sync::Mutex;
+    static CACHE: Mutex<Option<HashMap<String, u32>>> = Mutex::new(None);
+    if let Some(i) = CACHE
+        .lock()
+        .ok()
+        .and_then(|c| c.as_ref().and_then(|m| m.get(dev).copied()))
+    {
+        return Ok(i);
+    }
+    let i = mpt_netlink::netns::ifindex(dev)?;
+    if let Ok(mut c) = CACHE.lock() {
+        c.get_or_insert_with(HashMap::new)
+            .insert(dev.to_string(), i);
+    }
+    Ok(i)
+}
+
 /// Resolve a parsed route command.
 pub fn resolve(spec: &RouteSpec) -> Result<Resolved, Failure> {
     let table = table(spec.table.as_deref())?;
@@ -53,7 +74,7 @@ pub fn resolve(spec: &RouteSpec) -> Result<Resolved, Failure> {
     for nh in &spec.nexthops {
         let ifindex = match &nh.dev {
             None => 0,
-            Some(d) => mpt_netlink::netns::ifindex(d).map_err(|_| {
+            Some(d) => ifindex_cached(d).map_err(|_| {
                 Failure::system(format!(
                     "{} {}: cannot find device \"{d}\"",
                     spec.verb.name(),

@@ -1,0 +1,156 @@
+# Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
+function __fish_mproute_global_optspecs
+    string join \n j/json p/pretty n/netns= b/batch= force d/details s/stats v/verbose h/help V/version
+end
+
+function __fish_mproute_needs_command
+    # Figure out if the current invocation already has a command.
+    set -l cmd (commandline -opc)
+    set -e cmd[1]
+    argparse -s (__fish_mproute_global_optspecs) -- $cmd 2>/dev/null
+    or return
+    if set -q argv[1]
+        # Also print the command, so this can be used to figure out what it is.
+        echo $argv[1]
+        return 1
+    end
+    return 0
+end
+
+function __fish_mproute_using_subcommand
+    set -l cmd (__fish_mproute_needs_command)
+    test -z "$cmd"
+    and return 1
+    contains -- $cmd[1] $argv
+end
+
+complete -c mproute -n "__fish_mproute_needs_command" -s n -l netns -d 'Run in network namespace NAME (/run/netns/NAME), network namespace only' -r
+complete -c mproute -n "__fish_mproute_needs_command" -s b -l batch -d 'Read commands from FILE, one per line ("-" for standard input)' -r -F
+complete -c mproute -n "__fish_mproute_needs_command" -s j -l json -d 'Output JSON'
+complete -c mproute -n "__fish_mproute_needs_command" -s p -l pretty -d 'Pretty-print JSON (implies nothing without -j, as in iproute2)'
+complete -c mproute -n "__fish_mproute_needs_command" -l force -d 'In batch mode, go on after a failed line (the exit code still reports it)'
+complete -c mproute -n "__fish_mproute_needs_command" -s d -l details -d 'Show details'
+complete -c mproute -n "__fish_mproute_needs_command" -s s -l stats -d 'Show statistics'
+complete -c mproute -n "__fish_mproute_needs_command" -s v -l verbose -d 'Say more about what is done (to standard error)'
+complete -c mproute -n "__fish_mproute_needs_command" -s h -l help -d 'Print help'
+complete -c mproute -n "__fish_mproute_needs_command" -s V -l version -d 'Print version'
+complete -c mproute -n "__fish_mproute_needs_command" -f -a "add" -d 'Add a route; fails if it exists'
+complete -c mproute -n "__fish_mproute_needs_command" -f -a "replace" -d 'Add or replace a route (idempotent)'
+complete -c mproute -n "__fish_mproute_needs_command" -f -a "append" -d 'Add an alternative route (IPv4) or more nexthops to a route (IPv6)'
+complete -c mproute -n "__fish_mproute_needs_command" -f -a "change" -d 'Change an existing route; fails if there is none'
+complete -c mproute -n "__fish_mproute_needs_command" -f -a "del" -d 'Delete a route mproute owns'
+complete -c mproute -n "__fish_mproute_needs_command" -f -a "delete" -d 'Delete a route mproute owns'
+complete -c mproute -n "__fish_mproute_needs_command" -f -a "show" -d 'List routes with their algorithm and who enforces it'
+complete -c mproute -n "__fish_mproute_needs_command" -f -a "list" -d 'List routes with their algorithm and who enforces it'
+complete -c mproute -n "__fish_mproute_needs_command" -f -a "ls" -d 'List routes with their algorithm and who enforces it'
+complete -c mproute -n "__fish_mproute_needs_command" -f -a "flush" -d 'Remove every route mproute owns (in one table)'
+complete -c mproute -n "__fish_mproute_needs_command" -f -a "sync" -d 'Report and repair drift between the FIB and mproute\'s state'
+complete -c mproute -n "__fish_mproute_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c mproute -n "__fish_mproute_using_subcommand add" -s n -l netns -d 'Run in network namespace NAME (/run/netns/NAME), network namespace only' -r
+complete -c mproute -n "__fish_mproute_using_subcommand add" -s b -l batch -d 'Read commands from FILE, one per line ("-" for standard input)' -r -F
+complete -c mproute -n "__fish_mproute_using_subcommand add" -s j -l json -d 'Output JSON'
+complete -c mproute -n "__fish_mproute_using_subcommand add" -s p -l pretty -d 'Pretty-print JSON (implies nothing without -j, as in iproute2)'
+complete -c mproute -n "__fish_mproute_using_subcommand add" -l force -d 'In batch mode, go on after a failed line (the exit code still reports it)'
+complete -c mproute -n "__fish_mproute_using_subcommand add" -s d -l details -d 'Show details'
+complete -c mproute -n "__fish_mproute_using_subcommand add" -s s -l stats -d 'Show statistics'
+complete -c mproute -n "__fish_mproute_using_subcommand add" -s v -l verbose -d 'Say more about what is done (to standard error)'
+complete -c mproute -n "__fish_mproute_using_subcommand add" -s h -l help -d 'Print help'
+complete -c mproute -n "__fish_mproute_using_subcommand replace" -s n -l netns -d 'Run in network namespace NAME (/run/netns/NAME), network namespace only' -r
+complete -c mproute -n "__fish_mproute_using_subcommand replace" -s b -l batch -d 'Read commands from FILE, one per line ("-" for standard input)' -r -F
+complete -c mproute -n "__fish_mproute_using_subcommand replace" -s j -l json -d 'Output JSON'
+complete -c mproute -n "__fish_mproute_using_subcommand replace" -s p -l pretty -d 'Pretty-print JSON (implies nothing without -j, as in iproute2)'
+complete -c mproute -n "__fish_mproute_using_subcommand replace" -l force -d 'In batch mode, go on after a failed line (the exit code still reports it)'
+complete -c mproute -n "__fish_mproute_using_subcommand replace" -s d -l details -d 'Show details'
+complete -c mproute -n "__fish_mproute_using_subcommand replace" -s s -l stats -d 'Show statistics'
+complete -c mproute -n "__fish_mproute_using_subcommand replace" -s v -l verbose -d 'Say more about what is done (to standard error)'
+complete -c mproute -n "__fish_mproute_using_subcommand replace" -s h -l help -d 'Print help'
+complete -c mproute -n "__fish_mproute_using_subcommand append" -s n -l netns -d 'Run in network namespace NAME (/run/netns/NAME), network namespace only' -r
+complete -c mproute -n "__fish_mproute_using_subcommand append" -s b -l batch -d 'Read commands from FILE, one per line ("-" for standard input)' -r -F
+complete -c mproute -n "__fish_mproute_using_subcommand append" -s j -l json -d 'Output JSON'
+complete -c mproute -n "__fish_mproute_using_subcommand append" -s p -l pretty -d 'Pretty-print JSON (implies nothing without -j, as in iproute2)'
+complete -c mproute -n "__fish_mproute_using_subcommand append" -l force -d 'In batch mode, go on after a failed line (the exit code still reports it)'
+complete -c mproute -n "__fish_mproute_using_subcommand append" -s d -l details -d 'Show details'
+complete -c mproute -n "__fish_mproute_using_subcommand append" -s s -l stats -d 'Show statistics'
+complete -c mproute -n "__fish_mproute_using_subcommand append" -s v -l verbose -d 'Say more about what is done (to standard error)'
+complete -c mproute -n "__fish_mproute_using_subcommand append" -s h -l help -d 'Print help'
+complete -c mproute -n "__fish_mproute_using_subcommand change" -s n -l netns -d 'Run in network namespace NAME (/run/netns/NAME), network namespace only' -r
+complete -c mproute -n "__fish_mproute_using_subcommand change" -s b -l batch -d 'Read commands from FILE, one per line ("-" for standard input)' -r -F
+complete -c mproute -n "__fish_mproute_using_subcommand change" -s j -l json -d 'Output JSON'
+complete -c mproute -n "__fish_mproute_using_subcommand change" -s p -l pretty -d 'Pretty-print JSON (implies nothing without -j, as in iproute2)'
+complete -c mproute -n "__fish_mproute_using_subcommand change" -l force -d 'In batch mode, go on after a failed line (the exit code still reports it)'
+complete -c mproute -n "__fish_mproute_using_subcommand change" -s d -l details -d 'Show details'
+complete -c mproute -n "__fish_mproute_using_subcommand change" -s s -l stats -d 'Show statistics'
+complete -c mproute -n "__fish_mproute_using_subcommand change" -s v -l verbose -d 'Say more about what is done (to standard error)'
+complete -c mproute -n "__fish_mproute_using_subcommand change" -s h -l help -d 'Print help'
+complete -c mproute -n "__fish_mproute_using_subcommand del" -s n -l netns -d 'Run in network namespace NAME (/run/netns/NAME), network namespace only' -r
+complete -c mproute -n "__fish_mproute_using_subcommand del" -s b -l batch -d 'Read commands from FILE, one per line ("-" for standard input)' -r -F
+complete -c mproute -n "__fish_mproute_using_subcommand del" -s j -l json -d 'Output JSON'
+complete -c mproute -n "__fish_mproute_using_subcommand del" -s p -l pretty -d 'Pretty-print JSON (implies nothing without -j, as in iproute2)'
+complete -c mproute -n "__fish_mproute_using_subcommand del" -l force -d 'In batch mode, go on after a failed line (the exit code still reports it)'
+complete -c mproute -n "__fish_mproute_using_subcommand del" -s d -l details -d 'Show details'
+complete -c mproute -n "__fish_mproute_using_subcommand del" -s s -l stats -d 'Show statistics'
+complete -c mproute -n "__fish_mproute_using_subcommand del" -s v -l verbose -d 'Say more about what is done (to standard error)'
+complete -c mproute -n "__fish_mproute_using_subcommand del" -s h -l help -d 'Print help'
+complete -c mproute -n "__fish_mproute_using_subcommand delete" -s n -l netns -d 'Run in network namespace NAME (/run/netns/NAME), network namespace only' -r
+complete -c mproute -n "__fish_mproute_using_subcommand delete" -s b -l batch -d 'Read commands from FILE, one per line ("-" for standard input)' -r -F
+complete -c mproute -n "__fish_mproute_using_subcommand delete" -s j -l json -d 'Output JSON'
+complete -c mproute -n "__fish_mproute_using_subcommand delete" -s p -l pretty -d 'Pretty-print JSON (implies nothing without -j, as in iproute2)'
+complete -c mproute -n "__fish_mproute_using_subcommand delete" -l force -d 'In batch mode, go on after a failed line (the exit code still reports it)'
+complete -c mproute -n "__fish_mproute_using_subcommand delete" -s d -l details -d 'Show details'
+complete -c mproute -n "__fish_mproute_using_subcommand delete" -s s -l stats -d 'Show statistics'
+complete -c mproute -n "__fish_mproute_using_subcommand delete" -s v -l verbose -d 'Say more about what is done (to standard error)'
+complete -c mproute -n "__fish_mproute_using_subcommand delete" -s h -l help -d 'Print help'
+complete -c mproute -n "__fish_mproute_using_subcommand show" -s n -l netns -d 'Run in network namespace NAME (/run/netns/NAME), network namespace only' -r
+complete -c mproute -n "__fish_mproute_using_subcommand show" -s b -l batch -d 'Read commands from FILE, one per line ("-" for standard input)' -r -F
+complete -c mproute -n "__fish_mproute_using_subcommand show" -s j -l json -d 'Output JSON'
+complete -c mproute -n "__fish_mproute_using_subcommand show" -s p -l pretty -d 'Pretty-print JSON (implies nothing without -j, as in iproute2)'
+complete -c mproute -n "__fish_mproute_using_subcommand show" -l force -d 'In batch mode, go on after a failed line (the exit code still reports it)'
+complete -c mproute -n "__fish_mproute_using_subcommand show" -s d -l details -d 'Show details'
+complete -c mproute -n "__fish_mproute_using_subcommand show" -s s -l stats -d 'Show statistics'
+complete -c mproute -n "__fish_mproute_using_subcommand show" -s v -l verbose -d 'Say more about what is done (to standard error)'
+complete -c mproute -n "__fish_mproute_using_subcommand show" -s h -l help -d 'Print help'
+complete -c mproute -n "__fish_mproute_using_subcommand list" -s n -l netns -d 'Run in network namespace NAME (/run/netns/NAME), network namespace only' -r
+complete -c mproute -n "__fish_mproute_using_subcommand list" -s b -l batch -d 'Read commands from FILE, one per line ("-" for standard input)' -r -F
+complete -c mproute -n "__fish_mproute_using_subcommand list" -s j -l json -d 'Output JSON'
+complete -c mproute -n "__fish_mproute_using_subcommand list" -s p -l pretty -d 'Pretty-print JSON (implies nothing without -j, as in iproute2)'
+complete -c mproute -n "__fish_mproute_using_subcommand list" -l force -d 'In batch mode, go on after a failed line (the exit code still reports it)'
+complete -c mproute -n "__fish_mproute_using_subcommand list" -s d -l details -d 'Show details'
+complete -c mproute -n "__fish_mproute_using_subcommand list" -s s -l stats -d 'Show statistics'
+complete -c mproute -n "__fish_mproute_using_subcommand list" -s v -l verbose -d 'Say more about what is done (to standard error)'
+complete -c mproute -n "__fish_mproute_using_subcommand list" -s h -l help -d 'Print help'
+complete -c mproute -n "__fish_mproute_using_subcommand ls" -s n -l netns -d 'Run in network namespace NAME (/run/netns/NAME), network namespace only' -r
+complete -c mproute -n "__fish_mproute_using_subcommand ls" -s b -l batch -d 'Read commands from FILE, one per line ("-" for standard input)' -r -F
+complete -c mproute -n "__fish_mproute_using_subcommand ls" -s j -l json -d 'Output JSON'
+complete -c mproute -n "__fish_mproute_using_subcommand ls" -s p -l pretty -d 'Pretty-print JSON (implies nothing without -j, as in iproute2)'
+complete -c mproute -n "__fish_mproute_using_subcommand ls" -l force -d 'In batch mode, go on after a failed line (the exit code still reports it)'
+complete -c mproute -n "__fish_mproute_using_subcommand ls" -s d -l details -d 'Show details'
+complete -c mproute -n "__fish_mproute_using_subcommand ls" -s s -l stats -d 'Show statistics'
+complete -c mproute -n "__fish_mproute_using_subcommand ls" -s v -l verbose -d 'Say more about what is done (to standard error)'
+complete -c mproute -n "__fish_mproute_using_subcommand ls" -s h -l help -d 'Print help'
+complete -c mproute -n "__fish_mproute_using_subcommand flush" -s n -l netns -d 'Run in network namespace NAME (/run/netns/NAME), network namespace only' -r
+complete -c mproute -n "__fish_mproute_using_subcommand flush" -s b -l batch -d 'Read commands from FILE, one per line ("-" for standard input)' -r -F
+complete -c mproute -n "__fish_mproute_using_subcommand flush" -s j -l json -d 'Output JSON'
+complete -c mproute -n "__fish_mproute_using_subcommand flush" -s p -l pretty -d 'Pretty-print JSON (implies nothing without -j, as in iproute2)'
+complete -c mproute -n "__fish_mproute_using_subcommand flush" -l force -d 'In batch mode, go on after a failed line (the exit code still reports it)'
+complete -c mproute -n "__fish_mproute_using_subcommand flush" -s d -l details -d 'Show details'
+complete -c mproute -n "__fish_mproute_using_subcommand flush" -s s -l stats -d 'Show statistics'
+complete -c mproute -n "__fish_mproute_using_subcommand flush" -s v -l verbose -d 'Say more about what is done (to standard error)'
+complete -c mproute -n "__fish_mproute_using_subcommand flush" -s h -l help -d 'Print help'
+complete -c mproute -n "__fish_mproute_using_subcommand sync" -s n -l netns -d 'Run in network namespace NAME (/run/netns/NAME), network namespace only' -r
+complete -c mproute -n "__fish_mproute_using_subcommand sync" -s b -l batch -d 'Read commands from FILE, one per line ("-" for standard input)' -r -F
+complete -c mproute -n "__fish_mproute_using_subcommand sync" -s j -l json -d 'Output JSON'
+complete -c mproute -n "__fish_mproute_using_subcommand sync" -s p -l pretty -d 'Pretty-print JSON (implies nothing without -j, as in iproute2)'
+complete -c mproute -n "__fish_mproute_using_subcommand sync" -l force -d 'In batch mode, go on after a failed line (the exit code still reports it)'
+complete -c mproute -n "__fish_mproute_using_subcommand sync" -s d -l details -d 'Show details'
+complete -c mproute -n "__fish_mproute_using_subcommand sync" -s s -l stats -d 'Show statistics'
+complete -c mproute -n "__fish_mproute_using_subcommand sync" -s v -l verbose -d 'Say more about what is done (to standard error)'
+complete -c mproute -n "__fish_mproute_using_subcommand sync" -s h -l help -d 'Print help'
+complete -c mproute -n "__fish_mproute_using_subcommand help; and not __fish_seen_subcommand_from add replace append change del show flush sync help" -f -a "add" -d 'Add a route; fails if it exists'
+complete -c mproute -n "__fish_mproute_using_subcommand help; and not __fish_seen_subcommand_from add replace append change del show flush sync help" -f -a "replace" -d 'Add or replace a route (idempotent)'
+complete -c mproute -n "__fish_mproute_using_subcommand help; and not __fish_seen_subcommand_from add replace append change del show flush sync help" -f -a "append" -d 'Add an alternative route (IPv4) or more nexthops to a route (IPv6)'
+complete -c mproute -n "__fish_mproute_using_subcommand help; and not __fish_seen_subcommand_from add replace append change del show flush sync help" -f -a "change" -d 'Change an existing route; fails if there is none'
+complete -c mproute -n "__fish_mproute_using_subcommand help; and not __fish_seen_subcommand_from add replace append change del show flush sync help" -f -a "del" -d 'Delete a route mproute owns'
+complete -c mproute -n "__fish_mproute_using_subcommand help; and not __fish_seen_subcommand_from add replace append change del show flush sync help" -f -a "show" -d 'List routes with their algorithm and who enforces it'
+complete -c mproute -n "__fish_mproute_using_subcommand help; and not __fish_seen_subcommand_from add replace append change del show flush sync help" -f -a "flush" -d 'Remove every route mproute owns (in one table)'
+complete -c mproute -n "__fish_mproute_using_subcommand help; and not __fish_seen_subcommand_from add replace append change del show flush sync help" -f -a "sync" -d 'Report and repair drift between the FIB and mproute\'s state'
+complete -c mproute -n "__fish_mproute_using_subcommand help; and not __fish_seen_subcommand_from add replace append change del show flush sync help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
