@@ -63,10 +63,11 @@ fn ip_route(ns: &Netns, fam: &str, dst: &str, table: &str) -> Option<Value> {
 }
 
 /// Everything that must not change when a command is refused.
-fn snapshot(ns: &Netns) -> (Value, Value, Value) {
+fn snapshot(ns: &Netns) -> (Value, Value, Value, Value) {
     (
         ns.ip_json(&["-4", "route", "show", "table", "all"]),
         ns.ip_json(&["-6", "route", "show", "table", "all"]),
+        ns.ip_json(&["nexthop", "show"]),
         mp_json(ns, &["show", "table", "all"]),
     )
 }
@@ -645,4 +646,78 @@ fn no_namespace_leaks() {
         .map(String::from)
         .collect();
     assert!(ours.is_empty(), "{ours:?}");
+}
+
+#[test]
+fn pipelined_batch_rolls_back_lines_after_a_refused_one() {
+    require_root();
+    let t = TwoPaths::new("roll");
+    let dir = std::env::temp_dir().join(format!("mpt-roll-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("tmp dir");
+    let file = dir.join("b");
+    let nh = "nexthop via 10.1.0.2 dev va nexthop via 10.2.0.2 dev vb weight 2";
+    // Line 3 is refused by the kernel (the route exists) while lines 4..=40 are already in
+    // flight in the same pipelined window.
+    let mut text = format!("add 198.51.100.0/24 algo drr {nh}\nadd 198.51.101.0/24 {nh}\nadd 198.51.100.0/24 algo random {nh}\n");
+    for i in 0..37 {
+        text.push_str(&format!("add 10.{i}.0.0/16 algo l4-hash {nh}\n"));
+    }
+    std::fs::write(&file, &text).expect("write");
+    let f = file.to_str().expect("utf-8");
+    let o = mp(&t.r, &["-b", f]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains(&format!("{f}:3:")) && err.contains("EEXIST"),
+        "{err}"
+    );
+    assert!(ip_route(&t.r, "-4", "198.51.101.0/24", "main").is_some());
+    assert!(
+        ip_route(&t.r, "-4", "10.0.0.0/16", "main").is_none(),
+        "line 4 was rolled back"
+    );
+    assert!(
+        ip_route(&t.r, "-4", "10.36.0.0/16", "main").is_none(),
+        "line 40 was rolled back"
+    );
+    let rows = mp_json(&t.r, &["show"]);
+    let managed: Vec<&Value> = rows
+        .as_array()
+        .expect("rows")
+        .iter()
+        .filter(|r| r["managed"] == true)
+        .collect();
+    assert_eq!(
+        managed.len(),
+        2,
+        "state holds exactly the two routes in the FIB: {managed:?}"
+    );
+    assert_eq!(
+        row(&t.r, "198.51.100.0/24", "main").expect("row")["algo"],
+        "drr",
+        "refused line left the algorithm alone"
+    );
+
+    // With --force every line is tried: 39 of 40 land.
+    mp_ok(&t.r, &["flush"]);
+    let o = mp(&t.r, &["-b", f, "--force"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(ip_route(&t.r, "-4", "10.36.0.0/16", "main").is_some());
+    // Routes share one kernel nexthop group; flushing leaves no object behind.
+    let ip = ip_route(&t.r, "-4", "10.36.0.0/16", "main").expect("route");
+    assert_eq!(
+        paths(&ip),
+        vec![
+            ("10.1.0.2".into(), "va".into(), 1),
+            ("10.2.0.2".into(), "vb".into(), 2)
+        ]
+    );
+    mp_ok(&t.r, &["flush"]);
+    let objs = t.r.ip_json(&["nexthop", "show"]);
+    assert_eq!(
+        objs.as_array().map(Vec::len),
+        Some(0),
+        "nexthop objects collected: {objs}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -4,7 +4,7 @@
 //! back if the kernel refuses; deletes go the other way (FIB first, then state). So the FIB and
 //! the state agree after every command, a refused one included.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use mpt_cli::{names, Failure, GlobalOpts};
 use mpt_model::route::RTNH_F_ONLINK;
@@ -13,6 +13,7 @@ use mpt_netlink::msg::route::{self as rmsg, PathForm, RouteRequest};
 use mpt_netlink::sock::Socket;
 use serde::Serialize;
 
+use crate::nhobj::NhIndex;
 use crate::parse::{self, RouteSpec};
 use crate::resolve::{self, Resolved};
 use crate::state::{Managed, Store};
@@ -59,6 +60,29 @@ pub struct Ctx {
     store: Option<Store>,
     store_checked: bool,
     fib: HashMap<(Family, u32), HashMap<RouteKey, Route>>,
+    nh: Option<Option<NhIndex>>,
+    gc_needed: bool,
+}
+
+/// A planned change whose FIB request is still to be sent.
+#[derive(Debug)]
+struct Pending {
+    verb: Verb,
+    key: RouteKey,
+    op: String,
+    req: mpt_netlink::msg::Request,
+    protocol: u8,
+    old_state: Option<Managed>,
+    algo: Algo,
+    created: Vec<u32>,
+    route: Route,
+    replaced: bool,
+}
+
+#[derive(Debug)]
+enum Planned {
+    Unchanged(Output),
+    Send(Pending),
 }
 
 impl std::fmt::Debug for Ctx {
@@ -84,6 +108,8 @@ impl Ctx {
             store: None,
             store_checked: false,
             fib: HashMap::new(),
+            nh: None,
+            gc_needed: false,
         }
     }
 
@@ -173,6 +199,45 @@ impl Ctx {
     }
 
     fn modify(&mut self, spec: &RouteSpec) -> Result<Output, Failure> {
+        let p = match self.plan(spec)? {
+            Planned::Unchanged(out) => return Ok(out),
+            Planned::Send(p) => p,
+        };
+        let sent = self.sock()?.request(&p.req, &p.op);
+        self.settle(
+            p,
+            sent.map_err(|e| match e {
+                mpt_netlink::Error::Kernel(k) => k,
+                other => mpt_netlink::KernelError {
+                    op: other.to_string(),
+                    errno: libc::EIO,
+                    msg: None,
+                    attr: None,
+                },
+            }),
+        )
+    }
+
+    /// Run `f` with the nexthop-object index and the socket; `None` when the kernel has no
+    /// nexthop objects.
+    fn with_nh<R>(
+        &mut self,
+        f: impl FnOnce(&mut NhIndex, &mut Socket) -> R,
+    ) -> Result<Option<R>, Failure> {
+        if self.nh.is_none() {
+            let idx = NhIndex::load(self.sock()?)?;
+            self.nh = Some(idx);
+        }
+        self.sock()?;
+        match (self.nh.as_mut(), self.sock.as_mut()) {
+            (Some(Some(idx)), Some(sock)) => Ok(Some(f(idx, sock))),
+            _ => Ok(None),
+        }
+    }
+
+    /// Everything before the FIB request: resolve, decide, write our state, create nexthop
+    /// objects. The FIB request itself is sent by the caller (alone or pipelined).
+    fn plan(&mut self, spec: &RouteSpec) -> Result<Planned, Failure> {
         let r = resolve::resolve(spec)?;
         let op = op_name(spec.verb, &r.key);
         let old_fib = if matches!(spec.verb, Verb::Replace | Verb::Change) {
@@ -180,73 +245,272 @@ impl Ctx {
         } else {
             None
         };
-        let store_exists = self.store(false)?.is_some();
-        let old_state = if store_exists {
-            self.store(false)?
-                .and_then(|s| s.get(&r.key).ok().flatten())
-        } else {
-            None
-        };
         let protocol = r.proto.unwrap_or(MPROUTE_PROTO);
-        // An algorithm not typed on replace/change/append keeps the route's current one.
-        let algo = if r.algo_given {
-            r.algo
-        } else {
-            old_state.map_or(Algo::L3Hash, |m| m.algo)
-        };
-        if matches!(spec.verb, Verb::Replace | Verb::Change) {
-            if let Some(cur) = &old_fib {
-                if same_paths(cur, &r, protocol) && old_state.map(|m| m.algo) == Some(algo) {
-                    return Ok(Output::Change(report(false, spec.verb, &r.key, Some(algo))));
-                }
-            }
-        }
-        let new_state = Managed {
-            algo,
-            nh_count: r.nexthops.len().min(255) as u8,
-        };
-        // 1. state, 2. FIB, 3. undo the state if the FIB refused.
         let store = self
             .store(true)?
             .ok_or_else(|| Failure::system(format!("{op}: cannot create mproute state")))?;
-        store.put(&r.key, new_state)?;
+        let mut new_state = Managed {
+            algo: r.algo,
+            nh_count: r.nexthops.len().min(255) as u8,
+        };
+        // 1. state (then 2. FIB, 3. undo the state if the FIB refused, in settle()).
+        let old_state = if spec.verb == Verb::Add && store.put_new(&r.key, new_state)? {
+            None
+        } else {
+            let old = store.get(&r.key)?;
+            // An algorithm not typed on replace/change/append keeps the route's current one.
+            if !r.algo_given {
+                new_state.algo = old.map_or(Algo::L3Hash, |m| m.algo);
+            }
+            if matches!(spec.verb, Verb::Replace | Verb::Change) {
+                if let Some(cur) = &old_fib {
+                    if same_paths(cur, &r, protocol) && old.map(|m| m.algo) == Some(new_state.algo)
+                    {
+                        return Ok(Planned::Unchanged(Output::Change(report(
+                            false,
+                            spec.verb,
+                            &r.key,
+                            Some(new_state.algo),
+                        ))));
+                    }
+                }
+            }
+            store.put(&r.key, new_state)?;
+            old
+        };
+        // Kernel nexthop objects where possible (not for append: IPv6 merges appended paths
+        // into the route, which a route referencing an object cannot take).
+        let mut form = r.form;
+        let mut created = Vec::new();
+        if spec.verb != Verb::Append && NhIndex::usable(&r.nexthops) {
+            let nexthops = r.nexthops.clone();
+            let op2 = op.clone();
+            if let Some(ens) = self.with_nh(|idx, sock| idx.ensure(sock, &op2, &nexthops))? {
+                match ens {
+                    Ok(e) => {
+                        form = PathForm::Object(e.id);
+                        created = e.created;
+                    }
+                    Err(f) => {
+                        if let Some(s) = self.store(false)? {
+                            s.restore(&r.key, old_state)?;
+                        }
+                        return Err(f);
+                    }
+                }
+            }
+        }
         let req = rmsg::encode(&RouteRequest {
             verb: spec.verb,
             key: r.key,
             metric_given: r.metric_given,
             protocol: Some(protocol),
             nexthops: &r.nexthops,
-            form: r.form,
-            algo,
+            form,
+            algo: new_state.algo,
         });
-        let sent = self.sock()?.request(&req, &op);
-        if let Err(e) = sent {
+        let nh_id = match form {
+            PathForm::Object(id) => Some(id),
+            _ => None,
+        };
+        Ok(Planned::Send(Pending {
+            verb: spec.verb,
+            key: r.key,
+            op,
+            req,
+            protocol,
+            old_state,
+            algo: new_state.algo,
+            created,
+            route: Route {
+                key: r.key,
+                protocol,
+                scope: 0,
+                rtype: rmsg::RTN_UNICAST,
+                nexthops: r.nexthops,
+                nh_id,
+                algo: None,
+            },
+            replaced: old_fib.is_some(),
+        }))
+    }
+
+    /// After the FIB answered: keep or undo.
+    fn settle(
+        &mut self,
+        p: Pending,
+        res: Result<(), mpt_netlink::KernelError>,
+    ) -> Result<Output, Failure> {
+        if let Err(e) = res {
             if let Some(s) = self.store(false)? {
-                s.restore(&r.key, old_state)?;
+                s.restore(&p.key, p.old_state)?;
             }
-            return Err(Failure::from(e));
+            self.drop_created(&p.created)?;
+            self.invalidate(&p.key);
+            return Err(Failure::from(mpt_netlink::Error::Kernel(e)));
         }
-        if spec.verb == Verb::Append {
+        if p.verb == Verb::Append {
             // IPv6 merges appended nexthops into the route: learn the result from the kernel.
-            self.invalidate(&r.key);
+            self.invalidate(&p.key);
         } else {
-            self.cache_set(
-                &r.key,
-                Some(Route {
-                    key: r.key,
-                    protocol,
-                    scope: 0,
-                    rtype: rmsg::RTN_UNICAST,
-                    nexthops: r.nexthops.clone(),
-                    nh_id: None,
-                    algo: None,
-                }),
-            );
+            self.cache_set(&p.key, Some(p.route));
         }
-        if algo != Algo::L3Hash {
-            self.check_native(&r.key)?;
+        if p.replaced {
+            self.gc_needed = true;
         }
-        Ok(Output::Change(report(true, spec.verb, &r.key, Some(algo))))
+        if p.algo != Algo::L3Hash {
+            self.check_native(&p.key)?;
+        }
+        Ok(Output::Change(report(true, p.verb, &p.key, Some(p.algo))))
+    }
+
+    fn drop_created(&mut self, created: &[u32]) -> Result<(), Failure> {
+        if created.is_empty() {
+            return Ok(());
+        }
+        self.with_nh(|idx, sock| idx.remove(sock, created))?;
+        Ok(())
+    }
+
+    /// Run the lines of a batch. Consecutive `add` lines are pipelined (up to `WINDOW` requests
+    /// in flight); without `--force`, a refused line stops the batch and the lines after it that
+    /// the kernel had already applied are rolled back, so the result is the same as running the
+    /// lines one by one. `emit` gets every line's outcome in order.
+    pub fn batch(
+        &mut self,
+        lines: &[(usize, String, Vec<String>)],
+        emit: &mut dyn FnMut(usize, Result<Output, Failure>),
+    ) -> bool {
+        const WINDOW: usize = 256;
+        let force = self.opts.force;
+        let mut window: Vec<(usize, Pending)> = Vec::new();
+        for (line, verb, args) in lines {
+            if verb == "add" {
+                let planned = parse::parse_route(Verb::Add, args)
+                    .map_err(|e| Failure::usage(format!("add: {e}")))
+                    .and_then(|spec| self.plan(&spec));
+                match planned {
+                    Ok(Planned::Send(p)) => {
+                        window.push((*line, p));
+                        if window.len() >= WINDOW && !self.flush_window(&mut window, emit) {
+                            return false;
+                        }
+                        continue;
+                    }
+                    Ok(Planned::Unchanged(out)) => {
+                        if !self.flush_window(&mut window, emit) {
+                            return false;
+                        }
+                        emit(*line, Ok(out));
+                        continue;
+                    }
+                    Err(f) => {
+                        if !self.flush_window(&mut window, emit) {
+                            return false;
+                        }
+                        emit(*line, Err(f));
+                        if !force {
+                            return false;
+                        }
+                        continue;
+                    }
+                }
+            }
+            if !self.flush_window(&mut window, emit) {
+                return false;
+            }
+            let r = self.run(verb, args);
+            let failed = r.is_err();
+            emit(*line, r);
+            if failed && !force {
+                return false;
+            }
+        }
+        self.flush_window(&mut window, emit)
+    }
+
+    /// Send the pending requests and settle them in order; `false` if the batch must stop.
+    fn flush_window(
+        &mut self,
+        window: &mut Vec<(usize, Pending)>,
+        emit: &mut dyn FnMut(usize, Result<Output, Failure>),
+    ) -> bool {
+        if window.is_empty() {
+            return true;
+        }
+        let pending: Vec<(usize, Pending)> = std::mem::take(window);
+        let reqs: Vec<(mpt_netlink::msg::Request, String)> = pending
+            .iter()
+            .map(|(_, p)| (p.req.clone(), p.op.clone()))
+            .collect();
+        let results = match self
+            .sock()
+            .and_then(|s| s.pipeline(reqs, pending.len()).map_err(Failure::from))
+        {
+            Ok(r) => r,
+            Err(f) => {
+                // The socket failed: we cannot know what the kernel applied; re-read it.
+                self.fib.clear();
+                for (line, p) in pending {
+                    if let Ok(Some(s)) = self.store(false) {
+                        let _ = s.restore(&p.key, p.old_state);
+                    }
+                    emit(line, Err(f.clone()));
+                }
+                return false;
+            }
+        };
+        let force = self.opts.force;
+        let mut stop_at = None;
+        for (i, ((line, p), res)) in pending.into_iter().zip(results).enumerate() {
+            if let Some(first_bad) = stop_at {
+                // Applied by the kernel after a refused line: roll back, silently.
+                let _ = first_bad;
+                if res.is_ok() {
+                    let del = rmsg::encode(&RouteRequest {
+                        verb: Verb::Del,
+                        key: p.key,
+                        metric_given: true,
+                        protocol: Some(p.protocol),
+                        nexthops: &[],
+                        form: PathForm::Multipath,
+                        algo: Algo::L3Hash,
+                    });
+                    let op = format!("roll back {}", p.op);
+                    if let Ok(s) = self.sock() {
+                        let _ = s.request(&del, &op);
+                    }
+                    self.gc_needed = true;
+                }
+                if let Ok(Some(s)) = self.store(false) {
+                    let _ = s.restore(&p.key, p.old_state);
+                }
+                self.invalidate(&p.key);
+                continue;
+            }
+            let failed = res.is_err();
+            let out = self.settle(p, res);
+            emit(line, out);
+            if failed && !force {
+                stop_at = Some(i);
+            }
+        }
+        stop_at.is_none()
+    }
+
+    /// Work left at the end of an invocation: collect nexthop objects no route uses any more.
+    pub fn finish(&mut self) -> Result<(), Failure> {
+        if !self.gc_needed {
+            return Ok(());
+        }
+        self.gc_needed = false;
+        let referenced: HashSet<u32> = dump(self.sock()?, None, None)?
+            .iter()
+            .filter_map(|r| r.nh_id)
+            .collect();
+        self.with_nh(|idx, sock| idx.collect(sock, &referenced))?
+            .transpose()?;
+        Ok(())
     }
 
     /// Read the route back once per namespace to learn whether the kernel kept RTA_MP_ALGO.
@@ -334,6 +598,9 @@ impl Ctx {
         }
         r.map_err(Failure::from)?;
         self.cache_set(&route.key, None);
+        if route.nh_id.is_some() {
+            self.gc_needed = true;
+        }
         if let Some(s) = self.store(false)? {
             s.delete(&route.key)?;
         }
@@ -445,6 +712,7 @@ impl Ctx {
             rows.push(action("forgotten", k, "route was no longer in the FIB"));
         }
         self.fib.clear();
+        self.gc_needed = true;
         Ok(Output::Actions {
             changed: !rows.is_empty(),
             rows,

@@ -66,31 +66,36 @@ fn run_batch(ctx: &mut Ctx, path: &std::path::Path, style: Style) -> i32 {
         }
     };
     let progress = std::io::stderr().is_terminal() && lines.len() >= 1000;
+    let total = lines.len();
+    let items: Vec<(usize, String, Vec<String>)> = lines
+        .iter()
+        .filter_map(|l| verb_args(&l.words).map(|(v, a)| (l.line, v.to_string(), a.to_vec())))
+        .collect();
     let mut worst = EXIT_OK;
-    for (i, l) in lines.iter().enumerate() {
-        let r = match verb_args(&l.words) {
-            Some((verb, args)) => ctx.run(verb, args),
-            None => continue,
-        };
+    let mut done = 0usize;
+    let mut emit = |line: usize, r: Result<Output, Failure>| {
+        done += 1;
         match r {
             Ok(out) => print(&out, style),
             Err(f) => {
                 if progress {
                     eprint!("\r\x1b[K");
                 }
-                f.clone().at(&name, l.line).eprint(TOOL);
+                f.clone().at(&name, line).eprint(TOOL);
                 worst = worst.max(f.code);
-                if !ctx.opts.force {
-                    return worst;
-                }
             }
         }
-        if progress && (i + 1) % 1000 == 0 {
-            eprint!("\r{TOOL}: {}/{} commands", i + 1, lines.len());
+        if progress && done % 1000 == 0 {
+            eprint!("\r{TOOL}: {done}/{total} commands");
         }
-    }
+    };
+    ctx.batch(&items, &mut emit);
     if progress {
-        eprintln!("\r\x1b[K{TOOL}: {} commands", lines.len());
+        eprintln!("\r\x1b[K{TOOL}: {done} of {total} commands run");
+    }
+    if let Err(f) = ctx.finish() {
+        f.eprint(TOOL);
+        worst = worst.max(f.code);
     }
     worst
 }
@@ -130,5 +135,6 @@ fn main() {
         None => ("show", &[][..]),
     };
     let r = ctx.run(verb, args).map(|out| print(&out, style));
-    mpt_cli::exit(TOOL, r);
+    let fin = ctx.finish();
+    mpt_cli::exit(TOOL, r.and(fin));
 }

@@ -104,6 +104,20 @@ impl Store {
             .map_err(|e| fail("write state", e))
     }
 
+    /// Record a new route; `false` (nothing written) if the state already has one.
+    pub fn put_new(&self, k: &RouteKey, m: Managed) -> Result<bool, Failure> {
+        let v = MptRouteVal {
+            algo: m.algo.as_u32() as u8,
+            flags: 0,
+            nh_count: m.nh_count,
+            reserved: 0,
+            nh_group: 0,
+        };
+        self.inner
+            .insert_new(&to_key(k), &v)
+            .map_err(|e| fail("write state", e))
+    }
+
     /// Put back what [`Store::get`] returned before a change (undo).
     pub fn restore(&self, k: &RouteKey, old: Option<Managed>) -> Result<(), Failure> {
         match old {

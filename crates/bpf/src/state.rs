@@ -430,6 +430,21 @@ impl RouteState {
             .map_err(bpf("write mpt_routes"))
     }
 
+    /// Insert a route that must not exist yet; `false` (and nothing written) if it exists.
+    pub fn insert_new(&self, key: &MptRouteKey, val: &MptRouteVal) -> Result<bool, StateError> {
+        match self
+            .routes
+            .update(key.as_bytes(), val.as_bytes(), MapFlags::NO_EXIST)
+        {
+            Ok(()) => Ok(true),
+            Err(e) if e.kind() == libbpf_rs::ErrorKind::AlreadyExists => Ok(false),
+            Err(e) => Err(StateError::Bpf {
+                what: "write mpt_routes".into(),
+                source: e,
+            }),
+        }
+    }
+
     /// Delete a route; `false` if it was not there.
     pub fn delete(&self, key: &MptRouteKey) -> Result<bool, StateError> {
         match self.routes.delete(key.as_bytes()) {

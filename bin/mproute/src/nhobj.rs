@@ -1,0 +1,219 @@
+//! Kernel nexthop objects (Linux 5.3+) for the routes mproute installs.
+//!
+//! Every route whose nexthops all name a device references one object: a single nexthop for a
+//! one-path route, else a hash-threshold group shared by every route with the same nexthops and
+//! weights. The kernel then validates gateways once per object instead of once per route, which
+//! is what makes bulk installs fast, and `ip route` still lists each route's nexthops.
+//!
+//! Objects mproute creates carry protocol `mproute`. They are collected when no route references
+//! them any more: at the end of an invocation that removed or replaced routes, one dump of the
+//! routes tells which objects are still in use. No reference count is kept anywhere, so there is
+//! nothing to drift when someone runs `ip route del` behind our back.
+
+use std::collections::{HashMap, HashSet};
+use std::net::IpAddr;
+
+use mpt_cli::Failure;
+use mpt_model::route::RTNH_F_ONLINK;
+use mpt_model::{Family, Nexthop, MPROUTE_PROTO};
+use mpt_netlink::msg::nexthop::{self, NexthopMsg, NexthopObject};
+use mpt_netlink::sock::Socket;
+
+type SingleKey = (Option<IpAddr>, u32, u8);
+
+/// What exists in the kernel, as far as mproute's objects go.
+#[derive(Debug, Default)]
+pub struct NhIndex {
+    singles: HashMap<SingleKey, u32>,
+    groups: HashMap<Vec<(u32, u16)>, u32>,
+    used_ids: HashSet<u32>,
+    next_id: u32,
+}
+
+/// Result of [`NhIndex::ensure`].
+#[derive(Debug, Clone)]
+pub struct Ensured {
+    /// The id the route should reference.
+    pub id: u32,
+    /// Objects created by this call (to delete again if the route is refused).
+    pub created: Vec<u32>,
+}
+
+impl NhIndex {
+    /// Load the index from a nexthop dump. `Ok(None)` when the kernel has no nexthop objects.
+    pub fn load(sock: &mut Socket) -> Result<Option<NhIndex>, Failure> {
+        let payloads = match sock.dump(&nexthop::dump_request(), "list nexthop objects") {
+            Ok(p) => p,
+            Err(e) if matches!(e.errno(), Some(libc::EOPNOTSUPP) | Some(libc::EINVAL)) => {
+                return Ok(None)
+            }
+            Err(e) => return Err(Failure::from(e)),
+        };
+        let mut idx = NhIndex {
+            next_id: 1,
+            ..NhIndex::default()
+        };
+        for p in payloads {
+            let m = nexthop::decode(&p)
+                .map_err(|e| Failure::system(format!("list nexthop objects: {e}")))?;
+            idx.used_ids.insert(m.id);
+            idx.next_id = idx.next_id.max(m.id.saturating_add(1));
+            if m.protocol != MPROUTE_PROTO {
+                continue;
+            }
+            match m.object {
+                NexthopObject::Single {
+                    gateway,
+                    ifindex,
+                    flags,
+                } => {
+                    idx.singles
+                        .insert((gateway, ifindex, flags & RTNH_F_ONLINK), m.id);
+                }
+                NexthopObject::Group(g) => {
+                    idx.groups.insert(g, m.id);
+                }
+            }
+        }
+        Ok(Some(idx))
+    }
+
+    fn alloc(&mut self) -> u32 {
+        while self.used_ids.contains(&self.next_id) || self.next_id == 0 {
+            self.next_id = self.next_id.wrapping_add(1);
+        }
+        let id = self.next_id;
+        self.used_ids.insert(id);
+        self.next_id = self.next_id.wrapping_add(1);
+        id
+    }
+
+    /// Whether these nexthops can be expressed as objects (each names its device).
+    pub fn usable(nexthops: &[Nexthop]) -> bool {
+        !nexthops.is_empty() && nexthops.iter().all(|n| n.ifindex != 0)
+    }
+
+    /// The object for `nexthops`, created if missing. On error, whatever this call created has
+    /// been deleted again.
+    pub fn ensure(
+        &mut self,
+        sock: &mut Socket,
+        op: &str,
+        nexthops: &[Nexthop],
+    ) -> Result<Ensured, Failure> {
+        let mut created = Vec::new();
+        let r = self.ensure_inner(sock, op, nexthops, &mut created);
+        if r.is_err() {
+            self.remove(sock, &created);
+        }
+        r.map(|id| Ensured { id, created })
+    }
+
+    fn ensure_inner(
+        &mut self,
+        sock: &mut Socket,
+        op: &str,
+        nexthops: &[Nexthop],
+        created: &mut Vec<u32>,
+    ) -> Result<u32, Failure> {
+        let mut members = Vec::with_capacity(nexthops.len());
+        for nh in nexthops {
+            let key = (nh.gateway, nh.ifindex, nh.flags & RTNH_F_ONLINK);
+            let id = match self.singles.get(&key) {
+                Some(id) => *id,
+                None => {
+                    let id = self.alloc();
+                    let msg = NexthopMsg {
+                        id,
+                        protocol: MPROUTE_PROTO,
+                        family: nh.gateway.map_or(Family::V4, |g| Family::of(&g)).af(),
+                        object: NexthopObject::Single {
+                            gateway: nh.gateway,
+                            ifindex: nh.ifindex,
+                            flags: nh.flags & RTNH_F_ONLINK,
+                        },
+                    };
+                    sock.request(&nexthop::encode_new(&msg, false), op)
+                        .map_err(Failure::from)?;
+                    self.singles.insert(key, id);
+                    created.push(id);
+                    id
+                }
+            };
+            members.push((id, nh.weight));
+        }
+        if let [(id, _)] = members[..] {
+            return Ok(id);
+        }
+        if let Some(id) = self.groups.get(&members) {
+            return Ok(*id);
+        }
+        let id = self.alloc();
+        let msg = NexthopMsg {
+            id,
+            protocol: MPROUTE_PROTO,
+            family: 0,
+            object: NexthopObject::Group(members.clone()),
+        };
+        sock.request(&nexthop::encode_new(&msg, false), op)
+            .map_err(Failure::from)?;
+        self.groups.insert(members, id);
+        created.push(id);
+        Ok(id)
+    }
+
+    /// Delete objects (groups before their members: pass them in creation order).
+    pub fn remove(&mut self, sock: &mut Socket, ids: &[u32]) {
+        for id in ids.iter().rev() {
+            let _ = sock.request(&nexthop::encode_del(*id), "delete nexthop object");
+            self.singles.retain(|_, v| v != id);
+            self.groups.retain(|_, v| v != id);
+            self.used_ids.remove(id);
+        }
+    }
+
+    /// Delete mproute's objects that no route references: groups first, then singles that are
+    /// neither referenced by a route nor a member of a remaining group.
+    pub fn collect(
+        &mut self,
+        sock: &mut Socket,
+        referenced: &HashSet<u32>,
+    ) -> Result<usize, Failure> {
+        let mut n = 0;
+        let dead_groups: Vec<u32> = self
+            .groups
+            .values()
+            .copied()
+            .filter(|id| !referenced.contains(id))
+            .collect();
+        for id in dead_groups {
+            self.remove(sock, &[id]);
+            n += 1;
+        }
+        // Singles still members of any group (ours or not) stay.
+        let mut in_group = HashSet::new();
+        for p in sock
+            .dump(&nexthop::dump_request(), "list nexthop objects")
+            .map_err(Failure::from)?
+        {
+            if let Ok(NexthopMsg {
+                object: NexthopObject::Group(g),
+                ..
+            }) = nexthop::decode(&p)
+            {
+                in_group.extend(g.iter().map(|(id, _)| *id));
+            }
+        }
+        let dead_singles: Vec<u32> = self
+            .singles
+            .values()
+            .copied()
+            .filter(|id| !referenced.contains(id) && !in_group.contains(id))
+            .collect();
+        for id in dead_singles {
+            self.remove(sock, &[id]);
+            n += 1;
+        }
+        Ok(n)
+    }
+}
