@@ -32,3 +32,26 @@ pub mod state {
 /// (`OUT_DIR/state.bpf.o`) the skeleton embeds and opens, e.g. for reading
 /// its BTF. (The skeleton's own copy is private to its generated module.)
 pub static STATE_OBJ: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/state.bpf.o"));
+
+/// Skeleton of `bpf/hash_test.bpf.c`: TEST ONLY. Its `mpt_hash_test` (sched_cls)
+/// program returns `mpt_flow_hash()` of `bpf/include/mpt/flowhash.h` for a key
+/// passed as BPF_PROG_TEST_RUN `data_in`, so `tests/hash_parity.rs` can hold
+/// the C hash to `mpt_model::hash::flow_hash`. Never attached.
+#[allow(
+    clippy::all,
+    clippy::pedantic,
+    clippy::nursery,
+    clippy::restriction,
+    missing_docs,
+    missing_debug_implementations,
+    non_camel_case_types,
+    non_snake_case,
+    non_upper_case_globals,
+    dead_code,
+    unused_imports,
+    unused_qualifications,
+    unsafe_op_in_unsafe_fn
+)]
+pub mod hash_test {
+    include!(concat!(env!("OUT_DIR"), "/hash_test.skel.rs"));
+}

@@ -5,6 +5,7 @@
 //! hash-threshold selection, protocol and table names.
 
 pub mod algo;
+pub mod hash;
 pub mod names;
 pub mod route;
 pub mod threshold;
