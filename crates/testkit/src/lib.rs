@@ -4,6 +4,7 @@
 //! Nothing here touches the host's interfaces or routes: every device and address lives in a
 //! namespace the test created.
 
+pub mod traffic;
 use std::process::{Command, Output};
 use std::sync::atomic::{AtomicU32, Ordering};
 
