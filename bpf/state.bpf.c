@@ -11,29 +11,15 @@
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 
-#include "mpt/state_abi.h"
 
 /* skb->mark value that makes the anchor touch the maps (ASCII "mpt1"). */
 #define MPT_ANCHOR_MARK 0x6d707431
 
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct mpt_meta);
-} mpt_meta SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, MPT_MAX_ROUTES);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__type(key, struct mpt_route_key);
-	__type(value, struct mpt_route_val);
-} mpt_routes SEC(".maps");
+#include "maps.bpf.h"
 
 /*
  * Always returns TCX_NEXT. The lookups below exist so that both maps are
- * referenced by the program's instructions (ld_imm64 map relocations) and
+ * referenced by the program's instructions (every map of maps.bpf.h) (ld_imm64 map relocations) and
  * therefore appear in its map_ids; they only run for packets carrying
  * MPT_ANCHOR_MARK, i.e. practically never. Do not remove them.
  */
@@ -44,8 +30,16 @@ int mpt_anchor(struct __sk_buff *skb)
 		__u32 k = 0;
 		struct mpt_meta *m = bpf_map_lookup_elem(&mpt_meta, &k);
 		struct mpt_route_key rk = {};
+		struct mpt_lpm4_key k4 = {};
+		struct mpt_lpm6_key k6 = {};
 
-		if (m && bpf_map_lookup_elem(&mpt_routes, &rk))
+		if (m && bpf_map_lookup_elem(&mpt_routes, &rk) &&
+		    bpf_map_lookup_elem(&mpt_lpm4, &k4) &&
+		    bpf_map_lookup_elem(&mpt_lpm6, &k6) &&
+		    bpf_map_lookup_elem(&mpt_groups, &k) &&
+		    bpf_map_lookup_elem(&mpt_stats, &rk) &&
+		    bpf_map_lookup_elem(&mpt_pcpu, &rk) &&
+		    bpf_map_lookup_elem(&mpt_reasons, &k))
 			return TCX_NEXT;
 	}
 	return TCX_NEXT;

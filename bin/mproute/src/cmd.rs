@@ -62,6 +62,7 @@ pub struct Ctx {
     fib: HashMap<(Family, u32), HashMap<RouteKey, Route>>,
     nh: Option<Option<NhIndex>>,
     gc_needed: bool,
+    dp_groups_known: HashSet<u32>,
 }
 
 /// A planned change whose FIB request is still to be sent.
@@ -77,6 +78,11 @@ struct Pending {
     created: Vec<u32>,
     route: Route,
     replaced: bool,
+    /// Dataplane group of the route, and whether this command allocated it privately.
+    group: u32,
+    new_private: bool,
+    /// LPM entry before the change, to put back if the kernel refuses.
+    old_lpm: Option<mpt_bpf::abi::MptDpRoute>,
 }
 
 #[derive(Debug)]
@@ -110,6 +116,7 @@ impl Ctx {
             fib: HashMap::new(),
             nh: None,
             gc_needed: false,
+            dp_groups_known: HashSet::new(),
         }
     }
 
@@ -252,6 +259,7 @@ impl Ctx {
         let mut new_state = Managed {
             algo: r.algo,
             nh_count: r.nexthops.len().min(255) as u8,
+            group: 0,
         };
         // 1. state (then 2. FIB, 3. undo the state if the FIB refused, in settle()).
         let old_state = if spec.verb == Verb::Add && store.put_new(&r.key, new_state)? {
@@ -300,6 +308,28 @@ impl Ctx {
                 }
             }
         }
+        let nh_id = match form {
+            PathForm::Object(id) => Some(id),
+            _ => None,
+        };
+        // Dataplane maps, before the FIB like the rest of our state.
+        let (group, new_private, old_lpm) =
+            match self.dp_prepare(&r, nh_id, old_state, new_state.algo) {
+                Ok(v) => v,
+                Err(f) => {
+                    if let Some(s) = self.store(false)? {
+                        s.restore(&r.key, old_state)?;
+                    }
+                    self.drop_created(&created)?;
+                    return Err(f);
+                }
+            };
+        if group != new_state.group {
+            new_state.group = group;
+            if let Some(s) = self.store(false)? {
+                s.put(&r.key, new_state)?;
+            }
+        }
         let req = rmsg::encode(&RouteRequest {
             verb: spec.verb,
             key: r.key,
@@ -309,10 +339,6 @@ impl Ctx {
             form,
             algo: new_state.algo,
         });
-        let nh_id = match form {
-            PathForm::Object(id) => Some(id),
-            _ => None,
-        };
         Ok(Planned::Send(Pending {
             verb: spec.verb,
             key: r.key,
@@ -332,7 +358,58 @@ impl Ctx {
                 algo: None,
             },
             replaced: old_fib.is_some(),
+            group,
+            new_private,
+            old_lpm,
         }))
+    }
+
+    /// Choose the route's dataplane group, write it if needed, and point the LPM entry at it.
+    /// Returns (group, allocated here as private, LPM entry before).
+    fn dp_prepare(
+        &mut self,
+        r: &Resolved,
+        nh_id: Option<u32>,
+        old_state: Option<Managed>,
+        algo: Algo,
+    ) -> Result<(u32, bool, Option<mpt_bpf::abi::MptDpRoute>), Failure> {
+        let known = nh_id.is_some_and(|id| self.dp_groups_known.contains(&id));
+        let store = self
+            .store(false)?
+            .ok_or_else(|| Failure::system("dataplane state unavailable"))?;
+        let raw = store.raw();
+        let ctx = |e| crate::state::fail("write dataplane state", e);
+        let key = crate::state::to_key(&r.key);
+        let (group, new_private) = match nh_id {
+            Some(id) => {
+                if !known && !raw.dp_has_group(id).map_err(ctx)? {
+                    raw.dp_put_group(id, &dp_nexthops(&r.nexthops))
+                        .map_err(ctx)?;
+                }
+                (id, false)
+            }
+            None => match old_state.map(|m| m.group) {
+                Some(g) if g >= mpt_bpf::dpmaps::PRIVATE_GROUP_BASE => {
+                    raw.dp_put_group(g, &dp_nexthops(&r.nexthops))
+                        .map_err(ctx)?;
+                    (g, false)
+                }
+                _ => {
+                    let hint = key_hash(&r.key);
+                    let g = raw.dp_private_group(hint).map_err(ctx)?;
+                    raw.dp_put_group(g, &dp_nexthops(&r.nexthops))
+                        .map_err(ctx)?;
+                    (g, true)
+                }
+            },
+        };
+        let old = raw
+            .dp_put_route(&key, algo.as_u32() as u8, group)
+            .map_err(ctx)?;
+        if let Some(id) = nh_id {
+            self.dp_groups_known.insert(id);
+        }
+        Ok((group, new_private, old))
     }
 
     /// After the FIB answered: keep or undo.
@@ -344,16 +421,41 @@ impl Ctx {
         if let Err(e) = res {
             if let Some(s) = self.store(false)? {
                 s.restore(&p.key, p.old_state)?;
+                let raw = s.raw();
+                let k = crate::state::to_key(&p.key);
+                let _ = raw.dp_restore_route(&k, p.old_lpm);
+                if p.new_private {
+                    let _ = raw.dp_delete_group(p.group);
+                }
             }
             self.drop_created(&p.created)?;
             self.invalidate(&p.key);
             return Err(Failure::from(mpt_netlink::Error::Kernel(e)));
         }
-        if p.verb == Verb::Append {
-            // IPv6 merges appended nexthops into the route: learn the result from the kernel.
+        let needs_kernel_view =
+            p.verb == Verb::Append || p.route.nexthops.iter().any(|n| n.ifindex == 0);
+        if needs_kernel_view {
+            // IPv6 merges appended nexthops into the route, and a nexthop typed without a
+            // device got one from the kernel: learn the result and give it to the dataplane.
             self.invalidate(&p.key);
+            if let Some(cur) = self.find(&p.key)? {
+                if p.group >= mpt_bpf::dpmaps::PRIVATE_GROUP_BASE {
+                    if let Some(s) = self.store(false)? {
+                        s.raw()
+                            .dp_put_group(p.group, &dp_nexthops(&cur.nexthops))
+                            .map_err(|e| crate::state::fail("write dataplane state", e))?;
+                    }
+                }
+            }
         } else {
             self.cache_set(&p.key, Some(p.route));
+        }
+        if let Some(old) = p.old_state {
+            if old.group >= mpt_bpf::dpmaps::PRIVATE_GROUP_BASE && old.group != p.group {
+                if let Some(s) = self.store(false)? {
+                    let _ = s.raw().dp_delete_group(old.group);
+                }
+            }
         }
         if p.replaced {
             self.gc_needed = true;
@@ -510,6 +612,18 @@ impl Ctx {
             .collect();
         self.with_nh(|idx, sock| idx.collect(sock, &referenced))?
             .transpose()?;
+        if let Some(s) = self.store(false)? {
+            let raw = s.raw();
+            let ids = raw
+                .dp_group_ids()
+                .map_err(|e| crate::state::fail("read dataplane state", e))?;
+            for id in ids {
+                if id < mpt_bpf::dpmaps::PRIVATE_GROUP_BASE && !referenced.contains(&id) {
+                    let _ = raw.dp_delete_group(id);
+                }
+            }
+        }
+        self.dp_groups_known.clear();
         Ok(())
     }
 
@@ -601,10 +715,15 @@ impl Ctx {
         if route.nh_id.is_some() {
             self.gc_needed = true;
         }
-        if let Some(s) = self.store(false)? {
-            s.delete(&route.key)?;
-        }
+        self.forget(&route.key)?;
         Ok(Output::Change(report(true, Verb::Del, &route.key, None)))
+    }
+
+    fn forget(&mut self, k: &RouteKey) -> Result<(), Failure> {
+        if let Some(s) = self.store(false)? {
+            forget_in(s, k)?;
+        }
+        Ok(())
     }
 
     fn enforced_by(&mut self) -> Result<&'static str, Failure> {
@@ -696,9 +815,7 @@ impl Ctx {
                 Err(e) if e.errno() == Some(libc::ESRCH) => {}
                 Err(e) => return Err(Failure::from(e)),
             }
-            if let Some(s) = self.store(false)? {
-                s.delete(&r.key)?;
-            }
+            self.forget(&r.key)?;
             rows.push(action("deleted", &r.key, "owned by mproute"));
         }
         // State entries whose route is already gone.
@@ -706,9 +823,7 @@ impl Ctx {
             if table.is_some_and(|t| t != k.table) || all.iter().any(|r| r.key == *k) {
                 continue;
             }
-            if let Some(s) = self.store(false)? {
-                s.delete(k)?;
-            }
+            self.forget(k)?;
             rows.push(action("forgotten", k, "route was no longer in the FIB"));
         }
         self.fib.clear();
@@ -745,7 +860,7 @@ impl Ctx {
         if let Some(s) = self.store(false)? {
             for (k, _) in s.all()? {
                 if !all.iter().any(|r| r.key == k) {
-                    s.delete(&k)?;
+                    forget_in(s, &k)?;
                     rows.push(action(
                         "forgotten",
                         &k,
@@ -761,11 +876,26 @@ impl Ctx {
                 .ok_or_else(|| Failure::system("sync: cannot create mproute state"))?;
             for r in orphans {
                 if s.get(&r.key)?.is_none() {
+                    let raw = s.raw();
+                    let ctx = |e| crate::state::fail("write dataplane state", e);
+                    let group = match r.nh_id {
+                        Some(id) => id,
+                        None => raw.dp_private_group(key_hash(&r.key)).map_err(ctx)?,
+                    };
+                    raw.dp_put_group(group, &dp_nexthops(&r.nexthops))
+                        .map_err(ctx)?;
+                    raw.dp_put_route(
+                        &crate::state::to_key(&r.key),
+                        Algo::L3Hash.as_u32() as u8,
+                        group,
+                    )
+                    .map_err(ctx)?;
                     s.put(
                         &r.key,
                         Managed {
                             algo: Algo::L3Hash,
                             nh_count: r.nexthops.len().min(255) as u8,
+                            group,
                         },
                     )?;
                     rows.push(action(
@@ -794,6 +924,42 @@ impl Ctx {
             rows,
         })
     }
+}
+
+/// Remove a route from our state and from the dataplane maps.
+fn forget_in(s: &Store, k: &RouteKey) -> Result<(), Failure> {
+    let old = s.get(k)?;
+    s.delete(k)?;
+    let raw = s.raw();
+    raw.dp_delete_route(&crate::state::to_key(k))
+        .map_err(|e| crate::state::fail("write dataplane state", e))?;
+    if let Some(m) = old {
+        if m.group >= mpt_bpf::dpmaps::PRIVATE_GROUP_BASE {
+            let _ = raw.dp_delete_group(m.group);
+        }
+    }
+    Ok(())
+}
+
+/// The dataplane's nexthops (every one usable: a dead link shows up as a failed FIB lookup in
+/// the program, which then leaves the packet to the kernel).
+fn dp_nexthops(nhs: &[Nexthop]) -> Vec<mpt_bpf::dpmaps::DpNexthop> {
+    nhs.iter()
+        .map(|n| mpt_bpf::dpmaps::DpNexthop {
+            ifindex: n.ifindex,
+            gateway: n.gateway,
+            weight: n.weight,
+            flags: n.flags,
+            usable: n.ifindex != 0,
+        })
+        .collect()
+}
+
+fn key_hash(k: &RouteKey) -> u32 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    k.hash(&mut h);
+    h.finish() as u32
 }
 
 static EMPTY: std::sync::LazyLock<HashMap<RouteKey, Route>> =

@@ -15,6 +15,8 @@ pub struct Managed {
     pub algo: Algo,
     /// Number of nexthops when it was written.
     pub nh_count: u8,
+    /// Dataplane group the route points at (0 = none yet).
+    pub group: u32,
 }
 
 /// The open, locked state of the namespace.
@@ -24,7 +26,8 @@ pub struct Store {
     _lock: mpt_bpf::state::NsLock,
 }
 
-fn fail(what: &str, e: StateError) -> Failure {
+/// Map a state error to an operator-facing failure.
+pub fn fail(what: &str, e: StateError) -> Failure {
     match e {
         StateError::Abi { found, ours } => Failure::system(format!(
             "{what}: the namespace's mproute state has ABI version {found}, this mproute has {ours}"
@@ -87,6 +90,7 @@ impl Store {
         Ok(v.map(|v| Managed {
             algo: Algo::from_u32(u32::from(v.algo)).unwrap_or_default(),
             nh_count: v.nh_count,
+            group: v.nh_group,
         }))
     }
 
@@ -97,7 +101,7 @@ impl Store {
             flags: 0,
             nh_count: m.nh_count,
             reserved: 0,
-            nh_group: 0,
+            nh_group: m.group,
         };
         self.inner
             .put(&to_key(k), &v)
@@ -111,7 +115,7 @@ impl Store {
             flags: 0,
             nh_count: m.nh_count,
             reserved: 0,
-            nh_group: 0,
+            nh_group: m.group,
         };
         self.inner
             .insert_new(&to_key(k), &v)
@@ -146,10 +150,16 @@ impl Store {
                     Managed {
                         algo: Algo::from_u32(u32::from(v.algo)).unwrap_or_default(),
                         nh_count: v.nh_count,
+                        group: v.nh_group,
                     },
                 ))
             })
             .collect())
+    }
+
+    /// The BPF state itself, for the dataplane maps.
+    pub fn raw(&self) -> &RouteState {
+        &self.inner
     }
 
     /// Whether the kernel keeps `RTA_MP_ALGO`: `None` until checked.

@@ -1,26 +1,27 @@
-//! Rust mirrors of the structs in `bpf/include/mpt/state_abi.h`.
+//! Rust mirrors of the structs in `bpf/include/mpt/state_abi.h` (the state
+//! maps) and `bpf/include/mpt/dp_abi.h` (the dataplane maps).
 //!
-//! That header is the single definition of the BPF <-> user-space ABI; the
-//! types here must match it byte for byte. Three independent checks keep them
+//! Those headers are the single definition of the BPF <-> user-space ABI; the
+//! types here must match them byte for byte. Three independent checks keep them
 //! in sync:
 //!
 //! * the `const` asserts below (sizes, offsets, no padding) and a comparison
 //!   with the types libbpf-cargo generated from the object's BTF
 //!   ([`crate::skel::state::types`]) — a mismatch fails compilation;
 //! * `tests/abi_btf.rs`, which reads the compiled object's BTF at test time;
-//! * the `_Static_assert`s in the header (BPF and host C compilers).
+//! * the `_Static_assert`s in the headers (BPF and host C compilers).
 //!
 //! Any layout change must bump [`ABI_VERSION`] (`MPT_ABI_VERSION`).
 //!
-//! All multi-byte integers are in host byte order except
-//! [`MptRouteKey::dst_be`], which is an address in network byte order.
+//! All multi-byte integers are in host byte order; fields in network byte
+//! order are byte arrays whose names say so (`*_be`, addresses, gateways).
 
 use core::mem::{offset_of, size_of};
 
 use crate::skel::state::types as btf;
 
 /// `MPT_ABI_VERSION`: layout version of every struct in this module.
-pub const ABI_VERSION: u32 = 1;
+pub const ABI_VERSION: u32 = 2;
 /// `MPT_MAX_ROUTES`: `max_entries` of the `mpt_routes` map.
 pub const MAX_ROUTES: u32 = 1 << 20;
 
@@ -93,12 +94,235 @@ pub struct MptRouteVal {
     pub nh_group: u32,
 }
 
+// ---- dataplane (dp_abi.h) ---------------------------------------------------
+
+/// `MPT_MAX_NH`: most nexthops of one route (= `mpt_model::MAX_NEXTHOPS`).
+pub const MAX_NH: usize = 32;
+/// `MPT_MAX_DP_ROUTES`: `max_entries` of the LPM tries and per-route maps
+/// (`mpt_lpm4`, `mpt_lpm6`, `mpt_stats`, `mpt_pcpu`).
+pub const MAX_DP_ROUTES: u32 = 1 << 16;
+/// `MPT_MAX_GROUPS`: `max_entries` of the `mpt_groups` map.
+pub const MAX_GROUPS: u32 = 1 << 14;
+/// `MPT_NH_F_ONLINK` (`RTNH_F_ONLINK`): a flag of [`MptNh::flags`].
+pub const NH_F_ONLINK: u8 = 0x04;
+
+/// `struct mpt_lpm4_key`: key of the `mpt_lpm4` LPM trie.
+///
+/// `prefixlen` counts the 32 bits of `table_be` plus the prefix length, so a
+/// lookup with `prefixlen = 32 + 32` matches only routes of that table.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct MptLpm4Key {
+    /// 32 + prefix length.
+    pub prefixlen: u32,
+    /// Routing table id, network byte order.
+    pub table_be: [u8; 4],
+    /// Address, network byte order.
+    pub addr: [u8; 4],
+}
+
+/// `struct mpt_lpm6_key`: key of the `mpt_lpm6` LPM trie (see [`MptLpm4Key`]).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct MptLpm6Key {
+    /// 32 + prefix length.
+    pub prefixlen: u32,
+    /// Routing table id, network byte order.
+    pub table_be: [u8; 4],
+    /// Address, network byte order.
+    pub addr: [u8; 16],
+}
+
+/// `struct mpt_dp_route`: value of both LPM tries, a managed route as the
+/// dataplane sees it.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct MptDpRoute {
+    /// Identity of the route; key of the per-route maps (`mpt_stats`, `mpt_pcpu`).
+    pub id: MptRouteKey,
+    /// One of the `ALGO_*` constants.
+    pub algo: u8,
+    /// Must be 0.
+    pub reserved: [u8; 3],
+    /// Key of `mpt_groups`.
+    pub group: u32,
+}
+
+/// `struct mpt_nh`: one nexthop of a group.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct MptNh {
+    /// Egress device.
+    pub ifindex: u32,
+    /// Hash-threshold upper bound over the usable nexthops; -1 = unusable.
+    pub upper_bound: i32,
+    /// Sum of the weights of nexthops `0..=this one`.
+    pub cum_weight: u32,
+    /// Weight, 1..=256.
+    pub weight: u16,
+    /// `NH_F_*` flags.
+    pub flags: u8,
+    /// [`AF_INET`] / [`AF_INET6`] of `gw`; 0 = device route (no gateway).
+    pub family: u8,
+    /// Gateway, network byte order; IPv4 in the first 4 bytes.
+    pub gw: [u8; 16],
+}
+
+/// `struct mpt_group`: value of `mpt_groups`, the nexthops of one or more
+/// routes. Only `nh[..nh_count]` is meaningful.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct MptGroup {
+    /// Number of valid entries in `nh`.
+    pub nh_count: u32,
+    /// Sum of the weights of the valid nexthops.
+    pub total_weight: u32,
+    /// The nexthops.
+    pub nh: [MptNh; MAX_NH],
+}
+
+/// `struct mpt_counter`: a packet and byte counter.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct MptCounter {
+    /// Packets.
+    pub packets: u64,
+    /// Bytes.
+    pub bytes: u64,
+}
+
+/// `struct mpt_route_stats`: per-CPU value of `mpt_stats` (key:
+/// [`MptRouteKey`]).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct MptRouteStats {
+    /// Everything forwarded for the route.
+    pub route: MptCounter,
+    /// Per nexthop, indexed like [`MptGroup::nh`].
+    pub nh: [MptCounter; MAX_NH],
+}
+
+/// `struct mpt_pcpu_state`: per-CPU value of `mpt_pcpu` (key:
+/// [`MptRouteKey`]), the round-robin and DRR state.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct MptPcpuState {
+    /// per-packet: packets seen on this CPU.
+    pub rr: u32,
+    /// drr: nexthop being served.
+    pub drr_idx: u32,
+    /// drr: bytes it may still send.
+    pub drr_deficit: i32,
+    /// Must be 0.
+    pub reserved: u32,
+}
+
+/// `MPT_R_MAX`: number of [`Reason`]s, `max_entries` of `mpt_reasons`.
+pub const R_MAX: u32 = 14;
+
+/// `enum mpt_reason`: why a packet went to the stack; the index of the
+/// per-CPU `mpt_reasons` array (`u64` packet counters). Index 0 counts the
+/// packets the dataplane redirected instead.
+#[repr(u32)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Reason {
+    /// `MPT_R_REDIRECTED`: forwarded by the dataplane.
+    Redirected = 0,
+    /// `MPT_R_NOT_IP`: not IPv4/IPv6.
+    NotIp = 1,
+    /// `MPT_R_MALFORMED`: truncated or inconsistent headers.
+    Malformed = 2,
+    /// `MPT_R_NO_ROUTE`: no managed route.
+    NoRoute = 3,
+    /// `MPT_R_TTL`: TTL / hop limit <= 1.
+    Ttl = 4,
+    /// `MPT_R_IP_OPTIONS`: IPv4 options.
+    IpOptions = 5,
+    /// `MPT_R_IPV6_EXT`: IPv6 extension headers.
+    Ipv6Ext = 6,
+    /// `MPT_R_LOCAL`: for this host, or not forwarded by the FIB.
+    Local = 7,
+    /// `MPT_R_FRAG_NEEDED`: larger than the egress MTU.
+    FragNeeded = 8,
+    /// `MPT_R_NO_NEIGH`: neighbour unresolved (XDP).
+    NoNeigh = 9,
+    /// `MPT_R_FWD_DISABLED`: forwarding disabled on the ingress device.
+    FwdDisabled = 10,
+    /// `MPT_R_FIB_OTHER`: blackhole, unreachable, prohibit, other FIB answers.
+    FibOther = 11,
+    /// `MPT_R_NO_NEXTHOP`: no usable nexthop.
+    NoNexthop = 12,
+    /// `MPT_R_VLAN`: VLAN tag could not be removed.
+    Vlan = 13,
+}
+
+impl Reason {
+    /// Every reason, in index order (`ALL[i] as u32 == i`).
+    pub const ALL: [Reason; R_MAX as usize] = [
+        Reason::Redirected,
+        Reason::NotIp,
+        Reason::Malformed,
+        Reason::NoRoute,
+        Reason::Ttl,
+        Reason::IpOptions,
+        Reason::Ipv6Ext,
+        Reason::Local,
+        Reason::FragNeeded,
+        Reason::NoNeigh,
+        Reason::FwdDisabled,
+        Reason::FibOther,
+        Reason::NoNexthop,
+        Reason::Vlan,
+    ];
+
+    /// The `mpt_reasons` index (`MPT_R_*` value).
+    pub const fn as_u32(self) -> u32 {
+        self as u32
+    }
+
+    /// The reason with index `v`, if any.
+    pub const fn from_u32(v: u32) -> Option<Reason> {
+        if v < R_MAX {
+            Some(Self::ALL[v as usize])
+        } else {
+            None
+        }
+    }
+
+    /// Short operator-facing name (`MPT_R_FOO_BAR` is `"foo-bar"`).
+    pub const fn name(self) -> &'static str {
+        match self {
+            Reason::Redirected => "redirected",
+            Reason::NotIp => "not-ip",
+            Reason::Malformed => "malformed",
+            Reason::NoRoute => "no-route",
+            Reason::Ttl => "ttl",
+            Reason::IpOptions => "ip-options",
+            Reason::Ipv6Ext => "ipv6-ext",
+            Reason::Local => "local",
+            Reason::FragNeeded => "frag-needed",
+            Reason::NoNeigh => "no-neigh",
+            Reason::FwdDisabled => "fwd-disabled",
+            Reason::FibOther => "fib-other",
+            Reason::NoNexthop => "no-nexthop",
+            Reason::Vlan => "vlan",
+        }
+    }
+}
+
+impl core::fmt::Display for Reason {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
 // ---- layout checks (compile time) -----------------------------------------
 
 /// Asserts size, every field offset and field size against the expected
-/// numbers from `state_abi.h`, plus "no padding" (the field sizes add up to
-/// the struct size, which makes `as_bytes` sound), and compares with the
-/// BTF-generated type of the same name.
+/// numbers from the ABI headers, plus "no padding" (the field sizes add up to
+/// the struct size; together with the same check on every nested struct this
+/// makes `as_bytes` sound), and compares with the BTF-generated type of the
+/// same name.
 macro_rules! assert_layout {
     ($ty:ty, $btf:ty, $size:expr, { $($field:ident: $fty:ty = $off:expr),+ $(,)? }) => {
         const _: () = {
@@ -142,6 +366,62 @@ assert_layout!(MptRouteVal, btf::mpt_route_val, 8, {
     nh_group: u32 = 4,
 });
 
+assert_layout!(MptLpm4Key, btf::mpt_lpm4_key, 12, {
+    prefixlen: u32 = 0,
+    table_be: [u8; 4] = 4,
+    addr: [u8; 4] = 8,
+});
+assert_layout!(MptLpm6Key, btf::mpt_lpm6_key, 24, {
+    prefixlen: u32 = 0,
+    table_be: [u8; 4] = 4,
+    addr: [u8; 16] = 8,
+});
+assert_layout!(MptDpRoute, btf::mpt_dp_route, 36, {
+    id: MptRouteKey = 0,
+    algo: u8 = 28,
+    reserved: [u8; 3] = 29,
+    group: u32 = 32,
+});
+assert_layout!(MptNh, btf::mpt_nh, 32, {
+    ifindex: u32 = 0,
+    upper_bound: i32 = 4,
+    cum_weight: u32 = 8,
+    weight: u16 = 12,
+    flags: u8 = 14,
+    family: u8 = 15,
+    gw: [u8; 16] = 16,
+});
+assert_layout!(MptGroup, btf::mpt_group, 8 + 32 * MAX_NH, {
+    nh_count: u32 = 0,
+    total_weight: u32 = 4,
+    nh: [MptNh; MAX_NH] = 8,
+});
+assert_layout!(MptCounter, btf::mpt_counter, 16, {
+    packets: u64 = 0,
+    bytes: u64 = 8,
+});
+assert_layout!(MptRouteStats, btf::mpt_route_stats, 16 * (1 + MAX_NH), {
+    route: MptCounter = 0,
+    nh: [MptCounter; MAX_NH] = 16,
+});
+assert_layout!(MptPcpuState, btf::mpt_pcpu_state, 16, {
+    rr: u32 = 0,
+    drr_idx: u32 = 4,
+    drr_deficit: i32 = 8,
+    reserved: u32 = 12,
+});
+
+// MPT_MAX_NH is mpt_model's limit; Reason::ALL is in index order.
+const _: () = {
+    assert!(MAX_NH == mpt_model::MAX_NEXTHOPS);
+    assert!(Reason::ALL.len() == R_MAX as usize);
+    let mut i = 0;
+    while i < Reason::ALL.len() {
+        assert!(Reason::ALL[i] as usize == i);
+        i += 1;
+    }
+};
+
 // The algorithm numbers are also the wire values of mpt_model::Algo.
 const _: () = {
     use mpt_model::Algo;
@@ -160,8 +440,29 @@ fn field<const N: usize>(b: &[u8], off: usize) -> Option<[u8; N]> {
     b.get(off..off.checked_add(N)?)?.try_into().ok()
 }
 
+/// The ABI structs, for parsing nested struct fields generically.
+trait AbiStruct: Copy + Default {
+    const SIZE: usize;
+    fn parse(bytes: &[u8]) -> Option<Self>;
+}
+
+/// The struct `T` at `off`, or `None` if out of range.
+fn read_struct<T: AbiStruct>(b: &[u8], off: usize) -> Option<T> {
+    T::parse(b.get(off..off.checked_add(T::SIZE)?)?)
+}
+
+/// `N` consecutive structs `T` starting at `off`, or `None` if out of range.
+fn read_array<T: AbiStruct, const N: usize>(b: &[u8], off: usize) -> Option<[T; N]> {
+    let mut out = [T::default(); N];
+    for (i, slot) in out.iter_mut().enumerate() {
+        *slot = read_struct(b, off.checked_add(i.checked_mul(T::SIZE)?)?)?;
+    }
+    Some(out)
+}
+
 /// Implements `SIZE`, `as_bytes` and `from_bytes` for a padding-free
-/// `#[repr(C)]` struct whose fields are integers or byte arrays.
+/// `#[repr(C)]` struct whose fields are integers (`u32`, ...), byte arrays
+/// (`bytes`), other ABI structs (`struct`) or arrays of them (`array`).
 macro_rules! impl_bytes {
     ($ty:ident { $($field:ident: $kind:tt),+ $(,)? }) => {
         impl $ty {
@@ -170,10 +471,12 @@ macro_rules! impl_bytes {
 
             /// The in-memory (native endian) representation, as BPF sees it.
             pub fn as_bytes(&self) -> &[u8] {
-                // SAFETY: `Self` is `#[repr(C)]`, consists only of integer and
-                // byte-array fields and has no padding (checked by
-                // `assert_layout!`), so all `SIZE` bytes are initialised and
-                // any alignment is fine for `u8`. The slice borrows `self`.
+                // SAFETY: `Self` is `#[repr(C)]`, consists only of integer
+                // and byte-array fields and of ABI structs (or arrays of them)
+                // built the same way, and neither it nor any nested struct
+                // has padding (checked by `assert_layout!`), so all `SIZE`
+                // bytes are initialised and any alignment is fine for `u8`.
+                // The slice borrows `self`.
                 unsafe { core::slice::from_raw_parts((self as *const Self).cast::<u8>(), Self::SIZE) }
             }
 
@@ -188,8 +491,17 @@ macro_rules! impl_bytes {
                 })
             }
         }
+
+        impl AbiStruct for $ty {
+            const SIZE: usize = <$ty>::SIZE;
+            fn parse(bytes: &[u8]) -> Option<Self> {
+                <$ty>::from_bytes(bytes)
+            }
+        }
     };
     (@read bytes, $b:expr, $off:expr) => { field($b, $off)? };
+    (@read struct, $b:expr, $off:expr) => { read_struct($b, $off)? };
+    (@read array, $b:expr, $off:expr) => { read_array($b, $off)? };
     (@read $int:ty, $b:expr, $off:expr) => { <$int>::from_ne_bytes(field($b, $off)?) };
 }
 
@@ -216,6 +528,53 @@ impl_bytes!(MptRouteVal {
     nh_group: u32,
 });
 
+impl_bytes!(MptLpm4Key {
+    prefixlen: u32,
+    table_be: bytes,
+    addr: bytes,
+});
+impl_bytes!(MptLpm6Key {
+    prefixlen: u32,
+    table_be: bytes,
+    addr: bytes,
+});
+impl_bytes!(MptDpRoute {
+    id: struct,
+    algo: u8,
+    reserved: bytes,
+    group: u32,
+});
+impl_bytes!(MptNh {
+    ifindex: u32,
+    upper_bound: i32,
+    cum_weight: u32,
+    weight: u16,
+    flags: u8,
+    family: u8,
+    gw: bytes,
+});
+impl_bytes!(MptGroup {
+    nh_count: u32,
+    total_weight: u32,
+    nh: array,
+});
+impl_bytes!(MptCounter {
+    packets: u64,
+    bytes: u64,
+});
+impl_bytes!(MptRouteStats {
+    route: struct,
+    nh: array,
+});
+impl_bytes!(MptPcpuState {
+    rr: u32,
+    drr_idx: u32,
+    drr_deficit: i32,
+    reserved: u32,
+});
+
+// ---- helpers ------------------------------------------------------------------
+
 impl MptMeta {
     /// Metadata for the current ABI, with `flags` and `reserved` zero.
     pub const fn new(hash_seed: u32, netns_cookie: u64) -> Self {
@@ -227,6 +586,115 @@ impl MptMeta {
             reserved: 0,
         }
     }
+}
+
+impl MptLpm4Key {
+    /// The key of `table`'s route `addr/prefix_len` (`prefix_len` <= 32;
+    /// 32 for a lookup of the address itself).
+    pub const fn new(table: u32, prefix_len: u8, addr: [u8; 4]) -> Self {
+        Self {
+            prefixlen: 32 + prefix_len as u32,
+            table_be: table.to_be_bytes(),
+            addr,
+        }
+    }
+}
+
+impl MptLpm6Key {
+    /// The key of `table`'s route `addr/prefix_len` (`prefix_len` <= 128;
+    /// 128 for a lookup of the address itself).
+    pub const fn new(table: u32, prefix_len: u8, addr: [u8; 16]) -> Self {
+        Self {
+            prefixlen: 32 + prefix_len as u32,
+            table_be: table.to_be_bytes(),
+            addr,
+        }
+    }
+}
+
+impl MptNh {
+    /// All fields zero.
+    pub const fn zeroed() -> Self {
+        Self {
+            ifindex: 0,
+            upper_bound: 0,
+            cum_weight: 0,
+            weight: 0,
+            flags: 0,
+            family: 0,
+            gw: [0; 16],
+        }
+    }
+}
+
+impl MptGroup {
+    /// All fields zero (no nexthops); the same as `Default`.
+    pub const fn zeroed() -> Self {
+        Self {
+            nh_count: 0,
+            total_weight: 0,
+            nh: [MptNh::zeroed(); MAX_NH],
+        }
+    }
+
+    /// The valid nexthops, `nh[..nh_count]` (clamped to [`MAX_NH`]).
+    pub fn nexthops(&self) -> &[MptNh] {
+        let n = usize::try_from(self.nh_count).map_or(MAX_NH, |n| n.min(MAX_NH));
+        &self.nh[..n]
+    }
+}
+
+impl MptCounter {
+    /// Zero packets, zero bytes.
+    pub const fn zeroed() -> Self {
+        Self {
+            packets: 0,
+            bytes: 0,
+        }
+    }
+
+    /// Adds `other` (wrapping, like the kernel's counters).
+    pub fn add(&mut self, other: &MptCounter) {
+        self.packets = self.packets.wrapping_add(other.packets);
+        self.bytes = self.bytes.wrapping_add(other.bytes);
+    }
+}
+
+impl MptRouteStats {
+    /// All counters zero; the same as `Default`.
+    pub const fn zeroed() -> Self {
+        Self {
+            route: MptCounter::zeroed(),
+            nh: [MptCounter::zeroed(); MAX_NH],
+        }
+    }
+
+    /// Adds every counter of `other` (wrapping).
+    pub fn add(&mut self, other: &MptRouteStats) {
+        self.route.add(&other.route);
+        for (a, b) in self.nh.iter_mut().zip(other.nh.iter()) {
+            a.add(b);
+        }
+    }
+
+    /// The sum of the per-CPU values of one `mpt_stats` entry, as a per-CPU
+    /// map lookup returns them (one value per possible CPU). `None` if any
+    /// value is not exactly [`Self::SIZE`] bytes; no values sum to zero.
+    pub fn sum_percpu(values: &[Vec<u8>]) -> Option<MptRouteStats> {
+        values.iter().try_fold(Self::zeroed(), |mut sum, v| {
+            sum.add(&Self::from_bytes(v)?);
+            Some(sum)
+        })
+    }
+}
+
+/// The sum of the per-CPU `u64` values of one `mpt_reasons` entry (wrapping).
+/// `None` if any value is not exactly 8 bytes; no values sum to zero.
+pub fn sum_percpu_u64(values: &[Vec<u8>]) -> Option<u64> {
+    values.iter().try_fold(0u64, |sum, v| {
+        let b: [u8; 8] = v.as_slice().try_into().ok()?;
+        Some(sum.wrapping_add(u64::from_ne_bytes(b)))
+    })
 }
 
 #[cfg(test)]
@@ -328,6 +796,253 @@ mod tests {
             MptRouteVal::from_bytes(&[0u8; 8]),
             Some(MptRouteVal::default())
         );
+    }
+
+    fn nh(i: u8) -> MptNh {
+        MptNh {
+            ifindex: 10 + u32::from(i),
+            upper_bound: if i % 2 == 0 {
+                -1
+            } else {
+                0x1000 * i32::from(i)
+            },
+            cum_weight: 7 * u32::from(i),
+            weight: 256 - u16::from(i),
+            flags: NH_F_ONLINK,
+            family: AF_INET6,
+            gw: [i; 16],
+        }
+    }
+
+    fn group() -> MptGroup {
+        let mut g = MptGroup {
+            nh_count: 3,
+            total_weight: 0xabcd,
+            ..MptGroup::default()
+        };
+        for (i, n) in g.nh.iter_mut().enumerate() {
+            *n = nh(u8::try_from(i).expect("i < 32"));
+        }
+        g
+    }
+
+    fn stats(scale: u64) -> MptRouteStats {
+        let mut s = MptRouteStats {
+            route: MptCounter {
+                packets: scale,
+                bytes: 1500 * scale,
+            },
+            ..MptRouteStats::zeroed()
+        };
+        for (i, c) in (0u64..).zip(s.nh.iter_mut()) {
+            *c = MptCounter {
+                packets: i * scale,
+                bytes: i * scale * 100,
+            };
+        }
+        s
+    }
+
+    fn dp_route() -> MptDpRoute {
+        MptDpRoute {
+            id: key(),
+            algo: ALGO_DRR,
+            reserved: [1, 2, 3],
+            group: 0x0102_0304,
+        }
+    }
+
+    #[test]
+    fn dp_sizes() {
+        assert_eq!(MptLpm4Key::SIZE, 12);
+        assert_eq!(MptLpm6Key::SIZE, 24);
+        assert_eq!(MptDpRoute::SIZE, 36);
+        assert_eq!(MptNh::SIZE, 32);
+        assert_eq!(MptGroup::SIZE, 8 + 32 * MAX_NH);
+        assert_eq!(MptCounter::SIZE, 16);
+        assert_eq!(MptRouteStats::SIZE, 16 * 33);
+        assert_eq!(MptPcpuState::SIZE, 16);
+        assert_eq!(group().as_bytes().len(), MptGroup::SIZE);
+        assert_eq!(stats(1).as_bytes().len(), MptRouteStats::SIZE);
+    }
+
+    #[test]
+    fn dp_round_trips() {
+        let k4 = MptLpm4Key::new(254, 24, [192, 0, 2, 0]);
+        assert_eq!(MptLpm4Key::from_bytes(k4.as_bytes()), Some(k4));
+        let k6 = MptLpm6Key::new(
+            1000,
+            64,
+            [0x20, 1, 0xd, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0],
+        );
+        assert_eq!(MptLpm6Key::from_bytes(k6.as_bytes()), Some(k6));
+        let r = dp_route();
+        assert_eq!(MptDpRoute::from_bytes(r.as_bytes()), Some(r));
+        let n = nh(5);
+        assert_eq!(MptNh::from_bytes(n.as_bytes()), Some(n));
+        let g = group();
+        assert_eq!(MptGroup::from_bytes(g.as_bytes()), Some(g));
+        let s = stats(3);
+        assert_eq!(MptRouteStats::from_bytes(s.as_bytes()), Some(s));
+        let c = MptCounter {
+            packets: 1,
+            bytes: u64::MAX,
+        };
+        assert_eq!(MptCounter::from_bytes(c.as_bytes()), Some(c));
+        let p = MptPcpuState {
+            rr: 1,
+            drr_idx: 2,
+            drr_deficit: -3,
+            reserved: 4,
+        };
+        assert_eq!(MptPcpuState::from_bytes(p.as_bytes()), Some(p));
+    }
+
+    #[test]
+    fn dp_byte_layout_is_native_endian_c_layout() {
+        let k4 = MptLpm4Key::new(0x0102_0304, 24, [192, 0, 2, 0]);
+        let b = k4.as_bytes();
+        assert_eq!(b[0..4], 56_u32.to_ne_bytes());
+        assert_eq!(b[4..8], [1, 2, 3, 4]);
+        assert_eq!(b[8..12], [192, 0, 2, 0]);
+
+        let k6 = MptLpm6Key::new(254, 128, [0xff; 16]);
+        assert_eq!(k6.prefixlen, 160);
+        assert_eq!(k6.as_bytes()[4..8], [0, 0, 0, 254]);
+        assert_eq!(k6.as_bytes()[8..24], [0xff; 16]);
+
+        let r = dp_route().as_bytes().to_vec();
+        assert_eq!(r[..28], *key().as_bytes());
+        assert_eq!(r[28..32], [ALGO_DRR, 1, 2, 3]);
+        assert_eq!(r[32..36], 0x0102_0304_u32.to_ne_bytes());
+
+        let n = nh(3).as_bytes().to_vec();
+        assert_eq!(n[0..4], 13_u32.to_ne_bytes());
+        assert_eq!(n[4..8], 0x3000_i32.to_ne_bytes());
+        assert_eq!(n[8..12], 21_u32.to_ne_bytes());
+        assert_eq!(n[12..14], 253_u16.to_ne_bytes());
+        assert_eq!(n[14..16], [NH_F_ONLINK, AF_INET6]);
+        assert_eq!(n[16..32], [3; 16]);
+        assert_eq!(nh(2).as_bytes()[4..8], (-1_i32).to_ne_bytes());
+
+        let g = group();
+        let gb = g.as_bytes();
+        assert_eq!(gb[0..4], 3_u32.to_ne_bytes());
+        assert_eq!(gb[4..8], 0xabcd_u32.to_ne_bytes());
+        for (i, n) in g.nh.iter().enumerate() {
+            assert_eq!(gb[8 + 32 * i..8 + 32 * (i + 1)], *n.as_bytes(), "nh[{i}]");
+        }
+
+        let s = stats(2);
+        let sb = s.as_bytes();
+        assert_eq!(sb[0..8], 2_u64.to_ne_bytes());
+        assert_eq!(sb[8..16], 3000_u64.to_ne_bytes());
+        assert_eq!(sb[16 + 16 * 5..16 + 16 * 5 + 8], 10_u64.to_ne_bytes());
+        assert_eq!(sb[16 + 16 * 31 + 8..], 6200_u64.to_ne_bytes());
+
+        let p = MptPcpuState {
+            rr: 1,
+            drr_idx: 2,
+            drr_deficit: -3,
+            reserved: 0,
+        };
+        assert_eq!(p.as_bytes()[8..12], (-3_i32).to_ne_bytes());
+    }
+
+    #[test]
+    fn dp_from_bytes_rejects_wrong_lengths() {
+        assert_eq!(MptLpm4Key::from_bytes(&[0; 11]), None);
+        assert_eq!(MptLpm6Key::from_bytes(&[0; 25]), None);
+        assert_eq!(MptDpRoute::from_bytes(&[0; 35]), None);
+        assert_eq!(MptDpRoute::from_bytes(&[0; 28]), None);
+        assert_eq!(MptNh::from_bytes(&[0; 33]), None);
+        assert_eq!(MptGroup::from_bytes(&[0; 1031]), None);
+        assert_eq!(MptGroup::from_bytes(&[0; 1040]), None);
+        assert_eq!(MptCounter::from_bytes(&[0; 8]), None);
+        assert_eq!(MptRouteStats::from_bytes(&[0; 527]), None);
+        assert_eq!(MptPcpuState::from_bytes(&[]), None);
+        assert_eq!(MptGroup::from_bytes(&[0; 1032]), Some(MptGroup::zeroed()));
+        assert_eq!(
+            MptRouteStats::from_bytes(&[0; 528]),
+            Some(MptRouteStats::zeroed())
+        );
+    }
+
+    #[test]
+    fn zeroed_is_default() {
+        assert_eq!(MptGroup::zeroed(), MptGroup::default());
+        assert_eq!(MptNh::zeroed(), MptNh::default());
+        assert_eq!(MptCounter::zeroed(), MptCounter::default());
+        assert_eq!(MptRouteStats::zeroed(), MptRouteStats::default());
+        assert!(MptGroup::zeroed().as_bytes().iter().all(|&b| b == 0));
+        assert!(MptRouteStats::zeroed().as_bytes().iter().all(|&b| b == 0));
+    }
+
+    #[test]
+    fn group_nexthops_is_clamped() {
+        let mut g = group();
+        assert_eq!(g.nexthops(), &g.nh[..3]);
+        g.nh_count = 0;
+        assert!(g.nexthops().is_empty());
+        g.nh_count = 1000;
+        assert_eq!(g.nexthops().len(), MAX_NH);
+    }
+
+    #[test]
+    fn sum_percpu_adds_every_counter() {
+        let per_cpu: Vec<Vec<u8>> = [1, 2, 4]
+            .iter()
+            .map(|&k| stats(k).as_bytes().to_vec())
+            .collect();
+        assert_eq!(MptRouteStats::sum_percpu(&per_cpu), Some(stats(7)));
+        assert_eq!(
+            MptRouteStats::sum_percpu(&[]),
+            Some(MptRouteStats::zeroed())
+        );
+        let mut bad = per_cpu.clone();
+        bad[1].pop();
+        assert_eq!(MptRouteStats::sum_percpu(&bad), None);
+
+        // Counters wrap like the kernel's instead of panicking.
+        let mut big = MptRouteStats::zeroed();
+        big.route.packets = u64::MAX;
+        let one = stats(1);
+        let sum = MptRouteStats::sum_percpu(&[big.as_bytes().to_vec(), one.as_bytes().to_vec()])
+            .expect("valid values");
+        assert_eq!(sum.route.packets, 0);
+
+        let reasons: Vec<Vec<u8>> = [5u64, 6, 7]
+            .iter()
+            .map(|v| v.to_ne_bytes().to_vec())
+            .collect();
+        assert_eq!(sum_percpu_u64(&reasons), Some(18));
+        assert_eq!(sum_percpu_u64(&[]), Some(0));
+        assert_eq!(sum_percpu_u64(&[vec![0; 4]]), None);
+    }
+
+    #[test]
+    fn reasons() {
+        assert_eq!(Reason::ALL.len(), R_MAX as usize);
+        for (i, r) in (0u32..).zip(Reason::ALL) {
+            assert_eq!(r.as_u32(), i);
+            assert_eq!(Reason::from_u32(i), Some(r));
+            assert_eq!(r.to_string(), r.name());
+            assert!(
+                r.name()
+                    .bytes()
+                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-'),
+                "{}",
+                r.name()
+            );
+        }
+        assert_eq!(Reason::from_u32(R_MAX), None);
+        let mut names: Vec<_> = Reason::ALL.iter().map(|r| r.name()).collect();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), Reason::ALL.len(), "names are unique");
+        assert_eq!(Reason::Redirected.name(), "redirected");
+        assert_eq!(Reason::NoRoute.name(), "no-route");
+        assert_eq!(Reason::Vlan.as_u32(), 13);
     }
 
     #[test]

@@ -6,5 +6,7 @@
 //! never import `libbpf-rs` (or `libbpf-sys`) directly.
 
 pub mod abi;
+pub mod dp;
+pub mod dpmaps;
 pub mod skel;
 pub mod state;

@@ -55,3 +55,24 @@ pub static STATE_OBJ: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/state.bp
 pub mod hash_test {
     include!(concat!(env!("OUT_DIR"), "/hash_test.skel.rs"));
 }
+
+/// Skeleton of `bpf/dp.bpf.c`: the dataplane (`mpt_dp_xdp`, `mpt_dp_tc`), loaded with the
+/// namespace's state maps reused (see [`crate::dp`]).
+#[allow(
+    clippy::all,
+    clippy::pedantic,
+    clippy::nursery,
+    clippy::restriction,
+    missing_docs,
+    missing_debug_implementations,
+    non_camel_case_types,
+    non_snake_case,
+    non_upper_case_globals,
+    dead_code,
+    unused_imports,
+    unused_qualifications,
+    unsafe_op_in_unsafe_fn
+)]
+pub mod dp {
+    include!(concat!(env!("OUT_DIR"), "/dp.skel.rs"));
+}

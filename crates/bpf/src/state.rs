@@ -38,6 +38,17 @@ pub const PIN_ROOT: &str = "/sys/fs/bpf/mproute";
 /// Where the per-namespace locks live.
 pub const LOCK_DIR: &str = "/run/mproute";
 const LO_IFINDEX: i32 = 1;
+/// Every map the anchor holds (bpf/maps.bpf.h).
+pub const STATE_MAPS: &[&str] = &[
+    "mpt_meta",
+    "mpt_routes",
+    "mpt_lpm4",
+    "mpt_lpm6",
+    "mpt_groups",
+    "mpt_stats",
+    "mpt_pcpu",
+    "mpt_reasons",
+];
 const BPF_FS_MAGIC: i64 = 0xcafe_4a11;
 /// `mpt_meta.flags`: the kernel was checked for native `RTA_MP_ALGO` support.
 pub const META_F_NATIVE_CHECKED: u32 = 1;
@@ -121,6 +132,8 @@ impl NsLock {
 pub struct RouteState {
     meta: MapHandle,
     routes: MapHandle,
+    /// Every map of the state, by name (see `bpf/maps.bpf.h`).
+    pub maps: std::collections::BTreeMap<String, MapHandle>,
     /// The namespace's cookie.
     pub cookie: u64,
     /// Id of the anchor program.
@@ -280,36 +293,52 @@ impl RouteState {
     }
 
     fn from_maps(cookie: u64, anchor_id: u32, ids: &[u32]) -> Result<RouteState, StateError> {
-        let mut meta = None;
-        let mut routes = None;
+        let mut maps = std::collections::BTreeMap::new();
         for id in ids {
             let m = MapHandle::from_map_id(*id).map_err(bpf(format!("open map {id}")))?;
-            match m.name().to_str() {
-                Some("mpt_meta") => meta = Some(m),
-                Some("mpt_routes") => routes = Some(m),
-                _ => {}
+            if let Some(name) = m.name().to_str() {
+                maps.insert(name.to_string(), m);
             }
         }
-        let (Some(meta), Some(routes)) = (meta, routes) else {
-            return Err(StateError::Abi {
+        let dup = |name: &str| -> Result<MapHandle, StateError> {
+            let m = maps.get(name).ok_or(StateError::Abi {
                 found: 0,
                 ours: ABI_VERSION,
-            });
+            })?;
+            MapHandle::try_from(m).map_err(bpf(format!("duplicate {name}")))
         };
-        let s = RouteState {
-            meta,
-            routes,
-            cookie,
-            anchor_id,
-        };
-        let m = s.meta()?;
-        if m.abi_version != ABI_VERSION {
+        let meta = dup("mpt_meta")?;
+        // The ABI version comes first: an older anchor may lack maps this version needs.
+        let v = meta
+            .lookup(&0u32.to_ne_bytes(), MapFlags::ANY)
+            .map_err(bpf("read mpt_meta"))?
+            .and_then(|b| {
+                b.get(..4)
+                    .map(|x| u32::from_ne_bytes([x[0], x[1], x[2], x[3]]))
+            })
+            .unwrap_or(0);
+        if v != ABI_VERSION {
             return Err(StateError::Abi {
-                found: m.abi_version,
+                found: v,
                 ours: ABI_VERSION,
             });
         }
-        Ok(s)
+        for name in STATE_MAPS {
+            if !maps.contains_key(*name) {
+                return Err(StateError::Abi {
+                    found: v,
+                    ours: ABI_VERSION,
+                });
+            }
+        }
+        let routes = dup("mpt_routes")?;
+        Ok(RouteState {
+            meta,
+            routes,
+            maps,
+            cookie,
+            anchor_id,
+        })
     }
 
     fn create_anchor(cookie: u64, pins: Option<&Path>) -> Result<(), StateError> {
@@ -317,22 +346,17 @@ impl RouteState {
         let mut open = StateSkelBuilder::default()
             .open(&mut obj)
             .map_err(bpf("open the state BPF object"))?;
-        let mut pinned = Vec::new();
         if let Some(dir) = pins {
-            for name in ["mpt_meta", "mpt_routes"] {
-                pinned.push(
-                    MapHandle::from_pinned_path(dir.join(name))
-                        .map_err(bpf(format!("open pinned {}", dir.join(name).display())))?,
-                );
+            for mut m in open.open_object_mut().maps_mut() {
+                let name = m.name().to_string_lossy().into_owned();
+                let path = dir.join(&name);
+                if path.exists() {
+                    let h = MapHandle::from_pinned_path(&path)
+                        .map_err(bpf(format!("open pinned {}", path.display())))?;
+                    m.reuse_fd(h.as_fd())
+                        .map_err(bpf(format!("reuse pinned {name}")))?;
+                }
             }
-            open.maps
-                .mpt_meta
-                .reuse_fd(pinned[0].as_fd())
-                .map_err(bpf("reuse pinned mpt_meta"))?;
-            open.maps
-                .mpt_routes
-                .reuse_fd(pinned[1].as_fd())
-                .map_err(bpf("reuse pinned mpt_routes"))?;
         }
         let skel = open.load().map_err(bpf("load the state BPF object"))?;
         if pins.is_none() {
@@ -368,16 +392,8 @@ impl RouteState {
                 source: io::Error::from_raw_os_error(-rc),
             });
         }
-        if pins.is_none() {
-            if let Some(dir) = pin_dir(cookie) {
-                // Pins are a convenience for operators; the anchor alone keeps the state.
-                let _ = pin_maps(
-                    &dir,
-                    skel.maps.mpt_meta.as_fd(),
-                    skel.maps.mpt_routes.as_fd(),
-                );
-            }
-        }
+        // Pins are made by ensure_pinned(), called by every opener: a convenience for
+        // operators, since the anchor alone keeps the state.
         Ok(())
     }
 
@@ -387,7 +403,7 @@ impl RouteState {
     pub fn ensure_pinned(&self) {
         if let Some(dir) = pin_dir(self.cookie) {
             if !dir.join("mpt_meta").exists() {
-                let _ = pin_maps(&dir, self.meta.as_fd(), self.routes.as_fd());
+                let _ = pin_maps(&dir, self.maps.iter().map(|(n, m)| (n.as_str(), m.as_fd())));
             }
         }
     }
@@ -472,13 +488,16 @@ impl RouteState {
     }
 }
 
-fn pin_maps(dir: &Path, meta: BorrowedFd<'_>, routes: BorrowedFd<'_>) -> Result<(), StateError> {
+fn pin_maps<'a>(
+    dir: &Path,
+    maps: impl Iterator<Item = (&'a str, BorrowedFd<'a>)>,
+) -> Result<(), StateError> {
     std::fs::DirBuilder::new()
         .recursive(true)
         .mode(0o700)
         .create(dir)
         .map_err(sys(format!("create {}", dir.display())))?;
-    for (name, fd) in [("mpt_meta", meta), ("mpt_routes", routes)] {
+    for (name, fd) in maps {
         let path = dir.join(name);
         let c =
             std::ffi::CString::new(path.as_os_str().as_encoded_bytes().to_vec()).map_err(|_| {

@@ -1,19 +1,25 @@
 //! The compiled BPF object's BTF must describe exactly the layouts of the Rust
 //! mirrors in `mpt_bpf::abi`.
 //!
-//! The BTF is what clang made of `bpf/include/mpt/state_abi.h`, so this test
+//! The BTF is what clang made of `bpf/include/mpt/state_abi.h` and
+//! `bpf/include/mpt/dp_abi.h` (the maps of `bpf/maps.bpf.h` use every ABI
+//! struct, so the state object's BTF describes them all), so this test
 //! FAILS IF SOMEONE CHANGES A FIELD IN THE HEADER BUT NOT IN RUST (or the other
 //! way round): struct size, member count, member names, byte offsets and
 //! sizes are all compared. It also checks the map definitions (type, key and
-//! value size, max_entries, flags) of the object. Needs no root: nothing is
-//! loaded into the kernel.
+//! value size, max_entries, flags) of the object and the header constants.
+//! Needs no root: nothing is loaded into the kernel.
 
 use std::ffi::OsStr;
 use std::mem::{offset_of, size_of};
 
-use libbpf_rs::btf::types::{MemberAttr, Struct};
+use libbpf_rs::btf::types::{Array, MemberAttr, Struct};
+use libbpf_rs::btf::BtfType;
 use libbpf_rs::{AsRawLibbpf, Btf, HasSize, MapType, ObjectBuilder};
-use mpt_bpf::abi::{self, MptMeta, MptRouteKey, MptRouteVal};
+use mpt_bpf::abi::{
+    self, MptCounter, MptDpRoute, MptGroup, MptLpm4Key, MptLpm6Key, MptMeta, MptNh, MptPcpuState,
+    MptRouteKey, MptRouteStats, MptRouteVal, Reason,
+};
 use mpt_bpf::skel::STATE_OBJ;
 
 /// One struct member as seen from either side: (name, byte offset, byte size).
@@ -44,12 +50,7 @@ fn open_btf() -> Btf<'static> {
 
 /// The BTF layout of `struct <name>`: (size, members).
 fn btf_layout(btf: &Btf<'_>, name: &str) -> (usize, Vec<Member>) {
-    // Look the struct up by kind: `mpt_meta` is also the name of a map
-    // variable, so a plain lookup by name could find the VAR instead.
-    let s: Struct<'_> = btf
-        .type_by_kind::<Struct<'_>>()
-        .find(|s| s.name() == Some(OsStr::new(name)))
-        .unwrap_or_else(|| panic!("struct {name} not found in the object's BTF"));
+    let s = find_struct(btf, name);
     let raw = btf.as_libbpf_object().as_ptr();
     let members = (0..s.len())
         .map(|i| {
@@ -77,17 +78,55 @@ fn btf_layout(btf: &Btf<'_>, name: &str) -> (usize, Vec<Member>) {
     (s.size(), members)
 }
 
+/// `struct <name>` in the BTF (by kind: `mpt_meta` is also a map variable).
+fn find_struct<'b>(btf: &'b Btf<'_>, name: &str) -> Struct<'b> {
+    btf.type_by_kind::<Struct<'_>>()
+        .find(|s| s.name() == Some(OsStr::new(name)))
+        .unwrap_or_else(|| panic!("struct {name} not found in the object's BTF"))
+}
+
+/// A C-ish spelling of a BTF type, typedefs and modifiers skipped:
+/// `struct mpt_nh[32]`, `unsigned char[16]`, `unsigned int`.
+fn describe(ty: BtfType<'_>) -> String {
+    let ty = ty.skip_mods_and_typedefs();
+    if let Ok(a) = Array::try_from(ty) {
+        return format!("{}[{}]", describe(a.contained_type()), a.capacity());
+    }
+    let name = ty
+        .name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    if Struct::try_from(ty).is_ok() {
+        format!("struct {name}")
+    } else {
+        name
+    }
+}
+
+/// The type of member `member` of `struct <name>`, spelled by [`describe`].
+fn member_type(btf: &Btf<'_>, name: &str, member: &str) -> String {
+    let s = find_struct(btf, name);
+    let m = (0..s.len())
+        .filter_map(|i| s.get(i))
+        .find(|m| m.name == Some(OsStr::new(member)))
+        .unwrap_or_else(|| panic!("{name}.{member} not found"));
+    let ty = btf
+        .type_by_id::<BtfType<'_>>(m.ty)
+        .unwrap_or_else(|| panic!("{name}.{member}: type id not in the BTF"));
+    describe(ty)
+}
+
 fn check(btf: &Btf<'_>, c_name: &str, rust: (usize, Vec<Member>)) {
     let (btf_size, btf_members) = btf_layout(btf, c_name);
     let (rust_size, rust_members) = rust;
     assert_eq!(
         btf_size, rust_size,
-        "sizeof(struct {c_name}) in the BPF object (from state_abi.h) != size_of the Rust mirror \
+        "sizeof(struct {c_name}) in the BPF object (from the ABI header) != size_of the Rust mirror \
          in crates/bpf/src/abi.rs: update both sides and bump MPT_ABI_VERSION / ABI_VERSION"
     );
     assert_eq!(
         btf_members, rust_members,
-        "struct {c_name}: members (name, byte offset, byte size) differ between state_abi.h \
+        "struct {c_name}: members (name, byte offset, byte size) differ between the ABI header \
          (left, from BTF) and crates/bpf/src/abi.rs (right): update both sides and bump \
          MPT_ABI_VERSION / ABI_VERSION"
     );
@@ -148,39 +187,245 @@ fn mpt_route_val_matches_btf() {
 }
 
 #[test]
+fn mpt_lpm4_key_matches_btf() {
+    let btf = open_btf();
+    check(
+        &btf,
+        "mpt_lpm4_key",
+        rust_layout!(MptLpm4Key {
+            prefixlen,
+            table_be,
+            addr
+        }),
+    );
+}
+
+#[test]
+fn mpt_lpm6_key_matches_btf() {
+    let btf = open_btf();
+    check(
+        &btf,
+        "mpt_lpm6_key",
+        rust_layout!(MptLpm6Key {
+            prefixlen,
+            table_be,
+            addr
+        }),
+    );
+}
+
+#[test]
+fn mpt_dp_route_matches_btf() {
+    let btf = open_btf();
+    check(
+        &btf,
+        "mpt_dp_route",
+        rust_layout!(MptDpRoute {
+            id,
+            algo,
+            reserved,
+            group
+        }),
+    );
+}
+
+#[test]
+fn mpt_nh_matches_btf() {
+    let btf = open_btf();
+    check(
+        &btf,
+        "mpt_nh",
+        rust_layout!(MptNh {
+            ifindex,
+            upper_bound,
+            cum_weight,
+            weight,
+            flags,
+            family,
+            gw
+        }),
+    );
+}
+
+#[test]
+fn mpt_group_matches_btf() {
+    let btf = open_btf();
+    check(
+        &btf,
+        "mpt_group",
+        rust_layout!(MptGroup {
+            nh_count,
+            total_weight,
+            nh
+        }),
+    );
+}
+
+#[test]
+fn mpt_counter_matches_btf() {
+    let btf = open_btf();
+    check(
+        &btf,
+        "mpt_counter",
+        rust_layout!(MptCounter { packets, bytes }),
+    );
+}
+
+#[test]
+fn mpt_route_stats_matches_btf() {
+    let btf = open_btf();
+    check(
+        &btf,
+        "mpt_route_stats",
+        rust_layout!(MptRouteStats { route, nh }),
+    );
+}
+
+#[test]
+fn mpt_pcpu_state_matches_btf() {
+    let btf = open_btf();
+    check(
+        &btf,
+        "mpt_pcpu_state",
+        rust_layout!(MptPcpuState {
+            rr,
+            drr_idx,
+            drr_deficit,
+            reserved
+        }),
+    );
+}
+
+/// Offsets and sizes alone would not notice e.g. `struct mpt_nh nh[32]`
+/// turning into `__u8 nh[1024]`: the nested members must be the ABI structs
+/// the Rust mirrors nest (whose own layouts the tests above check).
+#[test]
+fn nested_members_are_abi_structs() {
+    let btf = open_btf();
+    let n = abi::MAX_NH;
+    for (s, m, want) in [
+        ("mpt_dp_route", "id", "struct mpt_route_key".to_string()),
+        ("mpt_group", "nh", format!("struct mpt_nh[{n}]")),
+        ("mpt_route_stats", "route", "struct mpt_counter".to_string()),
+        ("mpt_route_stats", "nh", format!("struct mpt_counter[{n}]")),
+    ] {
+        assert_eq!(member_type(&btf, s, m), want, "{s}.{m}");
+    }
+}
+
+/// Expected definition of one map of `bpf/maps.bpf.h`.
+struct MapDef {
+    name: &'static str,
+    ty: MapType,
+    key_size: usize,
+    value_size: usize,
+    max_entries: u32,
+    flags: u32,
+}
+
+#[test]
 fn map_definitions_match_abi() {
+    use libbpf_rs::libbpf_sys::BPF_F_NO_PREALLOC;
+
+    let u32_size = size_of::<u32>();
+    let expected = [
+        MapDef {
+            name: "mpt_meta",
+            ty: MapType::Array,
+            key_size: u32_size,
+            value_size: MptMeta::SIZE,
+            max_entries: 1,
+            flags: 0,
+        },
+        MapDef {
+            name: "mpt_routes",
+            ty: MapType::Hash,
+            key_size: MptRouteKey::SIZE,
+            value_size: MptRouteVal::SIZE,
+            max_entries: abi::MAX_ROUTES,
+            flags: BPF_F_NO_PREALLOC,
+        },
+        // LPM tries must be BPF_F_NO_PREALLOC (the kernel refuses them otherwise).
+        MapDef {
+            name: "mpt_lpm4",
+            ty: MapType::LpmTrie,
+            key_size: MptLpm4Key::SIZE,
+            value_size: MptDpRoute::SIZE,
+            max_entries: abi::MAX_DP_ROUTES,
+            flags: BPF_F_NO_PREALLOC,
+        },
+        MapDef {
+            name: "mpt_lpm6",
+            ty: MapType::LpmTrie,
+            key_size: MptLpm6Key::SIZE,
+            value_size: MptDpRoute::SIZE,
+            max_entries: abi::MAX_DP_ROUTES,
+            flags: BPF_F_NO_PREALLOC,
+        },
+        MapDef {
+            name: "mpt_groups",
+            ty: MapType::Hash,
+            key_size: u32_size,
+            value_size: MptGroup::SIZE,
+            max_entries: abi::MAX_GROUPS,
+            flags: BPF_F_NO_PREALLOC,
+        },
+        MapDef {
+            name: "mpt_stats",
+            ty: MapType::PercpuHash,
+            key_size: MptRouteKey::SIZE,
+            value_size: MptRouteStats::SIZE,
+            max_entries: abi::MAX_DP_ROUTES,
+            flags: BPF_F_NO_PREALLOC,
+        },
+        MapDef {
+            name: "mpt_pcpu",
+            ty: MapType::PercpuHash,
+            key_size: MptRouteKey::SIZE,
+            value_size: MptPcpuState::SIZE,
+            max_entries: abi::MAX_DP_ROUTES,
+            flags: BPF_F_NO_PREALLOC,
+        },
+        // Arrays cannot be BPF_F_NO_PREALLOC.
+        MapDef {
+            name: "mpt_reasons",
+            ty: MapType::PercpuArray,
+            key_size: u32_size,
+            value_size: size_of::<u64>(),
+            max_entries: abi::R_MAX,
+            flags: 0,
+        },
+    ];
+
     let obj = ObjectBuilder::default()
         .open_memory(STATE_OBJ)
         .expect("libbpf could not open the state BPF object");
     let maps: Vec<_> = obj.maps().collect();
-    let names: Vec<_> = maps
+    let mut names: Vec<_> = maps
         .iter()
         .map(|m| m.name().to_string_lossy().into_owned())
         .collect();
-    assert_eq!(names.len(), 2, "unexpected maps in state.bpf.o: {names:?}");
+    names.sort_unstable();
+    let mut want: Vec<_> = expected.iter().map(|d| d.name.to_string()).collect();
+    want.sort_unstable();
+    assert_eq!(names, want, "maps of state.bpf.o (from bpf/maps.bpf.h)");
 
-    let meta = maps
-        .iter()
-        .find(|m| m.name() == "mpt_meta")
-        .expect("map mpt_meta missing");
-    assert_eq!(meta.map_type(), MapType::Array);
-    assert_eq!(meta.key_size() as usize, size_of::<u32>());
-    assert_eq!(meta.value_size() as usize, MptMeta::SIZE);
-    assert_eq!(meta.max_entries(), 1);
-
-    let routes = maps
-        .iter()
-        .find(|m| m.name() == "mpt_routes")
-        .expect("map mpt_routes missing");
-    assert_eq!(routes.map_type(), MapType::Hash);
-    assert_eq!(routes.key_size() as usize, MptRouteKey::SIZE);
-    assert_eq!(routes.value_size() as usize, MptRouteVal::SIZE);
-    assert_eq!(routes.max_entries(), abi::MAX_ROUTES);
-    assert_eq!(
-        routes.map_flags(),
-        libbpf_rs::libbpf_sys::BPF_F_NO_PREALLOC,
-        "mpt_routes must be BPF_F_NO_PREALLOC"
-    );
+    for d in &expected {
+        let m = maps
+            .iter()
+            .find(|m| m.name() == d.name)
+            .unwrap_or_else(|| panic!("map {} missing", d.name));
+        assert_eq!(m.map_type(), d.ty, "{}: map type", d.name);
+        assert_eq!(m.key_size() as usize, d.key_size, "{}: key size", d.name);
+        assert_eq!(
+            m.value_size() as usize,
+            d.value_size,
+            "{}: value size",
+            d.name
+        );
+        assert_eq!(m.max_entries(), d.max_entries, "{}: max_entries", d.name);
+        assert_eq!(m.map_flags(), d.flags, "{}: map_flags", d.name);
+    }
 
     let progs: Vec<_> = obj
         .progs()
@@ -189,27 +434,74 @@ fn map_definitions_match_abi() {
     assert_eq!(progs, ["mpt_anchor"]);
 }
 
-/// `#define NAME <integer>` values of state_abi.h (the preprocessor constants
-/// are not in BTF, so read the header text itself).
+/// The ABI headers, for the constants that are not in BTF.
+const HEADERS: [(&str, &str); 2] = [
+    (
+        "state_abi.h",
+        include_str!("../../../bpf/include/mpt/state_abi.h"),
+    ),
+    (
+        "dp_abi.h",
+        include_str!("../../../bpf/include/mpt/dp_abi.h"),
+    ),
+];
+
+/// Parses an integer constant as written in the headers: decimal, `0x` hex
+/// or `(1 << N)`, optionally followed by a `/* comment */`.
+fn parse_c_int(name: &str, value: &str) -> u64 {
+    let value = value.split("/*").next().unwrap_or(value).trim();
+    if let Some(shift) = value
+        .strip_prefix("(1 << ")
+        .and_then(|v| v.strip_suffix(')'))
+    {
+        return 1u64 << shift.trim().parse::<u32>().expect("shift amount");
+    }
+    let parsed = match value.strip_prefix("0x") {
+        Some(hex) => u64::from_str_radix(hex, 16),
+        None => value.parse(),
+    };
+    parsed.unwrap_or_else(|_| panic!("{name} = {value}: not an integer"))
+}
+
+/// `#define NAME <integer>` values of the ABI headers (the preprocessor
+/// constants are not in BTF, so read the header text itself).
 fn header_define(name: &str) -> u64 {
-    const HEADER: &str = include_str!("../../../bpf/include/mpt/state_abi.h");
-    let value = HEADER
-        .lines()
+    let value = HEADERS
+        .iter()
+        .flat_map(|(_, text)| text.lines())
         .filter_map(|l| l.trim().strip_prefix("#define "))
         .find_map(|l| {
             let (n, v) = l.split_once(char::is_whitespace)?;
             (n == name).then(|| v.trim().to_string())
         })
-        .unwrap_or_else(|| panic!("#define {name} not found in state_abi.h"));
-    if let Some(shift) = value
-        .strip_prefix("(1 << ")
-        .and_then(|v| v.strip_suffix(')'))
-    {
-        return 1u64 << shift.parse::<u32>().expect("shift amount");
-    }
-    value
-        .parse()
-        .unwrap_or_else(|_| panic!("#define {name} {value}: not an integer"))
+        .unwrap_or_else(|| panic!("#define {name} not found in the ABI headers"));
+    parse_c_int(name, &value)
+}
+
+/// The enumerators `NAME = <integer>,` of `enum <enum_name>` in the ABI
+/// headers (an enum the maps do not use is not in BTF either).
+fn header_enum(enum_name: &str) -> Vec<(String, u64)> {
+    let open = format!("enum {enum_name} {{");
+    let (_, text) = HEADERS
+        .iter()
+        .find(|(_, text)| text.contains(&open))
+        .unwrap_or_else(|| panic!("enum {enum_name} not found in the ABI headers"));
+    let body = text
+        .split_once(&open)
+        .and_then(|(_, rest)| rest.split_once("};"))
+        .map(|(body, _)| body)
+        .unwrap_or_else(|| panic!("enum {enum_name}: no closing `}};`"));
+    body.lines()
+        .map(|l| l.split("/*").next().unwrap_or(l).trim())
+        .filter(|l| !l.is_empty())
+        .map(|l| {
+            let (n, v) = l
+                .split_once('=')
+                .unwrap_or_else(|| panic!("enum {enum_name}: `{l}` has no explicit value"));
+            let v = v.trim().trim_end_matches(',').trim();
+            (n.trim().to_string(), parse_c_int(n.trim(), v))
+        })
+        .collect()
 }
 
 #[test]
@@ -229,4 +521,42 @@ fn header_constants_match_rust() {
     ] {
         assert_eq!(header_define(name), u64::from(v), "{name}");
     }
+}
+
+#[test]
+fn dp_header_constants_match_rust() {
+    assert_eq!(header_define("MPT_MAX_NH"), abi::MAX_NH as u64);
+    assert_eq!(
+        header_define("MPT_MAX_DP_ROUTES"),
+        u64::from(abi::MAX_DP_ROUTES)
+    );
+    assert_eq!(header_define("MPT_MAX_GROUPS"), u64::from(abi::MAX_GROUPS));
+    assert_eq!(
+        header_define("MPT_NH_F_ONLINK"),
+        u64::from(abi::NH_F_ONLINK)
+    );
+    // The nexthop arrays really have MPT_MAX_NH entries.
+    assert_eq!(MptGroup::default().nh.len(), abi::MAX_NH);
+    assert_eq!(MptRouteStats::default().nh.len(), abi::MAX_NH);
+}
+
+/// `enum mpt_reason` and `abi::Reason` agree on every name and value:
+/// `MPT_R_FOO_BAR` is the Rust reason named `"foo-bar"`.
+#[test]
+fn reasons_match_header_enum() {
+    let header = header_enum("mpt_reason");
+    let mut rust: Vec<(String, u64)> = Reason::ALL
+        .iter()
+        .map(|r| {
+            (
+                format!("MPT_R_{}", r.name().to_uppercase().replace('-', "_")),
+                u64::from(r.as_u32()),
+            )
+        })
+        .collect();
+    rust.push(("MPT_R_MAX".to_string(), u64::from(abi::R_MAX)));
+    assert_eq!(
+        header, rust,
+        "enum mpt_reason in dp_abi.h (left) != abi::Reason (right)"
+    );
 }

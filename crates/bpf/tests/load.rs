@@ -1,6 +1,7 @@
-//! Root test: the state skeleton opens and loads, and the kernel records both
-//! state maps in the anchor program's `map_ids` (that is what keeps the maps
-//! alive while the anchor is attached, and how user space finds them again).
+//! Root test: the state skeleton opens and loads, and the kernel records all
+//! eight state maps (`bpf/maps.bpf.h`) in the anchor program's `map_ids`
+//! (that is what keeps the maps alive while the anchor is attached, and how
+//! user space finds them again).
 //!
 //! Needs root (CAP_BPF + CAP_NET_ADMIN to load a tcx program). It fails, it
 //! does not skip, when run without root: CI runs it as root.
@@ -10,8 +11,10 @@ use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
 
 use libbpf_rs::query::{ProgInfoIter, ProgInfoQueryOptions};
 use libbpf_rs::skel::{OpenSkel, SkelBuilder};
-use libbpf_rs::{libbpf_sys, MapCore, MapHandle, OpenObject, Program, ProgramType};
-use mpt_bpf::abi::{MptMeta, MptRouteKey, MptRouteVal, ABI_VERSION};
+use libbpf_rs::{libbpf_sys, Map, MapCore, MapHandle, OpenObject, Program, ProgramType};
+use mpt_bpf::abi::{
+    MptDpRoute, MptGroup, MptLpm4Key, MptMeta, MptRouteKey, MptRouteStats, MptRouteVal, ABI_VERSION,
+};
 use mpt_bpf::skel::state::StateSkelBuilder;
 
 fn require_root() {
@@ -57,8 +60,16 @@ fn prog_map_ids(prog_fd: BorrowedFd<'_>) -> Vec<u32> {
     ids
 }
 
+/// The kernel id of a loaded map.
+fn map_id(map: &Map<'_>) -> u32 {
+    map.info()
+        .unwrap_or_else(|e| panic!("{:?} info: {e}", map.name()))
+        .info
+        .id
+}
+
 #[test]
-fn state_skeleton_loads_and_anchor_references_both_maps() {
+fn state_skeleton_loads_and_anchor_references_all_maps() {
     require_root();
 
     let mut storage = MaybeUninit::<OpenObject>::uninit();
@@ -73,23 +84,32 @@ fn state_skeleton_loads_and_anchor_references_both_maps() {
     assert_eq!(prog.prog_type(), ProgramType::SchedCls);
     let prog_id = Program::id_from_fd(prog.as_fd()).expect("program id");
 
-    let meta_id = skel.maps.mpt_meta.info().expect("mpt_meta info").info.id;
-    let routes_id = skel
-        .maps
-        .mpt_routes
-        .info()
-        .expect("mpt_routes info")
-        .info
-        .id;
-    assert_ne!(meta_id, routes_id);
+    let maps = &skel.maps;
+    let meta_id = map_id(&maps.mpt_meta);
+    let routes_id = map_id(&maps.mpt_routes);
+    let lpm4_id = map_id(&maps.mpt_lpm4);
+    let groups_id = map_id(&maps.mpt_groups);
+    let stats_id = map_id(&maps.mpt_stats);
+    let mut want = vec![
+        meta_id,
+        routes_id,
+        lpm4_id,
+        map_id(&maps.mpt_lpm6),
+        groups_id,
+        stats_id,
+        map_id(&maps.mpt_pcpu),
+        map_id(&maps.mpt_reasons),
+    ];
+    want.sort_unstable();
+    let mut distinct = want.clone();
+    distinct.dedup();
+    assert_eq!(distinct.len(), 8, "map ids must be distinct: {want:?}");
 
     let mut ids = prog_map_ids(prog.as_fd());
     ids.sort_unstable();
-    let mut want = vec![meta_id, routes_id];
-    want.sort_unstable();
     assert_eq!(
         ids, want,
-        "anchor program map_ids must be exactly the two state maps"
+        "anchor program map_ids must be exactly the eight state maps"
     );
 
     // Same answer through libbpf-rs's system-wide iterator.
@@ -108,6 +128,14 @@ fn state_skeleton_loads_and_anchor_references_both_maps() {
     let routes = MapHandle::from_map_id(routes_id).expect("open mpt_routes by id");
     assert_eq!(routes.key_size() as usize, MptRouteKey::SIZE);
     assert_eq!(routes.value_size() as usize, MptRouteVal::SIZE);
+    let lpm4 = MapHandle::from_map_id(lpm4_id).expect("open mpt_lpm4 by id");
+    assert_eq!(lpm4.key_size() as usize, MptLpm4Key::SIZE);
+    assert_eq!(lpm4.value_size() as usize, MptDpRoute::SIZE);
+    let groups = MapHandle::from_map_id(groups_id).expect("open mpt_groups by id");
+    assert_eq!(groups.value_size() as usize, MptGroup::SIZE);
+    let stats = MapHandle::from_map_id(stats_id).expect("open mpt_stats by id");
+    assert_eq!(stats.key_size() as usize, MptRouteKey::SIZE);
+    assert_eq!(stats.value_size() as usize, MptRouteStats::SIZE);
 
     // A write through one handle is visible through the other.
     let m = MptMeta::new(0x1234, 42);
@@ -122,8 +150,78 @@ fn state_skeleton_loads_and_anchor_references_both_maps() {
     assert_eq!(MptMeta::from_bytes(&back), Some(m));
     assert_eq!(m.abi_version, ABI_VERSION);
 
+    // The kernel accepts the ABI structs as they are: an LPM trie entry
+    // (prefixlen counts the table bits) is found by a longer lookup key ...
+    let route = MptDpRoute {
+        id: MptRouteKey {
+            family: mpt_bpf::abi::AF_INET,
+            dst_len: 24,
+            table: 254,
+            ..MptRouteKey::default()
+        },
+        algo: mpt_bpf::abi::ALGO_L3_HASH,
+        reserved: [0; 3],
+        group: 7,
+    };
+    let flags = libbpf_rs::MapFlags::ANY;
+    skel.maps
+        .mpt_lpm4
+        .update(
+            MptLpm4Key::new(254, 24, [192, 0, 2, 0]).as_bytes(),
+            route.as_bytes(),
+            flags,
+        )
+        .expect("write mpt_lpm4");
+    let hit = lpm4
+        .lookup(MptLpm4Key::new(254, 32, [192, 0, 2, 77]).as_bytes(), flags)
+        .expect("look up mpt_lpm4")
+        .expect("192.0.2.77 in table 254 matches 192.0.2.0/24");
+    assert_eq!(MptDpRoute::from_bytes(&hit), Some(route));
+    let miss = lpm4
+        .lookup(MptLpm4Key::new(255, 32, [192, 0, 2, 77]).as_bytes(), flags)
+        .expect("look up mpt_lpm4");
+    assert_eq!(miss, None, "another table must not match");
+
+    // ... a group round-trips, and per-CPU stats read back one value per CPU.
+    let mut group = MptGroup::zeroed();
+    group.nh_count = 1;
+    group.total_weight = 1;
+    group.nh[0].ifindex = 1;
+    group.nh[0].weight = 1;
+    groups
+        .update(&7u32.to_ne_bytes(), group.as_bytes(), flags)
+        .expect("write mpt_groups");
+    let back = groups
+        .lookup(&7u32.to_ne_bytes(), flags)
+        .expect("read mpt_groups")
+        .expect("mpt_groups[7] present");
+    assert_eq!(MptGroup::from_bytes(&back), Some(group));
+
+    let ncpu = libbpf_rs::num_possible_cpus().expect("possible CPUs");
+    let mut one = MptRouteStats::zeroed();
+    one.route.packets = 1;
+    one.route.bytes = 100;
+    one.nh[0] = one.route;
+    let per_cpu = vec![one.as_bytes().to_vec(); ncpu];
+    stats
+        .update_percpu(route.id.as_bytes(), &per_cpu, flags)
+        .expect("write mpt_stats");
+    let back = stats
+        .lookup_percpu(route.id.as_bytes(), flags)
+        .expect("read mpt_stats")
+        .expect("mpt_stats entry present");
+    assert_eq!(back.len(), ncpu);
+    let sum = MptRouteStats::sum_percpu(&back).expect("per-CPU values of the ABI size");
+    let n = u64::try_from(ncpu).expect("CPU count fits u64");
+    assert_eq!((sum.route.packets, sum.route.bytes), (n, 100 * n));
+    assert_eq!(sum.nh[0], sum.route);
+    assert_eq!(sum.nh[1].packets, 0);
+
     drop(meta);
     drop(routes);
+    drop(lpm4);
+    drop(groups);
+    drop(stats);
     drop(skel);
 
     // Once everything is dropped (nothing attached, nothing pinned) the
@@ -131,8 +229,7 @@ fn state_skeleton_loads_and_anchor_references_both_maps() {
     // deferred).
     let gone = (0..100).any(|_| {
         let gone = Program::fd_from_id(prog_id).is_err()
-            && MapHandle::from_map_id(meta_id).is_err()
-            && MapHandle::from_map_id(routes_id).is_err();
+            && want.iter().all(|&id| MapHandle::from_map_id(id).is_err());
         if !gone {
             std::thread::sleep(std::time::Duration::from_millis(20));
         }

@@ -1,0 +1,644 @@
+// SPDX-License-Identifier: GPL-2.0-only OR MIT
+/*
+ * dp.bpf.c - the mproute dataplane: per-route multipath algorithms.
+ *
+ * One source, two hooks: mpt_dp_xdp (XDP, native or generic) and mpt_dp_tc
+ * (tcx ingress). For a packet whose destination falls in a managed route
+ * (LPM tries keyed by table and prefix, written by mproute), the program
+ * picks the nexthop with the route's algorithm, resolves the nexthop's MAC
+ * addresses with bpf_fib_lookup, decrements TTL / hop limit and redirects.
+ * Everything it should not handle goes to the stack untouched, counted by
+ * reason in mpt_reasons.
+ *
+ * The maps are the namespace's state maps (maps.bpf.h); user space loads this
+ * object with the anchor's map fds reused.
+ */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_endian.h>
+
+#include "maps.bpf.h"
+#include "mpt/flowhash.h"
+
+#define ETH_P_IP 0x0800
+#define ETH_P_IPV6 0x86DD
+#define ETH_P_8021Q 0x8100
+#define ETH_P_8021AD 0x88A8
+#define ETH_ALEN 6
+#define ETH_HLEN 14
+#define AF_INET 2
+#define AF_INET6 10
+#define IPPROTO_ICMP 1
+#define IPPROTO_TCP 6
+#define IPPROTO_UDP 17
+#define IPPROTO_ICMPV6 58
+#define IPPROTO_SCTP 132
+#define IP_MF 0x2000
+#define IP_OFFSET 0x1FFF
+#define TC_ACT_REDIRECT 7
+#define MPT_RT_TABLE_MAIN 254
+/* DRR quantum per unit of weight, in bytes. */
+#define MPT_DRR_QUANTUM 1514
+
+/* Set by user space before load. */
+const volatile __u32 mpt_table = MPT_RT_TABLE_MAIN;
+/* All zero: the first value of a route's counters (too large for the stack). */
+const volatile struct mpt_route_stats mpt_zero_stats = {};
+
+struct pkt {
+	void *data;
+	void *data_end;
+	__u32 ingress_ifindex;
+	__u32 len;        /* bytes on the wire, for counters and DRR */
+	__u16 l3_off;     /* offset of the IP header */
+	__u8 family;
+	__u8 vlan;        /* carries one VLAN tag */
+	__u16 tot_len;    /* L3 length, for the MTU check (0: skip) */
+	__u8 gso;         /* a GSO skb: its segments, not its length, meet the MTU */
+	struct mpt_flow_key key;
+	int l4;           /* hash ports too */
+};
+
+static __always_inline void count_reason(__u32 r)
+{
+	__u64 *c = bpf_map_lookup_elem(&mpt_reasons, &r);
+
+	if (c)
+		*c += 1;
+}
+
+static __always_inline int is_icmp4_err(__u8 type)
+{
+	/* icmp_is_err(): DEST_UNREACH, SOURCE_QUENCH, REDIRECT, TIME_EXCEEDED, PARAMETERPROB */
+	return type == 3 || type == 4 || type == 5 || type == 11 || type == 12;
+}
+
+static __always_inline int is_icmp6_err(__u8 type)
+{
+	/* DST_UNREACH, PACKET_TOO_BIG, TIME_EXCEED, PARAMPROB */
+	return type >= 1 && type <= 4;
+}
+
+/* Ports of a TCP/UDP/SCTP header at l4 (all three start with sport, dport). */
+static __always_inline int read_ports(void *l4, void *end, __be16 *sport, __be16 *dport)
+{
+	__be16 *p = l4;
+
+	if ((void *)(p + 2) > end)
+		return -1;
+	*sport = p[0];
+	*dport = p[1];
+	return 0;
+}
+
+/*
+ * Parse the inner IPv4 header of an ICMP error into the flow key, so the error
+ * hashes like the flow it is about (the hash is symmetric, so the inner
+ * direction does not matter).
+ */
+static __always_inline int parse_inner4(struct pkt *p, void *inner)
+{
+	struct iphdr *ip = inner;
+
+	if ((void *)(ip + 1) > p->data_end || ip->version != 4 || ip->ihl < 5)
+		return -1;
+	__builtin_memset(p->key.src, 0, 16);
+	__builtin_memset(p->key.dst, 0, 16);
+	__builtin_memcpy(p->key.src, &ip->saddr, 4);
+	__builtin_memcpy(p->key.dst, &ip->daddr, 4);
+	p->key.proto = ip->protocol;
+	p->key.sport_be = 0;
+	p->key.dport_be = 0;
+	p->l4 = 0;
+	if (!(ip->frag_off & bpf_htons(IP_OFFSET)) && mpt_flow_is_l4_proto(ip->protocol)) {
+		void *l4 = inner + ip->ihl * 4;
+
+		if (read_ports(l4, p->data_end, &p->key.sport_be, &p->key.dport_be) == 0)
+			p->l4 = 1;
+	}
+	return 0;
+}
+
+static __always_inline int parse_inner6(struct pkt *p, void *inner)
+{
+	struct ipv6hdr *ip6 = inner;
+
+	if ((void *)(ip6 + 1) > p->data_end || ip6->version != 6)
+		return -1;
+	__builtin_memcpy(p->key.src, &ip6->saddr, 16);
+	__builtin_memcpy(p->key.dst, &ip6->daddr, 16);
+	p->key.proto = ip6->nexthdr;
+	p->key.sport_be = 0;
+	p->key.dport_be = 0;
+	p->l4 = 0;
+	if (mpt_flow_is_l4_proto(ip6->nexthdr) &&
+	    read_ports(ip6 + 1, p->data_end, &p->key.sport_be, &p->key.dport_be) == 0)
+		p->l4 = 1;
+	return 0;
+}
+
+/* Returns MPT_R_REDIRECTED (0) when the packet is ours to forward, else a reason. */
+static __always_inline __u32 parse(struct pkt *p)
+{
+	struct ethhdr *eth = p->data;
+	__u16 proto;
+	__u16 off = ETH_HLEN;
+
+	if ((void *)(eth + 1) > p->data_end)
+		return MPT_R_MALFORMED;
+	proto = eth->h_proto;
+	if (proto == bpf_htons(ETH_P_8021Q) || proto == bpf_htons(ETH_P_8021AD)) {
+		__be16 *inner = (void *)(eth + 1) + 2;
+
+		if ((void *)(inner + 1) > p->data_end)
+			return MPT_R_MALFORMED;
+		proto = *inner;
+		off += 4;
+		p->vlan = 1;
+	}
+	p->l3_off = off;
+	__builtin_memset(&p->key, 0, sizeof(p->key));
+	if (proto == bpf_htons(ETH_P_IP)) {
+		struct iphdr *ip = p->data + off;
+
+		if ((void *)(ip + 1) > p->data_end || ip->version != 4)
+			return MPT_R_MALFORMED;
+		if (ip->ihl != 5)
+			return ip->ihl < 5 ? MPT_R_MALFORMED : MPT_R_IP_OPTIONS;
+		if (ip->ttl <= 1)
+			return MPT_R_TTL;
+		p->family = AF_INET;
+		p->tot_len = bpf_ntohs(ip->tot_len);
+		p->key.family = AF_INET;
+		p->key.proto = ip->protocol;
+		__builtin_memcpy(p->key.src, &ip->saddr, 4);
+		__builtin_memcpy(p->key.dst, &ip->daddr, 4);
+		if (ip->frag_off & bpf_htons(IP_OFFSET))
+			return 0; /* non-first fragment: l3 only */
+		if (mpt_flow_is_l4_proto(ip->protocol)) {
+			if (read_ports(ip + 1, p->data_end, &p->key.sport_be, &p->key.dport_be) == 0)
+				p->l4 = 1;
+		} else if (ip->protocol == IPPROTO_ICMP) {
+			struct icmphdr *ic = (void *)(ip + 1);
+
+			if ((void *)(ic + 1) <= p->data_end && is_icmp4_err(ic->type))
+				parse_inner4(p, ic + 1);
+			/* keep the family: an IPv4 error embeds IPv4 */
+			p->key.family = AF_INET;
+		}
+		return 0;
+	}
+	if (proto == bpf_htons(ETH_P_IPV6)) {
+		struct ipv6hdr *ip6 = p->data + off;
+		__u8 nh;
+
+		if ((void *)(ip6 + 1) > p->data_end || ip6->version != 6)
+			return MPT_R_MALFORMED;
+		if (ip6->hop_limit <= 1)
+			return MPT_R_TTL;
+		nh = ip6->nexthdr;
+		/* hop-by-hop, routing, fragment, destination options, AH, mobility, HIP, shim6, experimental */
+		if (nh == 0 || nh == 43 || nh == 44 || nh == 60 || nh == 51 || nh == 135 ||
+		    nh == 139 || nh == 140 || nh == 253 || nh == 254)
+			return MPT_R_IPV6_EXT;
+		p->family = AF_INET6;
+		p->tot_len = bpf_ntohs(ip6->payload_len) + sizeof(*ip6);
+		p->key.family = AF_INET6;
+		p->key.proto = nh;
+		__builtin_memcpy(p->key.src, &ip6->saddr, 16);
+		__builtin_memcpy(p->key.dst, &ip6->daddr, 16);
+		if (mpt_flow_is_l4_proto(nh)) {
+			if (read_ports(ip6 + 1, p->data_end, &p->key.sport_be, &p->key.dport_be) == 0)
+				p->l4 = 1;
+		} else if (nh == IPPROTO_ICMPV6) {
+			struct icmp6hdr *ic = (void *)(ip6 + 1);
+
+			if ((void *)(ic + 1) <= p->data_end && is_icmp6_err(ic->icmp6_type))
+				parse_inner6(p, ic + 1);
+			p->key.family = AF_INET6;
+		}
+		return 0;
+	}
+	return MPT_R_NOT_IP;
+}
+
+static __always_inline struct mpt_dp_route *lookup_route(struct pkt *p)
+{
+	if (p->family == AF_INET) {
+		/* for an ICMP error the key holds the inner header: use the outer destination */
+		struct mpt_lpm4_key k = { .prefixlen = 64, .table_be = bpf_htonl(mpt_table) };
+		struct iphdr *ip = p->data + p->l3_off;
+
+		if ((void *)(ip + 1) > p->data_end)
+			return 0;
+		__builtin_memcpy(k.addr, &ip->daddr, 4);
+		return bpf_map_lookup_elem(&mpt_lpm4, &k);
+	} else {
+		struct mpt_lpm6_key k = { .prefixlen = 160, .table_be = bpf_htonl(mpt_table) };
+		struct ipv6hdr *ip6 = p->data + p->l3_off;
+
+		if ((void *)(ip6 + 1) > p->data_end)
+			return 0;
+		__builtin_memcpy(k.addr, &ip6->daddr, 16);
+		return bpf_map_lookup_elem(&mpt_lpm6, &k);
+	}
+}
+
+/* Weighted pick of a position in [0, total) over cum_weight. */
+static __always_inline int pick_by_weight(struct mpt_group *g, __u32 pos)
+{
+	int i;
+
+	for (i = 0; i < MPT_MAX_NH; i++) {
+		if (i >= g->nh_count)
+			break;
+		if (g->nh[i].upper_bound >= 0 && pos < g->nh[i].cum_weight)
+			return i;
+	}
+	return -1;
+}
+
+static __always_inline int pick_by_hash(struct mpt_group *g, __u32 h)
+{
+	int i;
+
+	for (i = 0; i < MPT_MAX_NH; i++) {
+		if (i >= g->nh_count)
+			break;
+		if (g->nh[i].upper_bound >= 0 && h <= (__u32)g->nh[i].upper_bound)
+			return i;
+	}
+	return -1;
+}
+
+static __always_inline int select_nh(struct pkt *p, struct mpt_dp_route *rt, struct mpt_group *g)
+{
+	__u32 total = g->total_weight;
+	struct mpt_pcpu_state *st;
+	__u32 zero = 0;
+
+	if (g->nh_count == 0 || total == 0)
+		return -1;
+	switch (rt->algo) {
+	case MPT_ALGO_L3_HASH:
+	case MPT_ALGO_L4_HASH: {
+		struct mpt_meta *m = bpf_map_lookup_elem(&mpt_meta, &zero);
+		__u32 seed = m ? m->hash_seed : 0;
+		__u32 h = mpt_flow_hash(&p->key, rt->algo == MPT_ALGO_L4_HASH && p->l4, seed);
+
+		return pick_by_hash(g, h);
+	}
+	case MPT_ALGO_RANDOM: {
+		/* uniform over usable nexthops, weights ignored */
+		__u32 n = g->nh_count, r, i;
+
+		if (n > MPT_MAX_NH)
+			return -1;
+		r = bpf_get_prandom_u32() % n;
+		for (i = 0; i < MPT_MAX_NH; i++) {
+			if (i >= n)
+				break;
+			if (g->nh[(r + i) % n & (MPT_MAX_NH - 1)].upper_bound >= 0)
+				return (r + i) % n & (MPT_MAX_NH - 1);
+		}
+		return -1;
+	}
+	case MPT_ALGO_WRANDOM:
+		return pick_by_weight(g, bpf_get_prandom_u32() % total);
+	case MPT_ALGO_PER_PACKET:
+	case MPT_ALGO_DRR:
+		break;
+	default:
+		return -1;
+	}
+	st = bpf_map_lookup_elem(&mpt_pcpu, &rt->id);
+	if (!st) {
+		struct mpt_pcpu_state init = {};
+
+		bpf_map_update_elem(&mpt_pcpu, &rt->id, &init, BPF_NOEXIST);
+		st = bpf_map_lookup_elem(&mpt_pcpu, &rt->id);
+		if (!st)
+			return -1;
+	}
+	if (rt->algo == MPT_ALGO_PER_PACKET) {
+		/* weighted round robin: this CPU's packet counter walks the cumulative weights */
+		__u32 pos = st->rr++ % total;
+
+		return pick_by_weight(g, pos);
+	}
+	/* DRR by bytes: serve nexthop drr_idx while its deficit lasts, then move on. */
+	{
+		__u32 idx = st->drr_idx;
+		int tries;
+
+		for (tries = 0; tries <= MPT_MAX_NH; tries++) {
+			if (idx >= g->nh_count || idx >= MPT_MAX_NH)
+				idx = 0;
+			if (g->nh[idx & (MPT_MAX_NH - 1)].upper_bound >= 0 &&
+			    st->drr_deficit >= (__s32)p->len) {
+				st->drr_deficit -= p->len;
+				st->drr_idx = idx;
+				return idx & (MPT_MAX_NH - 1);
+			}
+			if (st->drr_deficit >= (__s32)p->len)
+				st->drr_deficit = 0; /* unusable nexthop: its credit is lost */
+			idx++;
+			if (idx >= g->nh_count || idx >= MPT_MAX_NH)
+				idx = 0;
+			st->drr_deficit = g->nh[idx & (MPT_MAX_NH - 1)].weight * MPT_DRR_QUANTUM;
+			st->drr_idx = idx;
+		}
+		return -1;
+	}
+}
+
+static __always_inline void count_route(struct mpt_dp_route *rt, int nh, __u32 len)
+{
+	struct mpt_route_stats *s = bpf_map_lookup_elem(&mpt_stats, &rt->id);
+
+	if (!s) {
+		bpf_map_update_elem(&mpt_stats, &rt->id, (void *)&mpt_zero_stats, BPF_NOEXIST);
+		s = bpf_map_lookup_elem(&mpt_stats, &rt->id);
+		if (!s)
+			return;
+	}
+	s->route.packets++;
+	s->route.bytes += len;
+	if (nh >= 0 && nh < MPT_MAX_NH) {
+		s->nh[nh].packets++;
+		s->nh[nh].bytes += len;
+	}
+}
+
+static __always_inline __u32 fib_reason(long rc)
+{
+	switch (rc) {
+	case BPF_FIB_LKUP_RET_NOT_FWDED:
+		return MPT_R_LOCAL;
+	case BPF_FIB_LKUP_RET_FWD_DISABLED:
+		return MPT_R_FWD_DISABLED;
+	case BPF_FIB_LKUP_RET_FRAG_NEEDED:
+		return MPT_R_FRAG_NEEDED;
+	case BPF_FIB_LKUP_RET_NO_NEIGH:
+		return MPT_R_NO_NEIGH;
+	default:
+		return MPT_R_FIB_OTHER;
+	}
+}
+
+/* Decrement TTL / hop limit (checksum fixed incrementally) and rewrite the MACs. */
+static __always_inline int rewrite(struct pkt *p, struct bpf_fib_lookup *f)
+{
+	struct ethhdr *eth = p->data;
+
+	if ((void *)(eth + 1) > p->data_end)
+		return -1;
+	if (p->family == AF_INET) {
+		struct iphdr *ip = p->data + p->l3_off;
+		__u32 c;
+
+		if ((void *)(ip + 1) > p->data_end)
+			return -1;
+		/* RFC 1624: HC' = ~(~HC + ~m + m'); TTL is the high byte of its 16-bit word */
+		c = (__u32)ip->check + bpf_htons(0x0100);
+		ip->check = (__sum16)(c + (c >= 0xFFFF));
+		ip->ttl--;
+	} else {
+		struct ipv6hdr *ip6 = p->data + p->l3_off;
+
+		if ((void *)(ip6 + 1) > p->data_end)
+			return -1;
+		ip6->hop_limit--;
+	}
+	__builtin_memcpy(eth->h_dest, f->dmac, ETH_ALEN);
+	__builtin_memcpy(eth->h_source, f->smac, ETH_ALEN);
+	return 0;
+}
+
+/*
+ * The decision, common to both hooks. Returns the egress ifindex (> 0) with
+ * *fib filled for a redirect, or -(reason) to hand the packet to the stack.
+ * *neigh is set when the gateway's neighbour is unresolved (tc can still
+ * redirect with bpf_redirect_neigh).
+ */
+static __always_inline int decide(void *ctx, struct pkt *p, struct bpf_fib_lookup *fib,
+				  int *nh_out, struct mpt_dp_route **rt_out, int *neigh)
+{
+	struct mpt_dp_route *rt;
+	struct mpt_group *g;
+	__u32 r;
+	long rc;
+	int nh;
+
+	r = parse(p);
+	if (r)
+		return -(int)r;
+	rt = lookup_route(p);
+	if (!rt)
+		return -MPT_R_NO_ROUTE;
+	*rt_out = rt;
+	g = bpf_map_lookup_elem(&mpt_groups, &rt->group);
+	if (!g)
+		return -MPT_R_NO_NEXTHOP;
+
+	/*
+	 * The kernel's own view first: local destinations, forwarding disabled on
+	 * the ingress device, blackhole/unreachable/prohibit all go to the stack.
+	 */
+	__builtin_memset(fib, 0, sizeof(*fib));
+	fib->family = p->family;
+	fib->ifindex = p->ingress_ifindex;
+	if (p->family == AF_INET) {
+		struct iphdr *ip = p->data + p->l3_off;
+
+		if ((void *)(ip + 1) > p->data_end)
+			return -MPT_R_MALFORMED;
+		fib->ipv4_src = ip->saddr;
+		fib->ipv4_dst = ip->daddr;
+		fib->tos = ip->tos;
+		fib->l4_protocol = ip->protocol;
+	} else {
+		struct ipv6hdr *ip6 = p->data + p->l3_off;
+
+		if ((void *)(ip6 + 1) > p->data_end)
+			return -MPT_R_MALFORMED;
+		__builtin_memcpy(fib->ipv6_src, &ip6->saddr, 16);
+		__builtin_memcpy(fib->ipv6_dst, &ip6->daddr, 16);
+		fib->l4_protocol = ip6->nexthdr;
+	}
+	rc = bpf_fib_lookup(ctx, fib, sizeof(*fib), BPF_FIB_LOOKUP_SKIP_NEIGH);
+	if (rc != BPF_FIB_LKUP_RET_SUCCESS)
+		return -(int)fib_reason(rc);
+
+	nh = select_nh(p, rt, g);
+	if (nh < 0 || nh >= MPT_MAX_NH)
+		return -MPT_R_NO_NEXTHOP;
+	*nh_out = nh;
+
+	/* Our nexthop: its MACs, its device's MTU. */
+	{
+		struct mpt_nh *n = &g->nh[nh];
+
+		__builtin_memset(fib, 0, sizeof(*fib));
+		fib->ifindex = n->ifindex;
+		fib->tot_len = p->gso ? 0 : p->tot_len;
+		if (n->family == AF_INET6) {
+			fib->family = AF_INET6;
+			__builtin_memcpy(fib->ipv6_dst, n->gw, 16);
+		} else if (n->family == AF_INET) {
+			fib->family = AF_INET;
+			__builtin_memcpy(&fib->ipv4_dst, n->gw, 4);
+		} else {
+			/* device route: the destination itself is on the link */
+			struct iphdr *ip = p->data + p->l3_off;
+			struct ipv6hdr *ip6 = p->data + p->l3_off;
+
+			fib->family = p->family;
+			if (p->family == AF_INET) {
+				if ((void *)(ip + 1) > p->data_end)
+					return -MPT_R_MALFORMED;
+				fib->ipv4_dst = ip->daddr;
+			} else {
+				if ((void *)(ip6 + 1) > p->data_end)
+					return -MPT_R_MALFORMED;
+				__builtin_memcpy(fib->ipv6_dst, &ip6->daddr, 16);
+			}
+		}
+		rc = bpf_fib_lookup(ctx, fib, sizeof(*fib),
+				    BPF_FIB_LOOKUP_DIRECT | BPF_FIB_LOOKUP_OUTPUT);
+		if (rc == BPF_FIB_LKUP_RET_NO_NEIGH) {
+			*neigh = 1;
+			return n->ifindex;
+		}
+		if (rc != BPF_FIB_LKUP_RET_SUCCESS)
+			return -(int)fib_reason(rc);
+		if (fib->ifindex != n->ifindex)
+			return -MPT_R_NO_NEXTHOP; /* gateway not reachable through its device */
+		return n->ifindex;
+	}
+}
+
+SEC("xdp")
+int mpt_dp_xdp(struct xdp_md *ctx)
+{
+	struct pkt p = {
+		.data = (void *)(long)ctx->data,
+		.data_end = (void *)(long)ctx->data_end,
+		.ingress_ifindex = ctx->ingress_ifindex,
+	};
+	struct bpf_fib_lookup fib;
+	struct mpt_dp_route *rt = 0;
+	int nh = -1, neigh = 0, ifindex;
+
+	p.len = p.data_end - p.data;
+	ifindex = decide(ctx, &p, &fib, &nh, &rt, &neigh);
+	if (ifindex <= 0 || neigh) {
+		count_reason(ifindex <= 0 ? (__u32)-ifindex : MPT_R_NO_NEIGH);
+		return XDP_PASS;
+	}
+	if (p.vlan) {
+		/* drop the tag: move the MACs 4 bytes up, then shrink the head */
+		struct ethhdr *eth = p.data;
+		__u8 macs[12];
+
+		if ((void *)(eth + 1) + 4 > p.data_end) {
+			count_reason(MPT_R_VLAN);
+			return XDP_PASS;
+		}
+		__builtin_memcpy(macs, eth, 12);
+		__builtin_memcpy((void *)eth + 4, macs, 12);
+		if (bpf_xdp_adjust_head(ctx, 4)) {
+			count_reason(MPT_R_VLAN);
+			return XDP_PASS;
+		}
+		p.data = (void *)(long)ctx->data;
+		p.data_end = (void *)(long)ctx->data_end;
+		p.l3_off -= 4;
+		p.vlan = 0;
+	}
+	if (rewrite(&p, &fib)) {
+		count_reason(MPT_R_MALFORMED);
+		return XDP_PASS;
+	}
+	count_route(rt, nh, p.len);
+	count_reason(MPT_R_REDIRECTED);
+	return bpf_redirect(ifindex, 0);
+}
+
+SEC("tcx/ingress")
+int mpt_dp_tc(struct __sk_buff *skb)
+{
+	struct pkt p = {
+		.data = (void *)(long)skb->data,
+		.data_end = (void *)(long)skb->data_end,
+		.ingress_ifindex = skb->ingress_ifindex,
+		.len = skb->len,
+		.gso = skb->gso_segs > 1,
+	};
+	struct bpf_fib_lookup fib;
+	struct mpt_dp_route *rt = 0;
+	int nh = -1, neigh = 0, ifindex;
+
+	ifindex = decide(skb, &p, &fib, &nh, &rt, &neigh);
+	if (ifindex <= 0) {
+		count_reason((__u32)-ifindex);
+		return TCX_NEXT;
+	}
+	if (p.vlan) {
+		if (bpf_skb_vlan_pop(skb)) {
+			count_reason(MPT_R_VLAN);
+			return TCX_NEXT;
+		}
+		p.data = (void *)(long)skb->data;
+		p.data_end = (void *)(long)skb->data_end;
+		p.l3_off -= 4;
+		p.vlan = 0;
+	}
+	if (neigh) {
+		/* TTL first, then let the kernel resolve the neighbour and send */
+		struct bpf_redir_neigh nb = {};
+		struct ethhdr *eth = p.data;
+
+		if ((void *)(eth + 1) > p.data_end) {
+			count_reason(MPT_R_MALFORMED);
+			return TCX_NEXT;
+		}
+		if (p.family == AF_INET) {
+			struct iphdr *ip = p.data + p.l3_off;
+			__u32 c;
+
+			if ((void *)(ip + 1) > p.data_end) {
+				count_reason(MPT_R_MALFORMED);
+				return TCX_NEXT;
+			}
+			c = (__u32)ip->check + bpf_htons(0x0100);
+			ip->check = (__sum16)(c + (c >= 0xFFFF));
+			ip->ttl--;
+		} else {
+			struct ipv6hdr *ip6 = p.data + p.l3_off;
+
+			if ((void *)(ip6 + 1) > p.data_end) {
+				count_reason(MPT_R_MALFORMED);
+				return TCX_NEXT;
+			}
+			ip6->hop_limit--;
+		}
+		nb.nh_family = fib.family;
+		if (fib.family == AF_INET)
+			nb.ipv4_nh = fib.ipv4_dst;
+		else
+			__builtin_memcpy(nb.ipv6_nh, fib.ipv6_dst, 16);
+		count_route(rt, nh, p.len);
+		count_reason(MPT_R_REDIRECTED);
+		return bpf_redirect_neigh(ifindex, &nb, sizeof(nb), 0);
+	}
+	if (rewrite(&p, &fib)) {
+		count_reason(MPT_R_MALFORMED);
+		return TCX_NEXT;
+	}
+	count_route(rt, nh, p.len);
+	count_reason(MPT_R_REDIRECTED);
+	return bpf_redirect(ifindex, 0);
+}
+
+char LICENSE[] SEC("license") = "Dual MIT/GPL";

@@ -1,0 +1,140 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR MIT */
+/*
+ * mpt/dp_abi.h - the mproute dataplane: BPF <-> user space ABI.
+ *
+ * THIS FILE IS AN ABI, like mpt/state_abi.h (whose rules apply): every struct
+ * shared by the dataplane program (bpf/dp.bpf.c) and user space
+ * (crates/bpf/src/abi.rs) is defined here and only here. Any layout change
+ * bumps MPT_ABI_VERSION in mpt/state_abi.h.
+ *
+ * Byte order is in the names: *_be fields are network byte order, the rest
+ * host byte order. Addresses are byte arrays in network order.
+ */
+#ifndef MPT_DP_ABI_H
+#define MPT_DP_ABI_H
+
+#ifndef __VMLINUX_H__
+#include <linux/types.h>
+#endif
+#include "mpt/state_abi.h"
+
+/* Most nexthops of one route (mpt_model::MAX_NEXTHOPS). */
+#define MPT_MAX_NH 32
+/* max_entries of the LPM tries and of the per-route maps. */
+#define MPT_MAX_DP_ROUTES (1 << 16)
+/* max_entries of the nexthop group map. */
+#define MPT_MAX_GROUPS (1 << 14)
+
+/* mpt_nh.flags */
+#define MPT_NH_F_ONLINK 0x04 /* RTNH_F_ONLINK */
+
+/*
+ * LPM trie keys. prefixlen counts the 32 bits of table_be plus the prefix
+ * length, so a lookup with prefixlen = 32 + 32 (or 32 + 128) matches only
+ * routes of that table.
+ */
+struct mpt_lpm4_key {
+	__u32 prefixlen;
+	__be32 table_be;
+	__u8 addr[4];
+};
+
+struct mpt_lpm6_key {
+	__u32 prefixlen;
+	__be32 table_be;
+	__u8 addr[16];
+};
+
+/* Value of both LPM tries: a managed route as the dataplane sees it. */
+struct mpt_dp_route {
+	struct mpt_route_key id; /* identity, key of the per-route maps */
+	__u8 algo;               /* MPT_ALGO_* */
+	__u8 reserved[3];
+	__u32 group;             /* key of mpt_groups */
+};
+
+/* One nexthop of a group. */
+struct mpt_nh {
+	__u32 ifindex;     /* egress device */
+	__s32 upper_bound; /* hash-threshold bound over the usable nexthops, -1 = unusable */
+	__u32 cum_weight;  /* sum of the weights of nexthops 0..=this one */
+	__u16 weight;      /* 1..256 */
+	__u8 flags;        /* MPT_NH_F_* */
+	__u8 family;       /* AF_INET / AF_INET6 of gw; 0 = device route (no gateway) */
+	__u8 gw[16];       /* gateway, network order; IPv4 in the first 4 bytes */
+};
+
+/* Value of mpt_groups: the nexthops of one or more routes. */
+struct mpt_group {
+	__u32 nh_count;
+	__u32 total_weight;
+	struct mpt_nh nh[MPT_MAX_NH];
+};
+
+struct mpt_counter {
+	__u64 packets;
+	__u64 bytes;
+};
+
+/* Per-CPU value of mpt_stats (key: struct mpt_route_key). */
+struct mpt_route_stats {
+	struct mpt_counter route;
+	struct mpt_counter nh[MPT_MAX_NH];
+};
+
+/* Per-CPU value of mpt_pcpu (key: struct mpt_route_key): round robin and DRR state. */
+struct mpt_pcpu_state {
+	__u32 rr;          /* per-packet: packets seen on this CPU */
+	__u32 drr_idx;     /* drr: nexthop being served */
+	__s32 drr_deficit; /* drr: bytes it may still send */
+	__u32 reserved;
+};
+
+/* Why a packet went to the stack (index of mpt_reasons; 0 counts redirects). */
+enum mpt_reason {
+	MPT_R_REDIRECTED = 0,
+	MPT_R_NOT_IP = 1,       /* not IPv4/IPv6 */
+	MPT_R_MALFORMED = 2,    /* truncated or inconsistent headers */
+	MPT_R_NO_ROUTE = 3,     /* no managed route */
+	MPT_R_TTL = 4,          /* TTL / hop limit <= 1 */
+	MPT_R_IP_OPTIONS = 5,   /* IPv4 options */
+	MPT_R_IPV6_EXT = 6,     /* IPv6 extension headers */
+	MPT_R_LOCAL = 7,        /* for this host, or not forwarded by the FIB */
+	MPT_R_FRAG_NEEDED = 8,  /* larger than the egress MTU */
+	MPT_R_NO_NEIGH = 9,     /* neighbour unresolved (XDP) */
+	MPT_R_FWD_DISABLED = 10,/* forwarding disabled on the ingress device */
+	MPT_R_FIB_OTHER = 11,   /* blackhole, unreachable, prohibit, other FIB answers */
+	MPT_R_NO_NEXTHOP = 12,  /* no usable nexthop */
+	MPT_R_VLAN = 13,        /* VLAN tag could not be removed */
+	MPT_R_MAX = 14,
+};
+
+#define MPT__ABI_ASSERT(cond, msg) _Static_assert(cond, "mpt ABI: " msg)
+#define MPT__OFF(type, field) __builtin_offsetof(struct type, field)
+
+MPT__ABI_ASSERT(sizeof(struct mpt_lpm4_key) == 12, "sizeof(struct mpt_lpm4_key)");
+MPT__ABI_ASSERT(MPT__OFF(mpt_lpm4_key, table_be) == 4, "mpt_lpm4_key.table_be");
+MPT__ABI_ASSERT(MPT__OFF(mpt_lpm4_key, addr) == 8, "mpt_lpm4_key.addr");
+MPT__ABI_ASSERT(sizeof(struct mpt_lpm6_key) == 24, "sizeof(struct mpt_lpm6_key)");
+MPT__ABI_ASSERT(MPT__OFF(mpt_lpm6_key, addr) == 8, "mpt_lpm6_key.addr");
+MPT__ABI_ASSERT(sizeof(struct mpt_dp_route) == 36, "sizeof(struct mpt_dp_route)");
+MPT__ABI_ASSERT(MPT__OFF(mpt_dp_route, algo) == 28, "mpt_dp_route.algo");
+MPT__ABI_ASSERT(MPT__OFF(mpt_dp_route, group) == 32, "mpt_dp_route.group");
+MPT__ABI_ASSERT(sizeof(struct mpt_nh) == 32, "sizeof(struct mpt_nh)");
+MPT__ABI_ASSERT(MPT__OFF(mpt_nh, upper_bound) == 4, "mpt_nh.upper_bound");
+MPT__ABI_ASSERT(MPT__OFF(mpt_nh, cum_weight) == 8, "mpt_nh.cum_weight");
+MPT__ABI_ASSERT(MPT__OFF(mpt_nh, weight) == 12, "mpt_nh.weight");
+MPT__ABI_ASSERT(MPT__OFF(mpt_nh, flags) == 14, "mpt_nh.flags");
+MPT__ABI_ASSERT(MPT__OFF(mpt_nh, family) == 15, "mpt_nh.family");
+MPT__ABI_ASSERT(MPT__OFF(mpt_nh, gw) == 16, "mpt_nh.gw");
+MPT__ABI_ASSERT(sizeof(struct mpt_group) == 8 + 32 * MPT_MAX_NH, "sizeof(struct mpt_group)");
+MPT__ABI_ASSERT(MPT__OFF(mpt_group, nh) == 8, "mpt_group.nh");
+MPT__ABI_ASSERT(sizeof(struct mpt_counter) == 16, "sizeof(struct mpt_counter)");
+MPT__ABI_ASSERT(sizeof(struct mpt_route_stats) == 16 * (1 + MPT_MAX_NH), "sizeof(struct mpt_route_stats)");
+MPT__ABI_ASSERT(sizeof(struct mpt_pcpu_state) == 16, "sizeof(struct mpt_pcpu_state)");
+MPT__ABI_ASSERT(MPT__OFF(mpt_pcpu_state, drr_deficit) == 8, "mpt_pcpu_state.drr_deficit");
+
+#undef MPT__OFF
+#undef MPT__ABI_ASSERT
+
+#endif /* MPT_DP_ABI_H */

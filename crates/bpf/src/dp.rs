@@ -1,0 +1,391 @@
+//! The dataplane: loading `bpf/dp.bpf.c` with the namespace's state maps, attaching it to
+//! devices (XDP native, XDP generic, tcx ingress) with legacy attachments that outlive the
+//! process, finding attachments again, and reading its counters.
+
+use std::io;
+use std::mem::MaybeUninit;
+use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd};
+
+use libbpf_rs::skel::{OpenSkel, SkelBuilder};
+use libbpf_rs::MapCore;
+
+use crate::skel::dp::DpSkelBuilder;
+use crate::state::{RouteState, StateError};
+
+/// Program names as the kernel reports them.
+pub const XDP_PROG: &str = "mpt_dp_xdp";
+/// Program names as the kernel reports them.
+pub const TC_PROG: &str = "mpt_dp_tc";
+
+const XDP_FLAGS_UPDATE_IF_NOEXIST: u32 = 1;
+const XDP_FLAGS_SKB_MODE: u32 = 2;
+const XDP_FLAGS_DRV_MODE: u32 = 4;
+const XDP_FLAGS_REPLACE: u32 = 16;
+
+/// Where the dataplane runs on a device.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Mode {
+    /// Native (driver) XDP.
+    Xdp,
+    /// Generic (skb) XDP.
+    XdpGeneric,
+    /// tcx ingress.
+    Tc,
+}
+
+impl Mode {
+    /// The operator's word.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Mode::Xdp => "xdp",
+            Mode::XdpGeneric => "xdp-generic",
+            Mode::Tc => "tc",
+        }
+    }
+    /// What `enforced_by` says for this mode.
+    pub const fn enforcer(self) -> &'static str {
+        match self {
+            Mode::Xdp | Mode::XdpGeneric => "xdp",
+            Mode::Tc => "tc",
+        }
+    }
+}
+
+/// One attachment found on a device.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Attachment {
+    /// Device.
+    pub ifindex: u32,
+    /// Hook.
+    pub mode: Mode,
+    /// Program id.
+    pub prog_id: u32,
+}
+
+fn sys(what: impl Into<String>, rc: i32) -> StateError {
+    StateError::Sys {
+        what: what.into(),
+        source: io::Error::from_raw_os_error(rc.saturating_abs()),
+    }
+}
+
+fn bpf(what: &str) -> impl FnOnce(libbpf_rs::Error) -> StateError + '_ {
+    move |source| StateError::Bpf {
+        what: what.to_string(),
+        source,
+    }
+}
+
+fn prog_name(id: u32) -> Option<String> {
+    // SAFETY: returns an fd or a negative errno.
+    let fd = unsafe { libbpf_sys::bpf_prog_get_fd_by_id(id) };
+    if fd < 0 {
+        return None;
+    }
+    // SAFETY: fresh fd we own.
+    let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+    let mut info = libbpf_sys::bpf_prog_info::default();
+    let mut len = std::mem::size_of::<libbpf_sys::bpf_prog_info>() as u32;
+    // SAFETY: info is correctly sized.
+    let rc = unsafe { libbpf_sys::bpf_prog_get_info_by_fd(fd.as_raw_fd(), &mut info, &mut len) };
+    if rc < 0 {
+        return None;
+    }
+    let name: Vec<u8> = info
+        .name
+        .iter()
+        .take_while(|c| **c != 0)
+        .map(|c| *c as u8)
+        .collect();
+    Some(String::from_utf8_lossy(&name).into_owned())
+}
+
+/// The XDP program on a device: (id, generic?) if any.
+fn xdp_query(ifindex: u32) -> Result<Option<(u32, bool)>, StateError> {
+    let mut opts = libbpf_sys::bpf_xdp_query_opts {
+        sz: std::mem::size_of::<libbpf_sys::bpf_xdp_query_opts>() as _,
+        ..Default::default()
+    };
+    // SAFETY: opts is correctly sized.
+    let rc = unsafe { libbpf_sys::bpf_xdp_query(ifindex as i32, 0, &mut opts) };
+    if rc < 0 {
+        return Err(sys(format!("query XDP on ifindex {ifindex}"), rc));
+    }
+    if opts.drv_prog_id != 0 {
+        return Ok(Some((opts.drv_prog_id, false)));
+    }
+    if opts.skb_prog_id != 0 {
+        return Ok(Some((opts.skb_prog_id, true)));
+    }
+    Ok(None)
+}
+
+fn tcx_query(ifindex: u32) -> Result<Vec<u32>, StateError> {
+    let mut ids = [0u32; 64];
+    let mut opts = libbpf_sys::bpf_prog_query_opts {
+        sz: std::mem::size_of::<libbpf_sys::bpf_prog_query_opts>() as _,
+        prog_ids: ids.as_mut_ptr(),
+        __bindgen_anon_1: libbpf_sys::bpf_prog_query_opts__bindgen_ty_1 {
+            count: ids.len() as u32,
+        },
+        ..Default::default()
+    };
+    // SAFETY: opts and ids outlive the call.
+    let rc = unsafe {
+        libbpf_sys::bpf_prog_query_opts(ifindex as i32, libbpf_sys::BPF_TCX_INGRESS, &mut opts)
+    };
+    if rc < 0 {
+        if -rc == libc::ENOENT {
+            return Ok(Vec::new());
+        }
+        return Err(sys(format!("query tcx on ifindex {ifindex}"), rc));
+    }
+    // SAFETY: both union members are the same u32.
+    let n = unsafe { opts.__bindgen_anon_1.count } as usize;
+    Ok(ids[..n.min(ids.len())].to_vec())
+}
+
+/// Our attachments on one device.
+pub fn attachments_on(ifindex: u32) -> Result<Vec<Attachment>, StateError> {
+    let mut v = Vec::new();
+    if let Some((id, generic)) = xdp_query(ifindex)? {
+        if prog_name(id).as_deref() == Some(XDP_PROG) {
+            v.push(Attachment {
+                ifindex,
+                mode: if generic { Mode::XdpGeneric } else { Mode::Xdp },
+                prog_id: id,
+            });
+        }
+    }
+    for id in tcx_query(ifindex)? {
+        if prog_name(id).as_deref() == Some(TC_PROG) {
+            v.push(Attachment {
+                ifindex,
+                mode: Mode::Tc,
+                prog_id: id,
+            });
+        }
+    }
+    Ok(v)
+}
+
+/// Every device of the calling thread's namespace: (ifindex, name).
+pub fn devices() -> Vec<(u32, String)> {
+    let mut out = Vec::new();
+    // SAFETY: if_nameindex returns an array terminated by a zero entry, freed below.
+    unsafe {
+        let head = libc::if_nameindex();
+        if head.is_null() {
+            return out;
+        }
+        let mut p = head;
+        while (*p).if_index != 0 && !(*p).if_name.is_null() {
+            let name = std::ffi::CStr::from_ptr((*p).if_name)
+                .to_string_lossy()
+                .into_owned();
+            out.push(((*p).if_index, name));
+            p = p.add(1);
+        }
+        libc::if_freenameindex(head);
+    }
+    out
+}
+
+/// Every attachment of ours in the namespace.
+pub fn attachments() -> Result<Vec<Attachment>, StateError> {
+    let mut v = Vec::new();
+    for (ifindex, _) in devices() {
+        v.extend(attachments_on(ifindex)?);
+    }
+    Ok(v)
+}
+
+/// Load the dataplane with the state's maps and attach it to `ifindex` in `mode`, replacing an
+/// attachment of ours in the same hook. A foreign XDP program is not replaced.
+pub fn attach(state: &RouteState, ifindex: u32, mode: Mode) -> Result<u32, StateError> {
+    let mut obj = MaybeUninit::uninit();
+    let mut open = DpSkelBuilder::default()
+        .open(&mut obj)
+        .map_err(bpf("open the dataplane BPF object"))?;
+    for (name, map) in [
+        ("mpt_meta", &mut open.maps.mpt_meta),
+        ("mpt_routes", &mut open.maps.mpt_routes),
+        ("mpt_lpm4", &mut open.maps.mpt_lpm4),
+        ("mpt_lpm6", &mut open.maps.mpt_lpm6),
+        ("mpt_groups", &mut open.maps.mpt_groups),
+        ("mpt_stats", &mut open.maps.mpt_stats),
+        ("mpt_pcpu", &mut open.maps.mpt_pcpu),
+        ("mpt_reasons", &mut open.maps.mpt_reasons),
+    ] {
+        let h = state.maps.get(name).ok_or(StateError::Abi {
+            found: 0,
+            ours: crate::abi::ABI_VERSION,
+        })?;
+        map.reuse_fd(h.as_fd()).map_err(bpf("reuse a state map"))?;
+    }
+    let skel = open
+        .load()
+        .map_err(bpf("load the dataplane BPF object (verifier)"))?;
+    match mode {
+        Mode::Xdp | Mode::XdpGeneric => {
+            let fd = skel.progs.mpt_dp_xdp.as_fd().as_raw_fd();
+            let mut flags = if mode == Mode::Xdp {
+                XDP_FLAGS_DRV_MODE
+            } else {
+                XDP_FLAGS_SKB_MODE
+            };
+            let mut opts = libbpf_sys::bpf_xdp_attach_opts {
+                sz: std::mem::size_of::<libbpf_sys::bpf_xdp_attach_opts>() as _,
+                ..Default::default()
+            };
+            let mut _old: Option<OwnedFd> = None;
+            match xdp_query(ifindex)? {
+                Some((id, generic)) => {
+                    if prog_name(id).as_deref() != Some(XDP_PROG) {
+                        return Err(sys(
+                            format!("ifindex {ifindex} has another XDP program (id {id})"),
+                            libc::EBUSY,
+                        ));
+                    }
+                    if generic != (mode == Mode::XdpGeneric) {
+                        // Another XDP mode of ours: remove it first.
+                        detach_xdp(ifindex, generic)?;
+                        flags |= XDP_FLAGS_UPDATE_IF_NOEXIST;
+                    } else {
+                        // SAFETY: returns an fd or a negative errno.
+                        let ofd = unsafe { libbpf_sys::bpf_prog_get_fd_by_id(id) };
+                        if ofd >= 0 {
+                            opts.old_prog_fd = ofd;
+                            flags |= XDP_FLAGS_REPLACE;
+                            // SAFETY: fresh fd we own; closed after the attach.
+                            _old = Some(unsafe { OwnedFd::from_raw_fd(ofd) });
+                        }
+                    }
+                }
+                None => flags |= XDP_FLAGS_UPDATE_IF_NOEXIST,
+            }
+            // SAFETY: fd is a loaded XDP program; opts is correctly sized.
+            let rc = unsafe { libbpf_sys::bpf_xdp_attach(ifindex as i32, fd, flags, &opts) };
+            if rc < 0 {
+                return Err(sys(
+                    format!("attach {} to ifindex {ifindex}", mode.name()),
+                    rc,
+                ));
+            }
+            libbpf_rs::Program::id_from_fd(skel.progs.mpt_dp_xdp.as_fd()).map_err(bpf("program id"))
+        }
+        Mode::Tc => {
+            let old: Vec<u32> = tcx_query(ifindex)?
+                .into_iter()
+                .filter(|id| prog_name(*id).as_deref() == Some(TC_PROG))
+                .collect();
+            let fd = skel.progs.mpt_dp_tc.as_fd().as_raw_fd();
+            let opts = libbpf_sys::bpf_prog_attach_opts {
+                sz: std::mem::size_of::<libbpf_sys::bpf_prog_attach_opts>() as _,
+                ..Default::default()
+            };
+            // SAFETY: fd is a loaded sched_cls program.
+            let rc = unsafe {
+                libbpf_sys::bpf_prog_attach_opts(
+                    fd,
+                    ifindex as i32,
+                    libbpf_sys::BPF_TCX_INGRESS,
+                    &opts,
+                )
+            };
+            if rc < 0 {
+                return Err(sys(format!("attach tc to ifindex {ifindex}"), rc));
+            }
+            // The new program runs first (appended after? tcx appends): drop the old ones.
+            for id in old {
+                detach_tcx_id(ifindex, id)?;
+            }
+            libbpf_rs::Program::id_from_fd(skel.progs.mpt_dp_tc.as_fd()).map_err(bpf("program id"))
+        }
+    }
+}
+
+fn detach_xdp(ifindex: u32, generic: bool) -> Result<(), StateError> {
+    let flags = if generic {
+        XDP_FLAGS_SKB_MODE
+    } else {
+        XDP_FLAGS_DRV_MODE
+    };
+    // SAFETY: plain detach; a null opts is allowed.
+    let rc = unsafe { libbpf_sys::bpf_xdp_detach(ifindex as i32, flags, std::ptr::null()) };
+    if rc < 0 {
+        return Err(sys(format!("detach XDP from ifindex {ifindex}"), rc));
+    }
+    Ok(())
+}
+
+fn detach_tcx_id(ifindex: u32, id: u32) -> Result<(), StateError> {
+    // SAFETY: returns an fd or a negative errno.
+    let fd = unsafe { libbpf_sys::bpf_prog_get_fd_by_id(id) };
+    if fd < 0 {
+        return Err(sys(format!("open program {id}"), fd));
+    }
+    // SAFETY: fresh fd we own.
+    let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+    let opts = libbpf_sys::bpf_prog_detach_opts {
+        sz: std::mem::size_of::<libbpf_sys::bpf_prog_detach_opts>() as _,
+        ..Default::default()
+    };
+    // SAFETY: fd is the attached program.
+    let rc = unsafe {
+        libbpf_sys::bpf_prog_detach_opts(
+            fd.as_raw_fd(),
+            ifindex as i32,
+            libbpf_sys::BPF_TCX_INGRESS,
+            &opts,
+        )
+    };
+    if rc < 0 {
+        return Err(sys(format!("detach tc from ifindex {ifindex}"), rc));
+    }
+    Ok(())
+}
+
+/// Remove our attachments from a device (all hooks); returns what was removed.
+pub fn detach(ifindex: u32) -> Result<Vec<Attachment>, StateError> {
+    let found = attachments_on(ifindex)?;
+    for a in &found {
+        match a.mode {
+            Mode::Xdp => detach_xdp(ifindex, false)?,
+            Mode::XdpGeneric => detach_xdp(ifindex, true)?,
+            Mode::Tc => detach_tcx_id(ifindex, a.prog_id)?,
+        }
+    }
+    Ok(found)
+}
+
+/// Sum a per-CPU value (one `Vec<u8>` per possible CPU) as u64 words.
+pub fn sum_percpu_u64(values: &[Vec<u8>]) -> Vec<u64> {
+    let words = values.first().map_or(0, |v| v.len() / 8);
+    let mut out = vec![0u64; words];
+    for v in values {
+        for (i, c) in v.chunks_exact(8).enumerate().take(words) {
+            let mut b = [0u8; 8];
+            b.copy_from_slice(c);
+            out[i] = out[i].wrapping_add(u64::from_ne_bytes(b));
+        }
+    }
+    out
+}
+
+/// Packets handed to the stack, by reason (index = `enum mpt_reason`), summed over CPUs.
+pub fn reasons(state: &RouteState) -> Result<Vec<u64>, StateError> {
+    let m = state.maps.get("mpt_reasons").ok_or(StateError::Abi {
+        found: 0,
+        ours: crate::abi::ABI_VERSION,
+    })?;
+    let mut out = Vec::new();
+    for r in 0..crate::abi::R_MAX {
+        let v = m
+            .lookup_percpu(&r.to_ne_bytes(), libbpf_rs::MapFlags::ANY)
+            .map_err(bpf("read mpt_reasons"))?
+            .unwrap_or_default();
+        out.push(sum_percpu_u64(&v).first().copied().unwrap_or(0));
+    }
+    Ok(out)
+}
