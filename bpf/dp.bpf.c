@@ -50,7 +50,7 @@ struct pkt {
 	void *data_end;
 	__u32 ingress_ifindex;
 	__u32 len;        /* bytes on the wire, for counters and DRR */
-	__u16 l3_off;     /* offset of the IP header */
+	void *l3;         /* the IP header (kept as a pointer: the verifier tracks it) */
 	__u8 family;
 	__u8 vlan;        /* carries one VLAN tag */
 	__u16 tot_len;    /* L3 length, for the MTU check (0: skip) */
@@ -156,10 +156,11 @@ static __always_inline __u32 parse(struct pkt *p)
 		off += 4;
 		p->vlan = 1;
 	}
-	p->l3_off = off;
 	__builtin_memset(&p->key, 0, sizeof(p->key));
 	if (proto == bpf_htons(ETH_P_IP)) {
 		struct iphdr *ip = p->data + off;
+
+		p->l3 = ip;
 
 		if ((void *)(ip + 1) > p->data_end || ip->version != 4)
 			return MPT_R_MALFORMED;
@@ -191,6 +192,8 @@ static __always_inline __u32 parse(struct pkt *p)
 	if (proto == bpf_htons(ETH_P_IPV6)) {
 		struct ipv6hdr *ip6 = p->data + off;
 		__u8 nh;
+
+		p->l3 = ip6;
 
 		if ((void *)(ip6 + 1) > p->data_end || ip6->version != 6)
 			return MPT_R_MALFORMED;
@@ -227,7 +230,7 @@ static __always_inline struct mpt_dp_route *lookup_route(struct pkt *p)
 	if (p->family == AF_INET) {
 		/* for an ICMP error the key holds the inner header: use the outer destination */
 		struct mpt_lpm4_key k = { .prefixlen = 64, .table_be = bpf_htonl(mpt_table) };
-		struct iphdr *ip = p->data + p->l3_off;
+		struct iphdr *ip = p->l3;
 
 		if ((void *)(ip + 1) > p->data_end)
 			return 0;
@@ -235,7 +238,7 @@ static __always_inline struct mpt_dp_route *lookup_route(struct pkt *p)
 		return bpf_map_lookup_elem(&mpt_lpm4, &k);
 	} else {
 		struct mpt_lpm6_key k = { .prefixlen = 160, .table_be = bpf_htonl(mpt_table) };
-		struct ipv6hdr *ip6 = p->data + p->l3_off;
+		struct ipv6hdr *ip6 = p->l3;
 
 		if ((void *)(ip6 + 1) > p->data_end)
 			return 0;
@@ -244,11 +247,25 @@ static __always_inline struct mpt_dp_route *lookup_route(struct pkt *p)
 	}
 }
 
+/*
+ * The pickers and the hash are global functions: the verifier checks each once
+ * instead of once per call site and path, which keeps the programs far below
+ * its complexity limit.
+ */
+__noinline __u32 mpt_hash(const struct mpt_flow_key *k, int l4, __u32 seed)
+{
+	if (!k)
+		return 0;
+	return mpt_flow_hash(k, l4, seed);
+}
+
 /* Weighted pick of a position in [0, total) over cum_weight. */
-static __always_inline int pick_by_weight(struct mpt_group *g, __u32 pos)
+__noinline int mpt_pick_weight(const struct mpt_group *g, __u32 pos)
 {
 	int i;
 
+	if (!g)
+		return -1;
 	for (i = 0; i < MPT_MAX_NH; i++) {
 		if (i >= g->nh_count)
 			break;
@@ -258,15 +275,67 @@ static __always_inline int pick_by_weight(struct mpt_group *g, __u32 pos)
 	return -1;
 }
 
-static __always_inline int pick_by_hash(struct mpt_group *g, __u32 h)
+__noinline int mpt_pick_hash(const struct mpt_group *g, __u32 h)
 {
 	int i;
 
+	if (!g)
+		return -1;
 	for (i = 0; i < MPT_MAX_NH; i++) {
 		if (i >= g->nh_count)
 			break;
 		if (g->nh[i].upper_bound >= 0 && h <= (__u32)g->nh[i].upper_bound)
 			return i;
+	}
+	return -1;
+}
+
+/*
+ * Uniform over the nexthops, weights ignored. If the one drawn is unusable,
+ * fall back to a weighted draw over the usable ones.
+ */
+__noinline int mpt_pick_random(const struct mpt_group *g, __u32 r)
+{
+	__u32 n, j;
+
+	if (!g)
+		return -1;
+	n = g->nh_count;
+	if (n == 0 || n > MPT_MAX_NH)
+		return -1;
+	j = r % n;
+	/* the verifier does not follow '%': bound j by a mask the compiler must keep */
+	barrier_var(j);
+	j &= MPT_MAX_NH - 1;
+	if (g->nh[j].upper_bound >= 0)
+		return j;
+	return mpt_pick_hash(g, r >> 1);
+}
+
+/* DRR by bytes: serve nexthop drr_idx while its deficit lasts, then move on. */
+__noinline int mpt_pick_drr(const struct mpt_group *g, struct mpt_pcpu_state *st, __u32 len)
+{
+	__u32 idx;
+	int tries;
+
+	if (!g || !st)
+		return -1;
+	idx = st->drr_idx;
+	for (tries = 0; tries <= MPT_MAX_NH; tries++) {
+		if (idx >= g->nh_count || idx >= MPT_MAX_NH)
+			idx = 0;
+		idx &= MPT_MAX_NH - 1;
+		if (g->nh[idx].upper_bound >= 0 && st->drr_deficit >= (__s32)len) {
+			st->drr_deficit -= len;
+			st->drr_idx = idx;
+			return idx;
+		}
+		idx++;
+		if (idx >= g->nh_count || idx >= MPT_MAX_NH)
+			idx = 0;
+		idx &= MPT_MAX_NH - 1;
+		st->drr_deficit = g->nh[idx].weight * MPT_DRR_QUANTUM;
+		st->drr_idx = idx;
 	}
 	return -1;
 }
@@ -284,27 +353,14 @@ static __always_inline int select_nh(struct pkt *p, struct mpt_dp_route *rt, str
 	case MPT_ALGO_L4_HASH: {
 		struct mpt_meta *m = bpf_map_lookup_elem(&mpt_meta, &zero);
 		__u32 seed = m ? m->hash_seed : 0;
-		__u32 h = mpt_flow_hash(&p->key, rt->algo == MPT_ALGO_L4_HASH && p->l4, seed);
+		__u32 h = mpt_hash(&p->key, rt->algo == MPT_ALGO_L4_HASH && p->l4, seed);
 
-		return pick_by_hash(g, h);
+		return mpt_pick_hash(g, h);
 	}
-	case MPT_ALGO_RANDOM: {
-		/* uniform over usable nexthops, weights ignored */
-		__u32 n = g->nh_count, r, i;
-
-		if (n > MPT_MAX_NH)
-			return -1;
-		r = bpf_get_prandom_u32() % n;
-		for (i = 0; i < MPT_MAX_NH; i++) {
-			if (i >= n)
-				break;
-			if (g->nh[(r + i) % n & (MPT_MAX_NH - 1)].upper_bound >= 0)
-				return (r + i) % n & (MPT_MAX_NH - 1);
-		}
-		return -1;
-	}
+	case MPT_ALGO_RANDOM:
+		return mpt_pick_random(g, bpf_get_prandom_u32());
 	case MPT_ALGO_WRANDOM:
-		return pick_by_weight(g, bpf_get_prandom_u32() % total);
+		return mpt_pick_weight(g, bpf_get_prandom_u32() % total);
 	case MPT_ALGO_PER_PACKET:
 	case MPT_ALGO_DRR:
 		break;
@@ -324,32 +380,9 @@ static __always_inline int select_nh(struct pkt *p, struct mpt_dp_route *rt, str
 		/* weighted round robin: this CPU's packet counter walks the cumulative weights */
 		__u32 pos = st->rr++ % total;
 
-		return pick_by_weight(g, pos);
+		return mpt_pick_weight(g, pos);
 	}
-	/* DRR by bytes: serve nexthop drr_idx while its deficit lasts, then move on. */
-	{
-		__u32 idx = st->drr_idx;
-		int tries;
-
-		for (tries = 0; tries <= MPT_MAX_NH; tries++) {
-			if (idx >= g->nh_count || idx >= MPT_MAX_NH)
-				idx = 0;
-			if (g->nh[idx & (MPT_MAX_NH - 1)].upper_bound >= 0 &&
-			    st->drr_deficit >= (__s32)p->len) {
-				st->drr_deficit -= p->len;
-				st->drr_idx = idx;
-				return idx & (MPT_MAX_NH - 1);
-			}
-			if (st->drr_deficit >= (__s32)p->len)
-				st->drr_deficit = 0; /* unusable nexthop: its credit is lost */
-			idx++;
-			if (idx >= g->nh_count || idx >= MPT_MAX_NH)
-				idx = 0;
-			st->drr_deficit = g->nh[idx & (MPT_MAX_NH - 1)].weight * MPT_DRR_QUANTUM;
-			st->drr_idx = idx;
-		}
-		return -1;
-	}
+	return mpt_pick_drr(g, st, p->len);
 }
 
 static __always_inline void count_route(struct mpt_dp_route *rt, int nh, __u32 len)
@@ -365,8 +398,12 @@ static __always_inline void count_route(struct mpt_dp_route *rt, int nh, __u32 l
 	s->route.packets++;
 	s->route.bytes += len;
 	if (nh >= 0 && nh < MPT_MAX_NH) {
-		s->nh[nh].packets++;
-		s->nh[nh].bytes += len;
+		__u32 i = (__u32)nh;
+
+		barrier_var(i);
+		i &= MPT_MAX_NH - 1;
+		s->nh[i].packets++;
+		s->nh[i].bytes += len;
 	}
 }
 
@@ -394,7 +431,7 @@ static __always_inline int rewrite(struct pkt *p, struct bpf_fib_lookup *f)
 	if ((void *)(eth + 1) > p->data_end)
 		return -1;
 	if (p->family == AF_INET) {
-		struct iphdr *ip = p->data + p->l3_off;
+		struct iphdr *ip = p->l3;
 		__u32 c;
 
 		if ((void *)(ip + 1) > p->data_end)
@@ -404,7 +441,7 @@ static __always_inline int rewrite(struct pkt *p, struct bpf_fib_lookup *f)
 		ip->check = (__sum16)(c + (c >= 0xFFFF));
 		ip->ttl--;
 	} else {
-		struct ipv6hdr *ip6 = p->data + p->l3_off;
+		struct ipv6hdr *ip6 = p->l3;
 
 		if ((void *)(ip6 + 1) > p->data_end)
 			return -1;
@@ -449,7 +486,7 @@ static __always_inline int decide(void *ctx, struct pkt *p, struct bpf_fib_looku
 	fib->family = p->family;
 	fib->ifindex = p->ingress_ifindex;
 	if (p->family == AF_INET) {
-		struct iphdr *ip = p->data + p->l3_off;
+		struct iphdr *ip = p->l3;
 
 		if ((void *)(ip + 1) > p->data_end)
 			return -MPT_R_MALFORMED;
@@ -458,7 +495,7 @@ static __always_inline int decide(void *ctx, struct pkt *p, struct bpf_fib_looku
 		fib->tos = ip->tos;
 		fib->l4_protocol = ip->protocol;
 	} else {
-		struct ipv6hdr *ip6 = p->data + p->l3_off;
+		struct ipv6hdr *ip6 = p->l3;
 
 		if ((void *)(ip6 + 1) > p->data_end)
 			return -MPT_R_MALFORMED;
@@ -477,7 +514,12 @@ static __always_inline int decide(void *ctx, struct pkt *p, struct bpf_fib_looku
 
 	/* Our nexthop: its MACs, its device's MTU. */
 	{
-		struct mpt_nh *n = &g->nh[nh];
+		__u32 idx = (__u32)nh;
+		struct mpt_nh *n;
+
+		barrier_var(idx);
+		idx &= MPT_MAX_NH - 1;
+		n = &g->nh[idx];
 
 		__builtin_memset(fib, 0, sizeof(*fib));
 		fib->ifindex = n->ifindex;
@@ -490,8 +532,8 @@ static __always_inline int decide(void *ctx, struct pkt *p, struct bpf_fib_looku
 			__builtin_memcpy(&fib->ipv4_dst, n->gw, 4);
 		} else {
 			/* device route: the destination itself is on the link */
-			struct iphdr *ip = p->data + p->l3_off;
-			struct ipv6hdr *ip6 = p->data + p->l3_off;
+			struct iphdr *ip = p->l3;
+			struct ipv6hdr *ip6 = p->l3;
 
 			fib->family = p->family;
 			if (p->family == AF_INET) {
@@ -553,7 +595,7 @@ int mpt_dp_xdp(struct xdp_md *ctx)
 		}
 		p.data = (void *)(long)ctx->data;
 		p.data_end = (void *)(long)ctx->data_end;
-		p.l3_off -= 4;
+		p.l3 = p.data + ETH_HLEN;
 		p.vlan = 0;
 	}
 	if (rewrite(&p, &fib)) {
@@ -591,7 +633,7 @@ int mpt_dp_tc(struct __sk_buff *skb)
 		}
 		p.data = (void *)(long)skb->data;
 		p.data_end = (void *)(long)skb->data_end;
-		p.l3_off -= 4;
+		p.l3 = p.data + ETH_HLEN;
 		p.vlan = 0;
 	}
 	if (neigh) {
@@ -604,7 +646,7 @@ int mpt_dp_tc(struct __sk_buff *skb)
 			return TCX_NEXT;
 		}
 		if (p.family == AF_INET) {
-			struct iphdr *ip = p.data + p.l3_off;
+			struct iphdr *ip = p.l3;
 			__u32 c;
 
 			if ((void *)(ip + 1) > p.data_end) {
@@ -615,7 +657,7 @@ int mpt_dp_tc(struct __sk_buff *skb)
 			ip->check = (__sum16)(c + (c >= 0xFFFF));
 			ip->ttl--;
 		} else {
-			struct ipv6hdr *ip6 = p.data + p.l3_off;
+			struct ipv6hdr *ip6 = p.l3;
 
 			if ((void *)(ip6 + 1) > p.data_end) {
 				count_reason(MPT_R_MALFORMED);

@@ -25,6 +25,9 @@ _mproute() {
             mproute,change)
                 cmd="mproute__subcmd__change"
                 ;;
+            mproute,dataplane)
+                cmd="mproute__subcmd__dataplane"
+                ;;
             mproute,del)
                 cmd="mproute__subcmd__del"
                 ;;
@@ -33,6 +36,9 @@ _mproute() {
                 ;;
             mproute,flush)
                 cmd="mproute__subcmd__flush"
+                ;;
+            mproute,get)
+                cmd="mproute__subcmd__get"
                 ;;
             mproute,help)
                 cmd="mproute__subcmd__help"
@@ -61,11 +67,17 @@ _mproute() {
             mproute__subcmd__help,change)
                 cmd="mproute__subcmd__help__subcmd__change"
                 ;;
+            mproute__subcmd__help,dataplane)
+                cmd="mproute__subcmd__help__subcmd__dataplane"
+                ;;
             mproute__subcmd__help,del)
                 cmd="mproute__subcmd__help__subcmd__del"
                 ;;
             mproute__subcmd__help,flush)
                 cmd="mproute__subcmd__help__subcmd__flush"
+                ;;
+            mproute__subcmd__help,get)
+                cmd="mproute__subcmd__help__subcmd__get"
                 ;;
             mproute__subcmd__help,help)
                 cmd="mproute__subcmd__help__subcmd__help"
@@ -86,7 +98,7 @@ _mproute() {
 
     case "${cmd}" in
         mproute)
-            opts="-j -p -n -b -d -s -v -h -V --json --pretty --netns --batch --force --details --stats --verbose --help --version add replace append change del delete show list ls flush sync help"
+            opts="-j -p -n -b -d -s -v -h -V --json --pretty --netns --batch --force --details --stats --verbose --help --version add replace append change del delete show list ls flush sync get dataplane help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -205,6 +217,36 @@ _mproute() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        mproute__subcmd__dataplane)
+            opts="-j -p -n -b -d -s -v -h --json --pretty --netns --batch --force --details --stats --verbose --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --netns)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -n)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --batch)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -b)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         mproute__subcmd__del)
             opts="-j -p -n -b -d -s -v -h --json --pretty --netns --batch --force --details --stats --verbose --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
@@ -265,8 +307,38 @@ _mproute() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        mproute__subcmd__get)
+            opts="-j -p -n -b -d -s -v -h --json --pretty --netns --batch --force --details --stats --verbose --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --netns)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -n)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --batch)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -b)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         mproute__subcmd__help)
-            opts="add replace append change del show flush sync help"
+            opts="add replace append change del show flush sync get dataplane help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -321,6 +393,20 @@ _mproute() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        mproute__subcmd__help__subcmd__dataplane)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         mproute__subcmd__help__subcmd__del)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
@@ -336,6 +422,20 @@ _mproute() {
             return 0
             ;;
         mproute__subcmd__help__subcmd__flush)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        mproute__subcmd__help__subcmd__get)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )

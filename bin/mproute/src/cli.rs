@@ -77,8 +77,18 @@ pub enum Cmd {
     #[command(override_usage = "mproute flush [table T]")]
     Flush(RouteArgs),
     /// Report and repair drift between the FIB and mproute's state.
-    #[command(override_usage = "mproute sync")]
+    #[command(override_usage = "mproute sync [--reset]")]
     Sync(RouteArgs),
+    /// Show the nexthop the dataplane picks for a packet, and the hash.
+    #[command(
+        override_usage = "mproute get ADDR [from SRC] [ipproto tcp|udp|sctp|icmp|N] [sport S] [dport D] [iif DEV] [table T]"
+    )]
+    Get(RouteArgs),
+    /// Attach, detach and show the tc/XDP dataplane that carries out the algorithms.
+    #[command(
+        override_usage = "mproute dataplane attach dev DEV [xdp|xdp-generic|tc]\n       mproute dataplane detach dev DEV\n       mproute dataplane show"
+    )]
+    Dataplane(RouteArgs),
 }
 
 /// The words after the verb, parsed by the route grammar.
@@ -105,6 +115,8 @@ impl Cmd {
             Cmd::Show(a) => ("show", &a.args),
             Cmd::Flush(a) => ("flush", &a.args),
             Cmd::Sync(a) => ("sync", &a.args),
+            Cmd::Get(a) => ("get", &a.args),
+            Cmd::Dataplane(a) => ("dataplane", &a.args),
         }
     }
 }

@@ -24,6 +24,10 @@ use crate::view::{ActionRow, RouteRow};
 pub enum Output {
     /// Routes for `show`.
     Routes(Vec<RouteRow>),
+    /// `get`.
+    Get(Box<crate::view::GetRow>),
+    /// `dataplane show` (and attach/detach reports).
+    Dataplane(crate::view::DataplaneView),
     /// A mutation's report.
     Change(ChangeReport),
     /// `flush` / `sync`.
@@ -190,6 +194,8 @@ impl Ctx {
             "show" | "list" | "ls" | "lst" => return self.show(args),
             "flush" => return self.flush(args),
             "sync" => return self.sync(args),
+            "get" => return self.get(args),
+            "dataplane" | "dp" => return self.dataplane(args),
             other => {
                 return Err(Failure::usage(format!(
                     "unknown command \"{other}\" (expected add, replace, append, change, del, show, flush or sync)"
@@ -727,10 +733,118 @@ impl Ctx {
     }
 
     fn enforced_by(&mut self) -> Result<&'static str, Failure> {
-        Ok(match self.store(false)?.and_then(Store::native) {
-            Some(true) => "kernel",
-            _ => "none",
+        if self.store(false)?.and_then(Store::native) == Some(true) {
+            return Ok("kernel");
+        }
+        let att = mpt_bpf::dp::attachments()
+            .map_err(|e| crate::state::fail("list dataplane attachments", e))?;
+        Ok(if att.iter().any(|a| a.mode != mpt_bpf::dp::Mode::Tc) {
+            "xdp"
+        } else if att.is_empty() {
+            "none"
+        } else {
+            "tc"
         })
+    }
+
+    fn get(&mut self, args: &[String]) -> Result<Output, Failure> {
+        let g = parse::parse_get(args).map_err(|e| Failure::usage(format!("get: {e}")))?;
+        let table = resolve::table(g.table.as_deref())?;
+        let what = format!("get {}", g.dst);
+        let enforced = self.enforced_by()?;
+        let store = self.store(false)?.ok_or_else(|| {
+            Failure::system(format!("{what}: no route managed by mproute covers it"))
+        })?;
+        let raw = store.raw();
+        let ctx = |e| crate::state::fail(&what, e);
+        let rt = raw.dp_lookup(table, g.dst).map_err(ctx)?.ok_or_else(|| {
+            Failure::system(format!("{what}: no route managed by mproute covers it"))
+        })?;
+        let group = raw
+            .dp_group(rt.group)
+            .map_err(ctx)?
+            .ok_or_else(|| Failure::system(format!("{what}: the route has no nexthop group")))?;
+        let seed = raw.meta().map_err(ctx)?.hash_seed;
+        let key = crate::state::from_key(&rt.id)
+            .ok_or_else(|| Failure::system(format!("{what}: unreadable route key")))?;
+        let algo = Algo::from_u32(u32::from(rt.algo)).unwrap_or_default();
+        let src = g.src.unwrap_or(match g.dst {
+            std::net::IpAddr::V4(_) => std::net::IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED),
+            std::net::IpAddr::V6(_) => std::net::IpAddr::V6(std::net::Ipv6Addr::UNSPECIFIED),
+        });
+        let fk = mpt_model::hash::FlowKey::from_addrs(src, g.dst, g.proto, g.sport, g.dport)
+            .ok_or_else(|| {
+                Failure::usage(format!("{what}: source and destination families differ"))
+            })?;
+        let hash_algo = matches!(algo, Algo::L3Hash | Algo::L4Hash);
+        let nhs = group.nexthops();
+        let (hash, index) = if hash_algo {
+            let l4 = algo == Algo::L4Hash && mpt_model::hash::is_l4_proto(g.proto);
+            let h = mpt_model::hash::flow_hash(&fk, l4, seed);
+            let bounds: Vec<i32> = nhs.iter().map(|n| n.upper_bound).collect();
+            (Some(h), mpt_model::threshold::select(h, &bounds))
+        } else {
+            (None, None)
+        };
+        let mut ifname = |i: u32| mpt_netlink::netns::ifname(i);
+        Ok(Output::Get(Box::new(crate::view::GetRow::new(
+            g.dst,
+            &key,
+            algo,
+            hash,
+            index,
+            nhs,
+            enforced,
+            &mut ifname,
+        ))))
+    }
+
+    fn dataplane(&mut self, args: &[String]) -> Result<Output, Failure> {
+        let spec =
+            parse::parse_dataplane(args).map_err(|e| Failure::usage(format!("dataplane: {e}")))?;
+        let fail = |what: String| move |e| crate::state::fail(&what, e);
+        match spec {
+            parse::DpSpec::Attach { devs, mode } => {
+                let mode = match mode.as_str() {
+                    "xdp" => mpt_bpf::dp::Mode::Xdp,
+                    "xdp-generic" => mpt_bpf::dp::Mode::XdpGeneric,
+                    _ => mpt_bpf::dp::Mode::Tc,
+                };
+                let mut ifs = Vec::new();
+                for d in &devs {
+                    let i = mpt_netlink::netns::ifindex(d).map_err(|_| {
+                        Failure::system(format!("dataplane attach: cannot find device \"{d}\""))
+                    })?;
+                    ifs.push((i, d.clone()));
+                }
+                let store = self.store(true)?.ok_or_else(|| {
+                    Failure::system("dataplane attach: cannot create mproute state")
+                })?;
+                for (i, d) in &ifs {
+                    mpt_bpf::dp::attach(store.raw(), *i, mode)
+                        .map_err(fail(format!("dataplane attach dev {d} {}", mode.name())))?;
+                }
+            }
+            parse::DpSpec::Detach { devs } => {
+                for d in &devs {
+                    let i = mpt_netlink::netns::ifindex(d).map_err(|_| {
+                        Failure::system(format!("dataplane detach: cannot find device \"{d}\""))
+                    })?;
+                    mpt_bpf::dp::detach(i).map_err(fail(format!("dataplane detach dev {d}")))?;
+                }
+            }
+            parse::DpSpec::Show => {}
+        }
+        let att = mpt_bpf::dp::attachments().map_err(fail("list dataplane attachments".into()))?;
+        let reasons = match self.store(false)? {
+            Some(s) => {
+                mpt_bpf::dp::reasons(s.raw()).map_err(fail("read dataplane counters".into()))?
+            }
+            None => Vec::new(),
+        };
+        Ok(Output::Dataplane(crate::view::DataplaneView::new(
+            &att, &reasons,
+        )))
     }
 
     fn show(&mut self, args: &[String]) -> Result<Output, Failure> {
@@ -772,12 +886,19 @@ impl Ctx {
                         continue;
                     }
                 }
-                rows.push(RouteRow::new(
-                    &r,
-                    is_managed,
-                    is_managed.then_some(enforced),
-                    &mut ifname,
-                ));
+                let mut row =
+                    RouteRow::new(&r, is_managed, is_managed.then_some(enforced), &mut ifname);
+                if self.opts.stats && m.is_some() {
+                    if let Some(s) = self.store(false)? {
+                        let st = s
+                            .raw()
+                            .dp_stats(&crate::state::to_key(&r.key))
+                            .map_err(|e| crate::state::fail("read dataplane counters", e))?
+                            .unwrap_or_default();
+                        row.set_stats(&st);
+                    }
+                }
+                rows.push(row);
             }
         }
         Ok(Output::Routes(rows))

@@ -14,6 +14,23 @@ const TOOL: &str = "mproute";
 fn print(out: &Output, style: Style) {
     match out {
         Output::Routes(rows) => print_rows(rows, style),
+        Output::Get(row) => print_rows(std::slice::from_ref(row.as_ref()), style),
+        Output::Dataplane(v) => {
+            if style.json {
+                print_json(v, style.pretty);
+            } else {
+                print_rows(&v.attachments, style);
+                let c: Vec<String> = v
+                    .counters
+                    .iter()
+                    .filter(|(_, n)| **n > 0)
+                    .map(|(k, n)| format!("{k} {n}"))
+                    .collect();
+                if !c.is_empty() {
+                    println!("counters: {}", c.join(", "));
+                }
+            }
+        }
         Output::Change(rep) => {
             if style.json {
                 print_json(rep, style.pretty);
@@ -113,6 +130,7 @@ fn main() {
         json: cli.global.json,
         pretty: cli.global.pretty,
     };
+    mpt_bpf::set_verbose(cli.global.verbose);
     if let Some(ns) = &cli.global.netns {
         if let Err(e) = mpt_netlink::netns::enter(ns) {
             mpt_cli::exit(TOOL, Err(Failure::system(e.to_string())));

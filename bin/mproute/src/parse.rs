@@ -358,3 +358,172 @@ mod tests {
         assert!(parse_flush(&words("everything")).is_err());
     }
 }
+
+/// `get ADDR [from SRC] [ipproto P] [sport S] [dport D] [iif DEV] [table T]`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GetSpec {
+    /// Destination address.
+    pub dst: IpAddr,
+    /// Source address (unspecified when not given).
+    pub src: Option<IpAddr>,
+    /// IP protocol number.
+    pub proto: u8,
+    /// Source port.
+    pub sport: u16,
+    /// Destination port.
+    pub dport: u16,
+    /// Ingress device.
+    pub iif: Option<String>,
+    /// Table.
+    pub table: Option<String>,
+}
+
+/// Parse the arguments of get.
+pub fn parse_get(args: &[String]) -> Result<GetSpec, String> {
+    let mut dst = None;
+    let mut g = GetSpec {
+        dst: IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED),
+        src: None,
+        proto: 0,
+        sport: 0,
+        dport: 0,
+        iif: None,
+        table: None,
+    };
+    let port = |v: &str, w: &str| -> Result<u16, String> {
+        v.parse::<u16>().map_err(|_| format!("invalid {w} \"{v}\""))
+    };
+    let mut it = args.iter();
+    while let Some(w) = it.next() {
+        match w.as_str() {
+            "from" => {
+                let v = value(&mut it, "from")?;
+                g.src = Some(
+                    v.parse()
+                        .map_err(|_| format!("invalid source address \"{v}\""))?,
+                );
+            }
+            "ipproto" => {
+                let v = value(&mut it, "ipproto")?;
+                g.proto = match v {
+                    "tcp" => 6,
+                    "udp" => 17,
+                    "sctp" => 132,
+                    "icmp" => 1,
+                    "ipv6-icmp" | "icmpv6" => 58,
+                    n => n
+                        .parse::<u8>()
+                        .map_err(|_| format!("invalid ipproto \"{n}\""))?,
+                };
+            }
+            "sport" => g.sport = port(value(&mut it, "sport")?, "sport")?,
+            "dport" => g.dport = port(value(&mut it, "dport")?, "dport")?,
+            "iif" => g.iif = Some(value(&mut it, "iif")?.to_string()),
+            "table" => g.table = Some(value(&mut it, "table")?.to_string()),
+            "to" => {
+                let v = value(&mut it, "to")?;
+                dst = Some(v.parse().map_err(|_| format!("invalid address \"{v}\""))?);
+            }
+            other if dst.is_none() => {
+                dst = Some(
+                    other
+                        .parse()
+                        .map_err(|_| format!("invalid address \"{other}\""))?,
+                );
+            }
+            other => return Err(format!("unexpected word \"{other}\"")),
+        }
+    }
+    g.dst = dst.ok_or("missing destination address")?;
+    if let Some(s) = g.src {
+        if Family::of(&s) != Family::of(&g.dst) {
+            return Err("source and destination are of different families".into());
+        }
+    }
+    Ok(g)
+}
+
+/// `dataplane attach dev DEV [MODE] | detach dev DEV | show`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DpSpec {
+    /// Attach.
+    Attach {
+        /// Devices.
+        devs: Vec<String>,
+        /// `xdp`, `xdp-generic` or `tc` (default `tc`).
+        mode: String,
+    },
+    /// Detach.
+    Detach {
+        /// Devices.
+        devs: Vec<String>,
+    },
+    /// Show.
+    Show,
+}
+
+/// Parse the arguments of dataplane.
+pub fn parse_dataplane(args: &[String]) -> Result<DpSpec, String> {
+    let (verb, rest) = match args {
+        [] => return Ok(DpSpec::Show),
+        [v, rest @ ..] => (v.as_str(), rest),
+    };
+    let mut devs = Vec::new();
+    let mut mode = None;
+    let mut it = rest.iter();
+    while let Some(w) = it.next() {
+        match w.as_str() {
+            "dev" => devs.push(value(&mut it, "dev")?.to_string()),
+            m @ ("xdp" | "xdp-generic" | "tc") if verb == "attach" => {
+                if mode.replace(m.to_string()).is_some() {
+                    return Err("more than one mode given".into());
+                }
+            }
+            other => return Err(format!("unexpected word \"{other}\"")),
+        }
+    }
+    match verb {
+        "attach" | "detach" if devs.is_empty() => Err(format!("{verb} needs \"dev DEV\"")),
+        "attach" => Ok(DpSpec::Attach {
+            devs,
+            mode: mode.unwrap_or_else(|| "tc".to_string()),
+        }),
+        "detach" => Ok(DpSpec::Detach { devs }),
+        "show" | "list" | "ls" if rest.is_empty() => Ok(DpSpec::Show),
+        other => Err(format!(
+            "unknown dataplane command \"{other}\" (expected attach, detach or show)"
+        )),
+    }
+}
+
+#[cfg(test)]
+mod dp_tests {
+    use super::*;
+
+    fn words(s: &str) -> Vec<String> {
+        s.split_whitespace().map(String::from).collect()
+    }
+
+    #[test]
+    fn get_and_dataplane() {
+        let g = parse_get(&words(
+            "198.51.100.7 from 10.0.0.2 ipproto udp sport 1000 dport 53",
+        ))
+        .expect("ok");
+        assert_eq!(g.proto, 17);
+        assert_eq!((g.sport, g.dport), (1000, 53));
+        assert!(parse_get(&words("198.51.100.7 from 2001:db8::1")).is_err());
+        assert!(parse_get(&words("from 10.0.0.1")).is_err());
+        assert!(parse_get(&words("10.0.0.1 sport 70000")).is_err());
+        assert_eq!(
+            parse_dataplane(&words("attach dev v0 dev v1 xdp")).expect("ok"),
+            DpSpec::Attach {
+                devs: vec!["v0".into(), "v1".into()],
+                mode: "xdp".into()
+            }
+        );
+        assert_eq!(parse_dataplane(&words("show")).expect("ok"), DpSpec::Show);
+        assert!(parse_dataplane(&words("attach xdp")).is_err());
+        assert!(parse_dataplane(&words("frob")).is_err());
+    }
+}

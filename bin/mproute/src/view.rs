@@ -17,6 +17,12 @@ pub struct NexthopRow {
     pub weight: u16,
     /// iproute2 flag names.
     pub flags: Vec<String>,
+    /// Packets the dataplane sent this way (with -s; absent otherwise).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub packets: Option<u64>,
+    /// Bytes the dataplane sent this way (with -s).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bytes: Option<u64>,
 }
 
 /// A route as shown.
@@ -97,8 +103,21 @@ impl RouteRow {
                     },
                     weight: n.weight,
                     flags: n.flag_names().into_iter().map(String::from).collect(),
+                    packets: None,
+                    bytes: None,
                 })
                 .collect(),
+        }
+    }
+}
+
+impl RouteRow {
+    /// Fill in the dataplane's per-nexthop counters.
+    pub fn set_stats(&mut self, st: &mpt_bpf::abi::MptRouteStats) {
+        for (i, n) in self.nexthops.iter_mut().enumerate() {
+            let c = st.nh.get(i).copied().unwrap_or_default();
+            n.packets = Some(c.packets);
+            n.bytes = Some(c.bytes);
         }
     }
 }
@@ -124,6 +143,9 @@ impl TableRow for RouteRow {
                         s.push_str(&format!("dev {d} "));
                     }
                     s.push_str(&format!("weight {}", n.weight));
+                    if let (Some(p), Some(b)) = (n.packets, n.bytes) {
+                        s.push_str(&format!(" ({p} pkts, {b} bytes)"));
+                    }
                     for f in &n.flags {
                         s.push(' ');
                         s.push_str(f);
@@ -172,5 +194,164 @@ impl TableRow for ActionRow {
             self.metric.map_or_else(|| "-".into(), |m| m.to_string()),
             self.reason.clone(),
         ]
+    }
+}
+
+/// The answer of `get`.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct GetRow {
+    /// The address asked about.
+    pub addr: String,
+    /// The managed route that covers it.
+    pub dst: String,
+    /// Its table.
+    pub table: u32,
+    /// Its metric.
+    pub metric: u32,
+    /// Its algorithm.
+    pub algo: String,
+    /// The 31-bit flow hash (hash algorithms only).
+    pub hash: Option<u32>,
+    /// Index of the chosen nexthop (hash algorithms only; the others choose per packet).
+    pub index: Option<usize>,
+    /// The chosen nexthop (hash algorithms only).
+    pub nexthop: Option<NexthopRow>,
+    /// Every nexthop of the route.
+    pub nexthops: Vec<NexthopRow>,
+    /// Who carries the algorithm out.
+    pub enforced_by: String,
+}
+
+impl GetRow {
+    /// Build the answer.
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        addr: std::net::IpAddr,
+        key: &mpt_model::RouteKey,
+        algo: mpt_model::Algo,
+        hash: Option<u32>,
+        index: Option<usize>,
+        nhs: &[mpt_bpf::abi::MptNh],
+        enforced_by: &str,
+        ifname: &mut dyn FnMut(u32) -> Option<String>,
+    ) -> Self {
+        let rows: Vec<NexthopRow> = nhs
+            .iter()
+            .map(|n| NexthopRow {
+                gateway: match n.family {
+                    2 => Some(
+                        std::net::Ipv4Addr::new(n.gw[0], n.gw[1], n.gw[2], n.gw[3]).to_string(),
+                    ),
+                    10 => Some(std::net::Ipv6Addr::from(n.gw).to_string()),
+                    _ => None,
+                },
+                dev: ifname(n.ifindex),
+                weight: n.weight,
+                flags: Vec::new(),
+                packets: None,
+                bytes: None,
+            })
+            .collect();
+        GetRow {
+            addr: addr.to_string(),
+            dst: key.dst.to_string(),
+            table: key.table,
+            metric: key.metric,
+            algo: algo.name().to_string(),
+            hash,
+            index,
+            nexthop: index.and_then(|i| rows.get(i).cloned()),
+            nexthops: rows,
+            enforced_by: enforced_by.to_string(),
+        }
+    }
+}
+
+impl TableRow for GetRow {
+    fn headers() -> Vec<&'static str> {
+        vec!["ADDR", "ROUTE", "ALGO", "HASH", "NEXTHOP", "ENFORCED"]
+    }
+    fn cells(&self) -> Vec<String> {
+        let nh = match &self.nexthop {
+            Some(n) => format!(
+                "via {} dev {}",
+                n.gateway.as_deref().unwrap_or("-"),
+                n.dev.as_deref().unwrap_or("-")
+            ),
+            None => format!("chosen per packet among {}", self.nexthops.len()),
+        };
+        vec![
+            self.addr.clone(),
+            self.dst.clone(),
+            self.algo.clone(),
+            self.hash
+                .map_or_else(|| "-".into(), |h| format!("{h:#010x}")),
+            nh,
+            self.enforced_by.clone(),
+        ]
+    }
+}
+
+/// One attachment, as shown.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct AttachmentRow {
+    /// Device name.
+    pub dev: String,
+    /// ifindex.
+    pub ifindex: u32,
+    /// xdp, xdp-generic or tc.
+    pub mode: String,
+    /// Program id.
+    pub prog_id: u32,
+}
+
+impl TableRow for AttachmentRow {
+    fn headers() -> Vec<&'static str> {
+        vec!["DEV", "MODE", "PROG ID"]
+    }
+    fn cells(&self) -> Vec<String> {
+        vec![
+            self.dev.clone(),
+            self.mode.clone(),
+            self.prog_id.to_string(),
+        ]
+    }
+}
+
+/// `dataplane show`.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct DataplaneView {
+    /// Attachments in the namespace.
+    pub attachments: Vec<AttachmentRow>,
+    /// Packets by verdict: `redirected`, then one entry per pass-to-stack reason.
+    pub counters: std::collections::BTreeMap<String, u64>,
+}
+
+impl DataplaneView {
+    /// Build the view.
+    pub fn new(att: &[mpt_bpf::dp::Attachment], reasons: &[u64]) -> Self {
+        let attachments = att
+            .iter()
+            .map(|a| AttachmentRow {
+                dev: mpt_netlink::netns::ifname(a.ifindex)
+                    .unwrap_or_else(|| format!("if{}", a.ifindex)),
+                ifindex: a.ifindex,
+                mode: a.mode.name().to_string(),
+                prog_id: a.prog_id,
+            })
+            .collect();
+        let counters = mpt_bpf::abi::Reason::ALL
+            .iter()
+            .map(|r| {
+                (
+                    r.name().to_string(),
+                    reasons.get(r.as_u32() as usize).copied().unwrap_or(0),
+                )
+            })
+            .collect();
+        DataplaneView {
+            attachments,
+            counters,
+        }
     }
 }

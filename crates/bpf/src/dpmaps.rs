@@ -254,6 +254,30 @@ impl RouteState {
         Ok(Some(cur))
     }
 
+    /// Longest-prefix match of an address in a table, as the dataplane looks it up.
+    pub fn dp_lookup(&self, table: u32, addr: IpAddr) -> Result<Option<MptDpRoute>, StateError> {
+        let mut dst_be = [0u8; 16];
+        let (family, len) = match addr {
+            IpAddr::V4(a) => {
+                dst_be[..4].copy_from_slice(&a.octets());
+                (AF_INET, 32)
+            }
+            IpAddr::V6(a) => {
+                dst_be = a.octets();
+                (AF_INET6, 128)
+            }
+        };
+        let key = MptRouteKey {
+            family,
+            dst_len: len,
+            reserved: 0,
+            table,
+            metric: 0,
+            dst_be,
+        };
+        self.dp_get_route(&key)
+    }
+
     /// Per-route and per-nexthop counters summed over CPUs.
     pub fn dp_stats(&self, key: &MptRouteKey) -> Result<Option<MptRouteStats>, StateError> {
         let v = self

@@ -10,3 +10,16 @@ pub mod dp;
 pub mod dpmaps;
 pub mod skel;
 pub mod state;
+
+/// Route libbpf's own messages: to standard error with `verbose` (verifier logs included),
+/// nowhere otherwise. Operators get one sentence from our error instead.
+pub fn set_verbose(verbose: bool) {
+    fn eprint(_: libbpf_rs::PrintLevel, msg: String) {
+        eprint!("{msg}");
+    }
+    if verbose {
+        libbpf_rs::set_print(Some((libbpf_rs::PrintLevel::Debug, eprint)));
+    } else {
+        libbpf_rs::set_print(None);
+    }
+}

@@ -1,0 +1,287 @@
+//! Root integration tests of the mproute dataplane with real traffic: a client, a router and
+//! four nexthop namespaces; every nexthop namespace counts what arrives per flow (AF_PACKET),
+//! and `mproute get` is the model the dataplane must agree with.
+
+use std::process::Output;
+
+use mpt_testkit::traffic::{self, FlowCounter, FlowSpec, FourPaths};
+use mpt_testkit::{require_root, Netns};
+use serde_json::Value;
+
+const MPROUTE: &str = env!("CARGO_BIN_EXE_mproute");
+
+fn mp(ns: &Netns, args: &[&str]) -> Output {
+    let mut a = vec!["-n", ns.name()];
+    a.extend_from_slice(args);
+    mpt_testkit::run(MPROUTE, &a)
+}
+
+fn mp_ok(ns: &Netns, args: &[&str]) -> String {
+    let o = mp(ns, args);
+    assert!(
+        o.status.success(),
+        "mproute {} failed: {}",
+        args.join(" "),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn mp_json(ns: &Netns, args: &[&str]) -> Value {
+    let mut a = vec!["-j"];
+    a.extend_from_slice(args);
+    serde_json::from_str(&mp_ok(ns, &a)).expect("JSON")
+}
+
+/// The topology with a managed 4-way route and the dataplane attached to the client-facing
+/// device in `mode`. The nexthop namespaces get our XDP program on their side of the links (no
+/// managed routes there, so it passes everything): a veth only takes redirected frames when
+/// its peer runs NAPI.
+fn setup(tag: &str, algo: &str, weights: [u16; 4], mode: &str) -> FourPaths {
+    let t = FourPaths::new(tag);
+    let mut args: Vec<String> = vec![
+        "add".into(),
+        "198.51.100.0/24".into(),
+        "algo".into(),
+        algo.into(),
+    ];
+    for (i, w) in weights.iter().enumerate() {
+        args.extend([
+            "nexthop".into(),
+            "via".into(),
+            FourPaths::nexthop_v4(i),
+            "dev".into(),
+            FourPaths::dev(i),
+            "weight".into(),
+            w.to_string(),
+        ]);
+    }
+    let a: Vec<&str> = args.iter().map(String::as_str).collect();
+    mp_ok(&t.r, &a);
+    let mut args6: Vec<String> = vec![
+        "add".into(),
+        "2001:db8:100::/64".into(),
+        "algo".into(),
+        algo.into(),
+    ];
+    for (i, w) in weights.iter().enumerate() {
+        args6.extend([
+            "nexthop".into(),
+            "via".into(),
+            FourPaths::nexthop_v6(i),
+            "dev".into(),
+            FourPaths::dev(i),
+            "weight".into(),
+            w.to_string(),
+        ]);
+    }
+    let a6: Vec<&str> = args6.iter().map(String::as_str).collect();
+    mp_ok(&t.r, &a6);
+    for n in &t.n {
+        mp_ok(n, &["dataplane", "attach", "dev", "eth0", "xdp"]);
+    }
+    mp_ok(&t.r, &["dataplane", "attach", "dev", "vc", mode]);
+    t
+}
+
+/// Send the flows, return for each flow the packets seen at each nexthop.
+fn run_flows(t: &FourPaths, flows: &[FlowSpec], per_flow: u32, tcp: bool) -> Vec<Vec<u64>> {
+    let counters: Vec<FlowCounter> = t.n.iter().map(|n| FlowCounter::start(n, "eth0")).collect();
+    if tcp {
+        traffic::send_tcp_syns(&t.c, flows, per_flow);
+    } else {
+        traffic::send_udp_flows(&t.c, flows, per_flow);
+    }
+    let counts = FlowCounter::stop_all(counters);
+    traffic::per_flow_counts(flows, if tcp { 6 } else { 17 }, &counts)
+}
+
+/// Index of the nexthop `mproute get` predicts for a flow.
+fn predicted(t: &FourPaths, f: &FlowSpec, proto: &str) -> usize {
+    let v = mp_json(
+        &t.r,
+        &[
+            "get",
+            &f.dst.to_string(),
+            "from",
+            &f.src.to_string(),
+            "ipproto",
+            proto,
+            "sport",
+            &f.sport.to_string(),
+            "dport",
+            &f.dport.to_string(),
+        ],
+    );
+    v[0]["index"]
+        .as_u64()
+        .expect("a hash algorithm predicts an index") as usize
+}
+
+fn redirected(t: &FourPaths) -> u64 {
+    mp_json(&t.r, &["dataplane", "show"])["counters"]["redirected"]
+        .as_u64()
+        .expect("counter")
+}
+
+fn check_hash_algo(mode: &str, algo: &str, proto: &str) {
+    require_root();
+    let t = setup(&format!("{mode}{algo}"), algo, [1, 1, 1, 1], mode);
+    let tcp = proto == "tcp";
+    let mut flows = traffic::flows(if tcp { 500 } else { 2000 }, false, 20000);
+    flows.extend(traffic::flows(if tcp { 100 } else { 400 }, true, 40000));
+    let per_flow = if tcp { 1 } else { 2 };
+    let seen = run_flows(&t, &flows, per_flow, tcp);
+    let mut share = [0usize; 4];
+    let mut mismatches = Vec::new();
+    for (f, counts) in flows.iter().zip(&seen) {
+        let hit: Vec<usize> = (0..4).filter(|i| counts[*i] > 0).collect();
+        assert_eq!(
+            hit.len(),
+            1,
+            "{mode} {algo}: flow {f:?} left by {hit:?} ({counts:?})"
+        );
+        if !tcp {
+            assert_eq!(
+                counts.iter().sum::<u64>(),
+                u64::from(per_flow),
+                "{f:?}: {counts:?}"
+            );
+        }
+        share[hit[0]] += 1;
+        // A sample against the model (every flow would take minutes of process starts).
+        if mismatches.len() < 5 && (f.sport % 8 == 0) {
+            let p = predicted(&t, f, proto);
+            if p != hit[0] {
+                mismatches.push((*f, p, hit[0]));
+            }
+        }
+    }
+    assert!(
+        mismatches.is_empty(),
+        "{mode} {algo}: mproute get disagrees: {mismatches:?}"
+    );
+    let total = flows.len() as f64;
+    for (i, s) in share.iter().enumerate() {
+        let due = total / 4.0;
+        assert!(
+            (*s as f64 - due).abs() <= 0.15 * due,
+            "{mode} {algo}: nexthop {i} got {s} of {total} flows (due {due}): {share:?}"
+        );
+    }
+    assert!(
+        redirected(&t) >= flows.len() as u64,
+        "{mode}: the dataplane forwarded the packets, not the kernel"
+    );
+    eprintln!("{mode} {algo} {proto}: flows per nexthop {share:?}");
+}
+
+#[test]
+fn l4_hash_udp_tc() {
+    check_hash_algo("tc", "l4-hash", "udp");
+}
+
+#[test]
+fn l4_hash_udp_xdp() {
+    check_hash_algo("xdp", "l4-hash", "udp");
+}
+
+#[test]
+fn l4_hash_tcp_xdp_generic() {
+    check_hash_algo("xdp-generic", "l4-hash", "tcp");
+}
+
+#[test]
+fn l3_hash_keeps_a_host_pair_on_one_nexthop() {
+    require_root();
+    let t = setup("l3", "l3-hash", [1, 1, 1, 1], "tc");
+    let flows = traffic::flows(200, false, 30000);
+    let seen = run_flows(&t, &flows, 1, false);
+    let used: std::collections::BTreeSet<usize> = seen
+        .iter()
+        .map(|c| (0..4).find(|i| c[*i] > 0).expect("delivered"))
+        .collect();
+    assert_eq!(
+        used.len(),
+        1,
+        "one source, one destination: one nexthop, got {used:?}"
+    );
+    assert_eq!(
+        *used.iter().next().expect("one"),
+        predicted(&t, &flows[0], "udp")
+    );
+}
+
+#[test]
+fn weights_three_to_one_l4_hash() {
+    require_root();
+    let t = setup("w31", "l4-hash", [3, 1, 3, 1], "xdp");
+    let flows = traffic::flows(2000, false, 10000);
+    let seen = run_flows(&t, &flows, 1, false);
+    let mut share = [0f64; 4];
+    for c in &seen {
+        let i = (0..4).find(|i| c[*i] > 0).expect("delivered");
+        share[i] += 1.0;
+    }
+    let heavy = (share[0] + share[2]) / flows.len() as f64;
+    assert!(
+        (heavy - 0.75).abs() <= 0.05,
+        "3:1 weights gave {heavy:.3} to the heavy pair: {share:?}"
+    );
+}
+
+#[test]
+fn per_packet_spreads_one_flow_evenly() {
+    require_root();
+    for mode in ["tc", "xdp"] {
+        let t = setup(&format!("pp{mode}"), "per-packet", [1, 1, 1, 1], mode);
+        let flows = traffic::flows(1, false, 50000);
+        let seen = run_flows(&t, &flows, 2000, false);
+        let c = &seen[0];
+        // Per-CPU counters: each CPU walks the nexthops in turn, so the split is even up to
+        // one round per CPU.
+        for (i, n) in c.iter().enumerate() {
+            assert!(
+                (*n as f64 - 500.0).abs() <= 25.0,
+                "{mode}: nexthop {i} got {n} of 2000 packets of one flow: {c:?}"
+            );
+        }
+    }
+}
+
+#[test]
+fn random_and_wrandom_and_drr_use_every_nexthop() {
+    require_root();
+    for algo in ["random", "wrandom", "drr"] {
+        let t = setup(&format!("r{algo}"), algo, [1, 1, 1, 1], "tc");
+        let flows = traffic::flows(1, false, 51000);
+        let seen = run_flows(&t, &flows, 2000, false);
+        let c = &seen[0];
+        assert_eq!(c.iter().sum::<u64>(), 2000, "{algo}: {c:?}");
+        for (i, n) in c.iter().enumerate() {
+            assert!(
+                *n >= 300,
+                "{algo}: nexthop {i} got {n} of 2000 packets: {c:?}"
+            );
+        }
+    }
+}
+
+#[test]
+fn show_with_stats_counts_per_nexthop() {
+    require_root();
+    let t = setup("stats", "l4-hash", [1, 1, 1, 1], "tc");
+    let flows = traffic::flows(400, false, 33000);
+    let seen = run_flows(&t, &flows, 1, false);
+    let v = mp_json(&t.r, &["-s", "show", "198.51.100.0/24"]);
+    assert_eq!(v[0]["enforced_by"], "tc");
+    let nhs = v[0]["nexthops"].as_array().expect("nexthops");
+    for (i, nh) in nhs.iter().enumerate() {
+        let delivered: u64 = seen.iter().map(|c| c[i]).sum();
+        assert_eq!(nh["packets"].as_u64(), Some(delivered), "nexthop {i}: {nh}");
+    }
+    // Detached: the kernel forwards again and show says so.
+    mp_ok(&t.r, &["dataplane", "detach", "dev", "vc"]);
+    let v = mp_json(&t.r, &["show", "198.51.100.0/24"]);
+    assert_eq!(v[0]["enforced_by"], "none");
+}
