@@ -52,6 +52,9 @@ _mproute() {
             mproute,replace)
                 cmd="mproute__subcmd__replace"
                 ;;
+            mproute,route)
+                cmd="mproute__subcmd__route"
+                ;;
             mproute,show)
                 cmd="mproute__subcmd__show"
                 ;;
@@ -85,6 +88,9 @@ _mproute() {
             mproute__subcmd__help,replace)
                 cmd="mproute__subcmd__help__subcmd__replace"
                 ;;
+            mproute__subcmd__help,route)
+                cmd="mproute__subcmd__help__subcmd__route"
+                ;;
             mproute__subcmd__help,show)
                 cmd="mproute__subcmd__help__subcmd__show"
                 ;;
@@ -98,7 +104,7 @@ _mproute() {
 
     case "${cmd}" in
         mproute)
-            opts="-j -p -n -b -d -s -v -h -V --json --pretty --netns --batch --force --details --stats --verbose --help --version add replace append change del delete show list ls flush sync get dataplane help"
+            opts="-j -p -n -b -d -s -v -h -V --json --pretty --netns --batch --force --details --stats --verbose --nexthop-objects --help --version add replace append change del delete show list ls flush sync get route dataplane help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -128,7 +134,7 @@ _mproute() {
             return 0
             ;;
         mproute__subcmd__add)
-            opts="-j -p -n -b -d -s -v -h --json --pretty --netns --batch --force --details --stats --verbose --help"
+            opts="-j -p -n -b -d -s -v -h --json --pretty --netns --batch --force --details --stats --verbose --nexthop-objects --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -158,7 +164,7 @@ _mproute() {
             return 0
             ;;
         mproute__subcmd__append)
-            opts="-j -p -n -b -d -s -v -h --json --pretty --netns --batch --force --details --stats --verbose --help"
+            opts="-j -p -n -b -d -s -v -h --json --pretty --netns --batch --force --details --stats --verbose --nexthop-objects --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -188,7 +194,7 @@ _mproute() {
             return 0
             ;;
         mproute__subcmd__change)
-            opts="-j -p -n -b -d -s -v -h --json --pretty --netns --batch --force --details --stats --verbose --help"
+            opts="-j -p -n -b -d -s -v -h --json --pretty --netns --batch --force --details --stats --verbose --nexthop-objects --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -218,7 +224,7 @@ _mproute() {
             return 0
             ;;
         mproute__subcmd__dataplane)
-            opts="-j -p -n -b -d -s -v -h --json --pretty --netns --batch --force --details --stats --verbose --help"
+            opts="-j -p -n -b -d -s -v -h --json --pretty --netns --batch --force --details --stats --verbose --nexthop-objects --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -248,7 +254,7 @@ _mproute() {
             return 0
             ;;
         mproute__subcmd__del)
-            opts="-j -p -n -b -d -s -v -h --json --pretty --netns --batch --force --details --stats --verbose --help"
+            opts="-j -p -n -b -d -s -v -h --json --pretty --netns --batch --force --details --stats --verbose --nexthop-objects --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -278,7 +284,7 @@ _mproute() {
             return 0
             ;;
         mproute__subcmd__flush)
-            opts="-j -p -n -b -d -s -v -h --json --pretty --netns --batch --force --details --stats --verbose --help"
+            opts="-j -p -n -b -d -s -v -h --json --pretty --netns --batch --force --details --stats --verbose --nexthop-objects --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -308,7 +314,7 @@ _mproute() {
             return 0
             ;;
         mproute__subcmd__get)
-            opts="-j -p -n -b -d -s -v -h --json --pretty --netns --batch --force --details --stats --verbose --help"
+            opts="-j -p -n -b -d -s -v -h --json --pretty --netns --batch --force --details --stats --verbose --nexthop-objects --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -338,7 +344,7 @@ _mproute() {
             return 0
             ;;
         mproute__subcmd__help)
-            opts="add replace append change del show flush sync get dataplane help"
+            opts="add replace append change del show flush sync get route dataplane help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -477,6 +483,20 @@ _mproute() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        mproute__subcmd__help__subcmd__route)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         mproute__subcmd__help__subcmd__show)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
@@ -506,7 +526,37 @@ _mproute() {
             return 0
             ;;
         mproute__subcmd__replace)
-            opts="-j -p -n -b -d -s -v -h --json --pretty --netns --batch --force --details --stats --verbose --help"
+            opts="-j -p -n -b -d -s -v -h --json --pretty --netns --batch --force --details --stats --verbose --nexthop-objects --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --netns)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -n)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --batch)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -b)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        mproute__subcmd__route)
+            opts="-j -p -n -b -d -s -v -h --json --pretty --netns --batch --force --details --stats --verbose --nexthop-objects --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -536,7 +586,7 @@ _mproute() {
             return 0
             ;;
         mproute__subcmd__show)
-            opts="-j -p -n -b -d -s -v -h --json --pretty --netns --batch --force --details --stats --verbose --help"
+            opts="-j -p -n -b -d -s -v -h --json --pretty --netns --batch --force --details --stats --verbose --nexthop-objects --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -566,7 +616,7 @@ _mproute() {
             return 0
             ;;
         mproute__subcmd__sync)
-            opts="-j -p -n -b -d -s -v -h --json --pretty --netns --batch --force --details --stats --verbose --help"
+            opts="-j -p -n -b -d -s -v -h --json --pretty --netns --batch --force --details --stats --verbose --nexthop-objects --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

@@ -1,6 +1,6 @@
 # Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
 function __fish_mproute_global_optspecs
-    string join \n j/json p/pretty n/netns= b/batch= force d/details s/stats v/verbose h/help V/version
+    string join \n j/json p/pretty n/netns= b/batch= force d/details s/stats v/verbose nexthop-objects h/help V/version
 end
 
 function __fish_mproute_needs_command
@@ -32,6 +32,7 @@ complete -c mproute -n "__fish_mproute_needs_command" -l force -d 'In batch mode
 complete -c mproute -n "__fish_mproute_needs_command" -s d -l details -d 'Show details'
 complete -c mproute -n "__fish_mproute_needs_command" -s s -l stats -d 'Show statistics'
 complete -c mproute -n "__fish_mproute_needs_command" -s v -l verbose -d 'Say more about what is done (to standard error)'
+complete -c mproute -n "__fish_mproute_needs_command" -l nexthop-objects -d 'Install routes as references to kernel nexthop objects (Linux 5.3+): much faster in bulk, but the kernel deletes a nexthop object when its device goes administratively down and does not bring it back, so a route loses that path for good after a link flap'
 complete -c mproute -n "__fish_mproute_needs_command" -s h -l help -d 'Print help'
 complete -c mproute -n "__fish_mproute_needs_command" -s V -l version -d 'Print version'
 complete -c mproute -n "__fish_mproute_needs_command" -f -a "add" -d 'Add a route; fails if it exists'
@@ -46,6 +47,7 @@ complete -c mproute -n "__fish_mproute_needs_command" -f -a "ls" -d 'List routes
 complete -c mproute -n "__fish_mproute_needs_command" -f -a "flush" -d 'Remove every route mproute owns (in one table)'
 complete -c mproute -n "__fish_mproute_needs_command" -f -a "sync" -d 'Report and repair drift between the FIB and mproute\'s state'
 complete -c mproute -n "__fish_mproute_needs_command" -f -a "get" -d 'Show the nexthop the dataplane picks for a packet, and the hash'
+complete -c mproute -n "__fish_mproute_needs_command" -f -a "route" -d '`mproute route VERB ARGS`: the object word of iproute2, accepted and ignored'
 complete -c mproute -n "__fish_mproute_needs_command" -f -a "dataplane" -d 'Attach, detach and show the tc/XDP dataplane that carries out the algorithms'
 complete -c mproute -n "__fish_mproute_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c mproute -n "__fish_mproute_using_subcommand add" -s n -l netns -d 'Run in network namespace NAME (/run/netns/NAME), network namespace only' -r
@@ -56,6 +58,7 @@ complete -c mproute -n "__fish_mproute_using_subcommand add" -l force -d 'In bat
 complete -c mproute -n "__fish_mproute_using_subcommand add" -s d -l details -d 'Show details'
 complete -c mproute -n "__fish_mproute_using_subcommand add" -s s -l stats -d 'Show statistics'
 complete -c mproute -n "__fish_mproute_using_subcommand add" -s v -l verbose -d 'Say more about what is done (to standard error)'
+complete -c mproute -n "__fish_mproute_using_subcommand add" -l nexthop-objects -d 'Install routes as references to kernel nexthop objects (Linux 5.3+): much faster in bulk, but the kernel deletes a nexthop object when its device goes administratively down and does not bring it back, so a route loses that path for good after a link flap'
 complete -c mproute -n "__fish_mproute_using_subcommand add" -s h -l help -d 'Print help'
 complete -c mproute -n "__fish_mproute_using_subcommand replace" -s n -l netns -d 'Run in network namespace NAME (/run/netns/NAME), network namespace only' -r
 complete -c mproute -n "__fish_mproute_using_subcommand replace" -s b -l batch -d 'Read commands from FILE, one per line ("-" for standard input)' -r -F
@@ -65,6 +68,7 @@ complete -c mproute -n "__fish_mproute_using_subcommand replace" -l force -d 'In
 complete -c mproute -n "__fish_mproute_using_subcommand replace" -s d -l details -d 'Show details'
 complete -c mproute -n "__fish_mproute_using_subcommand replace" -s s -l stats -d 'Show statistics'
 complete -c mproute -n "__fish_mproute_using_subcommand replace" -s v -l verbose -d 'Say more about what is done (to standard error)'
+complete -c mproute -n "__fish_mproute_using_subcommand replace" -l nexthop-objects -d 'Install routes as references to kernel nexthop objects (Linux 5.3+): much faster in bulk, but the kernel deletes a nexthop object when its device goes administratively down and does not bring it back, so a route loses that path for good after a link flap'
 complete -c mproute -n "__fish_mproute_using_subcommand replace" -s h -l help -d 'Print help'
 complete -c mproute -n "__fish_mproute_using_subcommand append" -s n -l netns -d 'Run in network namespace NAME (/run/netns/NAME), network namespace only' -r
 complete -c mproute -n "__fish_mproute_using_subcommand append" -s b -l batch -d 'Read commands from FILE, one per line ("-" for standard input)' -r -F
@@ -74,6 +78,7 @@ complete -c mproute -n "__fish_mproute_using_subcommand append" -l force -d 'In 
 complete -c mproute -n "__fish_mproute_using_subcommand append" -s d -l details -d 'Show details'
 complete -c mproute -n "__fish_mproute_using_subcommand append" -s s -l stats -d 'Show statistics'
 complete -c mproute -n "__fish_mproute_using_subcommand append" -s v -l verbose -d 'Say more about what is done (to standard error)'
+complete -c mproute -n "__fish_mproute_using_subcommand append" -l nexthop-objects -d 'Install routes as references to kernel nexthop objects (Linux 5.3+): much faster in bulk, but the kernel deletes a nexthop object when its device goes administratively down and does not bring it back, so a route loses that path for good after a link flap'
 complete -c mproute -n "__fish_mproute_using_subcommand append" -s h -l help -d 'Print help'
 complete -c mproute -n "__fish_mproute_using_subcommand change" -s n -l netns -d 'Run in network namespace NAME (/run/netns/NAME), network namespace only' -r
 complete -c mproute -n "__fish_mproute_using_subcommand change" -s b -l batch -d 'Read commands from FILE, one per line ("-" for standard input)' -r -F
@@ -83,6 +88,7 @@ complete -c mproute -n "__fish_mproute_using_subcommand change" -l force -d 'In 
 complete -c mproute -n "__fish_mproute_using_subcommand change" -s d -l details -d 'Show details'
 complete -c mproute -n "__fish_mproute_using_subcommand change" -s s -l stats -d 'Show statistics'
 complete -c mproute -n "__fish_mproute_using_subcommand change" -s v -l verbose -d 'Say more about what is done (to standard error)'
+complete -c mproute -n "__fish_mproute_using_subcommand change" -l nexthop-objects -d 'Install routes as references to kernel nexthop objects (Linux 5.3+): much faster in bulk, but the kernel deletes a nexthop object when its device goes administratively down and does not bring it back, so a route loses that path for good after a link flap'
 complete -c mproute -n "__fish_mproute_using_subcommand change" -s h -l help -d 'Print help'
 complete -c mproute -n "__fish_mproute_using_subcommand del" -s n -l netns -d 'Run in network namespace NAME (/run/netns/NAME), network namespace only' -r
 complete -c mproute -n "__fish_mproute_using_subcommand del" -s b -l batch -d 'Read commands from FILE, one per line ("-" for standard input)' -r -F
@@ -92,6 +98,7 @@ complete -c mproute -n "__fish_mproute_using_subcommand del" -l force -d 'In bat
 complete -c mproute -n "__fish_mproute_using_subcommand del" -s d -l details -d 'Show details'
 complete -c mproute -n "__fish_mproute_using_subcommand del" -s s -l stats -d 'Show statistics'
 complete -c mproute -n "__fish_mproute_using_subcommand del" -s v -l verbose -d 'Say more about what is done (to standard error)'
+complete -c mproute -n "__fish_mproute_using_subcommand del" -l nexthop-objects -d 'Install routes as references to kernel nexthop objects (Linux 5.3+): much faster in bulk, but the kernel deletes a nexthop object when its device goes administratively down and does not bring it back, so a route loses that path for good after a link flap'
 complete -c mproute -n "__fish_mproute_using_subcommand del" -s h -l help -d 'Print help'
 complete -c mproute -n "__fish_mproute_using_subcommand delete" -s n -l netns -d 'Run in network namespace NAME (/run/netns/NAME), network namespace only' -r
 complete -c mproute -n "__fish_mproute_using_subcommand delete" -s b -l batch -d 'Read commands from FILE, one per line ("-" for standard input)' -r -F
@@ -101,6 +108,7 @@ complete -c mproute -n "__fish_mproute_using_subcommand delete" -l force -d 'In 
 complete -c mproute -n "__fish_mproute_using_subcommand delete" -s d -l details -d 'Show details'
 complete -c mproute -n "__fish_mproute_using_subcommand delete" -s s -l stats -d 'Show statistics'
 complete -c mproute -n "__fish_mproute_using_subcommand delete" -s v -l verbose -d 'Say more about what is done (to standard error)'
+complete -c mproute -n "__fish_mproute_using_subcommand delete" -l nexthop-objects -d 'Install routes as references to kernel nexthop objects (Linux 5.3+): much faster in bulk, but the kernel deletes a nexthop object when its device goes administratively down and does not bring it back, so a route loses that path for good after a link flap'
 complete -c mproute -n "__fish_mproute_using_subcommand delete" -s h -l help -d 'Print help'
 complete -c mproute -n "__fish_mproute_using_subcommand show" -s n -l netns -d 'Run in network namespace NAME (/run/netns/NAME), network namespace only' -r
 complete -c mproute -n "__fish_mproute_using_subcommand show" -s b -l batch -d 'Read commands from FILE, one per line ("-" for standard input)' -r -F
@@ -110,6 +118,7 @@ complete -c mproute -n "__fish_mproute_using_subcommand show" -l force -d 'In ba
 complete -c mproute -n "__fish_mproute_using_subcommand show" -s d -l details -d 'Show details'
 complete -c mproute -n "__fish_mproute_using_subcommand show" -s s -l stats -d 'Show statistics'
 complete -c mproute -n "__fish_mproute_using_subcommand show" -s v -l verbose -d 'Say more about what is done (to standard error)'
+complete -c mproute -n "__fish_mproute_using_subcommand show" -l nexthop-objects -d 'Install routes as references to kernel nexthop objects (Linux 5.3+): much faster in bulk, but the kernel deletes a nexthop object when its device goes administratively down and does not bring it back, so a route loses that path for good after a link flap'
 complete -c mproute -n "__fish_mproute_using_subcommand show" -s h -l help -d 'Print help'
 complete -c mproute -n "__fish_mproute_using_subcommand list" -s n -l netns -d 'Run in network namespace NAME (/run/netns/NAME), network namespace only' -r
 complete -c mproute -n "__fish_mproute_using_subcommand list" -s b -l batch -d 'Read commands from FILE, one per line ("-" for standard input)' -r -F
@@ -119,6 +128,7 @@ complete -c mproute -n "__fish_mproute_using_subcommand list" -l force -d 'In ba
 complete -c mproute -n "__fish_mproute_using_subcommand list" -s d -l details -d 'Show details'
 complete -c mproute -n "__fish_mproute_using_subcommand list" -s s -l stats -d 'Show statistics'
 complete -c mproute -n "__fish_mproute_using_subcommand list" -s v -l verbose -d 'Say more about what is done (to standard error)'
+complete -c mproute -n "__fish_mproute_using_subcommand list" -l nexthop-objects -d 'Install routes as references to kernel nexthop objects (Linux 5.3+): much faster in bulk, but the kernel deletes a nexthop object when its device goes administratively down and does not bring it back, so a route loses that path for good after a link flap'
 complete -c mproute -n "__fish_mproute_using_subcommand list" -s h -l help -d 'Print help'
 complete -c mproute -n "__fish_mproute_using_subcommand ls" -s n -l netns -d 'Run in network namespace NAME (/run/netns/NAME), network namespace only' -r
 complete -c mproute -n "__fish_mproute_using_subcommand ls" -s b -l batch -d 'Read commands from FILE, one per line ("-" for standard input)' -r -F
@@ -128,6 +138,7 @@ complete -c mproute -n "__fish_mproute_using_subcommand ls" -l force -d 'In batc
 complete -c mproute -n "__fish_mproute_using_subcommand ls" -s d -l details -d 'Show details'
 complete -c mproute -n "__fish_mproute_using_subcommand ls" -s s -l stats -d 'Show statistics'
 complete -c mproute -n "__fish_mproute_using_subcommand ls" -s v -l verbose -d 'Say more about what is done (to standard error)'
+complete -c mproute -n "__fish_mproute_using_subcommand ls" -l nexthop-objects -d 'Install routes as references to kernel nexthop objects (Linux 5.3+): much faster in bulk, but the kernel deletes a nexthop object when its device goes administratively down and does not bring it back, so a route loses that path for good after a link flap'
 complete -c mproute -n "__fish_mproute_using_subcommand ls" -s h -l help -d 'Print help'
 complete -c mproute -n "__fish_mproute_using_subcommand flush" -s n -l netns -d 'Run in network namespace NAME (/run/netns/NAME), network namespace only' -r
 complete -c mproute -n "__fish_mproute_using_subcommand flush" -s b -l batch -d 'Read commands from FILE, one per line ("-" for standard input)' -r -F
@@ -137,6 +148,7 @@ complete -c mproute -n "__fish_mproute_using_subcommand flush" -l force -d 'In b
 complete -c mproute -n "__fish_mproute_using_subcommand flush" -s d -l details -d 'Show details'
 complete -c mproute -n "__fish_mproute_using_subcommand flush" -s s -l stats -d 'Show statistics'
 complete -c mproute -n "__fish_mproute_using_subcommand flush" -s v -l verbose -d 'Say more about what is done (to standard error)'
+complete -c mproute -n "__fish_mproute_using_subcommand flush" -l nexthop-objects -d 'Install routes as references to kernel nexthop objects (Linux 5.3+): much faster in bulk, but the kernel deletes a nexthop object when its device goes administratively down and does not bring it back, so a route loses that path for good after a link flap'
 complete -c mproute -n "__fish_mproute_using_subcommand flush" -s h -l help -d 'Print help'
 complete -c mproute -n "__fish_mproute_using_subcommand sync" -s n -l netns -d 'Run in network namespace NAME (/run/netns/NAME), network namespace only' -r
 complete -c mproute -n "__fish_mproute_using_subcommand sync" -s b -l batch -d 'Read commands from FILE, one per line ("-" for standard input)' -r -F
@@ -146,6 +158,7 @@ complete -c mproute -n "__fish_mproute_using_subcommand sync" -l force -d 'In ba
 complete -c mproute -n "__fish_mproute_using_subcommand sync" -s d -l details -d 'Show details'
 complete -c mproute -n "__fish_mproute_using_subcommand sync" -s s -l stats -d 'Show statistics'
 complete -c mproute -n "__fish_mproute_using_subcommand sync" -s v -l verbose -d 'Say more about what is done (to standard error)'
+complete -c mproute -n "__fish_mproute_using_subcommand sync" -l nexthop-objects -d 'Install routes as references to kernel nexthop objects (Linux 5.3+): much faster in bulk, but the kernel deletes a nexthop object when its device goes administratively down and does not bring it back, so a route loses that path for good after a link flap'
 complete -c mproute -n "__fish_mproute_using_subcommand sync" -s h -l help -d 'Print help'
 complete -c mproute -n "__fish_mproute_using_subcommand get" -s n -l netns -d 'Run in network namespace NAME (/run/netns/NAME), network namespace only' -r
 complete -c mproute -n "__fish_mproute_using_subcommand get" -s b -l batch -d 'Read commands from FILE, one per line ("-" for standard input)' -r -F
@@ -155,7 +168,18 @@ complete -c mproute -n "__fish_mproute_using_subcommand get" -l force -d 'In bat
 complete -c mproute -n "__fish_mproute_using_subcommand get" -s d -l details -d 'Show details'
 complete -c mproute -n "__fish_mproute_using_subcommand get" -s s -l stats -d 'Show statistics'
 complete -c mproute -n "__fish_mproute_using_subcommand get" -s v -l verbose -d 'Say more about what is done (to standard error)'
+complete -c mproute -n "__fish_mproute_using_subcommand get" -l nexthop-objects -d 'Install routes as references to kernel nexthop objects (Linux 5.3+): much faster in bulk, but the kernel deletes a nexthop object when its device goes administratively down and does not bring it back, so a route loses that path for good after a link flap'
 complete -c mproute -n "__fish_mproute_using_subcommand get" -s h -l help -d 'Print help'
+complete -c mproute -n "__fish_mproute_using_subcommand route" -s n -l netns -d 'Run in network namespace NAME (/run/netns/NAME), network namespace only' -r
+complete -c mproute -n "__fish_mproute_using_subcommand route" -s b -l batch -d 'Read commands from FILE, one per line ("-" for standard input)' -r -F
+complete -c mproute -n "__fish_mproute_using_subcommand route" -s j -l json -d 'Output JSON'
+complete -c mproute -n "__fish_mproute_using_subcommand route" -s p -l pretty -d 'Pretty-print JSON (implies nothing without -j, as in iproute2)'
+complete -c mproute -n "__fish_mproute_using_subcommand route" -l force -d 'In batch mode, go on after a failed line (the exit code still reports it)'
+complete -c mproute -n "__fish_mproute_using_subcommand route" -s d -l details -d 'Show details'
+complete -c mproute -n "__fish_mproute_using_subcommand route" -s s -l stats -d 'Show statistics'
+complete -c mproute -n "__fish_mproute_using_subcommand route" -s v -l verbose -d 'Say more about what is done (to standard error)'
+complete -c mproute -n "__fish_mproute_using_subcommand route" -l nexthop-objects -d 'Install routes as references to kernel nexthop objects (Linux 5.3+): much faster in bulk, but the kernel deletes a nexthop object when its device goes administratively down and does not bring it back, so a route loses that path for good after a link flap'
+complete -c mproute -n "__fish_mproute_using_subcommand route" -s h -l help -d 'Print help'
 complete -c mproute -n "__fish_mproute_using_subcommand dataplane" -s n -l netns -d 'Run in network namespace NAME (/run/netns/NAME), network namespace only' -r
 complete -c mproute -n "__fish_mproute_using_subcommand dataplane" -s b -l batch -d 'Read commands from FILE, one per line ("-" for standard input)' -r -F
 complete -c mproute -n "__fish_mproute_using_subcommand dataplane" -s j -l json -d 'Output JSON'
@@ -164,15 +188,17 @@ complete -c mproute -n "__fish_mproute_using_subcommand dataplane" -l force -d '
 complete -c mproute -n "__fish_mproute_using_subcommand dataplane" -s d -l details -d 'Show details'
 complete -c mproute -n "__fish_mproute_using_subcommand dataplane" -s s -l stats -d 'Show statistics'
 complete -c mproute -n "__fish_mproute_using_subcommand dataplane" -s v -l verbose -d 'Say more about what is done (to standard error)'
+complete -c mproute -n "__fish_mproute_using_subcommand dataplane" -l nexthop-objects -d 'Install routes as references to kernel nexthop objects (Linux 5.3+): much faster in bulk, but the kernel deletes a nexthop object when its device goes administratively down and does not bring it back, so a route loses that path for good after a link flap'
 complete -c mproute -n "__fish_mproute_using_subcommand dataplane" -s h -l help -d 'Print help'
-complete -c mproute -n "__fish_mproute_using_subcommand help; and not __fish_seen_subcommand_from add replace append change del show flush sync get dataplane help" -f -a "add" -d 'Add a route; fails if it exists'
-complete -c mproute -n "__fish_mproute_using_subcommand help; and not __fish_seen_subcommand_from add replace append change del show flush sync get dataplane help" -f -a "replace" -d 'Add or replace a route (idempotent)'
-complete -c mproute -n "__fish_mproute_using_subcommand help; and not __fish_seen_subcommand_from add replace append change del show flush sync get dataplane help" -f -a "append" -d 'Add an alternative route (IPv4) or more nexthops to a route (IPv6)'
-complete -c mproute -n "__fish_mproute_using_subcommand help; and not __fish_seen_subcommand_from add replace append change del show flush sync get dataplane help" -f -a "change" -d 'Change an existing route; fails if there is none'
-complete -c mproute -n "__fish_mproute_using_subcommand help; and not __fish_seen_subcommand_from add replace append change del show flush sync get dataplane help" -f -a "del" -d 'Delete a route mproute owns'
-complete -c mproute -n "__fish_mproute_using_subcommand help; and not __fish_seen_subcommand_from add replace append change del show flush sync get dataplane help" -f -a "show" -d 'List routes with their algorithm and who enforces it'
-complete -c mproute -n "__fish_mproute_using_subcommand help; and not __fish_seen_subcommand_from add replace append change del show flush sync get dataplane help" -f -a "flush" -d 'Remove every route mproute owns (in one table)'
-complete -c mproute -n "__fish_mproute_using_subcommand help; and not __fish_seen_subcommand_from add replace append change del show flush sync get dataplane help" -f -a "sync" -d 'Report and repair drift between the FIB and mproute\'s state'
-complete -c mproute -n "__fish_mproute_using_subcommand help; and not __fish_seen_subcommand_from add replace append change del show flush sync get dataplane help" -f -a "get" -d 'Show the nexthop the dataplane picks for a packet, and the hash'
-complete -c mproute -n "__fish_mproute_using_subcommand help; and not __fish_seen_subcommand_from add replace append change del show flush sync get dataplane help" -f -a "dataplane" -d 'Attach, detach and show the tc/XDP dataplane that carries out the algorithms'
-complete -c mproute -n "__fish_mproute_using_subcommand help; and not __fish_seen_subcommand_from add replace append change del show flush sync get dataplane help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c mproute -n "__fish_mproute_using_subcommand help; and not __fish_seen_subcommand_from add replace append change del show flush sync get route dataplane help" -f -a "add" -d 'Add a route; fails if it exists'
+complete -c mproute -n "__fish_mproute_using_subcommand help; and not __fish_seen_subcommand_from add replace append change del show flush sync get route dataplane help" -f -a "replace" -d 'Add or replace a route (idempotent)'
+complete -c mproute -n "__fish_mproute_using_subcommand help; and not __fish_seen_subcommand_from add replace append change del show flush sync get route dataplane help" -f -a "append" -d 'Add an alternative route (IPv4) or more nexthops to a route (IPv6)'
+complete -c mproute -n "__fish_mproute_using_subcommand help; and not __fish_seen_subcommand_from add replace append change del show flush sync get route dataplane help" -f -a "change" -d 'Change an existing route; fails if there is none'
+complete -c mproute -n "__fish_mproute_using_subcommand help; and not __fish_seen_subcommand_from add replace append change del show flush sync get route dataplane help" -f -a "del" -d 'Delete a route mproute owns'
+complete -c mproute -n "__fish_mproute_using_subcommand help; and not __fish_seen_subcommand_from add replace append change del show flush sync get route dataplane help" -f -a "show" -d 'List routes with their algorithm and who enforces it'
+complete -c mproute -n "__fish_mproute_using_subcommand help; and not __fish_seen_subcommand_from add replace append change del show flush sync get route dataplane help" -f -a "flush" -d 'Remove every route mproute owns (in one table)'
+complete -c mproute -n "__fish_mproute_using_subcommand help; and not __fish_seen_subcommand_from add replace append change del show flush sync get route dataplane help" -f -a "sync" -d 'Report and repair drift between the FIB and mproute\'s state'
+complete -c mproute -n "__fish_mproute_using_subcommand help; and not __fish_seen_subcommand_from add replace append change del show flush sync get route dataplane help" -f -a "get" -d 'Show the nexthop the dataplane picks for a packet, and the hash'
+complete -c mproute -n "__fish_mproute_using_subcommand help; and not __fish_seen_subcommand_from add replace append change del show flush sync get route dataplane help" -f -a "route" -d '`mproute route VERB ARGS`: the object word of iproute2, accepted and ignored'
+complete -c mproute -n "__fish_mproute_using_subcommand help; and not __fish_seen_subcommand_from add replace append change del show flush sync get route dataplane help" -f -a "dataplane" -d 'Attach, detach and show the tc/XDP dataplane that carries out the algorithms'
+complete -c mproute -n "__fish_mproute_using_subcommand help; and not __fish_seen_subcommand_from add replace append change del show flush sync get route dataplane help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'

@@ -698,12 +698,19 @@ fn pipelined_batch_rolls_back_lines_after_a_refused_one() {
         "refused line left the algorithm alone"
     );
 
-    // With --force every line is tried: 39 of 40 land.
+    // With --force every line is tried: 39 of 40 land. With --nexthop-objects they share one
+    // kernel nexthop group.
     mp_ok(&t.r, &["flush"]);
-    let o = mp(&t.r, &["-b", f, "--force"]);
+    let o = mp(&t.r, &["--nexthop-objects", "-b", f, "--force"]);
     assert_eq!(o.status.code(), Some(2));
     assert!(ip_route(&t.r, "-4", "10.36.0.0/16", "main").is_some());
-    // Routes share one kernel nexthop group; flushing leaves no object behind.
+    let objs = t.r.ip_json(&["nexthop", "show"]);
+    assert_eq!(
+        objs.as_array().map(Vec::len),
+        Some(3),
+        "two nexthops and one group: {objs}"
+    );
+    // Flushing leaves no object behind.
     let ip = ip_route(&t.r, "-4", "10.36.0.0/16", "main").expect("route");
     assert_eq!(
         paths(&ip),
@@ -720,4 +727,178 @@ fn pipelined_batch_rolls_back_lines_after_a_refused_one() {
         "nexthop objects collected: {objs}"
     );
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn routes_keep_their_nexthops_across_a_link_flap() {
+    require_root();
+    let t = TwoPaths::new("flap");
+    mp_ok(
+        &t.r,
+        &[
+            "add",
+            "198.51.100.0/24",
+            "nexthop",
+            "via",
+            "10.1.0.2",
+            "dev",
+            "va",
+            "nexthop",
+            "via",
+            "10.2.0.2",
+            "dev",
+            "vb",
+        ],
+    );
+    t.r.ip_ok(&["link", "set", "va", "down"]);
+    t.r.ip_ok(&["link", "set", "va", "up"]);
+    t.r.ip_ok(&["addr", "replace", "10.1.0.1/24", "dev", "va"]);
+    let ip = ip_route(&t.r, "-4", "198.51.100.0/24", "main").expect("route survives");
+    assert_eq!(
+        paths(&ip).len(),
+        2,
+        "both paths are back after the flap: {ip}"
+    );
+}
+
+#[test]
+fn refused_batch_never_claims_a_route_added_with_ip_route() {
+    require_root();
+    let t = TwoPaths::new("claim");
+    t.r.ip_ok(&[
+        "route",
+        "add",
+        "192.0.2.0/24",
+        "via",
+        "10.1.0.2",
+        "dev",
+        "va",
+    ]);
+    let dir = std::env::temp_dir().join(format!("mpt-claim-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("tmp dir");
+    let file = dir.join("b");
+    std::fs::write(
+        &file,
+        "add 192.0.2.0/24 algo drr nexthop via 10.1.0.2 dev va\nadd 192.0.2.0/24 algo random nexthop via 10.2.0.2 dev vb\n",
+    )
+    .expect("write");
+    let f = file.to_str().expect("utf-8");
+    for extra in [&[][..], &["--force"][..]] {
+        let mut args = vec!["-b", f];
+        args.extend_from_slice(extra);
+        let o = mp(&t.r, &args);
+        assert_eq!(
+            o.status.code(),
+            Some(2),
+            "{}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        let r = row(&t.r, "192.0.2.0/24", "main").expect("row");
+        assert_eq!(r["managed"], false, "{extra:?}: {r}");
+        assert_eq!(r["algo"], Value::Null);
+    }
+    mp_ok(&t.r, &["flush"]);
+    assert!(
+        ip_route(&t.r, "-4", "192.0.2.0/24", "main").is_some(),
+        "flush kept ip's route"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn ipv6_metric_zero_is_the_kernels_1024() {
+    require_root();
+    let t = TwoPaths::new("m0");
+    let args = [
+        "replace",
+        "2001:db8:70::/48",
+        "metric",
+        "0",
+        "algo",
+        "drr",
+        "via",
+        "2001:db8:1::2",
+        "dev",
+        "va",
+    ];
+    assert_eq!(mp_json(&t.r, &args)["changed"], true);
+    let r = row(&t.r, "2001:db8:70::/48", "main").expect("row");
+    assert_eq!(
+        (r["metric"].as_u64(), r["algo"].as_str()),
+        (Some(1024), Some("drr"))
+    );
+    assert_eq!(mp_json(&t.r, &args)["changed"], false);
+}
+
+#[test]
+fn route_object_word_and_ipv4_append() {
+    require_root();
+    let t = TwoPaths::new("obj");
+    mp_ok(
+        &t.r,
+        &[
+            "route",
+            "add",
+            "198.51.100.0/24",
+            "algo",
+            "drr",
+            "nexthop",
+            "via",
+            "10.1.0.2",
+            "dev",
+            "va",
+        ],
+    );
+    // IPv4 append adds an alternative route with the same key; it shares the algorithm.
+    mp_ok(
+        &t.r,
+        &[
+            "route",
+            "append",
+            "198.51.100.0/24",
+            "nexthop",
+            "via",
+            "10.2.0.2",
+            "dev",
+            "vb",
+        ],
+    );
+    let routes =
+        t.r.ip_json(&["-4", "route", "show", "exact", "198.51.100.0/24"]);
+    assert_eq!(routes.as_array().map(Vec::len), Some(2), "{routes}");
+    mp_ok(&t.r, &["del", "198.51.100.0/24"]);
+    let r = row(&t.r, "198.51.100.0/24", "main").expect("the alternative remains");
+    assert_eq!(
+        r["algo"], "drr",
+        "state kept while a route of the key remains: {r}"
+    );
+    mp_ok(&t.r, &["del", "198.51.100.0/24"]);
+    assert!(row(&t.r, "198.51.100.0/24", "main").is_none());
+}
+
+#[test]
+fn a_deleted_namespace_leaves_no_pinned_state() {
+    require_root();
+    let cookie;
+    {
+        let t = TwoPaths::new("pins");
+        mp_ok(
+            &t.r,
+            &[
+                "add",
+                "198.51.100.0/24",
+                "nexthop",
+                "via",
+                "10.1.0.2",
+                "dev",
+                "va",
+            ],
+        );
+        cookie = t.r.cookie().expect("cookie");
+        assert!(
+            std::path::Path::new(&format!("/sys/fs/bpf/mproute/{cookie}/mpt_routes")).exists(),
+            "state is pinned while the namespace lives"
+        );
+    }
+    assert!(!std::path::Path::new(&format!("/sys/fs/bpf/mproute/{cookie}")).exists());
 }

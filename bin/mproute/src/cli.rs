@@ -44,6 +44,11 @@ pub struct Cli {
     /// Options shared by mproute, ila and pfanout.
     #[command(flatten)]
     pub global: GlobalOpts,
+    /// Install routes as references to kernel nexthop objects (Linux 5.3+): much faster in bulk,
+    /// but the kernel deletes a nexthop object when its device goes administratively down and
+    /// does not bring it back, so a route loses that path for good after a link flap.
+    #[arg(long = "nexthop-objects", global = true)]
+    pub nexthop_objects: bool,
     /// The command.
     #[command(subcommand)]
     pub cmd: Option<Cmd>,
@@ -84,6 +89,9 @@ pub enum Cmd {
         override_usage = "mproute get ADDR [from SRC] [ipproto tcp|udp|sctp|icmp|N] [sport S] [dport D] [iif DEV] [table T]"
     )]
     Get(RouteArgs),
+    /// `mproute route VERB ARGS`: the object word of iproute2, accepted and ignored.
+    #[command(hide = true)]
+    Route(RouteArgs),
     /// Attach, detach and show the tc/XDP dataplane that carries out the algorithms.
     #[command(
         override_usage = "mproute dataplane attach dev DEV [xdp|xdp-generic|tc]\n       mproute dataplane detach dev DEV\n       mproute dataplane show"
@@ -116,7 +124,26 @@ impl Cmd {
             Cmd::Flush(a) => ("flush", &a.args),
             Cmd::Sync(a) => ("sync", &a.args),
             Cmd::Get(a) => ("get", &a.args),
+            Cmd::Route(a) => match a.args.split_first() {
+                Some((verb, rest)) => (verb_word(verb), rest),
+                None => ("show", &[][..]),
+            },
             Cmd::Dataplane(a) => ("dataplane", &a.args),
         }
+    }
+}
+
+/// The static spelling of a verb typed after `route` (unknown words pass through as "?").
+fn verb_word(w: &str) -> &'static str {
+    match w {
+        "add" => "add",
+        "replace" => "replace",
+        "append" => "append",
+        "change" | "chg" => "change",
+        "del" | "delete" => "del",
+        "show" | "list" | "ls" | "lst" => "show",
+        "flush" => "flush",
+        "get" => "get",
+        _ => "?",
     }
 }

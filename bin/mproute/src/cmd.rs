@@ -67,6 +67,9 @@ pub struct Ctx {
     nh: Option<Option<NhIndex>>,
     gc_needed: bool,
     dp_groups_known: HashSet<u32>,
+    dp_groups_by_content: HashMap<u32, u32>,
+    /// Install routes as references to kernel nexthop objects (`--nexthop-objects`).
+    pub use_nh_objects: bool,
 }
 
 /// A planned change whose FIB request is still to be sent.
@@ -121,6 +124,8 @@ impl Ctx {
             nh: None,
             gc_needed: false,
             dp_groups_known: HashSet::new(),
+            dp_groups_by_content: HashMap::new(),
+            use_nh_objects: false,
         }
     }
 
@@ -296,10 +301,11 @@ impl Ctx {
         // into the route, which a route referencing an object cannot take).
         let mut form = r.form;
         let mut created = Vec::new();
-        if spec.verb != Verb::Append && NhIndex::usable(&r.nexthops) {
+        if self.use_nh_objects && spec.verb != Verb::Append && NhIndex::usable(&r.nexthops) {
             let nexthops = r.nexthops.clone();
             let op2 = op.clone();
-            if let Some(ens) = self.with_nh(|idx, sock| idx.ensure(sock, &op2, &nexthops))? {
+            let fam = r.key.family();
+            if let Some(ens) = self.with_nh(|idx, sock| idx.ensure(sock, &op2, fam, &nexthops))? {
                 match ens {
                     Ok(e) => {
                         form = PathForm::Object(e.id);
@@ -386,29 +392,45 @@ impl Ctx {
         let raw = store.raw();
         let ctx = |e| crate::state::fail("write dataplane state", e);
         let key = crate::state::to_key(&r.key);
+        let nhs = dp_nexthops(&r.nexthops);
         let (group, new_private) = match nh_id {
             Some(id) => {
                 if !known && !raw.dp_has_group(id).map_err(ctx)? {
-                    raw.dp_put_group(id, &dp_nexthops(&r.nexthops))
-                        .map_err(ctx)?;
+                    raw.dp_put_group(id, &nhs).map_err(ctx)?;
                 }
                 (id, false)
             }
-            None => match old_state.map(|m| m.group) {
-                Some(g) if g >= mpt_bpf::dpmaps::PRIVATE_GROUP_BASE => {
-                    raw.dp_put_group(g, &dp_nexthops(&r.nexthops))
-                        .map_err(ctx)?;
-                    (g, false)
+            // A nexthop without a device: the kernel picks it, and the group is rewritten
+            // from the kernel's answer after the FIB took the route; private to the route.
+            None if r.nexthops.iter().any(|n| n.ifindex == 0) => {
+                let g = match old_state.map(|m| m.group) {
+                    Some(g) if g >= mpt_bpf::dpmaps::PRIVATE_GROUP_BASE => g,
+                    _ => raw.dp_private_group(key_hash(&r.key)).map_err(ctx)?,
+                };
+                raw.dp_put_group(g, &nhs).map_err(ctx)?;
+                (g, true)
+            }
+            // Shared by every route with the same nexthops.
+            None => {
+                let content = nh_content_hash(&r.nexthops);
+                match self.dp_groups_by_content.get(&content) {
+                    Some(g) => (*g, false),
+                    None => {
+                        let store = self
+                            .store(false)?
+                            .ok_or_else(|| Failure::system("dataplane state unavailable"))?;
+                        let (g, created) =
+                            store.raw().dp_shared_group(content, &nhs).map_err(ctx)?;
+                        self.dp_groups_by_content.insert(content, g);
+                        (g, created)
+                    }
                 }
-                _ => {
-                    let hint = key_hash(&r.key);
-                    let g = raw.dp_private_group(hint).map_err(ctx)?;
-                    raw.dp_put_group(g, &dp_nexthops(&r.nexthops))
-                        .map_err(ctx)?;
-                    (g, true)
-                }
-            },
+            }
         };
+        let store = self
+            .store(false)?
+            .ok_or_else(|| Failure::system("dataplane state unavailable"))?;
+        let raw = store.raw();
         let old = raw
             .dp_put_route(&key, algo.as_u32() as u8, group)
             .map_err(ctx)?;
@@ -425,19 +447,30 @@ impl Ctx {
         res: Result<(), mpt_netlink::KernelError>,
     ) -> Result<Output, Failure> {
         if let Err(e) = res {
-            if let Some(s) = self.store(false)? {
-                s.restore(&p.key, p.old_state)?;
-                let raw = s.raw();
-                let k = crate::state::to_key(&p.key);
-                let _ = raw.dp_restore_route(&k, p.old_lpm);
-                if p.new_private {
-                    let _ = raw.dp_delete_group(p.group);
-                }
-            }
+            self.undo(&p)?;
             self.drop_created(&p.created)?;
-            self.invalidate(&p.key);
             return Err(Failure::from(mpt_netlink::Error::Kernel(e)));
         }
+        self.settle_ok(p)
+    }
+
+    /// Put our state and the LPM entry back as they were before `p` was planned.
+    fn undo(&mut self, p: &Pending) -> Result<(), Failure> {
+        if let Some(s) = self.store(false)? {
+            s.restore(&p.key, p.old_state)?;
+            let _ = s
+                .raw()
+                .dp_restore_route(&crate::state::to_key(&p.key), p.old_lpm);
+        }
+        if p.new_private {
+            // Possibly shared with later lines of a batch: collected at the end if unused.
+            self.gc_needed = true;
+        }
+        self.invalidate(&p.key);
+        Ok(())
+    }
+
+    fn settle_ok(&mut self, p: Pending) -> Result<Output, Failure> {
         let needs_kernel_view =
             p.verb == Verb::Append || p.route.nexthops.iter().any(|n| n.ifindex == 0);
         if needs_kernel_view {
@@ -456,12 +489,8 @@ impl Ctx {
         } else {
             self.cache_set(&p.key, Some(p.route));
         }
-        if let Some(old) = p.old_state {
-            if old.group >= mpt_bpf::dpmaps::PRIVATE_GROUP_BASE && old.group != p.group {
-                if let Some(s) = self.store(false)? {
-                    let _ = s.raw().dp_delete_group(old.group);
-                }
-            }
+        if p.old_state.is_some_and(|old| old.group != p.group) {
+            self.gc_needed = true;
         }
         if p.replaced {
             self.gc_needed = true;
@@ -568,42 +597,62 @@ impl Ctx {
                 return false;
             }
         };
+        // Which lines stand: applied, refused, or rolled back (applied after a refused line
+        // without --force).
+        #[derive(Clone, Copy, PartialEq)]
+        enum V {
+            Applied,
+            Refused,
+            RolledBack,
+        }
         let force = self.opts.force;
-        let mut stop_at = None;
-        for (i, ((line, p), res)) in pending.into_iter().zip(results).enumerate() {
-            if let Some(first_bad) = stop_at {
-                // Applied by the kernel after a refused line: roll back, silently.
-                let _ = first_bad;
-                if res.is_ok() {
-                    let del = rmsg::encode(&RouteRequest {
-                        verb: Verb::Del,
-                        key: p.key,
-                        metric_given: true,
-                        protocol: Some(p.protocol),
-                        nexthops: &[],
-                        form: PathForm::Multipath,
-                        algo: Algo::L3Hash,
-                    });
-                    let op = format!("roll back {}", p.op);
-                    if let Ok(s) = self.sock() {
-                        let _ = s.request(&del, &op);
-                    }
-                    self.gc_needed = true;
-                }
-                if let Ok(Some(s)) = self.store(false) {
-                    let _ = s.restore(&p.key, p.old_state);
-                }
-                self.invalidate(&p.key);
+        let mut verdict = Vec::with_capacity(results.len());
+        let mut stopped = false;
+        for r in &results {
+            verdict.push(if stopped {
+                V::RolledBack
+            } else if r.is_err() {
+                stopped = !force;
+                V::Refused
+            } else {
+                V::Applied
+            });
+        }
+        // Undo newest first: two lines of one key each saved the state the other wrote.
+        for i in (0..pending.len()).rev() {
+            if verdict[i] == V::Applied {
                 continue;
             }
-            let failed = res.is_err();
-            let out = self.settle(p, res);
-            emit(line, out);
-            if failed && !force {
-                stop_at = Some(i);
+            let p = &pending[i].1;
+            if verdict[i] == V::RolledBack && results[i].is_ok() {
+                let del = rmsg::encode(&RouteRequest {
+                    verb: Verb::Del,
+                    key: p.key,
+                    metric_given: true,
+                    protocol: Some(p.protocol),
+                    nexthops: &[],
+                    form: PathForm::Multipath,
+                    algo: Algo::L3Hash,
+                });
+                let op = format!("roll back {}", p.op);
+                if let Ok(s) = self.sock() {
+                    let _ = s.request(&del, &op);
+                }
+            }
+            let _ = self.undo(p);
+            // Objects this line created may be used by applied lines: collect at the end.
+            self.gc_needed = true;
+        }
+        for ((i, (line, p)), res) in pending.into_iter().enumerate().zip(results) {
+            match (verdict[i], res) {
+                (V::Applied, _) => emit(line, self.settle_ok(p)),
+                (V::Refused, Err(e)) => {
+                    emit(line, Err(Failure::from(mpt_netlink::Error::Kernel(e))))
+                }
+                _ => {}
             }
         }
-        stop_at.is_none()
+        !stopped
     }
 
     /// Work left at the end of an invocation: collect nexthop objects no route uses any more.
@@ -619,17 +668,20 @@ impl Ctx {
         self.with_nh(|idx, sock| idx.collect(sock, &referenced))?
             .transpose()?;
         if let Some(s) = self.store(false)? {
+            // Dataplane groups no managed route points at any more.
+            let used: HashSet<u32> = s.all()?.into_iter().map(|(_, m)| m.group).collect();
             let raw = s.raw();
             let ids = raw
                 .dp_group_ids()
                 .map_err(|e| crate::state::fail("read dataplane state", e))?;
             for id in ids {
-                if id < mpt_bpf::dpmaps::PRIVATE_GROUP_BASE && !referenced.contains(&id) {
+                if !used.contains(&id) {
                     let _ = raw.dp_delete_group(id);
                 }
             }
         }
         self.dp_groups_known.clear();
+        self.dp_groups_by_content.clear();
         Ok(())
     }
 
@@ -717,11 +769,13 @@ impl Ctx {
             self.invalidate(&route.key);
         }
         r.map_err(Failure::from)?;
-        self.cache_set(&route.key, None);
-        if route.nh_id.is_some() {
-            self.gc_needed = true;
+        self.gc_needed = true;
+        // IPv4 append makes alternative routes with the same key: the state stays while one
+        // of them does.
+        self.invalidate(&route.key);
+        if self.find(&route.key)?.is_none() {
+            self.forget(&route.key)?;
         }
-        self.forget(&route.key)?;
         Ok(Output::Change(report(true, Verb::Del, &route.key, None)))
     }
 
@@ -916,8 +970,10 @@ impl Ctx {
         };
         let mut rows = Vec::new();
         let all = dump(self.sock()?, None, table)?;
+        let managed_keys: HashSet<RouteKey> = managed.iter().map(|(k, _)| *k).collect();
+        let fib_keys: HashSet<RouteKey> = all.iter().map(|r| r.key).collect();
         for r in &all {
-            let in_state = managed.iter().any(|(k, _)| *k == r.key);
+            let in_state = managed_keys.contains(&r.key);
             if !(in_state || r.protocol == MPROUTE_PROTO) {
                 continue;
             }
@@ -941,7 +997,7 @@ impl Ctx {
         }
         // State entries whose route is already gone.
         for (k, _) in &managed {
-            if table.is_some_and(|t| t != k.table) || all.iter().any(|r| r.key == *k) {
+            if table.is_some_and(|t| t != k.table) || fib_keys.contains(k) {
                 continue;
             }
             self.forget(k)?;
@@ -963,6 +1019,16 @@ impl Ctx {
         };
         let mut rows = Vec::new();
         if reset {
+            let cookie = mpt_bpf::state::netns_cookie()
+                .map_err(|e| Failure::system(format!("sync reset: {e}")))?;
+            if mpt_bpf::state::pin_dir(cookie).is_none() {
+                // Under ip netns exec the host's bpffs is hidden: the pins would survive and a
+                // later invocation would bring the old state back from them.
+                return Err(Failure::system(
+                    "sync --reset: the host's bpffs is not visible here, so the pinned state cannot be removed",
+                )
+                .hint("run it as \"mproute -n NAME sync --reset\" instead of under ip netns exec"));
+            }
             self.store = None;
             mpt_bpf::state::destroy().map_err(|e| Failure::system(format!("sync reset: {e}")))?;
             rows.push(ActionRow {
@@ -978,9 +1044,10 @@ impl Ctx {
             });
         }
         let all = dump(self.sock()?, None, None)?;
+        let fib_keys: HashSet<RouteKey> = all.iter().map(|r| r.key).collect();
         if let Some(s) = self.store(false)? {
             for (k, _) in s.all()? {
-                if !all.iter().any(|r| r.key == k) {
+                if !fib_keys.contains(&k) {
                     forget_in(s, &k)?;
                     rows.push(action(
                         "forgotten",
@@ -990,6 +1057,7 @@ impl Ctx {
                 }
             }
         }
+        self.gc_needed = true;
         let orphans: Vec<&Route> = all.iter().filter(|r| r.protocol == MPROUTE_PROTO).collect();
         if !orphans.is_empty() {
             let s = self
@@ -1051,14 +1119,11 @@ impl Ctx {
 fn forget_in(s: &Store, k: &RouteKey) -> Result<(), Failure> {
     let old = s.get(k)?;
     s.delete(k)?;
-    let raw = s.raw();
-    raw.dp_delete_route(&crate::state::to_key(k))
+    let _ = old;
+    s.raw()
+        .dp_delete_route(&crate::state::to_key(k))
         .map_err(|e| crate::state::fail("write dataplane state", e))?;
-    if let Some(m) = old {
-        if m.group >= mpt_bpf::dpmaps::PRIVATE_GROUP_BASE {
-            let _ = raw.dp_delete_group(m.group);
-        }
-    }
+    // Its group may be shared: collect_groups() removes it once no route uses it.
     Ok(())
 }
 
@@ -1074,6 +1139,13 @@ fn dp_nexthops(nhs: &[Nexthop]) -> Vec<mpt_bpf::dpmaps::DpNexthop> {
             usable: n.ifindex != 0,
         })
         .collect()
+}
+
+fn nh_content_hash(nhs: &[Nexthop]) -> u32 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    nhs.hash(&mut h);
+    h.finish() as u32
 }
 
 fn key_hash(k: &RouteKey) -> u32 {

@@ -137,6 +137,7 @@ fn main() {
         }
     }
     let mut ctx = Ctx::new(cli.global.clone());
+    ctx.use_nh_objects = cli.nexthop_objects;
     if let Some(path) = &cli.global.batch {
         if cli.cmd.is_some() {
             mpt_cli::exit(

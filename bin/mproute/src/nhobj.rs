@@ -19,7 +19,7 @@ use mpt_model::{Family, Nexthop, MPROUTE_PROTO};
 use mpt_netlink::msg::nexthop::{self, NexthopMsg, NexthopObject};
 use mpt_netlink::sock::Socket;
 
-type SingleKey = (Option<IpAddr>, u32, u8);
+type SingleKey = (u8, Option<IpAddr>, u32, u8);
 
 /// What exists in the kernel, as far as mproute's objects go.
 #[derive(Debug, Default)]
@@ -68,7 +68,7 @@ impl NhIndex {
                     flags,
                 } => {
                     idx.singles
-                        .insert((gateway, ifindex, flags & RTNH_F_ONLINK), m.id);
+                        .insert((m.family, gateway, ifindex, flags & RTNH_F_ONLINK), m.id);
                 }
                 NexthopObject::Group(g) => {
                     idx.groups.insert(g, m.id);
@@ -99,10 +99,11 @@ impl NhIndex {
         &mut self,
         sock: &mut Socket,
         op: &str,
+        family: Family,
         nexthops: &[Nexthop],
     ) -> Result<Ensured, Failure> {
         let mut created = Vec::new();
-        let r = self.ensure_inner(sock, op, nexthops, &mut created);
+        let r = self.ensure_inner(sock, op, family, nexthops, &mut created);
         if r.is_err() {
             self.remove(sock, &created);
         }
@@ -113,12 +114,15 @@ impl NhIndex {
         &mut self,
         sock: &mut Socket,
         op: &str,
+        route_family: Family,
         nexthops: &[Nexthop],
         created: &mut Vec<u32>,
     ) -> Result<u32, Failure> {
         let mut members = Vec::with_capacity(nexthops.len());
         for nh in nexthops {
-            let key = (nh.gateway, nh.ifindex, nh.flags & RTNH_F_ONLINK);
+            // A device nexthop takes the route's family; a gateway its own.
+            let family = nh.gateway.map_or(route_family, |g| Family::of(&g)).af();
+            let key = (family, nh.gateway, nh.ifindex, nh.flags & RTNH_F_ONLINK);
             let id = match self.singles.get(&key) {
                 Some(id) => *id,
                 None => {
@@ -126,7 +130,7 @@ impl NhIndex {
                     let msg = NexthopMsg {
                         id,
                         protocol: MPROUTE_PROTO,
-                        family: nh.gateway.map_or(Family::V4, |g| Family::of(&g)).af(),
+                        family,
                         object: NexthopObject::Single {
                             gateway: nh.gateway,
                             ifindex: nh.ifindex,

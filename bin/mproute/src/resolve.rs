@@ -31,7 +31,9 @@ pub fn table(t: Option<&str>) -> Result<u32, Failure> {
     match t {
         None => Ok(mpt_model::names::RT_TABLE_MAIN),
         Some(s) => match names::table_id(s) {
-            Some(0) => Err(Failure::usage("table 0 is not a routing table")),
+            Some(0) => Err(Failure::usage(
+                "table 0: not a routing table (use 1-4294967295 or a name)",
+            )),
             Some(id) => Ok(id),
             None => Err(Failure::usage(format!("unknown table \"{s}\""))
                 .hint("use a number or a name from /etc/iproute2/rt_tables")),
@@ -98,9 +100,15 @@ pub fn resolve(spec: &RouteSpec) -> Result<Resolved, Failure> {
         key: RouteKey {
             dst: spec.dst,
             table,
-            metric: spec.metric.unwrap_or(default_metric(family)),
+            // IPv6 stores metric 0 as 1024 (IP6_RT_PRIO_USER), as if none was given.
+            metric: match spec.metric {
+                Some(0) | None => default_metric(family),
+                Some(m) => m,
+            },
         },
-        metric_given: spec.metric.is_some(),
+        metric_given: spec
+            .metric
+            .is_some_and(|m| m != 0 || family == mpt_model::Family::V4),
         proto,
         nexthops,
         form: if spec.multipath {

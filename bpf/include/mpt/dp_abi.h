@@ -21,7 +21,7 @@
 /* Most nexthops of one route (mpt_model::MAX_NEXTHOPS). */
 #define MPT_MAX_NH 32
 /* max_entries of the LPM tries and of the per-route maps. */
-#define MPT_MAX_DP_ROUTES (1 << 16)
+#define MPT_MAX_DP_ROUTES (1 << 20)
 /* max_entries of the nexthop group map. */
 #define MPT_MAX_GROUPS (1 << 14)
 

@@ -100,7 +100,7 @@ pub struct MptRouteVal {
 pub const MAX_NH: usize = 32;
 /// `MPT_MAX_DP_ROUTES`: `max_entries` of the LPM tries and per-route maps
 /// (`mpt_lpm4`, `mpt_lpm6`, `mpt_stats`, `mpt_pcpu`).
-pub const MAX_DP_ROUTES: u32 = 1 << 16;
+pub const MAX_DP_ROUTES: u32 = 1 << 20;
 /// `MPT_MAX_GROUPS`: `max_entries` of the `mpt_groups` map.
 pub const MAX_GROUPS: u32 = 1 << 14;
 /// `MPT_NH_F_ONLINK` (`RTNH_F_ONLINK`): a flag of [`MptNh::flags`].

@@ -163,6 +163,32 @@ impl RouteState {
             .collect())
     }
 
+    /// The group holding exactly `nhs`, written if no group has them yet: routes with the same
+    /// nexthops share it. Returns (id, whether it was created here).
+    pub fn dp_shared_group(&self, hint: u32, nhs: &[DpNexthop]) -> Result<(u32, bool), StateError> {
+        let want = build_group(nhs);
+        let map = self.map("mpt_groups")?;
+        let mut id = PRIVATE_GROUP_BASE | (hint & 0x7fff_ffff);
+        for _ in 0..1024 {
+            match map
+                .lookup(&id.to_ne_bytes(), MapFlags::ANY)
+                .map_err(bpf("read mpt_groups"))?
+            {
+                None => {
+                    map.update(&id.to_ne_bytes(), want.as_bytes(), MapFlags::NO_EXIST)
+                        .map_err(bpf("write mpt_groups"))?;
+                    return Ok((id, true));
+                }
+                Some(v) if v == want.as_bytes() => return Ok((id, false)),
+                Some(_) => id = PRIVATE_GROUP_BASE | (id.wrapping_add(1) & 0x7fff_ffff),
+            }
+        }
+        Err(StateError::Sys {
+            what: "allocate a dataplane group id".into(),
+            source: std::io::Error::from_raw_os_error(libc::ENOSPC),
+        })
+    }
+
     /// A free private group id, trying `hint` first.
     pub fn dp_private_group(&self, hint: u32) -> Result<u32, StateError> {
         let mut id = PRIVATE_GROUP_BASE | (hint & 0x7fff_ffff);

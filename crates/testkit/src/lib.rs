@@ -94,9 +94,48 @@ impl Netns {
     }
 }
 
+impl Netns {
+    /// The namespace's cookie (`SO_NETNS_COOKIE`), read on a thread inside it.
+    pub fn cookie(&self) -> Option<u64> {
+        let f = std::fs::File::open(format!("/run/netns/{}", self.name)).ok()?;
+        std::thread::spawn(move || {
+            use std::os::fd::AsFd;
+            nix::sched::setns(f.as_fd(), nix::sched::CloneFlags::CLONE_NEWNET).ok()?;
+            // SAFETY: plain socket/getsockopt/close on a descriptor we own.
+            unsafe {
+                let fd = libc::socket(libc::AF_UNIX, libc::SOCK_DGRAM, 0);
+                if fd < 0 {
+                    return None;
+                }
+                let mut v: u64 = 0;
+                let mut len = std::mem::size_of::<u64>() as libc::socklen_t;
+                let rc = libc::getsockopt(
+                    fd,
+                    libc::SOL_SOCKET,
+                    libc::SO_NETNS_COOKIE,
+                    (&mut v as *mut u64).cast(),
+                    &mut len,
+                );
+                libc::close(fd);
+                (rc == 0).then_some(v)
+            }
+        })
+        .join()
+        .ok()
+        .flatten()
+    }
+}
+
 impl Drop for Netns {
     fn drop(&mut self) {
+        // mproute pins a namespace's state in the host's bpffs and keeps a lock file in /run;
+        // neither goes away with the namespace, so remove them with it.
+        let cookie = self.cookie();
         let _ = run("ip", &["netns", "del", &self.name]);
+        if let Some(c) = cookie {
+            let _ = std::fs::remove_dir_all(format!("/sys/fs/bpf/mproute/{c}"));
+            let _ = std::fs::remove_file(format!("/run/mproute/{c}.lock"));
+        }
     }
 }
 
