@@ -902,3 +902,69 @@ fn a_deleted_namespace_leaves_no_pinned_state() {
     }
     assert!(!std::path::Path::new(&format!("/sys/fs/bpf/mproute/{cookie}")).exists());
 }
+
+#[test]
+fn nested_managed_prefixes_each_reach_the_dataplane() {
+    require_root();
+    let t = TwoPaths::new("nest");
+    mp_ok(
+        &t.r,
+        &[
+            "add",
+            "10.0.0.0/8",
+            "algo",
+            "l3-hash",
+            "nexthop",
+            "via",
+            "10.1.0.2",
+            "dev",
+            "va",
+        ],
+    );
+    // A longer prefix with a higher metric must still get its own dataplane entry.
+    mp_ok(
+        &t.r,
+        &[
+            "add",
+            "10.77.0.0/16",
+            "metric",
+            "5",
+            "algo",
+            "l4-hash",
+            "nexthop",
+            "via",
+            "10.2.0.2",
+            "dev",
+            "vb",
+        ],
+    );
+    let g = mp_json(
+        &t.r,
+        &[
+            "get",
+            "10.77.1.2",
+            "from",
+            "10.1.0.1",
+            "ipproto",
+            "udp",
+            "sport",
+            "1",
+            "dport",
+            "2",
+        ],
+    );
+    assert_eq!(
+        (g[0]["dst"].as_str(), g[0]["algo"].as_str()),
+        (Some("10.77.0.0/16"), Some("l4-hash")),
+        "{g}"
+    );
+    assert_eq!(g[0]["nexthop"]["gateway"], "10.2.0.2");
+    let g = mp_json(&t.r, &["get", "10.9.9.9"]);
+    assert_eq!(g[0]["dst"], "10.0.0.0/8", "{g}");
+    mp_ok(&t.r, &["del", "10.77.0.0/16"]);
+    let g = mp_json(&t.r, &["get", "10.77.1.2"]);
+    assert_eq!(
+        g[0]["dst"], "10.0.0.0/8",
+        "after del the covering route answers: {g}"
+    );
+}

@@ -204,8 +204,19 @@ impl RouteState {
         })
     }
 
-    /// The dataplane entry of a prefix/table, whichever metric it has.
+    /// The dataplane entry of exactly this prefix/table (whichever metric it has); an LPM
+    /// lookup alone would also answer with a shorter prefix that covers it.
     pub fn dp_get_route(&self, key: &MptRouteKey) -> Result<Option<MptDpRoute>, StateError> {
+        Ok(self.dp_lpm_match(key)?.filter(|v| {
+            v.id.family == key.family
+                && v.id.dst_len == key.dst_len
+                && v.id.table == key.table
+                && v.id.dst_be == key.dst_be
+        }))
+    }
+
+    /// Longest-prefix match, as the dataplane does it.
+    fn dp_lpm_match(&self, key: &MptRouteKey) -> Result<Option<MptDpRoute>, StateError> {
         let l = Lpm::of(key);
         Ok(self
             .map(l.map_name())?
@@ -223,20 +234,31 @@ impl RouteState {
         group: u32,
     ) -> Result<Option<MptDpRoute>, StateError> {
         let l = Lpm::of(key);
-        let old = self.dp_get_route(key)?;
-        if let Some(o) = &old {
-            if o.id.metric < key.metric {
-                return Ok(old);
-            }
-        }
         let v = MptDpRoute {
             id: *key,
             algo,
             reserved: [0; 3],
             group,
         };
-        self.map(l.map_name())?
-            .update(l.bytes(), v.as_bytes(), MapFlags::ANY)
+        let map = self.map(l.map_name())?;
+        // The common case, a new prefix, in one system call.
+        match map.update(l.bytes(), v.as_bytes(), MapFlags::NO_EXIST) {
+            Ok(()) => return Ok(None),
+            Err(e) if e.kind() == libbpf_rs::ErrorKind::AlreadyExists => {}
+            Err(e) => {
+                return Err(StateError::Bpf {
+                    what: "write the LPM trie".into(),
+                    source: e,
+                })
+            }
+        }
+        let old = self.dp_get_route(key)?;
+        if let Some(o) = &old {
+            if o.id.metric < key.metric {
+                return Ok(old);
+            }
+        }
+        map.update(l.bytes(), v.as_bytes(), MapFlags::ANY)
             .map_err(bpf("write the LPM trie"))?;
         Ok(old)
     }
@@ -301,7 +323,7 @@ impl RouteState {
             metric: 0,
             dst_be,
         };
-        self.dp_get_route(&key)
+        self.dp_lpm_match(&key)
     }
 
     /// Per-route and per-nexthop counters summed over CPUs.
