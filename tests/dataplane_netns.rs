@@ -285,3 +285,151 @@ fn show_with_stats_counts_per_nexthop() {
     let v = mp_json(&t.r, &["show", "198.51.100.0/24"]);
     assert_eq!(v[0]["enforced_by"], "none");
 }
+
+fn csum(b: &[u8]) -> u16 {
+    let mut s: u32 = 0;
+    for c in b.chunks(2) {
+        s += u32::from(u16::from_be_bytes([c[0], *c.get(1).unwrap_or(&0)]));
+    }
+    while s > 0xffff {
+        s = (s & 0xffff) + (s >> 16);
+    }
+    !(s as u16)
+}
+
+/// From the client, an ICMP port-unreachable about a UDP flow that came from the server:
+/// its embedded header is the flow in the reverse direction.
+fn send_icmp_errors(t: &FourPaths, flows: &[FlowSpec]) {
+    traffic::in_netns(&t.c, || {
+        // SAFETY: a raw socket we own, closed below; buffers outlive each call.
+        unsafe {
+            let fd = libc::socket(libc::AF_INET, libc::SOCK_RAW, libc::IPPROTO_ICMP);
+            assert!(fd >= 0, "raw socket");
+            for f in flows {
+                let (std::net::IpAddr::V4(src), std::net::IpAddr::V4(dst)) = (f.src, f.dst) else {
+                    continue;
+                };
+                let mut inner = vec![0x45u8, 0, 0, 28, 0, 0, 0x40, 0, 64, 17, 0, 0];
+                inner.extend_from_slice(&dst.octets());
+                inner.extend_from_slice(&src.octets());
+                let c = csum(&inner);
+                inner[10..12].copy_from_slice(&c.to_be_bytes());
+                inner.extend_from_slice(&f.dport.to_be_bytes());
+                inner.extend_from_slice(&f.sport.to_be_bytes());
+                inner.extend_from_slice(&[0, 8, 0, 0]);
+                let mut icmp = vec![3u8, 3, 0, 0, 0, 0, 0, 0];
+                icmp.extend_from_slice(&inner);
+                let c = csum(&icmp);
+                icmp[2..4].copy_from_slice(&c.to_be_bytes());
+                let sa = libc::sockaddr_in {
+                    sin_family: libc::AF_INET as u16,
+                    sin_port: 0,
+                    sin_addr: libc::in_addr {
+                        s_addr: u32::from_ne_bytes(dst.octets()),
+                    },
+                    sin_zero: [0; 8],
+                };
+                let n = libc::sendto(
+                    fd,
+                    icmp.as_ptr().cast(),
+                    icmp.len(),
+                    0,
+                    (&sa as *const libc::sockaddr_in).cast(),
+                    std::mem::size_of::<libc::sockaddr_in>() as u32,
+                );
+                assert_eq!(n, icmp.len() as isize, "sendto");
+            }
+            libc::close(fd);
+        }
+    });
+}
+
+#[test]
+fn icmp_errors_follow_their_flow() {
+    require_root();
+    let t = setup("icmp", "l4-hash", [1, 1, 1, 1], "xdp");
+    let flows = traffic::flows(100, false, 34000);
+    let seen = run_flows(&t, &flows, 1, false);
+    let counters: Vec<FlowCounter> = t.n.iter().map(|n| FlowCounter::start(n, "eth0")).collect();
+    send_icmp_errors(&t, &flows);
+    let counts = FlowCounter::stop_all(counters);
+    let mut spread = std::collections::BTreeSet::new();
+    for (f, c) in flows.iter().zip(&seen) {
+        let flow_nh = (0..4).find(|i| c[*i] > 0).expect("flow delivered");
+        spread.insert(flow_nh);
+        // The embedded packet: from the server back to the client.
+        let inner = traffic::FlowTuple {
+            src: f.dst,
+            dst: f.src,
+            proto: 17,
+            sport: f.dport,
+            dport: f.sport,
+        };
+        let err_nh: Vec<usize> = (0..4)
+            .filter(|i| counts[*i].icmp_errors.get(&inner).copied().unwrap_or(0) > 0)
+            .collect();
+        assert_eq!(
+            err_nh,
+            vec![flow_nh],
+            "ICMP error about {f:?} left by {err_nh:?}, its flow by {flow_nh}"
+        );
+    }
+    assert!(
+        spread.len() > 1,
+        "the flows used several nexthops: {spread:?}"
+    );
+}
+
+#[test]
+fn a_link_going_down_moves_its_flows_and_comes_back() {
+    require_root();
+    let t = setup("down", "l4-hash", [1, 1, 1, 1], "tc");
+    let flows = traffic::flows(120, false, 36000);
+    let counters: Vec<FlowCounter> = t.n.iter().map(|n| FlowCounter::start(n, "eth0")).collect();
+    const ROUNDS: u32 = 240;
+    let start = std::time::Instant::now();
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            for round in 0..ROUNDS {
+                traffic::send_udp_flows(&t.c, &flows, 1);
+                if round == 80 {
+                    t.r.ip_ok(&["link", "set", "v1", "down"]);
+                }
+                if round == 160 {
+                    t.r.ip_ok(&["link", "set", "v1", "up"]);
+                    t.r.ip_ok(&["addr", "replace", "10.2.0.1/24", "dev", "v1"]);
+                }
+                std::thread::sleep(std::time::Duration::from_millis(8));
+            }
+        });
+    });
+    let elapsed = start.elapsed().as_secs_f64();
+    let counts = FlowCounter::stop_all(counters);
+    let per_flow = traffic::per_flow_counts(&flows, 17, &counts);
+    let per_round = elapsed / f64::from(ROUNDS);
+    let mut moved = 0;
+    let mut came_back = 0;
+    for (f, c) in flows.iter().zip(&per_flow) {
+        let total: u64 = c.iter().sum();
+        let lost = u64::from(ROUNDS).saturating_sub(total);
+        assert!(
+            lost as f64 * per_round <= 1.0,
+            "flow {f:?} lost {lost} packets ({:.2} s): {c:?}",
+            lost as f64 * per_round
+        );
+        if c[1] > 0 && c.iter().enumerate().any(|(i, n)| i != 1 && *n > 0) {
+            moved += 1;
+            if c[1] > 90 {
+                came_back += 1;
+            }
+        }
+    }
+    assert!(
+        moved > 0,
+        "some flows were on the link that went down and moved"
+    );
+    assert!(
+        came_back > 0,
+        "flows return to the nexthop when its link is back"
+    );
+}
