@@ -1,8 +1,11 @@
-//! `cargo xtask demo`: mproute in throwaway namespaces R (router), A and B.
+//! `cargo xtask demo`: mproute in throwaway namespaces R (router), A, B and a client C.
 //!
 //! ```text
 //!   A: eth0 10.1.0.2/24 2001:db8:1::2/64 ── va  R  vb ── B: eth0 10.2.0.2/24 2001:db8:2::2/64
 //!                    10.1.0.1/24 2001:db8:1::1/64   10.2.0.1/24 2001:db8:2::1/64
+//!                                          vc 10.0.0.1/24
+//!                                           │
+//!                                  C: eth0 10.0.0.2/24 (sends UDP through R)
 //! ```
 
 use std::path::{Path, PathBuf};
@@ -28,6 +31,7 @@ struct Topology {
     r: Netns,
     a: Netns,
     b: Netns,
+    c: Netns,
 }
 
 impl Topology {
@@ -35,6 +39,28 @@ impl Topology {
         let r = Netns::create(netns::unique("mptdemo", "r"))?;
         let a = Netns::create(netns::unique("mptdemo", "a"))?;
         let b = Netns::create(netns::unique("mptdemo", "b"))?;
+        let c = Netns::create(netns::unique("mptdemo", "c"))?;
+        {
+            let (rn, cn) = (r.name(), c.name());
+            util::ip([
+                "-n", rn, "link", "add", "vc", "type", "veth", "peer", "name", "eth0", "netns", cn,
+            ])?;
+            util::ip(["-n", rn, "addr", "add", "10.0.0.1/24", "dev", "vc"])?;
+            util::ip(["-n", cn, "addr", "add", "10.0.0.2/24", "dev", "eth0"])?;
+            util::ip(["-n", rn, "link", "set", "vc", "up"])?;
+            util::ip(["-n", cn, "link", "set", "eth0", "up"])?;
+            util::ip(["-n", cn, "link", "set", "lo", "up"])?;
+            util::ip(["-n", cn, "route", "add", "default", "via", "10.0.0.1"])?;
+            util::ip([
+                "netns",
+                "exec",
+                rn,
+                "sysctl",
+                "-q",
+                "-w",
+                "net.ipv4.ip_forward=1",
+            ])?;
+        }
         for (side, dev, v4, v6) in [
             (
                 &a,
@@ -59,7 +85,7 @@ impl Topology {
                 util::ip(["-n", ns, "link", "set", ifc, "up"])?;
             }
         }
-        Ok(Topology { r, a, b })
+        Ok(Topology { r, a, b, c })
     }
 }
 
@@ -126,6 +152,46 @@ pub fn demo() -> Result<()> {
     if report.get("changed") != Some(&serde_json::Value::Bool(false)) {
         bail!("replace of an identical route should report \"changed\": false");
     }
+
+    // One route per algorithm, the dataplane on the client-facing device, real traffic.
+    println!("demo: one route per algorithm, tc dataplane on vc, 60 UDP packets to each");
+    for (i, algo) in [
+        "l4-hash",
+        "l3-hash",
+        "per-packet",
+        "drr",
+        "random",
+        "wrandom",
+    ]
+    .iter()
+    .enumerate()
+    {
+        let prefix = format!("203.0.{}.0/24", 100 + i);
+        m(&[
+            "add", &prefix, "algo", algo, "nexthop", "via", "10.1.0.2", "dev", "va", "weight", "3",
+            "nexthop", "via", "10.2.0.2", "dev", "vb",
+        ])?;
+    }
+    m(&["dataplane", "attach", "dev", "vc", "tc"])?;
+    let script = "for p in 100 101 102 103 104 105; do for i in $(seq 1 60); do \
+                  echo x > /dev/udp/203.0.$p.$((i % 7 + 1))/$((5000 + i)); done; done";
+    println!("+ ip netns exec C bash -c '<60 UDP packets per prefix>'");
+    run(Command::new("ip").args(["netns", "exec", topo.c.name(), "bash", "-c", script]))?;
+    m(&["-s", "show", "table", "main"])?;
+    m(&[
+        "get",
+        "203.0.100.7",
+        "from",
+        "10.0.0.2",
+        "ipproto",
+        "udp",
+        "sport",
+        "1000",
+        "dport",
+        "53",
+    ])?;
+    m(&["dataplane", "show"])?;
+    m(&["dataplane", "detach", "dev", "vc"])?;
 
     m(&["flush"])?;
     step(ip, "ip", &["-n", r, "route", "show"])?;
