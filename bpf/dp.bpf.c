@@ -166,10 +166,15 @@ static __always_inline __u32 parse(struct pkt *p)
 			return MPT_R_MALFORMED;
 		if (ip->ihl != 5)
 			return ip->ihl < 5 ? MPT_R_MALFORMED : MPT_R_IP_OPTIONS;
+		/* the packet must hold what its header says (trailing padding is fine) */
+		if (bpf_ntohs(ip->tot_len) < sizeof(*ip) ||
+		    off + (__u32)bpf_ntohs(ip->tot_len) > p->len)
+			return MPT_R_MALFORMED;
 		if (ip->ttl <= 1)
 			return MPT_R_TTL;
 		p->family = AF_INET;
-		p->tot_len = bpf_ntohs(ip->tot_len);
+		/* what goes on the wire: the whole frame after the Ethernet header */
+		p->tot_len = p->len - off;
 		p->key.family = AF_INET;
 		p->key.proto = ip->protocol;
 		__builtin_memcpy(p->key.src, &ip->saddr, 4);
@@ -197,6 +202,10 @@ static __always_inline __u32 parse(struct pkt *p)
 
 		if ((void *)(ip6 + 1) > p->data_end || ip6->version != 6)
 			return MPT_R_MALFORMED;
+		if (off + sizeof(*ip6) + (__u32)bpf_ntohs(ip6->payload_len) > p->len)
+			return MPT_R_MALFORMED;
+		if (ip6->payload_len == 0)
+			return MPT_R_IPV6_EXT; /* jumbogram (hop-by-hop option) or nothing to route */
 		if (ip6->hop_limit <= 1)
 			return MPT_R_TTL;
 		nh = ip6->nexthdr;
@@ -205,7 +214,7 @@ static __always_inline __u32 parse(struct pkt *p)
 		    nh == 139 || nh == 140 || nh == 253 || nh == 254)
 			return MPT_R_IPV6_EXT;
 		p->family = AF_INET6;
-		p->tot_len = bpf_ntohs(ip6->payload_len) + sizeof(*ip6);
+		p->tot_len = p->len - off;
 		p->key.family = AF_INET6;
 		p->key.proto = nh;
 		__builtin_memcpy(p->key.src, &ip6->saddr, 16);
@@ -312,32 +321,64 @@ __noinline int mpt_pick_random(const struct mpt_group *g, __u32 r)
 	return mpt_pick_hash(g, r >> 1);
 }
 
-/* DRR by bytes: serve nexthop drr_idx while its deficit lasts, then move on. */
+/*
+ * DRR by bytes, per CPU: nexthop drr_idx is served while its deficit covers the
+ * packet; then the turn passes and the next usable nexthop's deficit grows by
+ * weight x MPT_DRR_QUANTUM. Deficits persist, so shares follow the weights. A
+ * packet no deficit covers after a full round (a GSO skb, a quantum smaller
+ * than the frame) goes to the nexthop whose turn it is, which runs into debt
+ * it repays in later turns.
+ */
+struct drr_ctx {
+	const struct mpt_group *g;
+	struct mpt_pcpu_state *st;
+	__u32 len;
+	__u32 n;
+	int chosen;
+};
+
+/* One step of the DRR rotation, as a bpf_loop() callback (verified once). */
+static long drr_step(__u64 i, void *data)
+{
+	struct drr_ctx *c = data;
+	const struct mpt_group *g = c->g;
+	struct mpt_pcpu_state *st = c->st;
+	__u32 idx = st->drr_idx;
+
+	if (idx >= c->n)
+		idx = 0;
+	idx &= MPT_MAX_NH - 1;
+	if (g->nh[idx].upper_bound >= 0) {
+		if (st->drr_deficit[idx] >= (__s32)c->len || i >= 2 * (__u64)c->n) {
+			st->drr_deficit[idx] -= c->len;
+			st->drr_idx = idx;
+			c->chosen = idx;
+			return 1;
+		}
+	} else {
+		st->drr_deficit[idx] = 0;
+	}
+	idx++;
+	if (idx >= c->n)
+		idx = 0;
+	idx &= MPT_MAX_NH - 1;
+	if (g->nh[idx].upper_bound >= 0 && st->drr_deficit[idx] < 64 * 1024)
+		st->drr_deficit[idx] += g->nh[idx].weight * MPT_DRR_QUANTUM;
+	st->drr_idx = idx;
+	return 0;
+}
+
 __noinline int mpt_pick_drr(const struct mpt_group *g, struct mpt_pcpu_state *st, __u32 len)
 {
-	__u32 idx;
-	int tries;
+	struct drr_ctx c = { .g = g, .st = st, .len = len, .chosen = -1 };
 
 	if (!g || !st)
 		return -1;
-	idx = st->drr_idx;
-	for (tries = 0; tries <= MPT_MAX_NH; tries++) {
-		if (idx >= g->nh_count || idx >= MPT_MAX_NH)
-			idx = 0;
-		idx &= MPT_MAX_NH - 1;
-		if (g->nh[idx].upper_bound >= 0 && st->drr_deficit >= (__s32)len) {
-			st->drr_deficit -= len;
-			st->drr_idx = idx;
-			return idx;
-		}
-		idx++;
-		if (idx >= g->nh_count || idx >= MPT_MAX_NH)
-			idx = 0;
-		idx &= MPT_MAX_NH - 1;
-		st->drr_deficit = g->nh[idx].weight * MPT_DRR_QUANTUM;
-		st->drr_idx = idx;
-	}
-	return -1;
+	c.n = g->nh_count;
+	if (c.n == 0 || c.n > MPT_MAX_NH)
+		return -1;
+	bpf_loop(2 * MPT_MAX_NH + 1, drr_step, &c, 0);
+	return c.chosen;
 }
 
 static __always_inline int select_nh(struct pkt *p, struct mpt_dp_route *rt, struct mpt_group *g)
@@ -552,8 +593,11 @@ static __always_inline int decide(void *ctx, struct pkt *p, struct bpf_fib_looku
 			*neigh = 1;
 			return n->ifindex;
 		}
+		if (rc == BPF_FIB_LKUP_RET_FRAG_NEEDED)
+			return -MPT_R_FRAG_NEEDED;
+		/* its link is down, or the gateway is not on its device */
 		if (rc != BPF_FIB_LKUP_RET_SUCCESS)
-			return -(int)fib_reason(rc);
+			return -MPT_R_NO_NEXTHOP;
 		if (fib->ifindex != n->ifindex)
 			return -MPT_R_NO_NEXTHOP; /* gateway not reachable through its device */
 		return n->ifindex;
@@ -617,6 +661,8 @@ int mpt_dp_tc(struct __sk_buff *skb)
 		.len = skb->len,
 		.gso = skb->gso_segs > 1,
 	};
+	/* the stack has moved an ingress VLAN tag out of the data already */
+	int hw_vlan = skb->vlan_present;
 	struct bpf_fib_lookup fib;
 	struct mpt_dp_route *rt = 0;
 	int nh = -1, neigh = 0, ifindex;
@@ -626,7 +672,7 @@ int mpt_dp_tc(struct __sk_buff *skb)
 		count_reason((__u32)-ifindex);
 		return TCX_NEXT;
 	}
-	if (p.vlan) {
+	if (p.vlan || hw_vlan) {
 		if (bpf_skb_vlan_pop(skb)) {
 			count_reason(MPT_R_VLAN);
 			return TCX_NEXT;

@@ -84,10 +84,9 @@ struct mpt_route_stats {
 
 /* Per-CPU value of mpt_pcpu (key: struct mpt_route_key): round robin and DRR state. */
 struct mpt_pcpu_state {
-	__u32 rr;          /* per-packet: packets seen on this CPU */
-	__u32 drr_idx;     /* drr: nexthop being served */
-	__s32 drr_deficit; /* drr: bytes it may still send */
-	__u32 reserved;
+	__u32 rr;                      /* per-packet: packets seen on this CPU */
+	__u32 drr_idx;                 /* drr: nexthop being served */
+	__s32 drr_deficit[MPT_MAX_NH]; /* drr: bytes each nexthop may still send */
 };
 
 /* Why a packet went to the stack (index of mpt_reasons; 0 counts redirects). */
@@ -131,7 +130,7 @@ MPT__ABI_ASSERT(sizeof(struct mpt_group) == 8 + 32 * MPT_MAX_NH, "sizeof(struct 
 MPT__ABI_ASSERT(MPT__OFF(mpt_group, nh) == 8, "mpt_group.nh");
 MPT__ABI_ASSERT(sizeof(struct mpt_counter) == 16, "sizeof(struct mpt_counter)");
 MPT__ABI_ASSERT(sizeof(struct mpt_route_stats) == 16 * (1 + MPT_MAX_NH), "sizeof(struct mpt_route_stats)");
-MPT__ABI_ASSERT(sizeof(struct mpt_pcpu_state) == 16, "sizeof(struct mpt_pcpu_state)");
+MPT__ABI_ASSERT(sizeof(struct mpt_pcpu_state) == 8 + 4 * MPT_MAX_NH, "sizeof(struct mpt_pcpu_state)");
 MPT__ABI_ASSERT(MPT__OFF(mpt_pcpu_state, drr_deficit) == 8, "mpt_pcpu_state.drr_deficit");
 
 #undef MPT__OFF

@@ -21,7 +21,7 @@ use core::mem::{offset_of, size_of};
 use crate::skel::state::types as btf;
 
 /// `MPT_ABI_VERSION`: layout version of every struct in this module.
-pub const ABI_VERSION: u32 = 2;
+pub const ABI_VERSION: u32 = 3;
 /// `MPT_MAX_ROUTES`: `max_entries` of the `mpt_routes` map.
 pub const MAX_ROUTES: u32 = 1 << 20;
 
@@ -211,10 +211,8 @@ pub struct MptPcpuState {
     pub rr: u32,
     /// drr: nexthop being served.
     pub drr_idx: u32,
-    /// drr: bytes it may still send.
-    pub drr_deficit: i32,
-    /// Must be 0.
-    pub reserved: u32,
+    /// drr: bytes each nexthop may still send, indexed like [`MptGroup::nh`].
+    pub drr_deficit: [i32; MAX_NH],
 }
 
 /// `MPT_R_MAX`: number of [`Reason`]s, `max_entries` of `mpt_reasons`.
@@ -404,11 +402,10 @@ assert_layout!(MptRouteStats, btf::mpt_route_stats, 16 * (1 + MAX_NH), {
     route: MptCounter = 0,
     nh: [MptCounter; MAX_NH] = 16,
 });
-assert_layout!(MptPcpuState, btf::mpt_pcpu_state, 16, {
+assert_layout!(MptPcpuState, btf::mpt_pcpu_state, 8 + 4 * MAX_NH, {
     rr: u32 = 0,
     drr_idx: u32 = 4,
-    drr_deficit: i32 = 8,
-    reserved: u32 = 12,
+    drr_deficit: [i32; MAX_NH] = 8,
 });
 
 // MPT_MAX_NH is mpt_model's limit; Reason::ALL is in index order.
@@ -460,6 +457,14 @@ fn read_array<T: AbiStruct, const N: usize>(b: &[u8], off: usize) -> Option<[T; 
     Some(out)
 }
 
+fn read_i32s<const N: usize>(b: &[u8], off: usize) -> Option<[i32; N]> {
+    let mut out = [0i32; N];
+    for (i, slot) in out.iter_mut().enumerate() {
+        *slot = i32::from_ne_bytes(field(b, off.checked_add(i.checked_mul(4)?)?)?);
+    }
+    Some(out)
+}
+
 /// Implements `SIZE`, `as_bytes` and `from_bytes` for a padding-free
 /// `#[repr(C)]` struct whose fields are integers (`u32`, ...), byte arrays
 /// (`bytes`), other ABI structs (`struct`) or arrays of them (`array`).
@@ -502,6 +507,7 @@ macro_rules! impl_bytes {
     (@read bytes, $b:expr, $off:expr) => { field($b, $off)? };
     (@read struct, $b:expr, $off:expr) => { read_struct($b, $off)? };
     (@read array, $b:expr, $off:expr) => { read_array($b, $off)? };
+    (@read i32s, $b:expr, $off:expr) => { read_i32s($b, $off)? };
     (@read $int:ty, $b:expr, $off:expr) => { <$int>::from_ne_bytes(field($b, $off)?) };
 }
 
@@ -569,8 +575,7 @@ impl_bytes!(MptRouteStats {
 impl_bytes!(MptPcpuState {
     rr: u32,
     drr_idx: u32,
-    drr_deficit: i32,
-    reserved: u32,
+    drr_deficit: i32s,
 });
 
 // ---- helpers ------------------------------------------------------------------
@@ -861,7 +866,7 @@ mod tests {
         assert_eq!(MptGroup::SIZE, 8 + 32 * MAX_NH);
         assert_eq!(MptCounter::SIZE, 16);
         assert_eq!(MptRouteStats::SIZE, 16 * 33);
-        assert_eq!(MptPcpuState::SIZE, 16);
+        assert_eq!(MptPcpuState::SIZE, 8 + 4 * MAX_NH);
         assert_eq!(group().as_bytes().len(), MptGroup::SIZE);
         assert_eq!(stats(1).as_bytes().len(), MptRouteStats::SIZE);
     }
@@ -889,12 +894,13 @@ mod tests {
             bytes: u64::MAX,
         };
         assert_eq!(MptCounter::from_bytes(c.as_bytes()), Some(c));
-        let p = MptPcpuState {
+        let mut p = MptPcpuState {
             rr: 1,
             drr_idx: 2,
-            drr_deficit: -3,
-            reserved: 4,
+            drr_deficit: [0; MAX_NH],
         };
+        p.drr_deficit[3] = -3;
+        p.drr_deficit[MAX_NH - 1] = 4;
         assert_eq!(MptPcpuState::from_bytes(p.as_bytes()), Some(p));
     }
 
@@ -940,12 +946,12 @@ mod tests {
         assert_eq!(sb[16 + 16 * 5..16 + 16 * 5 + 8], 10_u64.to_ne_bytes());
         assert_eq!(sb[16 + 16 * 31 + 8..], 6200_u64.to_ne_bytes());
 
-        let p = MptPcpuState {
+        let mut p = MptPcpuState {
             rr: 1,
             drr_idx: 2,
-            drr_deficit: -3,
-            reserved: 0,
+            drr_deficit: [0; MAX_NH],
         };
+        p.drr_deficit[0] = -3;
         assert_eq!(p.as_bytes()[8..12], (-3_i32).to_ne_bytes());
     }
 

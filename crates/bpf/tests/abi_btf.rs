@@ -290,8 +290,7 @@ fn mpt_pcpu_state_matches_btf() {
         rust_layout!(MptPcpuState {
             rr,
             drr_idx,
-            drr_deficit,
-            reserved
+            drr_deficit
         }),
     );
 }

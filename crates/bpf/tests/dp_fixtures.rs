@@ -1,0 +1,2472 @@
+//! Root test: table-driven BPF_PROG_TEST_RUN fixtures for the dataplane (`bpf/dp.bpf.c`), both
+//! hooks: `mpt_dp_xdp` and `mpt_dp_tc`.
+//!
+//! `bpf_fib_lookup` and the test run's ingress device resolve in the network namespace of the
+//! thread that runs BPF_PROG_TEST_RUN. So each test builds a throwaway namespace
+//! (`mpt-fx-<pid>-<n>`, deleted by a guard on drop, panics included) with veth devices,
+//! addresses, permanent neighbours for the gateways and kernel routes for the managed prefixes
+//! (the program's first FIB lookup is the kernel's own view and must succeed), then on a
+//! dedicated thread that entered the namespace and is pinned to one CPU (the per-packet and DRR
+//! state is per CPU) it opens and loads the dataplane skeleton standalone, so its maps are its
+//! own, fills them (meta, groups, LPM tries) and runs packets through both programs.
+//!
+//! What a fixture checks: the return code; for a pass, the packet unchanged byte for byte and
+//! exactly one `mpt_reasons` counter incremented, the expected one; for a redirect, the rewritten
+//! packet (destination MAC = the chosen gateway's permanent neighbour MAC, source MAC = the
+//! egress device's MAC, TTL / hop limit decremented, IPv4 header checksum valid, every other byte
+//! unchanged, a VLAN tag removed) and the `redirected` counter. The egress ifindex is not
+//! observable from a test run; the MAC pair identifies it.
+//!
+//! Topology of every namespace (veth pairs `X`/`Xp`, all in the namespace):
+//!
+//! | dev | MAC | MTU | addresses | gateways (permanent neighbour MAC) |
+//! |---|---|---|---|---|
+//! | in0 | 02:00:00:00:00:01 | 1500 | 10.0.0.1/24, 2001:db8:ff::1/64 | ingress |
+//! | in1 | 02:00:00:00:10:01 | 1500 | 10.0.1.1/24, 2001:db8:fe::1/64 | ingress, forwarding=0 |
+//! | e1 | 02:00:00:00:01:01 | 1280 | 10.1.0.1/24, 2001:db8:1::1/64 | 10.1.0.2, 2001:db8:1::2 (02:00:00:00:01:02) |
+//! | e2 | 02:00:00:00:02:01 | 1280 | 10.2.0.1/24, 2001:db8:2::1/64 | 10.2.0.2, 2001:db8:2::2 (02:00:00:00:02:02) |
+//! | e3 | 02:00:00:00:03:01 | 1500 | 10.3.0.1/24, 2001:db8:3::1/64 | 10.3.0.2, 2001:db8:3::2 (no neighbour) |
+//! | e4 | 02:00:00:00:04:01 | 1500 | 10.4.0.1/24 | 10.4.0.2 (02:00:00:00:04:02) |
+//! | e5 | 02:00:00:00:05:01 | 1500 | 10.5.0.1/24 | 10.5.0.2 (02:00:00:00:05:02) |
+//!
+//! Kernel routes ([`KERNEL_ROUTES`]): 198.51.100.0/24, 2001:db8:100::/56 and 100.65.0.0/16
+//! multipath via e1 and e2; 203.0.113.0/24 and 2001:db8:300::/64 via e3; 192.0.2.0/24 multipath
+//! via e4 and e5; 198.18.0.0/24 and 2001:db8:200::/64 on-link on e1 and e2 (permanent
+//! neighbours for the host ::5 / .5); 198.19.0.0/24 via the IPv6 gateways of e1 and e2;
+//! blackhole 198.51.100.240/28 and 2001:db8:100:fe::/64, unreachable 198.51.100.224/28; local
+//! 198.51.100.200 and 2001:db8:100:ff::200 on lo. Managed routes: [`ROUTES`] over the groups
+//! of [`groups`]; mpt_meta holds [`SEED`].
+//!
+//! Needs root. It fails, it does not skip, when run without root.
+
+use std::collections::{BTreeMap, HashMap};
+use std::fs::File;
+use std::io::Write;
+use std::mem::{offset_of, size_of, MaybeUninit};
+use std::net::IpAddr;
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Mutex;
+
+use libbpf_rs::skel::{OpenSkel, SkelBuilder};
+use libbpf_rs::{MapCore, MapFlags, OpenObject, ProgramInput};
+use mpt_bpf::abi::{
+    sum_percpu_u64, MptDpRoute, MptGroup, MptLpm4Key, MptLpm6Key, MptMeta, MptRouteKey,
+    MptRouteStats, Reason, AF_INET, AF_INET6, ALGO_DRR, ALGO_L3_HASH, ALGO_L4_HASH,
+    ALGO_PER_PACKET, ALGO_RANDOM, ALGO_WRANDOM, R_MAX,
+};
+use mpt_bpf::dpmaps::{build_group, DpNexthop};
+use mpt_bpf::skel::dp::{types, DpSkel, DpSkelBuilder};
+use mpt_model::hash::{flow_hash, FlowKey};
+use mpt_model::threshold::select;
+
+// ---- constants ----------------------------------------------------------------------------
+
+/// Hash seed written to `mpt_meta` (fixed: the hash fixtures are deterministic).
+const SEED: u32 = 0x6d70_7466;
+/// The main table, as the dataplane's `mpt_table` defaults to.
+const TABLE: u32 = 254;
+/// `MPT_DRR_QUANTUM` of dp.bpf.c: bytes per unit of weight and turn.
+const DRR_QUANTUM: u64 = 1514;
+
+const ETH_P_IP: u16 = 0x0800;
+const ETH_P_IPV6: u16 = 0x86DD;
+const ETH_P_ARP: u16 = 0x0806;
+const ETH_P_8021Q: u16 = 0x8100;
+const ETH_P_8021AD: u16 = 0x88A8;
+const IPPROTO_ICMP: u8 = 1;
+const IPPROTO_TCP: u8 = 6;
+const IPPROTO_UDP: u8 = 17;
+const IPPROTO_ICMPV6: u8 = 58;
+/// IPv4 "don't fragment".
+const DF: u16 = 0x4000;
+/// IPv4 "more fragments".
+const MF: u16 = 0x2000;
+
+const XDP_PASS: u32 = 2;
+const XDP_REDIRECT: u32 = 4;
+const TC_ACT_REDIRECT: u32 = 7;
+/// `TCX_NEXT` (-1) as the u32 the test run returns.
+const TCX_NEXT: u32 = u32::MAX;
+
+/// `struct __sk_buff` offsets of the fields a test run accepts and we set (UAPI, checked against
+/// the skeleton's BTF-generated type below).
+const SKB_INGRESS_IFINDEX: usize = 36;
+const SKB_IFINDEX: usize = 40;
+const SKB_GSO_SEGS: usize = 164;
+const SKB_GSO_SIZE: usize = 176;
+const SKB_SIZE: usize = 192;
+const _: () = {
+    assert!(offset_of!(types::__sk_buff, ingress_ifindex) == SKB_INGRESS_IFINDEX);
+    assert!(offset_of!(types::__sk_buff, ifindex) == SKB_IFINDEX);
+    assert!(offset_of!(types::__sk_buff, gso_segs) == SKB_GSO_SEGS);
+    assert!(offset_of!(types::__sk_buff, gso_size) == SKB_GSO_SIZE);
+    assert!(size_of::<types::__sk_buff>() == SKB_SIZE);
+    assert!(size_of::<types::xdp_md>() == 24);
+    assert!(offset_of!(types::xdp_md, ingress_ifindex) == 12);
+};
+
+const fn mac(a: u8, b: u8) -> [u8; 6] {
+    [0x02, 0, 0, 0, a, b]
+}
+
+/// MAC of in0 (destination of every test frame).
+const IN0_MAC: [u8; 6] = mac(0x00, 0x01);
+/// The sender on in0's link (source of every test frame).
+const SENDER_MAC: [u8; 6] = mac(0x00, 0xaa);
+
+/// A device of the topology.
+struct DevSpec {
+    name: &'static str,
+    mac: [u8; 6],
+    mtu: u32,
+    addrs: &'static [&'static str],
+    /// Gateways on its link.
+    gws: &'static [&'static str],
+    /// The gateways' permanent neighbour MAC; `None`: no neighbour entry.
+    gw_mac: Option<[u8; 6]>,
+}
+
+const DEVS: &[DevSpec] = &[
+    DevSpec {
+        name: "in0",
+        mac: IN0_MAC,
+        mtu: 1500,
+        addrs: &["10.0.0.1/24", "2001:db8:ff::1/64"],
+        gws: &[],
+        gw_mac: None,
+    },
+    DevSpec {
+        name: "in1",
+        mac: mac(0x10, 0x01),
+        mtu: 1500,
+        addrs: &["10.0.1.1/24", "2001:db8:fe::1/64"],
+        gws: &[],
+        gw_mac: None,
+    },
+    DevSpec {
+        name: "e1",
+        mac: mac(0x01, 0x01),
+        mtu: 1280,
+        addrs: &["10.1.0.1/24", "2001:db8:1::1/64"],
+        gws: &["10.1.0.2", "2001:db8:1::2"],
+        gw_mac: Some(mac(0x01, 0x02)),
+    },
+    DevSpec {
+        name: "e2",
+        mac: mac(0x02, 0x01),
+        mtu: 1280,
+        addrs: &["10.2.0.1/24", "2001:db8:2::1/64"],
+        gws: &["10.2.0.2", "2001:db8:2::2"],
+        gw_mac: Some(mac(0x02, 0x02)),
+    },
+    DevSpec {
+        name: "e3",
+        mac: mac(0x03, 0x01),
+        mtu: 1500,
+        addrs: &["10.3.0.1/24", "2001:db8:3::1/64"],
+        gws: &["10.3.0.2", "2001:db8:3::2"],
+        gw_mac: None,
+    },
+    DevSpec {
+        name: "e4",
+        mac: mac(0x04, 0x01),
+        mtu: 1500,
+        addrs: &["10.4.0.1/24"],
+        gws: &["10.4.0.2"],
+        gw_mac: Some(mac(0x04, 0x02)),
+    },
+    DevSpec {
+        name: "e5",
+        mac: mac(0x05, 0x01),
+        mtu: 1500,
+        addrs: &["10.5.0.1/24"],
+        gws: &["10.5.0.2"],
+        gw_mac: Some(mac(0x05, 0x02)),
+    },
+];
+
+/// `ip -batch` lines after the devices: local addresses, kernel routes.
+const KERNEL_ROUTES: &[&str] = &[
+    "addr add 198.51.100.200/32 dev lo",
+    "addr add 2001:db8:100:ff::200/128 dev lo nodad",
+    "route add 198.51.100.0/24 nexthop via 10.1.0.2 dev e1 nexthop via 10.2.0.2 dev e2",
+    "route add 2001:db8:100::/56 nexthop via 2001:db8:1::2 dev e1 nexthop via 2001:db8:2::2 dev e2",
+    "route add 203.0.113.0/24 via 10.3.0.2 dev e3",
+    "route add 2001:db8:300::/64 via 2001:db8:3::2 dev e3",
+    "route add 192.0.2.0/24 nexthop via 10.4.0.2 dev e4 nexthop via 10.5.0.2 dev e5",
+    "route add blackhole 198.51.100.240/28",
+    "route add unreachable 198.51.100.224/28",
+    "route add blackhole 2001:db8:100:fe::/64",
+    // Device (gateway-less) nexthops, with permanent neighbours for one on-link host.
+    "route add 198.18.0.0/24 nexthop dev e1 nexthop dev e2",
+    "neigh add 198.18.0.5 lladdr 02:00:00:00:01:02 dev e1 nud permanent",
+    "neigh add 198.18.0.5 lladdr 02:00:00:00:02:02 dev e2 nud permanent",
+    "route add 2001:db8:200::/64 dev e1",
+    "route append 2001:db8:200::/64 dev e2",
+    "neigh add 2001:db8:200::5 lladdr 02:00:00:00:01:02 dev e1 nud permanent",
+    "neigh add 2001:db8:200::5 lladdr 02:00:00:00:02:02 dev e2 nud permanent",
+    // IPv4 over IPv6 gateways (RFC 5549).
+    "route add 198.19.0.0/24 nexthop via inet6 2001:db8:1::2 dev e1 nexthop via inet6 2001:db8:2::2 dev e2",
+    // Groups with unusable nexthops, and with 32 nexthops.
+    "route add 100.65.0.0/16 nexthop via 10.1.0.2 dev e1 nexthop via 10.2.0.2 dev e2",
+];
+
+/// Sysctls, in order (per-device values after `all`, which overwrites them).
+const SYSCTLS: &[&str] = &[
+    "net.ipv4.ip_forward=1",
+    "net.ipv6.conf.all.forwarding=1",
+    "net.ipv4.conf.in1.forwarding=0",
+    "net.ipv6.conf.in1.forwarding=0",
+];
+
+/// A nexthop group: id and (device, gateway or "" for a device route, weight, usable).
+struct GroupSpec {
+    id: u32,
+    nhs: Vec<(&'static str, &'static str, u16, bool)>,
+}
+
+const G4_11: u32 = 1;
+const G4_31: u32 = 2;
+const G4_21: u32 = 3;
+const G4_DEAD: u32 = 4;
+const G4_E3: u32 = 5;
+const G4_45: u32 = 6;
+const G4_DEV: u32 = 7;
+const G4_V6GW: u32 = 8;
+const G4_MIX: u32 = 9;
+const G4_32: u32 = 10;
+const G6_11: u32 = 11;
+const G6_31: u32 = 12;
+const G6_DEAD: u32 = 14;
+const G6_E3: u32 = 15;
+const G6_DEV: u32 = 16;
+/// A nexthop on e1 whose gateway (10.2.0.2) is on e2's subnet: unreachable through its device.
+const G4_BADGW: u32 = 17;
+/// Referenced by routes, never written.
+const G4_MISSING: u32 = 999;
+const G6_MISSING: u32 = 998;
+
+fn groups() -> Vec<GroupSpec> {
+    let g = |id, nhs: &[(&'static str, &'static str, u16, bool)]| GroupSpec {
+        id,
+        nhs: nhs.to_vec(),
+    };
+    vec![
+        g(
+            G4_11,
+            &[("e1", "10.1.0.2", 1, true), ("e2", "10.2.0.2", 1, true)],
+        ),
+        g(
+            G4_31,
+            &[("e1", "10.1.0.2", 3, true), ("e2", "10.2.0.2", 1, true)],
+        ),
+        g(
+            G4_21,
+            &[("e1", "10.1.0.2", 2, true), ("e2", "10.2.0.2", 1, true)],
+        ),
+        g(
+            G4_DEAD,
+            &[("e1", "10.1.0.2", 1, false), ("e2", "10.2.0.2", 1, false)],
+        ),
+        g(G4_E3, &[("e3", "10.3.0.2", 1, true)]),
+        g(
+            G4_45,
+            &[("e4", "10.4.0.2", 1, true), ("e5", "10.5.0.2", 1, true)],
+        ),
+        g(G4_DEV, &[("e1", "", 1, true), ("e2", "", 1, true)]),
+        g(
+            G4_V6GW,
+            &[
+                ("e1", "2001:db8:1::2", 1, true),
+                ("e2", "2001:db8:2::2", 1, true),
+            ],
+        ),
+        // The unusable nexthop in the middle, with the largest weight.
+        g(
+            G4_MIX,
+            &[
+                ("e1", "10.1.0.2", 1, true),
+                ("e2", "10.2.0.2", 5, false),
+                ("e4", "10.4.0.2", 1, true),
+            ],
+        ),
+        GroupSpec {
+            id: G4_32,
+            nhs: (0..32u16)
+                .map(|i| {
+                    if i % 2 == 0 {
+                        ("e1", "10.1.0.2", i % 5 + 1, true)
+                    } else {
+                        ("e2", "10.2.0.2", i % 3 + 1, true)
+                    }
+                })
+                .collect(),
+        },
+        g(
+            G6_11,
+            &[
+                ("e1", "2001:db8:1::2", 1, true),
+                ("e2", "2001:db8:2::2", 1, true),
+            ],
+        ),
+        g(
+            G6_31,
+            &[
+                ("e1", "2001:db8:1::2", 3, true),
+                ("e2", "2001:db8:2::2", 1, true),
+            ],
+        ),
+        g(
+            G6_DEAD,
+            &[
+                ("e1", "2001:db8:1::2", 1, false),
+                ("e2", "2001:db8:2::2", 1, false),
+            ],
+        ),
+        g(G6_E3, &[("e3", "2001:db8:3::2", 1, true)]),
+        g(G6_DEV, &[("e1", "", 1, true), ("e2", "", 1, true)]),
+        g(G4_BADGW, &[("e1", "10.2.0.2", 1, true)]),
+    ]
+}
+
+/// A managed route: prefix (the LPM trie key and the route's identity), algorithm, group.
+struct RouteSpec {
+    prefix: &'static str,
+    algo: u8,
+    group: u32,
+}
+
+const fn rt(prefix: &'static str, algo: u8, group: u32) -> RouteSpec {
+    RouteSpec {
+        prefix,
+        algo,
+        group,
+    }
+}
+
+const ROUTES: &[RouteSpec] = &[
+    // The whole /24 (local .200, blackhole .240/28, unreachable .224/28 fall in it).
+    rt("198.51.100.0/24", ALGO_L4_HASH, G4_11),
+    rt("198.51.100.0/28", ALGO_L3_HASH, G4_11),
+    rt("198.51.100.16/28", ALGO_L4_HASH, G4_11),
+    rt("198.51.100.32/28", ALGO_PER_PACKET, G4_11),
+    rt("198.51.100.48/28", ALGO_DRR, G4_11),
+    rt("198.51.100.64/28", ALGO_RANDOM, G4_31),
+    rt("198.51.100.80/28", ALGO_WRANDOM, G4_31),
+    rt("198.51.100.96/28", ALGO_L3_HASH, G4_MISSING),
+    rt("198.51.100.112/28", ALGO_L3_HASH, G4_DEAD),
+    rt("198.51.100.128/28", ALGO_DRR, G4_21),
+    rt("203.0.113.0/24", ALGO_L3_HASH, G4_E3),
+    rt("192.0.2.0/25", ALGO_DRR, G4_45),
+    rt("192.0.2.128/25", ALGO_L3_HASH, G4_45),
+    rt("2001:db8:100::/56", ALGO_L4_HASH, G6_11),
+    rt("2001:db8:100::/64", ALGO_L3_HASH, G6_11),
+    rt("2001:db8:100:1::/64", ALGO_L4_HASH, G6_11),
+    rt("2001:db8:100:2::/64", ALGO_PER_PACKET, G6_31),
+    rt("2001:db8:100:3::/64", ALGO_DRR, G6_11),
+    rt("2001:db8:100:4::/64", ALGO_RANDOM, G6_31),
+    rt("2001:db8:100:5::/64", ALGO_WRANDOM, G6_31),
+    rt("2001:db8:100:6::/64", ALGO_L3_HASH, G6_MISSING),
+    rt("2001:db8:100:7::/64", ALGO_L3_HASH, G6_DEAD),
+    rt("2001:db8:300::/64", ALGO_L3_HASH, G6_E3),
+    rt("198.18.0.0/24", ALGO_L3_HASH, G4_DEV),
+    rt("2001:db8:200::/64", ALGO_L3_HASH, G6_DEV),
+    rt("198.19.0.0/24", ALGO_L3_HASH, G4_V6GW),
+    rt("100.65.0.0/24", ALGO_L3_HASH, G4_MIX),
+    rt("100.65.1.0/24", ALGO_L4_HASH, G4_MIX),
+    rt("100.65.2.0/24", ALGO_PER_PACKET, G4_MIX),
+    rt("100.65.3.0/24", ALGO_DRR, G4_MIX),
+    rt("100.65.4.0/24", ALGO_RANDOM, G4_MIX),
+    rt("100.65.5.0/24", ALGO_WRANDOM, G4_MIX),
+    rt("100.65.32.0/24", ALGO_L3_HASH, G4_32),
+    rt("100.65.33.0/24", ALGO_PER_PACKET, G4_32),
+    rt("100.65.40.0/24", ALGO_L3_HASH, G4_BADGW),
+];
+
+// ---- namespace ----------------------------------------------------------------------------
+
+fn require_root() {
+    assert!(
+        nix::unistd::geteuid().is_root(),
+        "tests/dp_fixtures.rs creates network namespaces and runs BPF programs: it must run as \
+         root (e.g. `sudo -E cargo test -p mpt-bpf --test dp_fixtures`); not skipped on purpose"
+    );
+}
+
+fn run_ok(cmd: &mut Command, stdin: Option<&str>) {
+    let what = format!("{cmd:?}");
+    let mut child = cmd
+        .stdin(if stdin.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot run {what}: {e}"));
+    if let (Some(text), Some(mut pipe)) = (stdin, child.stdin.take()) {
+        pipe.write_all(text.as_bytes())
+            .unwrap_or_else(|e| panic!("{what}: write stdin: {e}"));
+    }
+    let out = child
+        .wait_with_output()
+        .unwrap_or_else(|e| panic!("{what}: {e}"));
+    assert!(
+        out.status.success(),
+        "{what} failed: {}{}\ninput:\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+        stdin.unwrap_or("")
+    );
+}
+
+/// A network namespace that exists as long as this value (deleted on drop, panics included).
+struct Netns {
+    name: String,
+}
+
+impl Netns {
+    fn new() -> Netns {
+        static N: AtomicU32 = AtomicU32::new(0);
+        // `ip netns add` makes /run/netns a shared mount the first time: not concurrently.
+        static CREATE: Mutex<()> = Mutex::new(());
+        let name = format!(
+            "mpt-fx-{}-{}",
+            std::process::id(),
+            N.fetch_add(1, Ordering::SeqCst)
+        );
+        let _serial = CREATE.lock().unwrap_or_else(|e| e.into_inner());
+        run_ok(Command::new("ip").args(["netns", "add", &name]), None);
+        Netns { name }
+    }
+
+    /// Devices, addresses, neighbours, routes and sysctls of the module doc's topology.
+    fn build_topology(&self) {
+        let mut b = String::from("link set lo up\n");
+        for d in DEVS {
+            let m = hexmac(&d.mac);
+            b += &format!(
+                "link add {n} address {m} mtu {mtu} type veth peer name {n}p mtu {mtu}\n\
+                 link set {n} up\nlink set {n}p up\n",
+                n = d.name,
+                mtu = d.mtu
+            );
+        }
+        for d in DEVS {
+            for a in d.addrs {
+                let nodad = if a.contains(':') { " nodad" } else { "" };
+                b += &format!("addr add {a} dev {}{nodad}\n", d.name);
+            }
+            if let Some(m) = d.gw_mac {
+                for gw in d.gws {
+                    b += &format!(
+                        "neigh add {gw} lladdr {} dev {} nud permanent\n",
+                        hexmac(&m),
+                        d.name
+                    );
+                }
+            }
+        }
+        for l in KERNEL_ROUTES {
+            b += l;
+            b.push('\n');
+        }
+        run_ok(
+            Command::new("ip").args(["-n", &self.name, "-batch", "-"]),
+            Some(&b),
+        );
+        let mut sysctl = Command::new("ip");
+        sysctl.args(["netns", "exec", &self.name, "sysctl", "-q", "-w"]);
+        sysctl.args(SYSCTLS);
+        run_ok(&mut sysctl, None);
+    }
+}
+
+impl Drop for Netns {
+    fn drop(&mut self) {
+        let _ = Command::new("ip")
+            .args(["netns", "del", &self.name])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status();
+    }
+}
+
+/// Build a namespace, then run `f` on a thread inside it with the dataplane loaded and its
+/// maps filled (see the module doc). The namespace is deleted afterwards, also on panic.
+fn with_fixture<F>(f: F)
+where
+    F: FnOnce(&Fx<'_>) + Send + 'static,
+{
+    require_root();
+    let ns = Netns::new();
+    ns.build_topology();
+    let path = format!("/run/netns/{}", ns.name);
+    let worker = std::thread::Builder::new()
+        .name(format!("dp-fixture {}", ns.name))
+        .spawn(move || {
+            let fd = File::open(&path).unwrap_or_else(|e| panic!("open {path}: {e}"));
+            nix::sched::setns(&fd, nix::sched::CloneFlags::CLONE_NEWNET)
+                .unwrap_or_else(|e| panic!("setns {path}: {e}"));
+            // Per-CPU state (per-packet counter, DRR deficit) must stay on one CPU.
+            let cpu = nix::sched::sched_getcpu().expect("sched_getcpu");
+            let mut set = nix::sched::CpuSet::new();
+            set.set(cpu).expect("cpu set");
+            nix::sched::sched_setaffinity(nix::unistd::Pid::from_raw(0), &set)
+                .expect("pin the fixture thread to its CPU");
+
+            let mut storage = MaybeUninit::<OpenObject>::uninit();
+            let skel = DpSkelBuilder::default()
+                .open(&mut storage)
+                .expect("open the dp skeleton")
+                .load()
+                .expect("load the dp skeleton (verifier)");
+            let fx = Fx::new(skel);
+            f(&fx);
+        })
+        .expect("spawn the fixture thread");
+    let res = worker.join();
+    drop(ns);
+    if let Err(panic) = res {
+        std::panic::resume_unwind(panic);
+    }
+}
+
+// ---- the loaded dataplane ------------------------------------------------------------------
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Hook {
+    Xdp,
+    Tc,
+}
+
+const HOOKS: [Hook; 2] = [Hook::Xdp, Hook::Tc];
+
+impl Hook {
+    const fn pass(self) -> u32 {
+        match self {
+            Hook::Xdp => XDP_PASS,
+            Hook::Tc => TCX_NEXT,
+        }
+    }
+    const fn redirect(self) -> u32 {
+        match self {
+            Hook::Xdp => XDP_REDIRECT,
+            Hook::Tc => TC_ACT_REDIRECT,
+        }
+    }
+}
+
+/// The test run's context beyond the packet.
+#[derive(Clone, Copy, Debug)]
+struct Ctx {
+    ingress: &'static str,
+    /// tc only: `gso_segs`, `gso_size` of the skb.
+    gso: Option<(u32, u32)>,
+}
+
+const IN0: Ctx = Ctx {
+    ingress: "in0",
+    gso: None,
+};
+
+/// What a test run gave back.
+#[derive(Debug)]
+struct Out {
+    rc: u32,
+    data: Vec<u8>,
+}
+
+/// What a fixture expects of one hook.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Expect {
+    /// To the stack, untouched, this reason counted.
+    Pass(Reason),
+    /// Redirected with the MACs rewritten by the dataplane.
+    Redirect,
+    /// tc: redirected with bpf_redirect_neigh (TTL decremented, MACs left to the kernel).
+    RedirectNeigh,
+    /// The kernel refuses the test run's input (EINVAL) before the program runs: see
+    /// [`kernel_refuses`].
+    Refused,
+}
+
+/// Inputs BPF_PROG_TEST_RUN itself rejects with EINVAL on Linux 6.18, before any program runs:
+/// frames shorter than an Ethernet header (both program types) and, for an skb (tc), an
+/// untagged IPv4 frame shorter than 14 + 20 bytes or IPv6 frame shorter than 14 + 40 bytes
+/// (the test run checks the network header of the protocol eth_type_trans found). Such frames
+/// cannot reach the program through a test run; the VLAN-tagged variants (not checked by the
+/// kernel) exercise the same truncations in tc.
+fn kernel_refuses(hook: Hook, f: &[u8]) -> bool {
+    if f.len() < 14 {
+        return true;
+    }
+    let et = u16::from_be_bytes([f[12], f[13]]);
+    hook == Hook::Tc && ((et == ETH_P_IP && f.len() < 34) || (et == ETH_P_IPV6 && f.len() < 54))
+}
+
+type Reasons = [u64; R_MAX as usize];
+
+struct Fx<'obj> {
+    skel: DpSkel<'obj>,
+    ifindex: BTreeMap<&'static str, u32>,
+    groups: HashMap<u32, MptGroup>,
+    routes: HashMap<&'static str, MptRouteKey>,
+}
+
+fn parse_prefix(p: &str) -> (IpAddr, u8) {
+    let (a, l) = p.split_once('/').expect("prefix with a length");
+    (
+        a.parse().expect("prefix address"),
+        l.parse().expect("prefix length"),
+    )
+}
+
+impl<'obj> Fx<'obj> {
+    /// Ifindexes (of the thread's namespace), then meta, groups and routes.
+    fn new(skel: DpSkel<'obj>) -> Fx<'obj> {
+        let mut ifindex = BTreeMap::new();
+        for d in DEVS {
+            let i = nix::net::if_::if_nametoindex(d.name)
+                .unwrap_or_else(|e| panic!("ifindex of {}: {e}", d.name));
+            ifindex.insert(d.name, i);
+        }
+        let mut fx = Fx {
+            skel,
+            ifindex,
+            groups: HashMap::new(),
+            routes: HashMap::new(),
+        };
+        let meta = MptMeta::new(SEED, 0);
+        fx.skel
+            .maps
+            .mpt_meta
+            .update(&0u32.to_ne_bytes(), meta.as_bytes(), MapFlags::ANY)
+            .expect("write mpt_meta");
+        for g in groups() {
+            let nhs: Vec<DpNexthop> = g
+                .nhs
+                .iter()
+                .map(|(dev, gw, weight, usable)| DpNexthop {
+                    ifindex: fx.ifx(dev),
+                    gateway: (!gw.is_empty()).then(|| gw.parse().expect("gateway")),
+                    weight: *weight,
+                    flags: 0,
+                    usable: *usable,
+                })
+                .collect();
+            let group = build_group(&nhs);
+            fx.skel
+                .maps
+                .mpt_groups
+                .update(&g.id.to_ne_bytes(), group.as_bytes(), MapFlags::ANY)
+                .expect("write mpt_groups");
+            fx.groups.insert(g.id, group);
+        }
+        for r in ROUTES {
+            let (addr, len) = parse_prefix(r.prefix);
+            let mut dst_be = [0u8; 16];
+            let family = match addr {
+                IpAddr::V4(a) => {
+                    dst_be[..4].copy_from_slice(&a.octets());
+                    AF_INET
+                }
+                IpAddr::V6(a) => {
+                    dst_be = a.octets();
+                    AF_INET6
+                }
+            };
+            let id = MptRouteKey {
+                family,
+                dst_len: len,
+                reserved: 0,
+                table: TABLE,
+                metric: 0,
+                dst_be,
+            };
+            let v = MptDpRoute {
+                id,
+                algo: r.algo,
+                reserved: [0; 3],
+                group: r.group,
+            };
+            let res = match addr {
+                IpAddr::V4(a) => fx.skel.maps.mpt_lpm4.update(
+                    MptLpm4Key::new(TABLE, len, a.octets()).as_bytes(),
+                    v.as_bytes(),
+                    MapFlags::ANY,
+                ),
+                IpAddr::V6(a) => fx.skel.maps.mpt_lpm6.update(
+                    MptLpm6Key::new(TABLE, len, a.octets()).as_bytes(),
+                    v.as_bytes(),
+                    MapFlags::ANY,
+                ),
+            };
+            res.unwrap_or_else(|e| panic!("write the LPM entry {}: {e}", r.prefix));
+            fx.routes.insert(r.prefix, id);
+        }
+        fx
+    }
+
+    fn ifx(&self, dev: &str) -> u32 {
+        *self
+            .ifindex
+            .get(dev)
+            .unwrap_or_else(|| panic!("no device {dev}"))
+    }
+
+    fn dev_name(&self, ifindex: u32) -> &'static str {
+        self.ifindex
+            .iter()
+            .find(|(_, i)| **i == ifindex)
+            .map(|(n, _)| *n)
+            .unwrap_or_else(|| panic!("no device with ifindex {ifindex}"))
+    }
+
+    /// One test run.
+    fn try_run(&self, hook: Hook, frame: &[u8], ctx: Ctx) -> Result<Out, libbpf_rs::Error> {
+        let ingress = self.ifx(ctx.ingress);
+        let mut c = match hook {
+            Hook::Xdp => {
+                // struct xdp_md: data, data_end, data_meta, ingress_ifindex, rx_queue_index,
+                // egress_ifindex
+                let mut c = Vec::with_capacity(24);
+                for w in [0, frame.len() as u32, 0, ingress, 0, 0] {
+                    c.extend_from_slice(&w.to_ne_bytes());
+                }
+                c
+            }
+            Hook::Tc => {
+                let mut c = vec![0u8; SKB_SIZE];
+                c[SKB_INGRESS_IFINDEX..SKB_INGRESS_IFINDEX + 4]
+                    .copy_from_slice(&ingress.to_ne_bytes());
+                c[SKB_IFINDEX..SKB_IFINDEX + 4].copy_from_slice(&ingress.to_ne_bytes());
+                if let Some((segs, size)) = ctx.gso {
+                    c[SKB_GSO_SEGS..SKB_GSO_SEGS + 4].copy_from_slice(&segs.to_ne_bytes());
+                    c[SKB_GSO_SIZE..SKB_GSO_SIZE + 4].copy_from_slice(&size.to_ne_bytes());
+                }
+                c
+            }
+        };
+        let prog = match hook {
+            Hook::Xdp => &self.skel.progs.mpt_dp_xdp,
+            Hook::Tc => &self.skel.progs.mpt_dp_tc,
+        };
+        let mut buf = vec![0u8; 8192];
+        let out = prog.test_run(ProgramInput {
+            context_in: Some(&mut c),
+            data_in: Some(frame),
+            data_out: Some(&mut buf),
+            ..Default::default()
+        })?;
+        Ok(Out {
+            rc: out.return_value,
+            data: out.data.map(|d| d.to_vec()).unwrap_or_default(),
+        })
+    }
+
+    fn run(&self, hook: Hook, frame: &[u8], ctx: Ctx, what: &str) -> Out {
+        self.try_run(hook, frame, ctx).unwrap_or_else(|e| {
+            panic!(
+                "{what} [{hook:?}]: BPF_PROG_TEST_RUN failed: {e}; frame {}",
+                hex(frame)
+            )
+        })
+    }
+
+    /// `mpt_reasons`, summed over CPUs.
+    fn reasons(&self) -> Reasons {
+        let mut out = [0u64; R_MAX as usize];
+        for (i, slot) in out.iter_mut().enumerate() {
+            let v = self
+                .skel
+                .maps
+                .mpt_reasons
+                .lookup_percpu(&(i as u32).to_ne_bytes(), MapFlags::ANY)
+                .expect("read mpt_reasons")
+                .expect("mpt_reasons entry");
+            *slot = sum_percpu_u64(&v).expect("8-byte per-CPU values");
+        }
+        out
+    }
+
+    /// `mpt_stats` of a route (zero if absent), summed over CPUs.
+    fn stats(&self, prefix: &str) -> MptRouteStats {
+        let key = self.route_key(prefix);
+        self.skel
+            .maps
+            .mpt_stats
+            .lookup_percpu(key.as_bytes(), MapFlags::ANY)
+            .expect("read mpt_stats")
+            .map(|v| MptRouteStats::sum_percpu(&v).expect("mpt_stats value size"))
+            .unwrap_or_default()
+    }
+
+    fn route_key(&self, prefix: &str) -> MptRouteKey {
+        *self
+            .routes
+            .get(prefix)
+            .unwrap_or_else(|| panic!("no managed route {prefix}"))
+    }
+
+    fn group(&self, id: u32) -> &MptGroup {
+        self.groups
+            .get(&id)
+            .unwrap_or_else(|| panic!("no group {id}"))
+    }
+
+    /// The device the hash algorithms must pick for `key`: mpt_model's flow hash with our seed,
+    /// then hash-threshold over the group's bounds.
+    fn predict(&self, group: u32, key: &FlowKey, l4: bool) -> &'static str {
+        let g = self.group(group);
+        let bounds: Vec<i32> = g.nexthops().iter().map(|n| n.upper_bound).collect();
+        let i = select(flow_hash(key, l4, SEED), &bounds).expect("a usable nexthop");
+        self.dev_name(g.nh[i].ifindex)
+    }
+
+    /// The egress device a rewritten frame's MACs name: source MAC = the device's, destination
+    /// MAC = its gateways' neighbour MAC.
+    fn egress_of(&self, out: &[u8], what: &str, hook: Hook) -> &'static str {
+        let (dst, src) = (&out[0..6], &out[6..12]);
+        let d = DEVS.iter().find(|d| d.mac == src).unwrap_or_else(|| {
+            panic!(
+                "{what} [{hook:?}]: source MAC {} is no device's",
+                hexmac(src)
+            )
+        });
+        assert_eq!(
+            Some(dst),
+            d.gw_mac.as_ref().map(|m| &m[..]),
+            "{what} [{hook:?}]: destination MAC {} is not the neighbour MAC of {}'s gateways",
+            hexmac(dst),
+            d.name
+        );
+        d.name
+    }
+
+    /// Run and check against `expect`; returns the egress device for a redirect.
+    fn check(
+        &self,
+        hook: Hook,
+        frame: &[u8],
+        ctx: Ctx,
+        expect: Expect,
+        what: &str,
+    ) -> Option<&'static str> {
+        let before = self.reasons();
+        assert_eq!(
+            expect == Expect::Refused,
+            kernel_refuses(hook, frame),
+            "{what} [{hook:?}]: the fixture and kernel_refuses() disagree"
+        );
+        if expect == Expect::Refused {
+            match self.try_run(hook, frame, ctx) {
+                Err(e) if e.kind() == libbpf_rs::ErrorKind::InvalidInput => {}
+                other => {
+                    panic!("{what} [{hook:?}]: expected EINVAL from the kernel, got {other:?}")
+                }
+            }
+            assert_eq!(
+                fmt_delta(&reason_delta(&before, &self.reasons())),
+                "(none)",
+                "{what} [{hook:?}]: refused input counted"
+            );
+            return None;
+        }
+        let out = self.run(hook, frame, ctx, what);
+        let after = self.reasons();
+        let delta = reason_delta(&before, &after);
+        let want_rc = match expect {
+            Expect::Pass(_) => hook.pass(),
+            Expect::Redirect | Expect::RedirectNeigh | Expect::Refused => hook.redirect(),
+        };
+        let want_reason = match expect {
+            Expect::Pass(r) => r,
+            Expect::Redirect | Expect::RedirectNeigh | Expect::Refused => Reason::Redirected,
+        };
+        assert!(
+            out.rc == want_rc && delta == [(want_reason, 1)],
+            "{what} [{hook:?}]: expected {expect:?} (rc {want_rc:#x}, counter {want_reason}), \
+             got rc {:#x} with counters {}; frame ({} bytes) {}",
+            out.rc,
+            fmt_delta(&delta),
+            frame.len(),
+            hex(frame)
+        );
+        match expect {
+            Expect::Pass(_) => {
+                assert!(
+                    out.data == frame,
+                    "{what} [{hook:?}]: passed packet changed:\n in  {}\n out {}",
+                    hex(frame),
+                    hex(&out.data)
+                );
+                None
+            }
+            Expect::Redirect => {
+                check_forwarded(frame, &out.data, true, what, hook);
+                Some(self.egress_of(&out.data, what, hook))
+            }
+            Expect::RedirectNeigh => {
+                check_forwarded(frame, &out.data, false, what, hook);
+                None
+            }
+            Expect::Refused => None,
+        }
+    }
+
+    fn fwd(&self, hook: Hook, frame: &[u8], what: &str) -> &'static str {
+        self.check(hook, frame, IN0, Expect::Redirect, what)
+            .expect("a redirect names its egress")
+    }
+}
+
+fn reason_delta(before: &Reasons, after: &Reasons) -> Vec<(Reason, u64)> {
+    Reason::ALL
+        .iter()
+        .zip(before.iter().zip(after.iter()))
+        .filter(|(_, (b, a))| a != b)
+        .map(|(r, (b, a))| (*r, a.wrapping_sub(*b)))
+        .collect()
+}
+
+fn fmt_delta(d: &[(Reason, u64)]) -> String {
+    if d.is_empty() {
+        return "(none)".into();
+    }
+    d.iter()
+        .map(|(r, n)| format!("{r}+{n}"))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// A forwarded frame is the input (without its VLAN tag, if any) with TTL / hop limit one lower,
+/// the IPv4 header checksum still valid and, with `macs`, new MACs; every other byte equal.
+fn check_forwarded(input: &[u8], out: &[u8], macs: bool, what: &str, hook: Hook) {
+    let mut plain = input.to_vec();
+    let et = u16::from_be_bytes([input[12], input[13]]);
+    if et == ETH_P_8021Q || et == ETH_P_8021AD {
+        plain.drain(12..16);
+    }
+    let ctx = || format!("{what} [{hook:?}]:\n in  {}\n out {}", hex(input), hex(out));
+    assert_eq!(out.len(), plain.len(), "{}: length", ctx());
+    let et = u16::from_be_bytes([plain[12], plain[13]]);
+    assert_eq!(
+        u16::from_be_bytes([out[12], out[13]]),
+        et,
+        "{}: ethertype",
+        ctx()
+    );
+    let mut same: Vec<usize> = (12..plain.len()).collect();
+    if !macs {
+        same.extend(0..12);
+    }
+    match et {
+        ETH_P_IP => {
+            let ttl = 14 + 8;
+            assert_eq!(out[ttl], plain[ttl].wrapping_sub(1), "{}: TTL", ctx());
+            let hl = usize::from(out[14] & 0x0f) * 4;
+            assert!(
+                csum_ok(&out[14..14 + hl]),
+                "{}: IPv4 header checksum invalid",
+                ctx()
+            );
+            same.retain(|i| ![ttl, 24, 25].contains(i));
+        }
+        ETH_P_IPV6 => {
+            let hop = 14 + 7;
+            assert_eq!(out[hop], plain[hop].wrapping_sub(1), "{}: hop limit", ctx());
+            same.retain(|i| *i != hop);
+        }
+        other => panic!("{}: forwarded ethertype {other:#06x}", ctx()),
+    }
+    for i in same {
+        assert_eq!(out[i], plain[i], "{}: byte {i} changed", ctx());
+    }
+}
+
+// ---- packets ------------------------------------------------------------------------------
+
+fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+fn hexmac(m: &[u8]) -> String {
+    m.iter()
+        .map(|x| format!("{x:02x}"))
+        .collect::<Vec<_>>()
+        .join(":")
+}
+
+fn csum_sum(data: &[u8]) -> u32 {
+    let mut s: u32 = 0;
+    for c in data.chunks(2) {
+        let w = u16::from_be_bytes([c[0], *c.get(1).unwrap_or(&0)]);
+        s += u32::from(w);
+    }
+    while s > 0xffff {
+        s = (s & 0xffff) + (s >> 16);
+    }
+    s
+}
+
+/// The Internet checksum of `data`.
+fn inet_csum(data: &[u8]) -> u16 {
+    !(csum_sum(data) as u16)
+}
+
+/// Whether a header including its checksum sums to 0xffff.
+fn csum_ok(hdr: &[u8]) -> bool {
+    csum_sum(hdr) == 0xffff
+}
+
+/// An Ethernet frame from the sender to in0.
+fn eth(ethertype: u16, l3: &[u8]) -> Vec<u8> {
+    let mut f = Vec::with_capacity(14 + l3.len());
+    f.extend_from_slice(&IN0_MAC);
+    f.extend_from_slice(&SENDER_MAC);
+    f.extend_from_slice(&ethertype.to_be_bytes());
+    f.extend_from_slice(l3);
+    f
+}
+
+/// `frame` with a VLAN tag inserted after the MACs.
+fn tagged(tpid: u16, tci: u16, frame: &[u8]) -> Vec<u8> {
+    let mut f = frame[..12].to_vec();
+    f.extend_from_slice(&tpid.to_be_bytes());
+    f.extend_from_slice(&tci.to_be_bytes());
+    f.extend_from_slice(&frame[12..]);
+    f
+}
+
+#[derive(Clone, Debug)]
+struct Ip4 {
+    src: [u8; 4],
+    dst: [u8; 4],
+    proto: u8,
+    ttl: u8,
+    /// Flags and fragment offset.
+    frag: u16,
+    options: Vec<u8>,
+    payload: Vec<u8>,
+}
+
+impl Ip4 {
+    fn new(src: &str, dst: &str, proto: u8, payload: Vec<u8>) -> Ip4 {
+        let a = |s: &str| -> [u8; 4] { s.parse::<std::net::Ipv4Addr>().expect("ipv4").octets() };
+        Ip4 {
+            src: a(src),
+            dst: a(dst),
+            proto,
+            ttl: 64,
+            frag: DF,
+            options: Vec::new(),
+            payload,
+        }
+    }
+    fn ttl(mut self, ttl: u8) -> Ip4 {
+        self.ttl = ttl;
+        self
+    }
+    fn frag(mut self, frag: u16) -> Ip4 {
+        self.frag = frag;
+        self
+    }
+    fn options(mut self, o: &[u8]) -> Ip4 {
+        self.options = o.to_vec();
+        self
+    }
+    fn bytes(&self) -> Vec<u8> {
+        let hl = 20 + self.options.len();
+        assert!(hl % 4 == 0 && hl <= 60, "IPv4 options length");
+        let tot = (hl + self.payload.len()) as u16;
+        let mut h = vec![0u8; 20];
+        h[0] = 0x40 | (hl / 4) as u8;
+        h[2..4].copy_from_slice(&tot.to_be_bytes());
+        h[4..6].copy_from_slice(&0x1234u16.to_be_bytes());
+        h[6..8].copy_from_slice(&self.frag.to_be_bytes());
+        h[8] = self.ttl;
+        h[9] = self.proto;
+        h[12..16].copy_from_slice(&self.src);
+        h[16..20].copy_from_slice(&self.dst);
+        h.extend_from_slice(&self.options);
+        let c = inet_csum(&h);
+        h[10..12].copy_from_slice(&c.to_be_bytes());
+        h.extend_from_slice(&self.payload);
+        h
+    }
+    fn frame(&self) -> Vec<u8> {
+        eth(ETH_P_IP, &self.bytes())
+    }
+}
+
+#[derive(Clone, Debug)]
+struct Ip6 {
+    src: [u8; 16],
+    dst: [u8; 16],
+    nh: u8,
+    hop: u8,
+    payload: Vec<u8>,
+}
+
+impl Ip6 {
+    fn new(src: &str, dst: &str, nh: u8, payload: Vec<u8>) -> Ip6 {
+        let a = |s: &str| -> [u8; 16] { s.parse::<std::net::Ipv6Addr>().expect("ipv6").octets() };
+        Ip6 {
+            src: a(src),
+            dst: a(dst),
+            nh,
+            hop: 64,
+            payload,
+        }
+    }
+    fn hop(mut self, hop: u8) -> Ip6 {
+        self.hop = hop;
+        self
+    }
+    fn bytes(&self) -> Vec<u8> {
+        let mut h = vec![0x60, 0, 0, 0];
+        h.extend_from_slice(&(self.payload.len() as u16).to_be_bytes());
+        h.push(self.nh);
+        h.push(self.hop);
+        h.extend_from_slice(&self.src);
+        h.extend_from_slice(&self.dst);
+        h.extend_from_slice(&self.payload);
+        h
+    }
+    fn frame(&self) -> Vec<u8> {
+        eth(ETH_P_IPV6, &self.bytes())
+    }
+}
+
+/// A UDP header and `n` payload bytes (checksum 0: the dataplane does not look at it).
+fn udp(sport: u16, dport: u16, n: usize) -> Vec<u8> {
+    let mut u = Vec::with_capacity(8 + n);
+    u.extend_from_slice(&sport.to_be_bytes());
+    u.extend_from_slice(&dport.to_be_bytes());
+    u.extend_from_slice(&((8 + n) as u16).to_be_bytes());
+    u.extend_from_slice(&[0, 0]);
+    u.resize(8 + n, 0xab);
+    u
+}
+
+/// A 20-byte TCP header (ACK).
+fn tcp(sport: u16, dport: u16) -> Vec<u8> {
+    let mut t = Vec::with_capacity(20);
+    t.extend_from_slice(&sport.to_be_bytes());
+    t.extend_from_slice(&dport.to_be_bytes());
+    t.extend_from_slice(&1u32.to_be_bytes());
+    t.extend_from_slice(&1u32.to_be_bytes());
+    t.extend_from_slice(&[0x50, 0x10, 0xff, 0xff, 0, 0, 0, 0]);
+    t
+}
+
+/// A UDP frame of either family (by the source address's syntax), `n` payload bytes.
+fn udp_frame(src: &str, dst: &str, sport: u16, dport: u16, n: usize) -> Vec<u8> {
+    if src.contains(':') {
+        Ip6::new(src, dst, IPPROTO_UDP, udp(sport, dport, n)).frame()
+    } else {
+        Ip4::new(src, dst, IPPROTO_UDP, udp(sport, dport, n)).frame()
+    }
+}
+
+fn key(src: &str, dst: &str, proto: u8, sport: u16, dport: u16) -> FlowKey {
+    FlowKey::from_addrs(
+        src.parse().expect("src"),
+        dst.parse().expect("dst"),
+        proto,
+        sport,
+        dport,
+    )
+    .expect("same family")
+}
+
+/// An ICMP destination unreachable / port unreachable quoting `quoted` (IP header + 8 bytes).
+fn icmp4_port_unreach(quoted: &[u8]) -> Vec<u8> {
+    let mut m = vec![3, 3, 0, 0, 0, 0, 0, 0];
+    m.extend_from_slice(quoted);
+    let c = inet_csum(&m);
+    m[2..4].copy_from_slice(&c.to_be_bytes());
+    m
+}
+
+/// An ICMPv6 destination unreachable / port unreachable quoting `quoted` (checksum 0).
+fn icmp6_port_unreach(quoted: &[u8]) -> Vec<u8> {
+    let mut m = vec![1, 4, 0, 0, 0, 0, 0, 0];
+    m.extend_from_slice(quoted);
+    m
+}
+
+fn arp_request() -> Vec<u8> {
+    let mut a = vec![0, 1, 8, 0, 6, 4, 0, 1];
+    a.extend_from_slice(&SENDER_MAC);
+    a.extend_from_slice(&[10, 0, 0, 10]);
+    a.extend_from_slice(&[0; 6]);
+    a.extend_from_slice(&[10, 0, 0, 1]);
+    let mut f = eth(ETH_P_ARP, &a);
+    f[..6].copy_from_slice(&[0xff; 6]);
+    f
+}
+
+/// xorshift64 (Marsaglia): deterministic, no dependency.
+struct XorShift64(u64);
+
+impl XorShift64 {
+    fn next(&mut self) -> u64 {
+        let mut x = self.0;
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        self.0 = x;
+        x
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+    fn fill(&mut self, buf: &mut [u8]) {
+        for chunk in buf.chunks_mut(8) {
+            let r = self.next().to_le_bytes();
+            chunk.copy_from_slice(&r[..chunk.len()]);
+        }
+    }
+}
+
+// ---- fixtures: algorithms -----------------------------------------------------------------
+
+/// Addresses of one family for the algorithm fixtures.
+struct Fam {
+    name: &'static str,
+    src: fn(u32) -> String,
+    l3_dst: fn(u32) -> String,
+    l3: (&'static str, u32),
+    l4_dst: &'static str,
+    l4: (&'static str, u32),
+    pp_dst: &'static str,
+    pp: (&'static str, u32),
+    drr_dst: &'static str,
+    drr: (&'static str, u32),
+    rnd_dst: &'static str,
+    rnd: (&'static str, u32),
+    wrnd_dst: &'static str,
+    wrnd: (&'static str, u32),
+}
+
+const V4: Fam = Fam {
+    name: "IPv4",
+    src: |i| format!("10.0.0.{}", 10 + i % 200),
+    l3_dst: |i| format!("198.51.100.{}", 1 + i % 14),
+    l3: ("198.51.100.0/28", G4_11),
+    l4_dst: "198.51.100.20",
+    l4: ("198.51.100.16/28", G4_11),
+    pp_dst: "198.51.100.40",
+    pp: ("198.51.100.32/28", G4_11),
+    drr_dst: "198.51.100.50",
+    drr: ("198.51.100.48/28", G4_11),
+    rnd_dst: "198.51.100.70",
+    rnd: ("198.51.100.64/28", G4_31),
+    wrnd_dst: "198.51.100.90",
+    wrnd: ("198.51.100.80/28", G4_31),
+};
+
+const V6: Fam = Fam {
+    name: "IPv6",
+    src: |i| format!("2001:db8:ff::{:x}", 0x10 + i),
+    l3_dst: |i| format!("2001:db8:100::{:x}", 1 + i * 0x111),
+    l3: ("2001:db8:100::/64", G6_11),
+    l4_dst: "2001:db8:100:1::20",
+    l4: ("2001:db8:100:1::/64", G6_11),
+    pp_dst: "2001:db8:100:2::5",
+    pp: ("2001:db8:100:2::/64", G6_31),
+    drr_dst: "2001:db8:100:3::5",
+    drr: ("2001:db8:100:3::/64", G6_11),
+    rnd_dst: "2001:db8:100:4::5",
+    rnd: ("2001:db8:100:4::/64", G6_31),
+    wrnd_dst: "2001:db8:100:5::5",
+    wrnd: ("2001:db8:100:5::/64", G6_31),
+};
+
+/// Sends `frames` through `hook`, all must be redirected; checks the route's counters moved by
+/// exactly what was sent, per nexthop. Returns the egress devices in order.
+fn fwd_batch(
+    fx: &Fx<'_>,
+    hook: Hook,
+    route: (&str, u32),
+    frames: &[Vec<u8>],
+    what: &str,
+) -> Vec<&'static str> {
+    let before = fx.stats(route.0);
+    let devs: Vec<&'static str> = frames
+        .iter()
+        .enumerate()
+        .map(|(i, f)| fx.fwd(hook, f, &format!("{what} #{i}")))
+        .collect();
+    let after = fx.stats(route.0);
+    let bytes: u64 = frames.iter().map(|f| f.len() as u64).sum();
+    assert_eq!(
+        (
+            after.route.packets - before.route.packets,
+            after.route.bytes - before.route.bytes
+        ),
+        (frames.len() as u64, bytes),
+        "{what} [{hook:?}]: mpt_stats of {} (route)",
+        route.0
+    );
+    // Per device (a device may carry several nexthops of the group): the nexthop counters of
+    // its nexthops add up to what left through it.
+    let mut by_dev: BTreeMap<&'static str, (u64, u64, Vec<usize>)> = BTreeMap::new();
+    for (i, nh) in fx.group(route.1).nexthops().iter().enumerate() {
+        let e = by_dev.entry(fx.dev_name(nh.ifindex)).or_default();
+        e.0 += after.nh[i].packets - before.nh[i].packets;
+        e.1 += after.nh[i].bytes - before.nh[i].bytes;
+        e.2.push(i);
+    }
+    for (dev, (packets, bytes, idx)) in by_dev {
+        let n = devs.iter().filter(|d| **d == dev).count() as u64;
+        let b: u64 = frames
+            .iter()
+            .zip(&devs)
+            .filter(|(_, d)| **d == dev)
+            .map(|(f, _)| f.len() as u64)
+            .sum();
+        assert_eq!(
+            (packets, bytes),
+            (n, b),
+            "{what} [{hook:?}]: mpt_stats of {} nexthops {idx:?} ({dev})",
+            route.0
+        );
+    }
+    devs
+}
+
+fn count(devs: &[&str], dev: &str) -> usize {
+    devs.iter().filter(|d| **d == dev).count()
+}
+
+fn both_used(devs: &[&str], what: &str) {
+    assert!(
+        count(devs, "e1") > 0 && count(devs, "e2") > 0,
+        "{what}: expected both nexthops among the choices, got {devs:?}"
+    );
+}
+
+/// Weighted round robin: every window of total_weight consecutive choices holds each device
+/// exactly as often as the weights of its usable nexthops add up to.
+fn check_wrr_windows(fx: &Fx<'_>, group: u32, got: &[&'static str], what: &str) {
+    let g = fx.group(group);
+    let mut want: BTreeMap<&'static str, usize> = BTreeMap::new();
+    for nh in g.nexthops() {
+        let e = want.entry(fx.dev_name(nh.ifindex)).or_default();
+        if nh.upper_bound >= 0 {
+            *e += usize::from(nh.weight);
+        }
+    }
+    let total = g.total_weight as usize;
+    assert!(got.len() >= 2 * total, "{what}: too few packets");
+    for w in got.windows(total) {
+        for (dev, n) in &want {
+            assert_eq!(
+                count(w, dev),
+                *n,
+                "{what}: window {w:?} (weights of {dev}: {n}); all: {got:?}"
+            );
+        }
+    }
+}
+
+fn algorithms(fx: &Fx<'_>, fam: &Fam) {
+    let f = fam.name;
+    for hook in HOOKS {
+        // l3-hash: 48 flows over varied addresses and ports; the model predicts every choice.
+        let mut frames = Vec::new();
+        let mut want = Vec::new();
+        for i in 0..48u32 {
+            let (src, dst) = ((fam.src)(i), (fam.l3_dst)(i));
+            let (sp, dp) = (1000 + i as u16 * 7, 53 + i as u16);
+            frames.push(udp_frame(&src, &dst, sp, dp, 18));
+            want.push(fx.predict(fam.l3.1, &key(&src, &dst, IPPROTO_UDP, sp, dp), false));
+        }
+        let got = fwd_batch(fx, hook, fam.l3, &frames, &format!("{f} l3-hash"));
+        assert_eq!(got, want, "{f} l3-hash [{hook:?}]: choices vs the model");
+        both_used(&got, &format!("{f} l3-hash [{hook:?}]"));
+
+        // l4-hash: one address pair, 48 port pairs, UDP and TCP.
+        let src = (fam.src)(0);
+        let dst = fam.l4_dst;
+        let mut frames = Vec::new();
+        let mut want = Vec::new();
+        for i in 0..48u16 {
+            let (sp, dp) = (20_000 + i * 13, 443 - i % 3);
+            let proto = if i % 2 == 0 { IPPROTO_UDP } else { IPPROTO_TCP };
+            frames.push(match (proto, src.contains(':')) {
+                (IPPROTO_UDP, _) => udp_frame(&src, dst, sp, dp, 18),
+                (_, false) => Ip4::new(&src, dst, proto, tcp(sp, dp)).frame(),
+                (_, true) => Ip6::new(&src, dst, proto, tcp(sp, dp)).frame(),
+            });
+            want.push(fx.predict(fam.l4.1, &key(&src, dst, proto, sp, dp), true));
+        }
+        let got = fwd_batch(fx, hook, fam.l4, &frames, &format!("{f} l4-hash"));
+        assert_eq!(got, want, "{f} l4-hash [{hook:?}]: choices vs the model");
+        both_used(&got, &format!("{f} l4-hash [{hook:?}]"));
+
+        // per-packet: one flow; every window of total_weight consecutive packets holds each
+        // nexthop exactly weight times (with 1:1, strict alternation).
+        let total = fx.group(fam.pp.1).total_weight as usize;
+        let frames: Vec<Vec<u8>> = (0..10 * total)
+            .map(|_| udp_frame(&src, fam.pp_dst, 5000, 5001, 18))
+            .collect();
+        let got = fwd_batch(fx, hook, fam.pp, &frames, &format!("{f} per-packet"));
+        check_wrr_windows(fx, fam.pp.1, &got, &format!("{f} per-packet [{hook:?}]"));
+
+        // drr (1:1, small packets): all redirected, both used, turns of at most one quantum,
+        // byte counts within one quantum plus one packet of each other.
+        let frames: Vec<Vec<u8>> = (0..200)
+            .map(|_| udp_frame(&src, fam.drr_dst, 5000, 5002, 100))
+            .collect();
+        let len = frames[0].len();
+        let got = fwd_batch(fx, hook, fam.drr, &frames, &format!("{f} drr"));
+        both_used(&got, &format!("{f} drr [{hook:?}]"));
+        let longest = got
+            .chunk_by(|a, b| a == b)
+            .map(<[&str]>::len)
+            .max()
+            .unwrap_or(0);
+        assert!(
+            longest as u64 <= DRR_QUANTUM / len as u64 + 1,
+            "{f} drr [{hook:?}]: a turn of {longest} packets of {len} bytes: {got:?}"
+        );
+        let (b1, b2) = (
+            (count(&got, "e1") * len) as i64,
+            (count(&got, "e2") * len) as i64,
+        );
+        assert!(
+            (b1 - b2).unsigned_abs() <= DRR_QUANTUM + len as u64,
+            "{f} drr [{hook:?}]: bytes e1 {b1} e2 {b2}"
+        );
+
+        // random (3:1 group, weights ignored): ~uniform. 400 draws, 6+ standard deviations.
+        let frames: Vec<Vec<u8>> = (0..400)
+            .map(|_| udp_frame(&src, fam.rnd_dst, 5000, 5003, 18))
+            .collect();
+        let got = fwd_batch(fx, hook, fam.rnd, &frames, &format!("{f} random"));
+        let n1 = count(&got, "e1");
+        assert!(
+            (140..=260).contains(&n1),
+            "{f} random [{hook:?}]: e1 chosen {n1} of 400 times (uniform: ~200)"
+        );
+
+        // wrandom (3:1): ~3/4 on e1.
+        let frames: Vec<Vec<u8>> = (0..400)
+            .map(|_| udp_frame(&src, fam.wrnd_dst, 5000, 5004, 18))
+            .collect();
+        let got = fwd_batch(fx, hook, fam.wrnd, &frames, &format!("{f} wrandom"));
+        let n1 = count(&got, "e1");
+        assert!(
+            (240..=360).contains(&n1),
+            "{f} wrandom [{hook:?}]: e1 chosen {n1} of 400 times (weight 3:1: ~300)"
+        );
+    }
+}
+
+/// Every algorithm, with a managed IPv4 and an IPv6 route, redirects through both hooks; the
+/// hash algorithms choose as mpt_model predicts, per-packet cycles in weight proportion, DRR
+/// shares bytes evenly, random ignores weights and wrandom follows them; mpt_stats agrees.
+#[test]
+fn every_algorithm_redirects() {
+    with_fixture(|fx| {
+        algorithms(fx, &V4);
+        algorithms(fx, &V6);
+    });
+}
+
+/// l4-hash details: ICMP (not an l4 protocol) hashes l3; a non-first fragment hashes l3; a
+/// first fragment hashes its ports (mpt_model::hash's documented parser contract).
+#[test]
+fn l4_hash_fragments_and_non_l4() {
+    with_fixture(|fx| {
+        let (src, dst) = ("10.0.0.10", "198.51.100.20");
+        for hook in HOOKS {
+            for i in 0..24u16 {
+                let s = format!("10.0.0.{}", 10 + i);
+                let echo = Ip4::new(&s, dst, IPPROTO_ICMP, vec![8, 0, 0, 0, 0, 1, 0, 1]).frame();
+                let want = fx.predict(G4_11, &key(&s, dst, IPPROTO_ICMP, 0, 0), false);
+                assert_eq!(fx.fwd(hook, &echo, "ICMP echo on l4-hash"), want);
+
+                let sp = 30_000 + i * 31;
+                let first = Ip4::new(src, dst, IPPROTO_UDP, udp(sp, 53, 40))
+                    .frag(MF)
+                    .frame();
+                let want = fx.predict(G4_11, &key(src, dst, IPPROTO_UDP, sp, 53), true);
+                assert_eq!(fx.fwd(hook, &first, "first fragment on l4-hash"), want);
+
+                let later = Ip4::new(&s, dst, IPPROTO_UDP, vec![0xcd; 24])
+                    .frag(MF | 6)
+                    .frame();
+                let want = fx.predict(G4_11, &key(&s, dst, IPPROTO_UDP, 0, 0), false);
+                assert_eq!(fx.fwd(hook, &later, "non-first fragment on l4-hash"), want);
+            }
+        }
+    });
+}
+
+// ---- fixtures: pass reasons ---------------------------------------------------------------
+
+struct Case {
+    what: &'static str,
+    frame: Vec<u8>,
+    ctx: Ctx,
+    xdp: Expect,
+    tc: Expect,
+}
+
+/// To the stack for reason `r` through both hooks (tc: unless the kernel refuses the input, see
+/// [`kernel_refuses`]).
+fn pass(what: &'static str, frame: Vec<u8>, r: Reason) -> Case {
+    let tc = if kernel_refuses(Hook::Tc, &frame) {
+        Expect::Refused
+    } else {
+        Expect::Pass(r)
+    };
+    Case {
+        what,
+        frame,
+        ctx: IN0,
+        xdp: Expect::Pass(r),
+        tc,
+    }
+}
+
+/// Redirected through both hooks.
+fn fwd_case(what: &'static str, frame: Vec<u8>) -> Case {
+    Case {
+        what,
+        frame,
+        ctx: IN0,
+        xdp: Expect::Redirect,
+        tc: Expect::Redirect,
+    }
+}
+
+/// Every reason to hand a packet to the stack, through both hooks: return code, packet
+/// unchanged, the one counter.
+#[test]
+fn pass_reasons() {
+    let s4 = "10.0.0.10";
+    let s6 = "2001:db8:ff::10";
+    let u4 = |dst: &str| Ip4::new(s4, dst, IPPROTO_UDP, udp(4000, 53, 18));
+    let u6 = |dst: &str| Ip6::new(s6, dst, IPPROTO_UDP, udp(4000, 53, 18));
+    let l3_4 = "198.51.100.5";
+    let l3_6 = "2001:db8:100::5";
+    let v4 = u4(l3_4).frame();
+    let v6 = u6(l3_6).frame();
+    let vlan = tagged(ETH_P_8021Q, 100, &v4);
+
+    let mut bad_version = v4.clone();
+    bad_version[14] = 0x65;
+    let mut ihl4 = v4.clone();
+    ihl4[14] = 0x44;
+
+    let mut cases = vec![
+        pass("not-ip: ARP request", arp_request(), Reason::NotIp),
+        pass(
+            "not-ip: 802.1Q tag around ARP",
+            tagged(ETH_P_8021Q, 7, &arp_request()),
+            Reason::NotIp,
+        ),
+        pass(
+            "not-ip: two tags (QinQ) around IPv4",
+            tagged(ETH_P_8021AD, 5, &tagged(ETH_P_8021Q, 100, &v4)),
+            Reason::NotIp,
+        ),
+        Case {
+            what: "truncated Ethernet header (13 bytes)",
+            frame: v4[..13].to_vec(),
+            ctx: IN0,
+            xdp: Expect::Refused,
+            tc: Expect::Refused,
+        },
+        pass(
+            "malformed: 802.1Q tag, IPv4 ethertype, nothing after (18 bytes)",
+            vlan[..18].to_vec(),
+            Reason::Malformed,
+        ),
+        pass(
+            "malformed: tagged IPv6 header cut at 39 bytes",
+            tagged(ETH_P_8021Q, 100, &v6)[..18 + 39].to_vec(),
+            Reason::Malformed,
+        ),
+        pass(
+            "malformed: 802.1Q header cut (16 bytes)",
+            vlan[..16].to_vec(),
+            Reason::Malformed,
+        ),
+        pass(
+            "malformed: Ethernet header only, IPv4 ethertype (14 bytes)",
+            v4[..14].to_vec(),
+            Reason::Malformed,
+        ),
+        pass(
+            "malformed: IPv4 header cut at 19 bytes",
+            v4[..14 + 19].to_vec(),
+            Reason::Malformed,
+        ),
+        pass(
+            "malformed: tagged IPv4 header cut at 19 bytes",
+            vlan[..18 + 19].to_vec(),
+            Reason::Malformed,
+        ),
+        pass(
+            "malformed: IPv6 header cut at 39 bytes",
+            v6[..14 + 39].to_vec(),
+            Reason::Malformed,
+        ),
+        pass("malformed: IPv4 ihl 4", ihl4, Reason::Malformed),
+        pass(
+            "malformed: IPv4 ethertype, version 6",
+            bad_version,
+            Reason::Malformed,
+        ),
+        pass(
+            "no-route: IPv4 outside every managed prefix",
+            u4("100.64.0.1").frame(),
+            Reason::NoRoute,
+        ),
+        pass(
+            "no-route: IPv6 outside every managed prefix",
+            u6("2001:db8:dead::1").frame(),
+            Reason::NoRoute,
+        ),
+        pass("ttl: IPv4 TTL 1", u4(l3_4).ttl(1).frame(), Reason::Ttl),
+        pass("ttl: IPv4 TTL 0", u4(l3_4).ttl(0).frame(), Reason::Ttl),
+        pass(
+            "ttl: IPv6 hop limit 1",
+            u6(l3_6).hop(1).frame(),
+            Reason::Ttl,
+        ),
+        pass(
+            "ttl: IPv6 hop limit 0",
+            u6(l3_6).hop(0).frame(),
+            Reason::Ttl,
+        ),
+        pass(
+            "ip-options: IPv4 ihl 6 (four NOPs)",
+            u4(l3_4).options(&[1, 1, 1, 1]).frame(),
+            Reason::IpOptions,
+        ),
+        pass(
+            "ip-options: IPv4 ihl 15 (router alert, then NOPs)",
+            u4(l3_4)
+                .options(&{
+                    let mut o = [1u8; 40];
+                    o[..4].copy_from_slice(&[148, 4, 0, 0]);
+                    o
+                })
+                .frame(),
+            Reason::IpOptions,
+        ),
+        pass(
+            "ipv6-ext: hop-by-hop options header",
+            Ip6::new(s6, l3_6, 0, {
+                let mut p = vec![IPPROTO_UDP, 0, 5, 2, 0, 0, 1, 0];
+                p.extend(udp(4000, 53, 18));
+                p
+            })
+            .frame(),
+            Reason::Ipv6Ext,
+        ),
+        pass(
+            "ipv6-ext: fragment header",
+            Ip6::new(s6, l3_6, 44, {
+                let mut p = vec![IPPROTO_UDP, 0, 0, 1, 0, 0, 0, 42];
+                p.extend(udp(4000, 53, 18));
+                p
+            })
+            .frame(),
+            Reason::Ipv6Ext,
+        ),
+        pass(
+            "local: 198.51.100.200 (on lo) in a managed prefix",
+            u4("198.51.100.200").frame(),
+            Reason::Local,
+        ),
+        pass(
+            "local: 2001:db8:100:ff::200 (on lo) in a managed prefix",
+            u6("2001:db8:100:ff::200").frame(),
+            Reason::Local,
+        ),
+        pass(
+            "frag-needed: IPv4 1400 bytes with DF, egress MTU 1280",
+            Ip4::new(s4, l3_4, IPPROTO_UDP, udp(4000, 53, 1400 - 28)).frame(),
+            Reason::FragNeeded,
+        ),
+        pass(
+            "frag-needed: IPv6 1400 bytes, egress MTU 1280",
+            Ip6::new(s6, l3_6, IPPROTO_UDP, udp(4000, 53, 1400 - 48)).frame(),
+            Reason::FragNeeded,
+        ),
+        fwd_case(
+            "frag-needed boundary: IPv4 of exactly the egress MTU (1280) is forwarded",
+            Ip4::new(s4, l3_4, IPPROTO_UDP, udp(4000, 53, 1280 - 28)).frame(),
+        ),
+        pass(
+            "frag-needed boundary: IPv4 of egress MTU + 1 (1281)",
+            Ip4::new(s4, l3_4, IPPROTO_UDP, udp(4000, 53, 1281 - 28)).frame(),
+            Reason::FragNeeded,
+        ),
+        fwd_case(
+            "frag-needed boundary: IPv6 of exactly the egress MTU (1280) is forwarded",
+            Ip6::new(s6, l3_6, IPPROTO_UDP, udp(4000, 53, 1280 - 48)).frame(),
+        ),
+        pass(
+            "frag-needed boundary: IPv6 of egress MTU + 1 (1281)",
+            Ip6::new(s6, l3_6, IPPROTO_UDP, udp(4000, 53, 1281 - 48)).frame(),
+            Reason::FragNeeded,
+        ),
+        Case {
+            what: "no-neigh: gateway 10.3.0.2 on e3 has no neighbour entry",
+            frame: u4("203.0.113.5").frame(),
+            ctx: IN0,
+            xdp: Expect::Pass(Reason::NoNeigh),
+            tc: Expect::RedirectNeigh,
+        },
+        Case {
+            what: "no-neigh: gateway 2001:db8:3::2 on e3 has no neighbour entry",
+            frame: u6("2001:db8:300::5").frame(),
+            ctx: IN0,
+            xdp: Expect::Pass(Reason::NoNeigh),
+            tc: Expect::RedirectNeigh,
+        },
+        pass(
+            "no-nexthop: IPv4 route whose group is missing",
+            u4("198.51.100.100").frame(),
+            Reason::NoNexthop,
+        ),
+        pass(
+            "no-nexthop: IPv6 route whose group is missing",
+            u6("2001:db8:100:6::1").frame(),
+            Reason::NoNexthop,
+        ),
+        pass(
+            "no-nexthop: IPv4 group with every nexthop unusable",
+            u4("198.51.100.120").frame(),
+            Reason::NoNexthop,
+        ),
+        pass(
+            "no-nexthop: IPv6 group with every nexthop unusable",
+            u6("2001:db8:100:7::1").frame(),
+            Reason::NoNexthop,
+        ),
+        pass(
+            "fib-other: IPv4 blackhole in a managed prefix",
+            u4("198.51.100.241").frame(),
+            Reason::FibOther,
+        ),
+        pass(
+            "fib-other: IPv4 unreachable in a managed prefix",
+            u4("198.51.100.225").frame(),
+            Reason::FibOther,
+        ),
+        pass(
+            "fib-other: IPv6 blackhole in a managed prefix",
+            u6("2001:db8:100:fe::1").frame(),
+            Reason::FibOther,
+        ),
+    ];
+    for (what, frame) in [
+        (
+            "fwd-disabled: IPv4 on in1 (forwarding=0)",
+            Ip4::new("10.0.1.10", l3_4, IPPROTO_UDP, udp(4000, 53, 18)).frame(),
+        ),
+        (
+            "fwd-disabled: IPv6 on in1 (forwarding=0)",
+            Ip6::new("2001:db8:fe::10", l3_6, IPPROTO_UDP, udp(4000, 53, 18)).frame(),
+        ),
+    ] {
+        cases.push(Case {
+            what,
+            frame,
+            ctx: Ctx {
+                ingress: "in1",
+                gso: None,
+            },
+            xdp: Expect::Pass(Reason::FwdDisabled),
+            tc: Expect::Pass(Reason::FwdDisabled),
+        });
+    }
+    // Controls: the packets the cases above derive from are forwarded (same routes, in0,
+    // TTL 64, no options, small).
+    let controls = [v4, v6];
+
+    with_fixture(move |fx| {
+        for c in &cases {
+            fx.check(Hook::Xdp, &c.frame, c.ctx, c.xdp, c.what);
+            fx.check(Hook::Tc, &c.frame, c.ctx, c.tc, c.what);
+        }
+        for (i, f) in controls.iter().enumerate() {
+            for hook in HOOKS {
+                fx.fwd(hook, f, &format!("control #{i}"));
+            }
+        }
+    });
+}
+
+/// An 802.1Q (and an 802.1ad) tagged packet to a managed prefix is forwarded without its tag:
+/// the frame is 4 bytes shorter, the inner ethertype follows the MACs; the choice is the
+/// untagged packet's.
+#[test]
+fn vlan_tag_removed() {
+    with_fixture(|fx| {
+        let (s4, d4) = ("10.0.0.10", "198.51.100.5");
+        let (s6, d6) = ("2001:db8:ff::10", "2001:db8:100::5");
+        let cases = [
+            (
+                "802.1Q IPv4",
+                tagged(ETH_P_8021Q, 0x0064, &udp_frame(s4, d4, 4000, 53, 18)),
+                fx.predict(G4_11, &key(s4, d4, IPPROTO_UDP, 4000, 53), false),
+                ETH_P_IP,
+            ),
+            (
+                "802.1ad IPv4",
+                tagged(ETH_P_8021AD, 0x2064, &udp_frame(s4, d4, 4000, 53, 18)),
+                fx.predict(G4_11, &key(s4, d4, IPPROTO_UDP, 4000, 53), false),
+                ETH_P_IP,
+            ),
+            (
+                "802.1Q IPv6",
+                tagged(ETH_P_8021Q, 0x0064, &udp_frame(s6, d6, 4000, 53, 18)),
+                fx.predict(G6_11, &key(s6, d6, IPPROTO_UDP, 4000, 53), false),
+                ETH_P_IPV6,
+            ),
+        ];
+        for (what, frame, want, et) in &cases {
+            for hook in HOOKS {
+                let before = fx.reasons();
+                let out = fx.run(hook, frame, IN0, what);
+                let delta = reason_delta(&before, &fx.reasons());
+                assert_eq!(
+                    (out.rc, delta.as_slice()),
+                    (hook.redirect(), &[(Reason::Redirected, 1)][..]),
+                    "{what} [{hook:?}]"
+                );
+                assert_eq!(out.data.len(), frame.len() - 4, "{what} [{hook:?}]: length");
+                assert_eq!(
+                    u16::from_be_bytes([out.data[12], out.data[13]]),
+                    *et,
+                    "{what} [{hook:?}]: ethertype after the MACs"
+                );
+                check_forwarded(frame, &out.data, true, what, hook);
+                assert_eq!(
+                    fx.egress_of(&out.data, what, hook),
+                    *want,
+                    "{what} [{hook:?}]"
+                );
+            }
+        }
+    });
+}
+
+/// An ICMP error about a flow to a managed l4-hash route leaves by the nexthop of the flow's
+/// packets toward the same host (the embedded header hashed, symmetrically): IPv4 type 3 code 3
+/// and ICMPv6 type 1 code 4, over many flows.
+#[test]
+fn icmp_errors_follow_their_flow() {
+    with_fixture(|fx| {
+        for hook in HOOKS {
+            let mut seen = Vec::new();
+            // IPv4: 198.51.100.20:sport -> 100.64.1.1:53 was refused; the error goes back.
+            for i in 0..32u16 {
+                let (host, remote, sport) = ("198.51.100.20", "100.64.1.1", 40_000 + i * 17);
+                let quoted = Ip4::new(host, remote, IPPROTO_UDP, udp(sport, 53, 0)).bytes();
+                let err = Ip4::new(
+                    "100.64.9.9",
+                    host,
+                    IPPROTO_ICMP,
+                    icmp4_port_unreach(&quoted),
+                )
+                .frame();
+                let reply = udp_frame(remote, host, 53, sport, 18);
+                let want = fx.predict(G4_11, &key(host, remote, IPPROTO_UDP, sport, 53), true);
+                let e = fx.fwd(hook, &err, "ICMP port unreachable");
+                let r = fx.fwd(hook, &reply, "the flow's reply");
+                assert_eq!(
+                    (e, r),
+                    (want, want),
+                    "IPv4 flow {host}:{sport} -> {remote}:53 [{hook:?}]: (error, reply) vs model"
+                );
+                seen.push(e);
+            }
+            // IPv6.
+            for i in 0..32u16 {
+                let (host, remote, sport) = ("2001:db8:100:1::20", "2001:db8:aa::1", 40_000 + i);
+                let quoted = Ip6::new(host, remote, IPPROTO_UDP, udp(sport, 53, 0)).bytes();
+                let err = Ip6::new(
+                    "2001:db8:aa::9",
+                    host,
+                    IPPROTO_ICMPV6,
+                    icmp6_port_unreach(&quoted),
+                )
+                .frame();
+                let reply = udp_frame(remote, host, 53, sport, 18);
+                let want = fx.predict(G6_11, &key(host, remote, IPPROTO_UDP, sport, 53), true);
+                let e = fx.fwd(hook, &err, "ICMPv6 port unreachable");
+                let r = fx.fwd(hook, &reply, "the flow's reply");
+                assert_eq!(
+                    (e, r),
+                    (want, want),
+                    "IPv6 flow {host}:{sport} -> {remote}:53 [{hook:?}]: (error, reply) vs model"
+                );
+                seen.push(e);
+            }
+            both_used(&seen, &format!("ICMP errors [{hook:?}]"));
+        }
+    });
+}
+
+/// Decrementing the TTL keeps the IPv4 header checksum valid for every checksum value: the IP
+/// id runs over all 65,536 values (so the checksum does too), through both hooks.
+#[test]
+fn ttl_decrement_keeps_ipv4_checksum_valid() {
+    with_fixture(|fx| {
+        let base = Ip4::new("10.0.0.10", "198.51.100.5", IPPROTO_UDP, udp(4000, 53, 18)).frame();
+        let mut seen = vec![false; 1 << 16];
+        let mut frame = base.clone();
+        for id in 0..=u16::MAX {
+            frame[18..20].copy_from_slice(&id.to_be_bytes());
+            frame[24..26].fill(0);
+            let c = inet_csum(&frame[14..34]);
+            frame[24..26].copy_from_slice(&c.to_be_bytes());
+            seen[usize::from(c)] = true;
+            for hook in HOOKS {
+                let out = fx.run(hook, &frame, IN0, "checksum sweep");
+                assert_eq!(out.rc, hook.redirect(), "id {id:#06x} [{hook:?}]");
+                let (ttl, sum) = (out.data[22], &out.data[24..26]);
+                assert!(
+                    ttl == 63 && csum_ok(&out.data[14..34]),
+                    "id {id:#06x}, checksum {c:#06x} [{hook:?}]: TTL {ttl}, checksum {} \
+                     invalid:\n in  {}\n out {}",
+                    hex(sum),
+                    hex(&frame),
+                    hex(&out.data)
+                );
+            }
+        }
+        // Every checksum a sender can compute (all but 0xffff: the sum is never +0).
+        assert_eq!(seen.iter().filter(|s| !**s).count(), 1);
+        assert!(!seen[0xffff]);
+    });
+}
+
+/// Nexthops without a gateway (the destination is on the link: its own neighbour entry gives
+/// the MAC) and IPv6 gateways for an IPv4 route (RFC 5549) forward as predicted.
+#[test]
+fn device_nexthops_and_ipv6_gateways() {
+    with_fixture(|fx| {
+        for hook in HOOKS {
+            for (what, group, dst, srcs) in [
+                (
+                    "IPv4 device nexthops",
+                    G4_DEV,
+                    "198.18.0.5",
+                    (0..32)
+                        .map(|i| format!("10.0.0.{}", 10 + i))
+                        .collect::<Vec<_>>(),
+                ),
+                (
+                    "IPv6 device nexthops",
+                    G6_DEV,
+                    "2001:db8:200::5",
+                    (0..32)
+                        .map(|i| format!("2001:db8:ff::{:x}", 0x10 + i))
+                        .collect(),
+                ),
+                (
+                    "IPv4 via IPv6 gateways",
+                    G4_V6GW,
+                    "198.19.0.5",
+                    (0..32).map(|i| format!("10.0.0.{}", 10 + i)).collect(),
+                ),
+            ] {
+                let mut got = Vec::new();
+                for src in &srcs {
+                    let f = udp_frame(src, dst, 4000, 53, 18);
+                    let want = fx.predict(group, &key(src, dst, IPPROTO_UDP, 4000, 53), false);
+                    let dev = fx.fwd(hook, &f, what);
+                    assert_eq!(dev, want, "{what} [{hook:?}]: {src} -> {dst}");
+                    got.push(dev);
+                }
+                both_used(&got, &format!("{what} [{hook:?}]"));
+            }
+        }
+    });
+}
+
+/// An unusable nexthop (bound -1, however heavy) is never chosen by any algorithm, and the
+/// usable ones around it all are; a group of 32 nexthops (MPT_MAX_NH) hashes as predicted up
+/// to its last nexthop and cycles in weight proportion.
+#[test]
+fn unusable_and_many_nexthops() {
+    with_fixture(|fx| {
+        let algos = [
+            ("l3-hash", "100.65.0.0/24"),
+            ("l4-hash", "100.65.1.0/24"),
+            ("per-packet", "100.65.2.0/24"),
+            ("drr", "100.65.3.0/24"),
+            ("random", "100.65.4.0/24"),
+            ("wrandom", "100.65.5.0/24"),
+        ];
+        for hook in HOOKS {
+            for (i, (algo, prefix)) in algos.iter().enumerate() {
+                let dst = format!("100.65.{i}.9");
+                let frames: Vec<Vec<u8>> = (0..120u16)
+                    .map(|k| {
+                        let src = format!("10.0.0.{}", 10 + k % 100);
+                        udp_frame(&src, &dst, 1000 + k, 53, 18)
+                    })
+                    .collect();
+                let what = format!("{algo} with an unusable nexthop");
+                let got = fwd_batch(fx, hook, (prefix, G4_MIX), &frames, &what);
+                assert_eq!(count(&got, "e2"), 0, "{what} [{hook:?}]: chose it: {got:?}");
+                assert!(
+                    count(&got, "e1") > 0 && count(&got, "e4") > 0,
+                    "{what} [{hook:?}]: {got:?}"
+                );
+                if *algo == "per-packet" {
+                    check_wrr_windows(fx, G4_MIX, &got, &format!("{what} [{hook:?}]"));
+                }
+            }
+
+            // 32 nexthops: the hash reaches every index (checked through the model), and the
+            // last one (bound 0x7fffffff) is among the choices.
+            let g = fx.group(G4_32);
+            let bounds: Vec<i32> = g.nexthops().iter().map(|n| n.upper_bound).collect();
+            let dst = "100.65.32.7";
+            let mut idx_seen = [false; 32];
+            for k in 0..600u32 {
+                let src = format!("10.0.{}.{}", k / 200, 1 + k % 200);
+                let f = udp_frame(&src, dst, 4000, 53, 18);
+                let key = key(&src, dst, IPPROTO_UDP, 4000, 53);
+                let i = select(flow_hash(&key, false, SEED), &bounds).expect("usable");
+                idx_seen[i] = true;
+                let want = fx.dev_name(g.nh[i].ifindex);
+                assert_eq!(fx.fwd(hook, &f, "32 nexthops, l3-hash"), want, "{src}");
+            }
+            assert!(
+                idx_seen.iter().all(|s| *s),
+                "32 nexthops: some index never predicted: {idx_seen:?}"
+            );
+            let total = g.total_weight as usize;
+            let frames: Vec<Vec<u8>> = (0..3 * total)
+                .map(|_| udp_frame("10.0.0.10", "100.65.33.7", 4000, 53, 18))
+                .collect();
+            let got = fwd_batch(fx, hook, ("100.65.33.0/24", G4_32), &frames, "32 nexthops");
+            check_wrr_windows(
+                fx,
+                G4_32,
+                &got,
+                &format!("32 nexthops per-packet [{hook:?}]"),
+            );
+        }
+    });
+}
+
+// ---- fixtures: DRR beyond small packets ---------------------------------------------------
+
+/// DRR forwards packets larger than one quantum (1514 bytes x weight): a full-size 802.1Q frame
+/// (1518 bytes, 1500-byte IPv4 packet, egress MTU 1500) through both hooks and a GSO skb
+/// (tc) are forwarded, as the same packets are on an l3-hash route over the same nexthops.
+#[test]
+fn drr_forwards_packets_larger_than_a_quantum() {
+    with_fixture(|fx| {
+        let s4 = "10.0.0.10";
+        let big = |dst: &str| {
+            tagged(
+                ETH_P_8021Q,
+                100,
+                &Ip4::new(s4, dst, IPPROTO_UDP, udp(4000, 53, 1500 - 28)).frame(),
+            )
+        };
+        let gso = Ctx {
+            ingress: "in0",
+            gso: Some((2, 1448)),
+        };
+        let gso_frame = |dst: &str| udp_frame(s4, dst, 4000, 80, 2 * 1448 - 8);
+        let mut failures = Vec::new();
+        for hook in HOOKS {
+            // Controls: l3-hash over the same nexthops forwards them.
+            fx.check(hook, &big("192.0.2.130"), IN0, Expect::Redirect, "control");
+            let f = big("192.0.2.10");
+            let out = fx.run(hook, &f, IN0, "drr 1518-byte frame");
+            if out.rc != hook.redirect() {
+                failures.push(format!(
+                    "[{hook:?}] 1518-byte 802.1Q frame (1500-byte IPv4) to 192.0.2.10 (drr, \
+                     weights 1:1 via e4/e5, MTU 1500): rc {:#x}, expected a redirect",
+                    out.rc
+                ));
+            }
+        }
+        fx.check(
+            Hook::Tc,
+            &gso_frame("198.51.100.5"),
+            gso,
+            Expect::Redirect,
+            "GSO control",
+        );
+        let before = fx.reasons();
+        let f = gso_frame("198.51.100.50");
+        let out = fx.run(Hook::Tc, &f, gso, "drr GSO");
+        if out.rc != TC_ACT_REDIRECT {
+            failures.push(format!(
+                "[Tc] GSO skb of {} bytes (gso_segs 2, gso_size 1448) to 198.51.100.50 (drr, \
+                 1:1): rc {:#x} with counters {}, expected a redirect",
+                f.len(),
+                out.rc,
+                fmt_delta(&reason_delta(&before, &fx.reasons()))
+            ));
+        }
+        assert!(
+            failures.is_empty(),
+            "DRR never serves a packet longer than weight x 1514 bytes (deficit is reset to \
+             weight x quantum each turn, never accumulated):\n{}",
+            failures.join("\n")
+        );
+    });
+}
+
+/// DRR shares bytes in weight proportion: with weights 2:1 and 1000-byte frames, the bytes sent
+/// per unit of weight differ by at most one quantum plus one packet.
+#[test]
+fn drr_shares_bytes_by_weight() {
+    with_fixture(|fx| {
+        let route = ("198.51.100.128/28", G4_21);
+        let frames: Vec<Vec<u8>> = (0..120)
+            .map(|_| udp_frame("10.0.0.10", "198.51.100.130", 5000, 5005, 1000 - 42))
+            .collect();
+        let len = frames[0].len() as u64;
+        assert_eq!(len, 1000);
+        for hook in HOOKS {
+            let got = fwd_batch(fx, hook, route, &frames, "drr 2:1");
+            let w1 = count(&got, "e1") as u64 * len / 2;
+            let w2 = count(&got, "e2") as u64 * len;
+            assert!(
+                w1.abs_diff(w2) <= DRR_QUANTUM + len,
+                "drr 2:1 [{hook:?}]: bytes per unit of weight e1 {w1}, e2 {w2} (e1 {} packets, \
+                 e2 {} packets of {len} bytes; expected a 2:1 byte share): sequence {:?}",
+                count(&got, "e1"),
+                count(&got, "e2"),
+                &got[..12]
+            );
+        }
+    });
+}
+
+/// A frame longer than its IPv4 packet (bytes after total length) that exceeds the egress MTU
+/// is not redirected onto that link: 14 + 46-byte IPv4/UDP packet + 1354 trailing bytes = 1414
+/// bytes, egress MTU 1280. tc refuses it (frag-needed: its first FIB lookup checks the skb's
+/// length); XDP checks only the IPv4 total length.
+#[test]
+fn mtu_check_covers_the_whole_frame() {
+    with_fixture(|fx| {
+        let mut f = Ip4::new("10.0.0.10", "198.51.100.5", IPPROTO_UDP, udp(4000, 53, 18)).frame();
+        f.resize(1414, 0xee);
+        for hook in HOOKS {
+            fx.check(
+                hook,
+                &f,
+                IN0,
+                Expect::Pass(Reason::FragNeeded),
+                "1414-byte frame, IPv4 total length 46, egress MTU 1280",
+            );
+        }
+    });
+}
+
+/// A nexthop whose gateway is not reachable through the nexthop's device (10.2.0.2 on e1, a
+/// drift the control plane can leave behind) is counted as `no-nexthop` (dp.bpf.c: "gateway not
+/// reachable through its device"), not as `local` (for this host).
+#[test]
+fn gateway_off_its_device_counts_no_nexthop() {
+    with_fixture(|fx| {
+        let f = udp_frame("10.0.0.10", "100.65.40.5", 4000, 53, 18);
+        for hook in HOOKS {
+            fx.check(
+                hook,
+                &f,
+                IN0,
+                Expect::Pass(Reason::NoNexthop),
+                "route 100.65.40.0/24 via 10.2.0.2 dev e1 (gateway on e2's subnet)",
+            );
+        }
+    });
+}
+
+// ---- fixtures: robustness -----------------------------------------------------------------
+
+/// Our own parser: is the frame a structurally valid IP packet (headers complete and consistent
+/// with the frame) the dataplane may forward? `Err(why)` otherwise.
+fn classify(f: &[u8]) -> Result<(), &'static str> {
+    if f.len() < 14 {
+        return Err("Ethernet header truncated");
+    }
+    let mut et = u16::from_be_bytes([f[12], f[13]]);
+    let mut off = 14;
+    if et == ETH_P_8021Q || et == ETH_P_8021AD {
+        if f.len() < 18 {
+            return Err("VLAN tag truncated");
+        }
+        et = u16::from_be_bytes([f[16], f[17]]);
+        off = 18;
+    }
+    let l3 = &f[off..];
+    match et {
+        ETH_P_IP => {
+            if l3.len() < 20 {
+                return Err("IPv4 header truncated");
+            }
+            let (ver, hl) = (l3[0] >> 4, usize::from(l3[0] & 0x0f) * 4);
+            let tot = usize::from(u16::from_be_bytes([l3[2], l3[3]]));
+            if ver != 4 {
+                Err("IPv4 ethertype, other version")
+            } else if hl < 20 {
+                Err("IPv4 ihl < 5")
+            } else if hl > l3.len() {
+                Err("IPv4 options truncated")
+            } else if tot < hl {
+                Err("IPv4 total length shorter than its header")
+            } else if tot > l3.len() {
+                Err("IPv4 packet truncated (total length beyond the frame)")
+            } else {
+                Ok(())
+            }
+        }
+        ETH_P_IPV6 => {
+            if l3.len() < 40 {
+                return Err("IPv6 header truncated");
+            }
+            let plen = usize::from(u16::from_be_bytes([l3[4], l3[5]]));
+            if l3[0] >> 4 != 6 {
+                Err("IPv6 ethertype, other version")
+            } else if 40 + plen > l3.len() {
+                Err("IPv6 packet truncated (payload length beyond the frame)")
+            } else {
+                Ok(())
+            }
+        }
+        _ => Err("not IP"),
+    }
+}
+
+/// Valid frames over every parse path (UDP, TCP, ICMP errors, VLAN, both families) to managed
+/// routes of most algorithms; whole, all are forwarded (tc) or all but the no-neighbour one (XDP).
+fn templates() -> Vec<Vec<u8>> {
+    let (s4, s6) = ("10.0.0.10", "2001:db8:ff::10");
+    let q4 = Ip4::new("198.51.100.20", "100.64.1.1", IPPROTO_UDP, udp(4000, 53, 0)).bytes();
+    let q6 = Ip6::new(
+        "2001:db8:100:1::20",
+        "2001:db8:aa::1",
+        IPPROTO_UDP,
+        udp(4000, 53, 0),
+    )
+    .bytes();
+    let v4 = udp_frame(s4, "198.51.100.5", 4000, 53, 18);
+    let v6 = udp_frame(s6, "2001:db8:100::5", 4000, 53, 18);
+    vec![
+        v4.clone(),
+        udp_frame(s4, "198.51.100.20", 4000, 53, 18),
+        udp_frame(s4, "198.51.100.40", 4000, 53, 18),
+        udp_frame(s4, "198.51.100.50", 4000, 53, 18),
+        udp_frame(s4, "198.51.100.70", 4000, 53, 18),
+        udp_frame(s4, "198.51.100.90", 4000, 53, 18),
+        Ip4::new(s4, "198.51.100.20", IPPROTO_TCP, tcp(4000, 443)).frame(),
+        Ip4::new(
+            "100.64.9.9",
+            "198.51.100.20",
+            IPPROTO_ICMP,
+            icmp4_port_unreach(&q4),
+        )
+        .frame(),
+        udp_frame(s4, "203.0.113.5", 4000, 53, 18),
+        v6.clone(),
+        udp_frame(s6, "2001:db8:100:1::5", 4000, 53, 18),
+        udp_frame(s6, "2001:db8:100:2::5", 4000, 53, 18),
+        Ip6::new(s6, "2001:db8:100:1::5", IPPROTO_TCP, tcp(4000, 443)).frame(),
+        Ip6::new(
+            "2001:db8:aa::9",
+            "2001:db8:100:1::20",
+            IPPROTO_ICMPV6,
+            icmp6_port_unreach(&q6),
+        )
+        .frame(),
+        tagged(ETH_P_8021Q, 100, &v4),
+        tagged(ETH_P_8021AD, 100, &v6),
+    ]
+}
+
+/// 100,000 frames: every truncation (0..=len) of every template, then, drawn at random: a
+/// quarter random bytes of random length 0..200; a quarter the same with an IP or VLAN
+/// ethertype (and inner ethertype) and a matching IP version nibble; half templates with one to
+/// four of their first 80 bytes replaced (a third of those also truncated at random).
+fn corpus() -> Vec<Vec<u8>> {
+    const N: usize = 100_000;
+    let mut rng = XorShift64(0x6470_5f66_6978_7475);
+    let templates = templates();
+    let mut v = Vec::with_capacity(N);
+    for t in &templates {
+        for len in 0..=t.len() {
+            v.push(t[..len].to_vec());
+        }
+    }
+    while v.len() < N {
+        match rng.below(4) {
+            0 => {
+                let mut f = vec![0u8; rng.below(200) as usize];
+                rng.fill(&mut f);
+                v.push(f);
+            }
+            1 => {
+                let mut f = vec![0u8; rng.below(200) as usize];
+                rng.fill(&mut f);
+                let et = [ETH_P_IP, ETH_P_IPV6, ETH_P_8021Q, ETH_P_8021AD][rng.below(4) as usize];
+                if f.len() >= 14 {
+                    f[12..14].copy_from_slice(&et.to_be_bytes());
+                }
+                let mut off = 14;
+                let mut inner = et;
+                if et == ETH_P_8021Q || et == ETH_P_8021AD {
+                    inner = [ETH_P_IP, ETH_P_IPV6][rng.below(2) as usize];
+                    if f.len() >= 18 {
+                        f[16..18].copy_from_slice(&inner.to_be_bytes());
+                    }
+                    off = 18;
+                }
+                if f.len() > off {
+                    let ver = if inner == ETH_P_IP { 0x45 } else { 0x60 };
+                    f[off] = ver | (f[off] & if inner == ETH_P_IP { 0 } else { 0x0f });
+                }
+                v.push(f);
+            }
+            _ => {
+                let mut f = templates[rng.below(templates.len() as u64) as usize].clone();
+                for _ in 0..=rng.below(4) {
+                    let i = rng.below(f.len().min(80) as u64) as usize;
+                    f[i] = rng.next() as u8;
+                }
+                if rng.below(3) == 0 {
+                    f.truncate(rng.below(f.len() as u64 + 1) as usize);
+                }
+                v.push(f);
+            }
+        }
+    }
+    v
+}
+
+/// Every corpus frame runs through both programs without an error (except the inputs the
+/// kernel refuses with EINVAL before the program runs, [`kernel_refuses`]), and the programs
+/// only ever pass (packet unchanged) or redirect.
+#[test]
+fn robustness_never_fails() {
+    with_fixture(|fx| {
+        let corpus = corpus();
+        let mut bad = Vec::new();
+        let mut ran = 0usize;
+        let mut refused = 0usize;
+        for f in &corpus {
+            for hook in HOOKS {
+                match fx.try_run(hook, f, IN0) {
+                    Err(e)
+                        if kernel_refuses(hook, f)
+                            && e.kind() == libbpf_rs::ErrorKind::InvalidInput =>
+                    {
+                        refused += 1;
+                    }
+                    Err(e) => bad.push(format!("[{hook:?}] error {e} on {}", hex(f))),
+                    Ok(out) if kernel_refuses(hook, f) => bad.push(format!(
+                        "[{hook:?}] a {}-byte frame ran (rc {:#x})",
+                        f.len(),
+                        out.rc
+                    )),
+                    Ok(out) => {
+                        ran += 1;
+                        if out.rc == hook.pass() {
+                            if out.data != *f {
+                                bad.push(format!(
+                                    "[{hook:?}] passed but changed: {} -> {}",
+                                    hex(f),
+                                    hex(&out.data)
+                                ));
+                            }
+                        } else if out.rc != hook.redirect() {
+                            bad.push(format!("[{hook:?}] rc {:#x} on {}", out.rc, hex(f)));
+                        }
+                    }
+                }
+                if bad.len() > 20 {
+                    break;
+                }
+            }
+        }
+        println!(
+            "robustness: {} frames, {ran} runs, {refused} inputs refused by the kernel",
+            corpus.len()
+        );
+        assert!(bad.is_empty(), "{}", bad.join("\n"));
+    });
+}
+
+/// No frame that is not a structurally valid IP packet (see [`classify`]) is ever redirected:
+/// truncated headers, truncated packets, inconsistent lengths, not IP.
+#[test]
+fn robustness_malformed_never_redirected() {
+    with_fixture(|fx| {
+        let corpus = corpus();
+        // (hook, why) -> (count, shortest example)
+        let mut bad: BTreeMap<(String, &'static str), (usize, Vec<u8>)> = BTreeMap::new();
+        let mut invalid = 0usize;
+        let mut valid_fwd = 0usize;
+        for f in &corpus {
+            let verdict = classify(f);
+            for hook in HOOKS {
+                if kernel_refuses(hook, f) {
+                    continue;
+                }
+                let out = fx.run(hook, f, IN0, "robustness");
+                let redirected = out.rc == hook.redirect();
+                match verdict {
+                    Ok(()) => valid_fwd += usize::from(redirected),
+                    Err(why) => {
+                        invalid += 1;
+                        if redirected {
+                            let e = bad
+                                .entry((format!("{hook:?}"), why))
+                                .or_insert((0, f.clone()));
+                            e.0 += 1;
+                            if f.len() < e.1.len() {
+                                e.1 = f.clone();
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        println!(
+            "robustness: {invalid} runs of invalid frames, {valid_fwd} redirects of valid ones"
+        );
+        assert!(valid_fwd > 0, "no valid frame was redirected at all");
+        let report: Vec<String> = bad
+            .iter()
+            .map(|((hook, why), (n, ex))| {
+                format!(
+                    "[{hook}] {why}: {n} redirected; shortest ({} bytes): {}",
+                    ex.len(),
+                    hex(ex)
+                )
+            })
+            .collect();
+        assert!(
+            report.is_empty(),
+            "malformed frames redirected:\n{}",
+            report.join("\n")
+        );
+    });
+}
