@@ -1,5 +1,8 @@
 //! `cargo xtask bench routes`: install N two-nexthop IPv4 routes into an empty table with
 //! `mproute -b` and with `ip -batch`, alternating, each run in a fresh namespace.
+//! `cargo xtask bench select`: see [`select`].
+
+pub mod select;
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -148,7 +151,7 @@ fn one_run(tool: Tool, idx: usize, mproute: &Path, files: &BatchFiles, count: u3
     Ok(secs)
 }
 
-fn median(v: &[f64]) -> f64 {
+pub(crate) fn median(v: &[f64]) -> f64 {
     let mut s = v.to_vec();
     s.sort_by(f64::total_cmp);
     match s.len() {

@@ -1,5 +1,6 @@
 //! `cargo xtask`: machine setup, generated docs (man pages, shell completions), the full test
-//! run, a namespace demo of mproute and a route-installation benchmark against `ip -batch`.
+//! run, a namespace demo of mproute, a route-installation benchmark against `ip -batch` and a
+//! dataplane nexthop-selection benchmark.
 
 mod bench;
 mod demo;
@@ -57,6 +58,16 @@ enum BenchWhat {
         #[arg(long, default_value_t = 3)]
         runs: u32,
     },
+    /// Per-packet cost of each dataplane algorithm against a plain bpf_fib_lookup forward
+    /// (BPF_PROG_TEST_RUN), and the hash balance of 65,536 flows over 8 nexthops.
+    Select {
+        /// Packets per run and program.
+        #[arg(long, default_value_t = 1_000_000)]
+        repeat: u64,
+        /// Runs per program.
+        #[arg(long, default_value_t = 5)]
+        runs: u32,
+    },
 }
 
 fn main() -> ExitCode {
@@ -88,6 +99,9 @@ fn run(task: Task) -> Result<bool> {
         Task::Bench {
             what: BenchWhat::Routes { count, runs },
         } => bench::routes(count, runs).map(|()| true),
+        Task::Bench {
+            what: BenchWhat::Select { repeat, runs },
+        } => bench::select::run(repeat, runs),
     }
 }
 

@@ -1,0 +1,76 @@
+// SPDX-License-Identifier: GPL-2.0-only OR MIT
+/*
+ * bench_fwd.bpf.c - BENCHMARK ONLY: the baseline of `cargo xtask bench select`.
+ *
+ * A minimal XDP IPv4 forwarder in the manner of the kernel's samples/bpf/xdp_fwd:
+ * parse Ethernet + IPv4 (+ the UDP/TCP ports), one bpf_fib_lookup() with the
+ * ports filled in (so an L4 multipath hash policy can use them), rewrite the
+ * MACs, decrement the TTL with an incremental checksum fix and
+ * bpf_redirect() to the egress device. Anything else goes to the stack.
+ *
+ * It is only ever run with BPF_PROG_TEST_RUN, next to mpt_dp_xdp, to price the
+ * dataplane's per-route algorithms against a plain FIB forward of the same
+ * packet. Never attached; it uses no maps.
+ */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_endian.h>
+
+#define ETH_P_IP 0x0800
+#define ETH_ALEN 6
+#define AF_INET 2
+#define IPPROTO_TCP 6
+#define IPPROTO_UDP 17
+#define IP_OFFSET 0x1FFF
+
+SEC("xdp")
+int mpt_bench_fwd(struct xdp_md *ctx)
+{
+	void *data = (void *)(long)ctx->data;
+	void *data_end = (void *)(long)ctx->data_end;
+	struct bpf_fib_lookup fib;
+	struct ethhdr *eth = data;
+	struct iphdr *ip;
+	__u32 csum;
+	long rc;
+
+	if ((void *)(eth + 1) > data_end || eth->h_proto != bpf_htons(ETH_P_IP))
+		return XDP_PASS;
+	ip = (void *)(eth + 1);
+	if ((void *)(ip + 1) > data_end || ip->version != 4 || ip->ihl != 5)
+		return XDP_PASS;
+	if (ip->ttl <= 1)
+		return XDP_PASS;
+
+	__builtin_memset(&fib, 0, sizeof(fib));
+	fib.family = AF_INET;
+	fib.tos = ip->tos;
+	fib.l4_protocol = ip->protocol;
+	fib.tot_len = bpf_ntohs(ip->tot_len);
+	fib.ipv4_src = ip->saddr;
+	fib.ipv4_dst = ip->daddr;
+	fib.ifindex = ctx->ingress_ifindex;
+	if ((ip->protocol == IPPROTO_UDP || ip->protocol == IPPROTO_TCP) &&
+	    !(ip->frag_off & bpf_htons(IP_OFFSET))) {
+		__be16 *ports = (void *)(ip + 1);
+
+		if ((void *)(ports + 2) > data_end)
+			return XDP_PASS;
+		fib.sport = ports[0];
+		fib.dport = ports[1];
+	}
+
+	rc = bpf_fib_lookup(ctx, &fib, sizeof(fib), 0);
+	if (rc != BPF_FIB_LKUP_RET_SUCCESS)
+		return XDP_PASS;
+
+	/* ip_decrease_ttl(): TTL is the high byte of its 16-bit word (RFC 1624) */
+	csum = (__u32)ip->check + bpf_htons(0x0100);
+	ip->check = (__sum16)(csum + (csum >= 0xFFFF));
+	ip->ttl--;
+	__builtin_memcpy(eth->h_dest, fib.dmac, ETH_ALEN);
+	__builtin_memcpy(eth->h_source, fib.smac, ETH_ALEN);
+	return bpf_redirect(fib.ifindex, 0);
+}
+
+char LICENSE[] SEC("license") = "Dual MIT/GPL";
