@@ -94,6 +94,7 @@ fn route_count(ns: &str) -> Result<usize> {
 #[derive(Debug, Clone, Copy, PartialEq)]
 enum Tool {
     Mproute,
+    MprouteNh,
     IpBatch,
 }
 
@@ -101,6 +102,7 @@ impl Tool {
     fn label(self) -> &'static str {
         match self {
             Tool::Mproute => "mproute -b",
+            Tool::MprouteNh => "mproute -b --nexthop-objects",
             Tool::IpBatch => "ip -batch",
         }
     }
@@ -119,6 +121,12 @@ fn one_run(tool: Tool, idx: usize, mproute: &Path, files: &BatchFiles, count: u3
         Tool::Mproute => {
             let mut c = Command::new(mproute);
             c.args(["-n", n, "-b"]).arg(&files.mproute);
+            c
+        }
+        Tool::MprouteNh => {
+            let mut c = Command::new(mproute);
+            c.args(["-n", n, "--nexthop-objects", "-b"])
+                .arg(&files.mproute);
             c
         }
         Tool::IpBatch => {
@@ -144,9 +152,9 @@ fn one_run(tool: Tool, idx: usize, mproute: &Path, files: &BatchFiles, count: u3
         tool.label()
     );
     println!(
-        "bench: {:<11} run {}: {secs:.3} s ({after} routes in table)",
+        "bench: {:<28} run {}: {secs:.3} s ({after} routes in table)",
         tool.label(),
-        idx / 2 + 1
+        idx / 3 + 1
     );
     Ok(secs)
 }
@@ -181,8 +189,11 @@ pub fn routes(count: u32, runs: u32) -> Result<()> {
     println!(
         "bench: {count} two-nexthop IPv4 routes per run, {runs} runs per tool, fresh namespace per run"
     );
-    let mut times: [(Tool, Vec<f64>); 2] =
-        [(Tool::Mproute, Vec::new()), (Tool::IpBatch, Vec::new())];
+    let mut times: [(Tool, Vec<f64>); 3] = [
+        (Tool::Mproute, Vec::new()),
+        (Tool::MprouteNh, Vec::new()),
+        (Tool::IpBatch, Vec::new()),
+    ];
     let mut idx = 0;
     for _ in 0..runs {
         for (tool, t) in times.iter_mut() {
@@ -193,7 +204,7 @@ pub fn routes(count: u32, runs: u32) -> Result<()> {
 
     println!();
     println!(
-        "{:<11}  {:<30}  {:>9}  {:>15}",
+        "{:<28}  {:<30}  {:>9}  {:>15}",
         "tool", "runs (s)", "median s", "median routes/s"
     );
     let mut rates = Vec::new();
@@ -207,15 +218,19 @@ pub fn routes(count: u32, runs: u32) -> Result<()> {
         let rate = f64::from(count) / med;
         rates.push(rate);
         println!(
-            "{:<11}  {:<30}  {:>9.3}  {:>15.0}",
+            "{:<28}  {:<30}  {:>9.3}  {:>15.0}",
             tool.label(),
             runs_s,
             med,
             rate
         );
     }
-    if let [m, ip] = rates[..] {
+    if let [m, nh, ip] = rates[..] {
         println!("ratio mproute/ip-batch = {:.2}× (median routes/s)", m / ip);
+        println!(
+            "ratio mproute --nexthop-objects/ip-batch = {:.2}× (median routes/s; goal 2×)",
+            nh / ip
+        );
     }
     Ok(())
 }
