@@ -779,6 +779,51 @@ impl Ctx {
         Ok(Output::Change(report(true, Verb::Del, &route.key, None)))
     }
 
+    /// Rewrite the LPM entry and group of every managed route whose dataplane entry is
+    /// missing or points at a missing group.
+    fn repair_dataplane(&mut self, fib: &[Route]) -> Result<Vec<ActionRow>, Failure> {
+        let mut rows = Vec::new();
+        let Some(s) = self.store(false)? else {
+            return Ok(rows);
+        };
+        let raw = s.raw();
+        let ctx = |e| crate::state::fail("repair dataplane state", e);
+        let all = s.all()?;
+        for (k, m) in &all {
+            let key = crate::state::to_key(k);
+            let shadowed = all
+                .iter()
+                .any(|(o, _)| o.dst == k.dst && o.table == k.table && o.metric < k.metric);
+            if shadowed {
+                continue;
+            }
+            let entry_ok = raw
+                .dp_get_route(&key)
+                .map_err(ctx)?
+                .is_some_and(|e| e.group == m.group && e.id == key);
+            let group_ok = raw.dp_has_group(m.group).map_err(ctx)?;
+            if entry_ok && group_ok {
+                continue;
+            }
+            let Some(r) = fib.iter().find(|r| r.key == *k) else {
+                continue;
+            };
+            if !group_ok {
+                raw.dp_put_group(m.group, &dp_nexthops(&r.nexthops))
+                    .map_err(ctx)?;
+            }
+            raw.dp_delete_route(&key).map_err(ctx)?;
+            raw.dp_put_route(&key, m.algo.as_u32() as u8, m.group)
+                .map_err(ctx)?;
+            rows.push(action(
+                "repaired-dataplane",
+                k,
+                "its dataplane entry was missing",
+            ));
+        }
+        Ok(rows)
+    }
+
     fn forget(&mut self, k: &RouteKey) -> Result<(), Failure> {
         if let Some(s) = self.store(false)? {
             forget_in(s, k)?;
@@ -1095,6 +1140,9 @@ impl Ctx {
                 }
             }
         }
+        // Dataplane entries that went missing (a crash between two writes, an old ABI's
+        // leftovers): every managed route must have its LPM entry and group.
+        rows.extend(self.repair_dataplane(&all)?);
         // State pinned for namespaces that no longer exist.
         let live = live_cookies();
         for dir in mpt_bpf::state::stale_pin_dirs(&live) {
@@ -1117,13 +1165,27 @@ impl Ctx {
 
 /// Remove a route from our state and from the dataplane maps.
 fn forget_in(s: &Store, k: &RouteKey) -> Result<(), Failure> {
-    let old = s.get(k)?;
     s.delete(k)?;
-    let _ = old;
-    s.raw()
+    let ctx = |e| crate::state::fail("write dataplane state", e);
+    let removed = s
+        .raw()
         .dp_delete_route(&crate::state::to_key(k))
-        .map_err(|e| crate::state::fail("write dataplane state", e))?;
-    // Its group may be shared: collect_groups() removes it once no route uses it.
+        .map_err(ctx)?;
+    // Its group may be shared: finish() removes it once no route uses it.
+    if removed.is_some() {
+        // A managed route of the same prefix and table with a higher metric was shadowed in
+        // the LPM trie; it is the FIB's choice now.
+        let next = s
+            .all()?
+            .into_iter()
+            .filter(|(o, _)| o.dst == k.dst && o.table == k.table)
+            .min_by_key(|(o, _)| o.metric);
+        if let Some((o, m)) = next {
+            s.raw()
+                .dp_put_route(&crate::state::to_key(&o), m.algo.as_u32() as u8, m.group)
+                .map_err(ctx)?;
+        }
+    }
     Ok(())
 }
 
