@@ -299,6 +299,36 @@ __noinline int mpt_pick_hash(const struct mpt_group *g, __u32 h)
 	return -1;
 }
 
+/* Whether the group has the nexthop a FIB lookup answered (family 0: device route). */
+__noinline int mpt_group_has(const struct mpt_group *g, const struct bpf_fib_lookup *f)
+{
+	__u32 ifindex;
+	__u8 family;
+	int i;
+
+	if (!g || !f)
+		return 0;
+	ifindex = f->ifindex;
+	family = f->family;
+	for (i = 0; i < MPT_MAX_NH; i++) {
+		const struct mpt_nh *n = &g->nh[i];
+
+		if (i >= g->nh_count)
+			break;
+		if (n->ifindex != ifindex)
+			continue;
+		if (n->family == 0)
+			return 1;
+		if (n->family != family)
+			continue;
+		if (family == AF_INET && __builtin_memcmp(n->gw, &f->ipv4_dst, 4) == 0)
+			return 1;
+		if (family == AF_INET6 && __builtin_memcmp(n->gw, f->ipv6_dst, 16) == 0)
+			return 1;
+	}
+	return 0;
+}
+
 /*
  * Uniform over the nexthops, weights ignored. If the one drawn is unusable,
  * fall back to a weighted draw over the usable ones.
@@ -547,6 +577,13 @@ static __always_inline int decide(void *ctx, struct pkt *p, struct bpf_fib_looku
 	rc = bpf_fib_lookup(ctx, fib, sizeof(*fib), BPF_FIB_LOOKUP_SKIP_NEIGH);
 	if (rc != BPF_FIB_LKUP_RET_SUCCESS)
 		return -(int)fib_reason(rc);
+	/*
+	 * The route the kernel matched must be ours: a more specific route added
+	 * with ip route inside a managed prefix (or a rule sending the packet to
+	 * another table) wins in the kernel, and then the kernel forwards it.
+	 */
+	if (!mpt_group_has(g, fib))
+		return -MPT_R_NO_ROUTE;
 
 	nh = select_nh(p, rt, g);
 	if (nh < 0 || nh >= MPT_MAX_NH)

@@ -196,6 +196,8 @@ const KERNEL_ROUTES: &[&str] = &[
     "route add 2001:db8:300::/64 via 2001:db8:3::2 dev e3",
     "route add 192.0.2.0/24 nexthop via 10.4.0.2 dev e4 nexthop via 10.5.0.2 dev e5",
     "route add blackhole 198.51.100.240/28",
+    // A more specific route of the operator's inside the managed 198.51.100.0/24.
+    "route add 198.51.100.160/28 via 10.3.0.2 dev e3",
     "route add unreachable 198.51.100.224/28",
     "route add blackhole 2001:db8:100:fe::/64",
     // Device (gateway-less) nexthops, with permanent neighbours for one on-link host.
@@ -2181,11 +2183,10 @@ fn mtu_check_covers_the_whole_frame() {
     });
 }
 
-/// A nexthop whose gateway is not reachable through the nexthop's device (10.2.0.2 on e1, a
-/// drift the control plane can leave behind) is counted as `no-nexthop` (dp.bpf.c: "gateway not
-/// reachable through its device"), not as `local` (for this host).
+/// A group whose nexthop (10.2.0.2 on e1, a drift the control plane can leave behind) is not
+/// the route the kernel matched goes to the kernel as `no-route`, never as `local`.
 #[test]
-fn gateway_off_its_device_counts_no_nexthop() {
+fn gateway_off_its_device_goes_to_the_kernel() {
     with_fixture(|fx| {
         let f = udp_frame("10.0.0.10", "100.65.40.5", 4000, 53, 18);
         for hook in HOOKS {
@@ -2193,8 +2194,38 @@ fn gateway_off_its_device_counts_no_nexthop() {
                 hook,
                 &f,
                 IN0,
-                Expect::Pass(Reason::NoNexthop),
+                Expect::Pass(Reason::NoRoute),
                 "route 100.65.40.0/24 via 10.2.0.2 dev e1 (gateway on e2's subnet)",
+            );
+        }
+    });
+}
+
+/// A more specific route added with ip route inside a managed prefix wins in the kernel, so
+/// the dataplane leaves its packets to the kernel instead of spreading them over the managed
+/// route's nexthops.
+#[test]
+fn more_specific_kernel_route_inside_a_managed_prefix_wins() {
+    with_fixture(|fx| {
+        let f = udp_frame("10.0.0.10", "198.51.100.165", 4000, 53, 18);
+        for hook in HOOKS {
+            fx.check(
+                hook,
+                &f,
+                IN0,
+                Expect::Pass(Reason::NoRoute),
+                "198.51.100.165: the kernel's 198.51.100.160/28 via e3 beats the managed /24",
+            );
+        }
+        // Next to it, still in the managed /24 and no more specific kernel route: ours.
+        let f = udp_frame("10.0.0.10", "198.51.100.155", 4000, 53, 18);
+        for hook in HOOKS {
+            fx.check(
+                hook,
+                &f,
+                IN0,
+                Expect::Redirect,
+                "198.51.100.155: the managed /24",
             );
         }
     });
