@@ -420,8 +420,18 @@ fn icmp_errors_follow_their_flow() {
 
 #[test]
 fn a_link_going_down_moves_its_flows_and_comes_back() {
+    link_down_case("down", false);
+}
+
+#[test]
+fn losing_carrier_moves_flows_too() {
+    link_down_case("carrier", true);
+}
+
+/// Admin down of the router's side, or loss of carrier (the peer's side goes down).
+fn link_down_case(tag: &str, carrier: bool) {
     require_root();
-    let t = setup("down", "l4-hash", [1, 1, 1, 1], "tc");
+    let t = setup(tag, "l4-hash", [1, 1, 1, 1], "tc");
     let flows = traffic::flows(120, false, 36000);
     let counters: Vec<FlowCounter> = t.n.iter().map(|n| FlowCounter::start(n, "eth0")).collect();
     const ROUNDS: u32 = 240;
@@ -431,11 +441,19 @@ fn a_link_going_down_moves_its_flows_and_comes_back() {
             for round in 0..ROUNDS {
                 traffic::send_udp_flows(&t.c, &flows, 1);
                 if round == 80 {
-                    t.r.ip_ok(&["link", "set", "v1", "down"]);
+                    if carrier {
+                        t.n[1].ip_ok(&["link", "set", "eth0", "down"]);
+                    } else {
+                        t.r.ip_ok(&["link", "set", "v1", "down"]);
+                    }
                 }
                 if round == 160 {
-                    t.r.ip_ok(&["link", "set", "v1", "up"]);
-                    t.r.ip_ok(&["addr", "replace", "10.2.0.1/24", "dev", "v1"]);
+                    if carrier {
+                        t.n[1].ip_ok(&["link", "set", "eth0", "up"]);
+                    } else {
+                        t.r.ip_ok(&["link", "set", "v1", "up"]);
+                        t.r.ip_ok(&["addr", "replace", "10.2.0.1/24", "dev", "v1"]);
+                    }
                 }
                 std::thread::sleep(std::time::Duration::from_millis(8));
             }

@@ -923,6 +923,14 @@ impl Ctx {
                     mpt_bpf::dp::attach(store.raw(), *i, mode)
                         .map_err(fail(format!("dataplane attach dev {d} {}", mode.name())))?;
                 }
+                // A nexthop whose link lost carrier keeps its connected route (flagged
+                // linkdown); unless the namespace ignores such routes, both the kernel's
+                // multipath and the dataplane's gateway lookup keep sending into the dead link.
+                set_ignore_linkdown().map_err(|e| {
+                    Failure::system(format!(
+                        "dataplane attach: set net.ipv{{4,6}}.conf.all.ignore_routes_with_linkdown: {e}"
+                    ))
+                })?;
             }
             parse::DpSpec::Detach { devs } => {
                 for d in &devs {
@@ -942,7 +950,9 @@ impl Ctx {
             None => Vec::new(),
         };
         Ok(Output::Dataplane(crate::view::DataplaneView::new(
-            &att, &reasons,
+            &att,
+            &reasons,
+            ignore_linkdown(),
         )))
     }
 
@@ -1201,6 +1211,24 @@ fn dp_nexthops(nhs: &[Nexthop]) -> Vec<mpt_bpf::dpmaps::DpNexthop> {
             usable: n.ifindex != 0,
         })
         .collect()
+}
+
+/// `net.ipv4.conf.all.ignore_routes_with_linkdown` and its IPv6 twin, in the calling thread's
+/// namespace (/proc/sys/net follows the opener's network namespace).
+pub fn set_ignore_linkdown() -> std::io::Result<()> {
+    for fam in ["ipv4", "ipv6"] {
+        std::fs::write(
+            format!("/proc/sys/net/{fam}/conf/all/ignore_routes_with_linkdown"),
+            "1",
+        )?;
+    }
+    Ok(())
+}
+
+/// Whether the namespace ignores routes whose link is down (IPv4 setting).
+pub fn ignore_linkdown() -> bool {
+    std::fs::read_to_string("/proc/sys/net/ipv4/conf/all/ignore_routes_with_linkdown")
+        .is_ok_and(|s| s.trim() == "1")
 }
 
 fn nh_content_hash(nhs: &[Nexthop]) -> u32 {

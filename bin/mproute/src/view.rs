@@ -325,11 +325,14 @@ pub struct DataplaneView {
     pub attachments: Vec<AttachmentRow>,
     /// Packets by verdict: `redirected`, then one entry per pass-to-stack reason.
     pub counters: std::collections::BTreeMap<String, u64>,
+    /// Whether routes over a link without carrier are ignored (set by attach; without it a
+    /// lost carrier blackholes its nexthop's flows in the kernel and the dataplane alike).
+    pub ignore_routes_with_linkdown: bool,
 }
 
 impl DataplaneView {
     /// Build the view.
-    pub fn new(att: &[mpt_bpf::dp::Attachment], reasons: &[u64]) -> Self {
+    pub fn new(att: &[mpt_bpf::dp::Attachment], reasons: &[u64], ignore_linkdown: bool) -> Self {
         let attachments = att
             .iter()
             .map(|a| AttachmentRow {
@@ -352,6 +355,7 @@ impl DataplaneView {
         DataplaneView {
             attachments,
             counters,
+            ignore_routes_with_linkdown: ignore_linkdown,
         }
     }
 }

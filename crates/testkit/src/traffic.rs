@@ -469,6 +469,14 @@ fn capture(fd: &OwnedFd, ifindex: i32, stop: &AtomicBool) -> FlowCounts {
                     }
                     continue;
                 }
+                // The device went down under a link-failure test: wait for it to come back.
+                _ if e.raw_os_error() == Some(libc::ENETDOWN) => {
+                    if stop.load(Ordering::SeqCst) {
+                        break;
+                    }
+                    std::thread::sleep(std::time::Duration::from_millis(5));
+                    continue;
+                }
                 _ => panic!("recvfrom on AF_PACKET socket: {e}"),
             }
         }
