@@ -42,6 +42,8 @@
 
 /* Set by user space before load. */
 const volatile __u32 mpt_table = MPT_RT_TABLE_MAIN;
+/* Forward destinations that are not managed routes by the kernel FIB (router fast path). */
+const volatile __u32 mpt_fastpath = 1;
 /* All zero: the first value of a route's counters (too large for the stack). */
 const volatile struct mpt_route_stats mpt_zero_stats = {};
 
@@ -57,6 +59,8 @@ struct pkt {
 	__u8 gso;         /* a GSO skb: its segments, not its length, meet the MTU */
 	struct mpt_flow_key key;
 	int l4;           /* hash ports too */
+	__be16 sport_be;  /* the packet's own ports (the key may hold an ICMP error's inner ones) */
+	__be16 dport_be;
 };
 
 static __always_inline void count_reason(__u32 r)
@@ -182,8 +186,11 @@ static __always_inline __u32 parse(struct pkt *p)
 		if (ip->frag_off & bpf_htons(IP_OFFSET))
 			return 0; /* non-first fragment: l3 only */
 		if (mpt_flow_is_l4_proto(ip->protocol)) {
-			if (read_ports(ip + 1, p->data_end, &p->key.sport_be, &p->key.dport_be) == 0)
+			if (read_ports(ip + 1, p->data_end, &p->key.sport_be, &p->key.dport_be) == 0) {
 				p->l4 = 1;
+				p->sport_be = p->key.sport_be;
+				p->dport_be = p->key.dport_be;
+			}
 		} else if (ip->protocol == IPPROTO_ICMP) {
 			struct icmphdr *ic = (void *)(ip + 1);
 
@@ -220,8 +227,11 @@ static __always_inline __u32 parse(struct pkt *p)
 		__builtin_memcpy(p->key.src, &ip6->saddr, 16);
 		__builtin_memcpy(p->key.dst, &ip6->daddr, 16);
 		if (mpt_flow_is_l4_proto(nh)) {
-			if (read_ports(ip6 + 1, p->data_end, &p->key.sport_be, &p->key.dport_be) == 0)
+			if (read_ports(ip6 + 1, p->data_end, &p->key.sport_be, &p->key.dport_be) == 0) {
 				p->l4 = 1;
+				p->sport_be = p->key.sport_be;
+				p->dport_be = p->key.dport_be;
+			}
 		} else if (nh == IPPROTO_ICMPV6) {
 			struct icmp6hdr *ic = (void *)(ip6 + 1);
 
@@ -458,7 +468,11 @@ static __always_inline int select_nh(struct pkt *p, struct mpt_dp_route *rt, str
 
 static __always_inline void count_route(struct mpt_dp_route *rt, int nh, __u32 len)
 {
-	struct mpt_route_stats *s = bpf_map_lookup_elem(&mpt_stats, &rt->id);
+	struct mpt_route_stats *s;
+
+	if (!rt)
+		return; /* fast path: no managed route to count for */
+	s = bpf_map_lookup_elem(&mpt_stats, &rt->id);
 
 	if (!s) {
 		bpf_map_update_elem(&mpt_stats, &rt->id, (void *)&mpt_zero_stats, BPF_NOEXIST);
@@ -524,6 +538,53 @@ static __always_inline int rewrite(struct pkt *p, struct bpf_fib_lookup *f)
 }
 
 /*
+ * Router fast path for a destination that is not a managed route: the kernel
+ * FIB decides, with the L4 ports filled in so the kernel's own multipath
+ * spreads flows (hash policy 1), and with the neighbour resolved. Any answer
+ * but success (and, in tc, an unresolved neighbour) leaves the packet to the
+ * stack, which then does ARP/ND, ICMP errors and PMTU as usual.
+ */
+static __always_inline int fast_path(void *ctx, struct pkt *p, struct bpf_fib_lookup *fib, int *neigh)
+{
+	long rc;
+
+	__builtin_memset(fib, 0, sizeof(*fib));
+	fib->family = p->family;
+	fib->ifindex = p->ingress_ifindex;
+	fib->l4_protocol = p->key.proto;
+	fib->sport = p->sport_be;
+	fib->dport = p->dport_be;
+	fib->tot_len = p->gso ? 0 : p->tot_len;
+	if (p->family == AF_INET) {
+		struct iphdr *ip = p->l3;
+
+		if ((void *)(ip + 1) > p->data_end)
+			return -MPT_R_MALFORMED;
+		fib->l4_protocol = ip->protocol;
+		fib->tos = ip->tos;
+		fib->ipv4_src = ip->saddr;
+		fib->ipv4_dst = ip->daddr;
+	} else {
+		struct ipv6hdr *ip6 = p->l3;
+
+		if ((void *)(ip6 + 1) > p->data_end)
+			return -MPT_R_MALFORMED;
+		fib->l4_protocol = ip6->nexthdr;
+		fib->flowinfo = *(__be32 *)ip6 & bpf_htonl(0x0FFFFFFF);
+		__builtin_memcpy(fib->ipv6_src, &ip6->saddr, 16);
+		__builtin_memcpy(fib->ipv6_dst, &ip6->daddr, 16);
+	}
+	rc = bpf_fib_lookup(ctx, fib, sizeof(*fib), 0);
+	if (rc == BPF_FIB_LKUP_RET_SUCCESS)
+		return fib->ifindex;
+	if (rc == BPF_FIB_LKUP_RET_NO_NEIGH) {
+		*neigh = 1;
+		return fib->ifindex;
+	}
+	return -(int)fib_reason(rc);
+}
+
+/*
  * The decision, common to both hooks. Returns the egress ifindex (> 0) with
  * *fib filled for a redirect, or -(reason) to hand the packet to the stack.
  * *neigh is set when the gateway's neighbour is unresolved (tc can still
@@ -543,7 +604,7 @@ static __always_inline int decide(void *ctx, struct pkt *p, struct bpf_fib_looku
 		return -(int)r;
 	rt = lookup_route(p);
 	if (!rt)
-		return -MPT_R_NO_ROUTE;
+		return mpt_fastpath ? fast_path(ctx, p, fib, neigh) : -MPT_R_NO_ROUTE;
 	*rt_out = rt;
 	g = bpf_map_lookup_elem(&mpt_groups, &rt->group);
 	if (!g)

@@ -94,7 +94,7 @@ pub enum Cmd {
     Route(RouteArgs),
     /// Attach, detach and show the tc/XDP dataplane that carries out the algorithms.
     #[command(
-        override_usage = "mproute dataplane attach dev DEV [xdp|xdp-generic|tc]\n       mproute dataplane detach dev DEV\n       mproute dataplane show"
+        override_usage = "mproute dataplane attach dev DEV [dev DEV ...] [auto|xdp|xdp-generic|tc] [fastpath on|off] [prepare-peers]\n       mproute dataplane detach dev DEV\n       mproute dataplane show"
     )]
     Dataplane(RouteArgs),
 }

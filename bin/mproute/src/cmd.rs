@@ -902,26 +902,46 @@ impl Ctx {
         let spec =
             parse::parse_dataplane(args).map_err(|e| Failure::usage(format!("dataplane: {e}")))?;
         let fail = |what: String| move |e| crate::state::fail(&what, e);
+        let mut notes = Vec::new();
         match spec {
-            parse::DpSpec::Attach { devs, mode } => {
-                let mode = match mode.as_str() {
-                    "xdp" => mpt_bpf::dp::Mode::Xdp,
-                    "xdp-generic" => mpt_bpf::dp::Mode::XdpGeneric,
-                    _ => mpt_bpf::dp::Mode::Tc,
-                };
+            parse::DpSpec::Attach {
+                devs,
+                mode,
+                fastpath,
+                prepare_peers,
+            } => {
+                let links = crate::dpmode::links(self.sock()?)?;
                 let mut ifs = Vec::new();
                 for d in &devs {
-                    let i = mpt_netlink::netns::ifindex(d).map_err(|_| {
-                        Failure::system(format!("dataplane attach: cannot find device \"{d}\""))
-                    })?;
-                    ifs.push((i, d.clone()));
+                    let Some(l) = links.iter().find(|l| &l.name == d) else {
+                        return Err(Failure::system(format!(
+                            "dataplane attach: cannot find device \"{d}\" [ENODEV]"
+                        )));
+                    };
+                    let (m, _) = match mode.as_str() {
+                        "xdp" => (mpt_bpf::dp::Mode::Xdp, ""),
+                        "xdp-generic" => (mpt_bpf::dp::Mode::XdpGeneric, ""),
+                        "tc" => (mpt_bpf::dp::Mode::Tc, ""),
+                        _ => crate::dpmode::auto_mode(l),
+                    };
+                    ifs.push((l.ifindex, d.clone(), m));
                 }
+                let auto = mode == "auto";
                 let store = self.store(true)?.ok_or_else(|| {
                     Failure::system("dataplane attach: cannot create mproute state")
                 })?;
-                for (i, d) in &ifs {
-                    mpt_bpf::dp::attach(store.raw(), *i, mode)
-                        .map_err(fail(format!("dataplane attach dev {d} {}", mode.name())))?;
+                for (i, d, m) in &ifs {
+                    let r = mpt_bpf::dp::attach(store.raw(), *i, *m, fastpath);
+                    match r {
+                        // auto: a driver without native XDP gets tc.
+                        Err(_) if auto && *m == mpt_bpf::dp::Mode::Xdp => {
+                            mpt_bpf::dp::attach(store.raw(), *i, mpt_bpf::dp::Mode::Tc, fastpath)
+                                .map_err(fail(format!("dataplane attach dev {d} tc")))?;
+                        }
+                        r => {
+                            r.map_err(fail(format!("dataplane attach dev {d} {}", m.name())))?;
+                        }
+                    }
                 }
                 // A nexthop whose link lost carrier keeps its connected route (flagged
                 // linkdown); unless the namespace ignores such routes, both the kernel's
@@ -931,6 +951,11 @@ impl Ctx {
                         "dataplane attach: set net.ipv{{4,6}}.conf.all.ignore_routes_with_linkdown: {e}"
                     ))
                 })?;
+                let att = mpt_bpf::dp::attachments()
+                    .map_err(fail("list dataplane attachments".into()))?;
+                if att.iter().any(|a| a.mode == mpt_bpf::dp::Mode::Xdp) {
+                    notes = crate::dpmode::check_peers(self.sock()?, prepare_peers)?;
+                }
             }
             parse::DpSpec::Detach { devs } => {
                 for d in &devs {
@@ -949,10 +974,13 @@ impl Ctx {
             }
             None => Vec::new(),
         };
+        let links = crate::dpmode::links(self.sock()?)?;
         Ok(Output::Dataplane(crate::view::DataplaneView::new(
             &att,
             &reasons,
             ignore_linkdown(),
+            &links,
+            notes,
         )))
     }
 

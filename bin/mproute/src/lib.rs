@@ -3,6 +3,7 @@
 
 pub mod cli;
 pub mod cmd;
+pub mod dpmode;
 pub mod nhobj;
 pub mod parse;
 pub mod resolve;

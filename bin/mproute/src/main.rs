@@ -29,6 +29,9 @@ fn print(out: &Output, style: Style) {
                 if !c.is_empty() {
                     println!("counters: {}", c.join(", "));
                 }
+                for n in &v.notes {
+                    println!("note: {n}");
+                }
             }
         }
         Output::Change(rep) => {

@@ -450,8 +450,12 @@ pub enum DpSpec {
     Attach {
         /// Devices.
         devs: Vec<String>,
-        /// `xdp`, `xdp-generic` or `tc` (default `tc`).
+        /// `auto` (default), `xdp`, `xdp-generic` or `tc`.
         mode: String,
+        /// Forward unmanaged destinations by the kernel FIB (`fastpath on|off`, default on).
+        fastpath: bool,
+        /// Enable GRO on veth peers in reach (`prepare-peers`).
+        prepare_peers: bool,
     },
     /// Detach.
     Detach {
@@ -470,15 +474,25 @@ pub fn parse_dataplane(args: &[String]) -> Result<DpSpec, String> {
     };
     let mut devs = Vec::new();
     let mut mode = None;
+    let mut fastpath = true;
+    let mut prepare_peers = false;
     let mut it = rest.iter();
     while let Some(w) = it.next() {
         match w.as_str() {
             "dev" => devs.push(value(&mut it, "dev")?.to_string()),
-            m @ ("xdp" | "xdp-generic" | "tc") if verb == "attach" => {
+            m @ ("auto" | "xdp" | "xdp-generic" | "tc") if verb == "attach" => {
                 if mode.replace(m.to_string()).is_some() {
                     return Err("more than one mode given".into());
                 }
             }
+            "fastpath" if verb == "attach" => {
+                fastpath = match value(&mut it, "fastpath")? {
+                    "on" => true,
+                    "off" => false,
+                    v => return Err(format!("fastpath takes on or off, not \"{v}\"")),
+                }
+            }
+            "prepare-peers" | "--prepare-peers" if verb == "attach" => prepare_peers = true,
             other => return Err(format!("unexpected word \"{other}\"")),
         }
     }
@@ -486,7 +500,9 @@ pub fn parse_dataplane(args: &[String]) -> Result<DpSpec, String> {
         "attach" | "detach" if devs.is_empty() => Err(format!("{verb} needs \"dev DEV\"")),
         "attach" => Ok(DpSpec::Attach {
             devs,
-            mode: mode.unwrap_or_else(|| "tc".to_string()),
+            mode: mode.unwrap_or_else(|| "auto".to_string()),
+            fastpath,
+            prepare_peers,
         }),
         "detach" => Ok(DpSpec::Detach { devs }),
         "show" | "list" | "ls" if rest.is_empty() => Ok(DpSpec::Show),
@@ -519,9 +535,21 @@ mod dp_tests {
             parse_dataplane(&words("attach dev v0 dev v1 xdp")).expect("ok"),
             DpSpec::Attach {
                 devs: vec!["v0".into(), "v1".into()],
-                mode: "xdp".into()
+                mode: "xdp".into(),
+                fastpath: true,
+                prepare_peers: false
             }
         );
+        assert_eq!(
+            parse_dataplane(&words("attach dev v0 fastpath off prepare-peers")).expect("ok"),
+            DpSpec::Attach {
+                devs: vec!["v0".into()],
+                mode: "auto".into(),
+                fastpath: false,
+                prepare_peers: true
+            }
+        );
+        assert!(parse_dataplane(&words("attach dev v0 fastpath maybe")).is_err());
         assert_eq!(parse_dataplane(&words("show")).expect("ok"), DpSpec::Show);
         assert!(parse_dataplane(&words("attach xdp")).is_err());
         assert!(parse_dataplane(&words("frob")).is_err());

@@ -303,17 +303,20 @@ pub struct AttachmentRow {
     pub mode: String,
     /// Program id.
     pub prog_id: u32,
+    /// Why this hook (what `auto` weighs).
+    pub why: String,
 }
 
 impl TableRow for AttachmentRow {
     fn headers() -> Vec<&'static str> {
-        vec!["DEV", "MODE", "PROG ID"]
+        vec!["DEV", "MODE", "PROG ID", "WHY"]
     }
     fn cells(&self) -> Vec<String> {
         vec![
             self.dev.clone(),
             self.mode.clone(),
             self.prog_id.to_string(),
+            self.why.clone(),
         ]
     }
 }
@@ -328,11 +331,19 @@ pub struct DataplaneView {
     /// Whether routes over a link without carrier are ignored (set by attach; without it a
     /// lost carrier blackholes its nexthop's flows in the kernel and the dataplane alike).
     pub ignore_routes_with_linkdown: bool,
+    /// What needs the operator's attention (veth peers not ready for XDP frames).
+    pub notes: Vec<String>,
 }
 
 impl DataplaneView {
     /// Build the view.
-    pub fn new(att: &[mpt_bpf::dp::Attachment], reasons: &[u64], ignore_linkdown: bool) -> Self {
+    pub fn new(
+        att: &[mpt_bpf::dp::Attachment],
+        reasons: &[u64],
+        ignore_linkdown: bool,
+        links: &[mpt_netlink::msg::link::LinkMsg],
+        notes: Vec<String>,
+    ) -> Self {
         let attachments = att
             .iter()
             .map(|a| AttachmentRow {
@@ -341,6 +352,7 @@ impl DataplaneView {
                 ifindex: a.ifindex,
                 mode: a.mode.name().to_string(),
                 prog_id: a.prog_id,
+                why: crate::dpmode::why(links.iter().find(|l| l.ifindex == a.ifindex), a.mode),
             })
             .collect();
         let counters = mpt_bpf::abi::Reason::ALL
@@ -356,6 +368,7 @@ impl DataplaneView {
             attachments,
             counters,
             ignore_routes_with_linkdown: ignore_linkdown,
+            notes,
         }
     }
 }

@@ -145,6 +145,11 @@ fn tcx_query(ifindex: u32) -> Result<Vec<u32>, StateError> {
     Ok(ids[..n.min(ids.len())].to_vec())
 }
 
+/// The id of whatever XDP program (ours or not) runs on a device.
+pub fn xdp_prog(ifindex: u32) -> Result<Option<u32>, StateError> {
+    Ok(xdp_query(ifindex)?.map(|(id, _)| id))
+}
+
 /// Our attachments on one device.
 pub fn attachments_on(ifindex: u32) -> Result<Vec<Attachment>, StateError> {
     let mut v = Vec::new();
@@ -202,11 +207,25 @@ pub fn attachments() -> Result<Vec<Attachment>, StateError> {
 
 /// Load the dataplane with the state's maps and attach it to `ifindex` in `mode`, replacing an
 /// attachment of ours in the same hook. A foreign XDP program is not replaced.
-pub fn attach(state: &RouteState, ifindex: u32, mode: Mode) -> Result<u32, StateError> {
+pub fn attach(
+    state: &RouteState,
+    ifindex: u32,
+    mode: Mode,
+    fastpath: bool,
+) -> Result<u32, StateError> {
     let mut obj = MaybeUninit::uninit();
     let mut open = DpSkelBuilder::default()
         .open(&mut obj)
         .map_err(bpf("open the dataplane BPF object"))?;
+    match open.maps.rodata_data.as_deref_mut() {
+        Some(ro) => ro.mpt_fastpath = u32::from(fastpath),
+        None => {
+            return Err(StateError::Sys {
+                what: "set the dataplane's load-time constants".into(),
+                source: io::Error::from_raw_os_error(libc::EINVAL),
+            })
+        }
+    }
     for (name, map) in [
         ("mpt_meta", &mut open.maps.mpt_meta),
         ("mpt_routes", &mut open.maps.mpt_routes),

@@ -196,6 +196,9 @@ const KERNEL_ROUTES: &[&str] = &[
     "route add 2001:db8:300::/64 via 2001:db8:3::2 dev e3",
     "route add 192.0.2.0/24 nexthop via 10.4.0.2 dev e4 nexthop via 10.5.0.2 dev e5",
     "route add blackhole 198.51.100.240/28",
+    // Not managed: the router fast path forwards by these.
+    "route add 100.66.0.0/16 via 10.1.0.2 dev e1",
+    "route add 100.67.0.0/16 nexthop via 10.1.0.2 dev e1 nexthop via 10.2.0.2 dev e2",
     // A more specific route of the operator's inside the managed 198.51.100.0/24.
     "route add 198.51.100.160/28 via 10.3.0.2 dev e3",
     "route add unreachable 198.51.100.224/28",
@@ -217,6 +220,7 @@ const KERNEL_ROUTES: &[&str] = &[
 /// Sysctls, in order (per-device values after `all`, which overwrites them).
 const SYSCTLS: &[&str] = &[
     "net.ipv4.ip_forward=1",
+    "net.ipv4.fib_multipath_hash_policy=1",
     "net.ipv6.conf.all.forwarding=1",
     "net.ipv4.conf.in1.forwarding=0",
     "net.ipv6.conf.in1.forwarding=0",
@@ -1629,15 +1633,17 @@ fn pass_reasons() {
             bad_version,
             Reason::Malformed,
         ),
+        // Outside every managed prefix the router fast path asks the kernel FIB, which has
+        // no route either: not forwarded, to the stack (ICMP unreachable is the kernel's).
         pass(
-            "no-route: IPv4 outside every managed prefix",
+            "fast path: IPv4 outside every managed prefix and every kernel route",
             u4("100.64.0.1").frame(),
-            Reason::NoRoute,
+            Reason::Local,
         ),
         pass(
-            "no-route: IPv6 outside every managed prefix",
+            "fast path: IPv6 outside every managed prefix and every kernel route",
             u6("2001:db8:dead::1").frame(),
-            Reason::NoRoute,
+            Reason::Local,
         ),
         pass("ttl: IPv4 TTL 1", u4(l3_4).ttl(1).frame(), Reason::Ttl),
         pass("ttl: IPv4 TTL 0", u4(l3_4).ttl(0).frame(), Reason::Ttl),
@@ -2196,6 +2202,28 @@ fn gateway_off_its_device_goes_to_the_kernel() {
                 IN0,
                 Expect::Pass(Reason::NoRoute),
                 "route 100.65.40.0/24 via 10.2.0.2 dev e1 (gateway on e2's subnet)",
+            );
+        }
+    });
+}
+
+/// Destinations that are not managed routes take the router fast path: the kernel FIB decides,
+/// with the ports filled in so that the kernel's own L4 multipath spreads flows.
+#[test]
+fn fast_path_forwards_unmanaged_destinations_by_the_kernel_fib() {
+    with_fixture(|fx| {
+        for hook in HOOKS {
+            let f = udp_frame("10.0.0.10", "100.66.1.2", 4000, 53, 18);
+            assert_eq!(fx.fwd(hook, &f, "fast path: 100.66.0.0/16 via e1"), "e1");
+            let mut seen = std::collections::BTreeSet::new();
+            for sport in 1000..1064u16 {
+                let f = udp_frame("10.0.0.10", "100.67.1.2", sport, 53, 18);
+                seen.insert(fx.fwd(hook, &f, "fast path: kernel multipath, L4 hash"));
+            }
+            assert_eq!(
+                seen.into_iter().collect::<Vec<_>>(),
+                ["e1", "e2"],
+                "[{hook:?}] flows differing only in their source port use both paths"
             );
         }
     });

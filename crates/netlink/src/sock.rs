@@ -141,6 +141,32 @@ impl Socket {
         }
     }
 
+    /// Send a request that answers with messages of its own, then an acknowledgement
+    /// (`RTM_GETNSID`, a `GET` without `NLM_F_DUMP`): return the payloads of the answers.
+    pub fn transact(&mut self, req: &Request, op: &str) -> Result<Vec<Vec<u8>>, Error> {
+        let seq = self.next_seq();
+        let bytes = req.to_bytes(seq, 0);
+        let mut b = bytes.clone();
+        let f = req.flags | flags::REQUEST | flags::ACK;
+        b[6..8].copy_from_slice(&f.to_ne_bytes());
+        self.send_raw(&b)?;
+        let mut out = Vec::new();
+        loop {
+            let (iter, _) = self.h.recv::<u16, Buffer>().map_err(|e| sockerr(op, e))?;
+            for m in iter {
+                let m = m.map_err(|e| sockerr(op, e))?;
+                if *m.nl_seq() != seq {
+                    continue;
+                }
+                match m.nl_payload() {
+                    NlPayload::Payload(p) => out.push(p.as_ref().to_vec()),
+                    NlPayload::Err(e) => return Err(self.kernel_error(e, op, Some(&bytes)).into()),
+                    _ => return Ok(out),
+                }
+            }
+        }
+    }
+
     /// Send one request that expects an acknowledgement and wait for it.
     pub fn request(&mut self, req: &Request, op: &str) -> Result<(), Error> {
         let mut r = self.pipeline(std::iter::once((req.clone(), op.to_string())), 1)?;

@@ -1,6 +1,7 @@
 //! Pure encoding and decoding of netlink messages (no sockets).
 
 pub mod attr;
+pub mod link;
 pub mod nexthop;
 pub mod route;
 

@@ -1,0 +1,193 @@
+//! Which hook the dataplane uses on a device (`auto`), and the veth peers XDP redirect needs.
+//!
+//! Facts behind the choice (`../shared/reference/veth-xdp-measurements.md`): a veth hands its
+//! peer `CHECKSUM_PARTIAL` skbs from local stacks; an XDP redirect turns them into frames and
+//! loses that state, so TCP from such hosts breaks through an XDP router, and XDP handles each
+//! 1448-byte segment alone where the kernel moves 64 KB GSO packets. A tc program keeps the skb,
+//! its checksum state and its GSO size. So `auto` picks tc on veth and native XDP elsewhere
+//! (falling back to tc when the driver has no native XDP). Redirecting XDP frames *into* a veth
+//! needs its peer to run NAPI (an XDP program or GRO on the peer), or the frames are dropped.
+
+use std::os::fd::{AsFd, AsRawFd};
+
+use mpt_bpf::dp::Mode;
+use mpt_cli::Failure;
+use mpt_netlink::msg::link::{self, LinkMsg};
+use mpt_netlink::sock::Socket;
+
+/// Every device of the namespace.
+pub fn links(sock: &mut Socket) -> Result<Vec<LinkMsg>, Failure> {
+    let mut v = Vec::new();
+    for p in sock
+        .dump(&link::dump_request(), "list devices")
+        .map_err(Failure::from)?
+    {
+        v.push(link::decode(&p).map_err(|e| Failure::system(format!("list devices: {e}")))?);
+    }
+    Ok(v)
+}
+
+/// Whether a device is a veth.
+pub fn is_veth(l: &LinkMsg) -> bool {
+    l.kind.as_deref() == Some("veth")
+}
+
+/// What `auto` picks for a device, and why.
+pub fn auto_mode(l: &LinkMsg) -> (Mode, &'static str) {
+    if is_veth(l) {
+        (Mode::Tc, "veth: tc keeps the checksum state and GSO size of local stacks' TCP, which XDP redirect loses")
+    } else if l.kind.is_some() {
+        (Mode::Tc, "virtual device: tc")
+    } else {
+        (
+            Mode::Xdp,
+            "native XDP: the fastest hook where the driver has it",
+        )
+    }
+}
+
+/// Why an attachment is in its mode, for `dataplane show`.
+pub fn why(l: Option<&LinkMsg>, mode: Mode) -> String {
+    let veth = l.is_some_and(is_veth);
+    match (mode, veth) {
+        (Mode::Tc, true) => "veth: tc keeps local stacks' TCP checksum state and GSO".into(),
+        (Mode::Tc, false) => "tc (skb): keeps checksum state and GSO".into(),
+        (Mode::Xdp, true) => {
+            "native XDP on veth: fastest, but TCP from local stacks with checksum offload breaks"
+                .into()
+        }
+        (Mode::Xdp, false) => "native XDP".into(),
+        (Mode::XdpGeneric, _) => "generic XDP (skb): no peer requirements".into(),
+    }
+}
+
+/// The named namespace whose id in ours is `nsid`.
+fn ns_by_nsid(sock: &mut Socket, nsid: i32) -> Option<String> {
+    for name in mpt_netlink::netns::list_named() {
+        let Ok(f) = std::fs::File::open(mpt_netlink::netns::path(&name)) else {
+            continue;
+        };
+        let req = link::nsid_request(f.as_fd().as_raw_fd() as u32);
+        let Ok(answers) = sock.transact(&req, "get namespace id") else {
+            continue;
+        };
+        if answers
+            .iter()
+            .any(|p| link::decode_nsid(p).ok().flatten() == Some(nsid))
+        {
+            return Some(name);
+        }
+    }
+    None
+}
+
+const SIOCETHTOOL: libc::c_ulong = 0x8946;
+const ETHTOOL_GGRO: u32 = 0x2b;
+const ETHTOOL_SGRO: u32 = 0x2c;
+
+#[repr(C)]
+struct EthtoolValue {
+    cmd: u32,
+    data: u32,
+}
+
+/// GRO on a device of the calling thread's namespace: read (set = None) or write.
+fn gro(ifindex: u32, set: Option<bool>) -> std::io::Result<bool> {
+    let name = mpt_netlink::netns::ifname(ifindex)
+        .ok_or_else(|| std::io::Error::from_raw_os_error(libc::ENODEV))?;
+    // SAFETY: a datagram socket we own for the ioctl; ifreq and the ethtool value outlive it.
+    unsafe {
+        let fd = libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0);
+        if fd < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        let mut v = EthtoolValue {
+            cmd: if set.is_some() {
+                ETHTOOL_SGRO
+            } else {
+                ETHTOOL_GGRO
+            },
+            data: u32::from(set.unwrap_or(false)),
+        };
+        let mut ifr: libc::ifreq = std::mem::zeroed();
+        for (i, b) in name.bytes().take(libc::IFNAMSIZ - 1).enumerate() {
+            ifr.ifr_name[i] = b as libc::c_char;
+        }
+        ifr.ifr_ifru.ifru_data = (&mut v as *mut EthtoolValue).cast();
+        let rc = libc::ioctl(fd, SIOCETHTOOL, &mut ifr);
+        let err = std::io::Error::last_os_error();
+        libc::close(fd);
+        if rc < 0 {
+            return Err(err);
+        }
+        Ok(v.data != 0)
+    }
+}
+
+/// Check (and with `prepare`, fix) the veth peers that XDP frames redirected out of this
+/// namespace land on. Returns one line per peer that is not known to be ready.
+pub fn check_peers(sock: &mut Socket, prepare: bool) -> Result<Vec<String>, Failure> {
+    let mut notes = Vec::new();
+    for l in links(sock)?.iter().filter(|l| is_veth(l)) {
+        let Some(peer) = l.link else { continue };
+        match l.link_netnsid {
+            None => {
+                // Peer in this namespace.
+                let has_xdp = mpt_bpf::dp::xdp_prog(peer).ok().flatten().is_some();
+                let has_gro = gro(peer, None).unwrap_or(false);
+                if has_xdp || has_gro {
+                    continue;
+                }
+                if prepare && gro(peer, Some(true)).is_ok() {
+                    notes.push(format!(
+                        "{}: enabled GRO on its peer (ifindex {peer})",
+                        l.name
+                    ));
+                } else {
+                    notes.push(format!(
+                        "{}: its peer (ifindex {peer}) has neither an XDP program nor GRO: redirected XDP frames are dropped (ethtool -K PEER gro on, or --prepare-peers)",
+                        l.name
+                    ));
+                }
+            }
+            Some(nsid) => {
+                let ns = ns_by_nsid(sock, nsid);
+                let state = match &ns {
+                    Some(name) => {
+                        let name = name.clone();
+                        mpt_netlink::netns::run_in(&name, move || {
+                            let has_xdp = mpt_bpf::dp::xdp_prog(peer).ok().flatten().is_some();
+                            let has_gro = gro(peer, None).unwrap_or(false);
+                            if has_xdp || has_gro {
+                                return Ok(Some(true));
+                            }
+                            if prepare {
+                                return Ok(Some(gro(peer, Some(true)).is_ok()));
+                            }
+                            Ok(Some(false))
+                        })
+                        .ok()
+                        .flatten()
+                    }
+                    None => None,
+                };
+                match (state, ns) {
+                    (Some(true), Some(name)) if prepare => notes.push(format!(
+                        "{}: peer in namespace {name} is ready (XDP program or GRO)",
+                        l.name
+                    )),
+                    (Some(true), _) => {}
+                    (Some(false), Some(name)) => notes.push(format!(
+                        "{}: its peer in namespace {name} has neither an XDP program nor GRO: redirected XDP frames are dropped (ip netns exec {name} ethtool -K PEER gro on, or --prepare-peers)",
+                        l.name
+                    )),
+                    _ => notes.push(format!(
+                        "{}: its peer is in another namespace (id {nsid}) not found under /run/netns: make sure it runs an XDP program or has GRO on",
+                        l.name
+                    )),
+                }
+            }
+        }
+    }
+    Ok(notes)
+}

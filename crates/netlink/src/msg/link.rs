@@ -1,0 +1,102 @@
+//! `RTM_GETLINK`: what a device is (its kind, its veth peer), and `RTM_GETNSID`: the id a
+//! namespace has in ours, to find which named namespace a veth peer lives in.
+
+use super::attr::{get_str, get_u32, AttrBuf, Attrs, DecodeError};
+use super::{flags, Request};
+
+/// `RTM_GETLINK`.
+pub const RTM_GETLINK: u16 = 18;
+/// `RTM_GETNSID`.
+pub const RTM_GETNSID: u16 = 90;
+/// `RTM_NEWNSID`.
+pub const RTM_NEWNSID: u16 = 88;
+
+const IFLA_IFNAME: u16 = 3;
+const IFLA_LINK: u16 = 5;
+const IFLA_LINKINFO: u16 = 18;
+const IFLA_INFO_KIND: u16 = 1;
+const IFLA_LINK_NETNSID: u16 = 37;
+const NETNSA_NSID: u16 = 1;
+const NETNSA_FD: u16 = 3;
+
+/// A device as `ip -d link` would describe the parts we need.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LinkMsg {
+    /// ifindex.
+    pub ifindex: u32,
+    /// Name.
+    pub name: String,
+    /// `IFLA_INFO_KIND` (`veth`, `bridge`, ...), `None` for a plain device.
+    pub kind: Option<String>,
+    /// `IFLA_LINK`: for a veth, the peer's ifindex (in the peer's namespace).
+    pub link: Option<u32>,
+    /// `IFLA_LINK_NETNSID`: the peer's namespace id as seen from ours; absent when the peer
+    /// is in the same namespace.
+    pub link_netnsid: Option<i32>,
+}
+
+/// Dump every device.
+pub fn dump_request() -> Request {
+    Request {
+        ty: RTM_GETLINK,
+        flags: flags::REQUEST | flags::DUMP,
+        payload: vec![0u8; 16],
+    }
+}
+
+/// Decode one `RTM_NEWLINK`.
+pub fn decode(payload: &[u8]) -> Result<LinkMsg, DecodeError> {
+    if payload.len() < 16 {
+        return Err(DecodeError::new("ifinfomsg", "shorter than 16 bytes"));
+    }
+    let ifindex = i32::from_ne_bytes([payload[4], payload[5], payload[6], payload[7]]);
+    let mut m = LinkMsg {
+        ifindex: u32::try_from(ifindex).unwrap_or(0),
+        name: String::new(),
+        kind: None,
+        link: None,
+        link_netnsid: None,
+    };
+    for (ty, v) in Attrs::new(&payload[16..])
+        .to_vec()
+        .map_err(|e| e.within("ifinfomsg"))?
+    {
+        match ty {
+            IFLA_IFNAME => m.name = get_str(v),
+            IFLA_LINK => m.link = Some(get_u32(v, "IFLA_LINK")?),
+            IFLA_LINK_NETNSID => m.link_netnsid = Some(get_u32(v, "IFLA_LINK_NETNSID")? as i32),
+            IFLA_LINKINFO => {
+                for (t, iv) in Attrs::new(v)
+                    .to_vec()
+                    .map_err(|e| e.within("IFLA_LINKINFO"))?
+                {
+                    if t == IFLA_INFO_KIND {
+                        m.kind = Some(get_str(iv));
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    Ok(m)
+}
+
+/// Ask which id the namespace behind `fd` has in ours.
+pub fn nsid_request(fd: u32) -> Request {
+    let mut a = AttrBuf::with_header(&[0u8; 1]);
+    a.put_u32(NETNSA_FD, fd);
+    Request {
+        ty: RTM_GETNSID,
+        flags: flags::REQUEST,
+        payload: a.into_bytes(),
+    }
+}
+
+/// The id in an `RTM_NEWNSID` answer (-1: none assigned).
+pub fn decode_nsid(payload: &[u8]) -> Result<Option<i32>, DecodeError> {
+    let body = payload.get(4..).unwrap_or(&[]);
+    Attrs::new(body)
+        .get(NETNSA_NSID)?
+        .map(|v| get_u32(v, "NETNSA_NSID").map(|x| x as i32))
+        .transpose()
+}
