@@ -61,6 +61,9 @@ struct pkt {
 	int l4;           /* hash ports too */
 	__be16 sport_be;  /* the packet's own ports (the key may hold an ICMP error's inner ones) */
 	__be16 dport_be;
+	__u16 csum_off;   /* XDP checksum check: offset of the TCP/UDP header, 0 = nothing to check */
+	__u16 csum_len;   /* its length with payload */
+	__u32 pseudo;     /* pseudo-header sum (host order, unfolded) */
 };
 
 static __always_inline void count_reason(__u32 r)
@@ -81,6 +84,97 @@ static __always_inline int is_icmp6_err(__u8 type)
 {
 	/* DST_UNREACH, PACKET_TOO_BIG, TIME_EXCEED, PARAMPROB */
 	return type >= 1 && type <= 4;
+}
+
+/* Sum of the big-endian 16-bit words of an address pair (host order, unfolded). */
+static __always_inline __u32 csum_words(const void *a, int len)
+{
+	const __be16 *w = a;
+	__u32 s = 0;
+	int i;
+
+	for (i = 0; i < len / 2; i++)
+		s += bpf_ntohs(w[i]);
+	return s;
+}
+
+#define MPT_CSUM_CHUNK 128
+/* Longest TCP/UDP segment the XDP path checks (a 9000-byte jumbo frame and then some). */
+#define MPT_CSUM_MAX_CHUNKS 72
+
+/*
+ * Whether the TCP/UDP checksum of the segment at off (len bytes) is complete.
+ * A local stack behind a veth hands over CHECKSUM_PARTIAL packets whose checksum
+ * field holds only the pseudo-header sum; an XDP redirect turns them into frames
+ * and sends them out like that, and the receiver drops them. Such packets fail
+ * this check and go to the stack (or to tc), which completes them.
+ */
+struct csum_ctx {
+	struct xdp_md *xdp;
+	__u32 off;
+	__u32 len;
+	__u32 failed;
+	__u32 pad;
+	__u64 sum;
+	__u8 buf[MPT_CSUM_CHUNK];
+};
+
+/*
+ * Chunk i of the checksum walk, as a bpf_loop() callback. Its control flow depends
+ * only on i and the (unchanging) length, so the verifier checks it once.
+ */
+static long csum_step(__u64 i, void *data)
+{
+	struct csum_ctx *c = data;
+	__u32 start = (__u32)i * MPT_CSUM_CHUNK;
+	__u32 n, words;
+	long r;
+
+	if (start >= c->len)
+		return 1;
+	n = c->len - start;
+	if (n > MPT_CSUM_CHUNK)
+		n = MPT_CSUM_CHUNK;
+	/* 1..MPT_CSUM_CHUNK, in a form the verifier can see */
+	barrier_var(n);
+	n = ((n - 1) & (MPT_CSUM_CHUNK - 1)) + 1;
+	__builtin_memset(c->buf, 0, sizeof(c->buf));
+	if (bpf_xdp_load_bytes(c->xdp, c->off + start, c->buf, n)) {
+		c->failed = 1;
+		return 1;
+	}
+	/* zero padding to a multiple of 4 leaves the one's complement sum unchanged */
+	words = (n + 3) & ~3U;
+	if (words > MPT_CSUM_CHUNK)
+		words = MPT_CSUM_CHUNK;
+	r = bpf_csum_diff(0, 0, (__be32 *)c->buf, words, 0);
+	if (r < 0) {
+		c->failed = 1;
+		return 1;
+	}
+	c->sum += (__u32)r;
+	return 0;
+}
+
+__noinline int mpt_l4_csum_ok(struct xdp_md *ctx, __u32 off, __u32 len, __u32 pseudo)
+{
+	struct csum_ctx c = { .xdp = ctx, .off = off, .len = len };
+	__u64 sum;
+
+	if (!ctx || len == 0 || len > MPT_CSUM_CHUNK * MPT_CSUM_MAX_CHUNKS)
+		return 0;
+	bpf_loop(MPT_CSUM_MAX_CHUNKS, csum_step, &c, 0);
+	if (c.failed)
+		return 0;
+	sum = c.sum;
+	while (sum >> 16)
+		sum = (sum & 0xffff) + (sum >> 16);
+	/* bpf_csum_diff sums in memory order (little-endian here): swap to host order */
+	sum = ((sum & 0xff) << 8) | (sum >> 8);
+	sum += pseudo;
+	while (sum >> 16)
+		sum = (sum & 0xffff) + (sum >> 16);
+	return sum == 0xffff;
 }
 
 /* Ports of a TCP/UDP/SCTP header at l4 (all three start with sport, dport). */
@@ -191,6 +285,20 @@ static __always_inline __u32 parse(struct pkt *p)
 				p->sport_be = p->key.sport_be;
 				p->dport_be = p->key.dport_be;
 			}
+			struct udphdr *uh = (void *)(ip + 1);
+
+			/* an IPv4 UDP checksum of 0 means none */
+			if (ip->protocol == IPPROTO_UDP && (void *)(uh + 1) <= p->data_end &&
+			    uh->check == 0) {
+				/* nothing to verify */
+			} else if ((ip->protocol == IPPROTO_TCP || ip->protocol == IPPROTO_UDP) &&
+				   !(ip->frag_off & bpf_htons(IP_MF))) {
+				__u32 l4len = bpf_ntohs(ip->tot_len) - sizeof(*ip);
+
+				p->csum_off = off + sizeof(*ip);
+				p->csum_len = l4len;
+				p->pseudo = csum_words(&ip->saddr, 8) + ip->protocol + l4len;
+			}
 		} else if (ip->protocol == IPPROTO_ICMP) {
 			struct icmphdr *ic = (void *)(ip + 1);
 
@@ -231,6 +339,13 @@ static __always_inline __u32 parse(struct pkt *p)
 				p->l4 = 1;
 				p->sport_be = p->key.sport_be;
 				p->dport_be = p->key.dport_be;
+			}
+			if (nh == IPPROTO_TCP || nh == IPPROTO_UDP) {
+				__u32 l4len = bpf_ntohs(ip6->payload_len);
+
+				p->csum_off = off + sizeof(*ip6);
+				p->csum_len = l4len;
+				p->pseudo = csum_words(&ip6->saddr, 32) + nh + l4len;
 			}
 		} else if (nh == IPPROTO_ICMPV6) {
 			struct icmp6hdr *ic = (void *)(ip6 + 1);
@@ -590,8 +705,9 @@ static __always_inline int fast_path(void *ctx, struct pkt *p, struct bpf_fib_lo
  * *neigh is set when the gateway's neighbour is unresolved (tc can still
  * redirect with bpf_redirect_neigh).
  */
-static __always_inline int decide(void *ctx, struct pkt *p, struct bpf_fib_lookup *fib,
-				  int *nh_out, struct mpt_dp_route **rt_out, int *neigh)
+static __always_inline int decide(void *ctx, struct xdp_md *xdp, struct pkt *p,
+				  struct bpf_fib_lookup *fib, int *nh_out,
+				  struct mpt_dp_route **rt_out, int *neigh)
 {
 	struct mpt_dp_route *rt;
 	struct mpt_group *g;
@@ -602,6 +718,13 @@ static __always_inline int decide(void *ctx, struct pkt *p, struct bpf_fib_looku
 	r = parse(p);
 	if (r)
 		return -(int)r;
+	/*
+	 * XDP: a packet whose TCP/UDP checksum is not complete goes up as an skb before
+	 * anything is chosen for it (the per-CPU round robin and DRR state must count it
+	 * once, in the tc program that forwards it).
+	 */
+	if (xdp && p->csum_off && !mpt_l4_csum_ok(xdp, p->csum_off, p->csum_len, p->pseudo))
+		return -MPT_R_L4_CSUM;
 	rt = lookup_route(p);
 	if (!rt)
 		return mpt_fastpath ? fast_path(ctx, p, fib, neigh) : -MPT_R_NO_ROUTE;
@@ -715,7 +838,7 @@ int mpt_dp_xdp(struct xdp_md *ctx)
 	int nh = -1, neigh = 0, ifindex;
 
 	p.len = p.data_end - p.data;
-	ifindex = decide(ctx, &p, &fib, &nh, &rt, &neigh);
+	ifindex = decide(ctx, ctx, &p, &fib, &nh, &rt, &neigh);
 	if (ifindex <= 0 || neigh) {
 		count_reason(ifindex <= 0 ? (__u32)-ifindex : MPT_R_NO_NEIGH);
 		return XDP_PASS;
@@ -765,7 +888,7 @@ int mpt_dp_tc(struct __sk_buff *skb)
 	struct mpt_dp_route *rt = 0;
 	int nh = -1, neigh = 0, ifindex;
 
-	ifindex = decide(skb, &p, &fib, &nh, &rt, &neigh);
+	ifindex = decide(skb, 0, &p, &fib, &nh, &rt, &neigh);
 	if (ifindex <= 0) {
 		count_reason((__u32)-ifindex);
 		return TCX_NEXT;

@@ -934,13 +934,17 @@ impl Ctx {
                     let r = mpt_bpf::dp::attach(store.raw(), *i, *m, fastpath);
                     match r {
                         // auto: a driver without native XDP gets tc.
-                        Err(_) if auto && *m == mpt_bpf::dp::Mode::Xdp => {
-                            mpt_bpf::dp::attach(store.raw(), *i, mpt_bpf::dp::Mode::Tc, fastpath)
-                                .map_err(fail(format!("dataplane attach dev {d} tc")))?;
-                        }
+                        Err(_) if auto && *m == mpt_bpf::dp::Mode::Xdp => {}
                         r => {
                             r.map_err(fail(format!("dataplane attach dev {d} {}", m.name())))?;
                         }
+                    }
+                    // XDP forwards what it can forward safely; a packet whose TCP/UDP checksum
+                    // a local stack left to offload (CHECKSUM_PARTIAL) goes up as an skb, and
+                    // the tc program next to it carries out the same algorithm on it.
+                    if *m != mpt_bpf::dp::Mode::Tc {
+                        mpt_bpf::dp::attach(store.raw(), *i, mpt_bpf::dp::Mode::Tc, fastpath)
+                            .map_err(fail(format!("dataplane attach dev {d} tc")))?;
                     }
                 }
                 // A nexthop whose link lost carrier keeps its connected route (flagged

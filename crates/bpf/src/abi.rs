@@ -21,7 +21,7 @@ use core::mem::{offset_of, size_of};
 use crate::skel::state::types as btf;
 
 /// `MPT_ABI_VERSION`: layout version of every struct in this module.
-pub const ABI_VERSION: u32 = 3;
+pub const ABI_VERSION: u32 = 4;
 /// `MPT_MAX_ROUTES`: `max_entries` of the `mpt_routes` map.
 pub const MAX_ROUTES: u32 = 1 << 20;
 
@@ -216,7 +216,7 @@ pub struct MptPcpuState {
 }
 
 /// `MPT_R_MAX`: number of [`Reason`]s, `max_entries` of `mpt_reasons`.
-pub const R_MAX: u32 = 14;
+pub const R_MAX: u32 = 15;
 
 /// `enum mpt_reason`: why a packet went to the stack; the index of the
 /// per-CPU `mpt_reasons` array (`u64` packet counters). Index 0 counts the
@@ -252,6 +252,9 @@ pub enum Reason {
     NoNexthop = 12,
     /// `MPT_R_VLAN`: VLAN tag could not be removed.
     Vlan = 13,
+    /// `MPT_R_L4_CSUM`: XDP saw a TCP/UDP checksum that is not complete (a local stack's
+    /// `CHECKSUM_PARTIAL` packet, which an XDP redirect would send out broken).
+    L4Csum = 14,
 }
 
 impl Reason {
@@ -271,6 +274,7 @@ impl Reason {
         Reason::FibOther,
         Reason::NoNexthop,
         Reason::Vlan,
+        Reason::L4Csum,
     ];
 
     /// The `mpt_reasons` index (`MPT_R_*` value).
@@ -304,6 +308,7 @@ impl Reason {
             Reason::FibOther => "fib-other",
             Reason::NoNexthop => "no-nexthop",
             Reason::Vlan => "vlan",
+            Reason::L4Csum => "l4-csum",
         }
     }
 }

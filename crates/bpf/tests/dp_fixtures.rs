@@ -1023,6 +1023,32 @@ fn inet_csum(data: &[u8]) -> u16 {
     !(csum_sum(data) as u16)
 }
 
+/// Fill in a TCP (or IPv6 UDP) checksum left at 0: a sender's stack completes it before the
+/// packet leaves, and the XDP path passes packets whose checksum is not complete. IPv4 UDP
+/// keeps 0 (no checksum). `addrs` is source and destination back to back.
+fn fill_l4_csum(proto: u8, addrs: &[u8], l4: &mut [u8], v6: bool) {
+    let at = match proto {
+        IPPROTO_TCP => 16,
+        IPPROTO_UDP if v6 => 6,
+        _ => return,
+    };
+    if l4.len() < at + 2 || l4[at] != 0 || l4[at + 1] != 0 {
+        return;
+    }
+    let mut pseudo = addrs.to_vec();
+    pseudo.extend_from_slice(&[0, proto]);
+    pseudo.extend_from_slice(&(l4.len() as u16).to_be_bytes());
+    let mut all = pseudo;
+    all.extend_from_slice(l4);
+    let c = inet_csum(&all);
+    let c = if c == 0 && proto == IPPROTO_UDP {
+        0xffff
+    } else {
+        c
+    };
+    l4[at..at + 2].copy_from_slice(&c.to_be_bytes());
+}
+
 /// Whether a header including its checksum sums to 0xffff.
 fn csum_ok(hdr: &[u8]) -> bool {
     csum_sum(hdr) == 0xffff
@@ -1100,7 +1126,12 @@ impl Ip4 {
         h.extend_from_slice(&self.options);
         let c = inet_csum(&h);
         h[10..12].copy_from_slice(&c.to_be_bytes());
-        h.extend_from_slice(&self.payload);
+        let mut payload = self.payload.clone();
+        if self.frag & 0x1fff == 0 {
+            let addrs = [self.src, self.dst].concat();
+            fill_l4_csum(self.proto, &addrs, &mut payload, false);
+        }
+        h.extend_from_slice(&payload);
         h
     }
     fn frame(&self) -> Vec<u8> {
@@ -1139,7 +1170,10 @@ impl Ip6 {
         h.push(self.hop);
         h.extend_from_slice(&self.src);
         h.extend_from_slice(&self.dst);
-        h.extend_from_slice(&self.payload);
+        let mut payload = self.payload.clone();
+        let addrs = [self.src, self.dst].concat();
+        fill_l4_csum(self.nh, &addrs, &mut payload, true);
+        h.extend_from_slice(&payload);
         h
     }
     fn frame(&self) -> Vec<u8> {
@@ -2202,6 +2236,74 @@ fn gateway_off_its_device_goes_to_the_kernel() {
                 IN0,
                 Expect::Pass(Reason::NoRoute),
                 "route 100.65.40.0/24 via 10.2.0.2 dev e1 (gateway on e2's subnet)",
+            );
+        }
+    });
+}
+
+/// A local stack behind a veth hands over CHECKSUM_PARTIAL packets: their TCP/UDP checksum
+/// field holds only the pseudo-header sum. An XDP redirect would send them out like that, so
+/// XDP passes them (l4-csum) for the stack or tc to complete; tc, which keeps the skb's state,
+/// forwards them. With a complete checksum XDP forwards too.
+#[test]
+fn xdp_passes_packets_whose_checksum_is_not_complete() {
+    with_fixture(|fx| {
+        for (what, v6) in [("IPv4 TCP", false), ("IPv6 TCP", true)] {
+            let (src, dst) = if v6 {
+                ("2001:db8:aa::10", "2001:db8:100::5")
+            } else {
+                ("10.0.0.10", "198.51.100.5")
+            };
+            let mut seg = tcp(40000, 80);
+            // Pseudo-header sum only, not inverted: what CHECKSUM_PARTIAL leaves in the field.
+            let a = |s: &str| -> Vec<u8> {
+                if v6 {
+                    s.parse::<std::net::Ipv6Addr>()
+                        .expect("v6")
+                        .octets()
+                        .to_vec()
+                } else {
+                    s.parse::<std::net::Ipv4Addr>()
+                        .expect("v4")
+                        .octets()
+                        .to_vec()
+                }
+            };
+            let mut pseudo = [a(src), a(dst)].concat();
+            pseudo.extend_from_slice(&[0, IPPROTO_TCP]);
+            pseudo.extend_from_slice(&(seg.len() as u16).to_be_bytes());
+            let partial = csum_sum(&pseudo) as u16;
+            seg[16..18].copy_from_slice(&partial.to_be_bytes());
+            let f = if v6 {
+                Ip6::new(src, dst, IPPROTO_TCP, seg).frame()
+            } else {
+                Ip4::new(src, dst, IPPROTO_TCP, seg).frame()
+            };
+            fx.check(
+                Hook::Xdp,
+                &f,
+                IN0,
+                Expect::Pass(Reason::L4Csum),
+                &format!("{what}, partial checksum"),
+            );
+            fx.check(
+                Hook::Tc,
+                &f,
+                IN0,
+                Expect::Redirect,
+                &format!("{what}, partial checksum"),
+            );
+            let good = if v6 {
+                Ip6::new(src, dst, IPPROTO_TCP, tcp(40000, 80)).frame()
+            } else {
+                Ip4::new(src, dst, IPPROTO_TCP, tcp(40000, 80)).frame()
+            };
+            fx.check(
+                Hook::Xdp,
+                &good,
+                IN0,
+                Expect::Redirect,
+                &format!("{what}, complete checksum"),
             );
         }
     });
