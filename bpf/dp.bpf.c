@@ -42,6 +42,8 @@
 
 /* Set by user space before load. */
 const volatile __u32 mpt_table = MPT_RT_TABLE_MAIN;
+/* Generic (skb) XDP: the skb keeps its checksum state through a redirect, no check needed. */
+const volatile __u32 mpt_xdp_generic = 0;
 /* Forward destinations that are not managed routes by the kernel FIB (router fast path). */
 const volatile __u32 mpt_fastpath = 1;
 /* All zero: the first value of a route's counters (too large for the stack). */
@@ -723,7 +725,8 @@ static __always_inline int decide(void *ctx, struct xdp_md *xdp, struct pkt *p,
 	 * anything is chosen for it (the per-CPU round robin and DRR state must count it
 	 * once, in the tc program that forwards it).
 	 */
-	if (xdp && p->csum_off && !mpt_l4_csum_ok(xdp, p->csum_off, p->csum_len, p->pseudo))
+	if (xdp && !mpt_xdp_generic && p->csum_off &&
+	    !mpt_l4_csum_ok(xdp, p->csum_off, p->csum_len, p->pseudo))
 		return -MPT_R_L4_CSUM;
 	rt = lookup_route(p);
 	if (!rt)

@@ -218,7 +218,10 @@ pub fn attach(
         .open(&mut obj)
         .map_err(bpf("open the dataplane BPF object"))?;
     match open.maps.rodata_data.as_deref_mut() {
-        Some(ro) => ro.mpt_fastpath = u32::from(fastpath),
+        Some(ro) => {
+            ro.mpt_fastpath = u32::from(fastpath);
+            ro.mpt_xdp_generic = u32::from(mode == Mode::XdpGeneric);
+        }
         None => {
             return Err(StateError::Sys {
                 what: "set the dataplane's load-time constants".into(),

@@ -1,0 +1,1392 @@
+//! Root integration tests of the router fast path (issue 4, "Correctness tests"): destinations
+//! that are not managed routes, forwarded by the kernel FIB from the dataplane's programs.
+//!
+//! Topology: hosts `h1` – router `r` – `h2` over veth (`TwoPaths`: `h1:eth0` 10.1.0.2 /
+//! 2001:db8:1::2 ↔ `r:va` .1 / ::1, `r:vb` 10.2.0.1 / 2001:db8:2::1 ↔ `h2:eth0` .2 / ::2), or
+//! `FourPaths` (c → r → n0..n3) for the kernel's own multipath. The hosts keep their default
+//! offloads (nothing here runs ethtool; native XDP attaches with `prepare-peers`, which is
+//! mproute's business). Every test runs for each mode: `auto`, `tc`, `xdp-generic`, `xdp`.
+//!
+//! Two kinds of UDP traffic ([`Kind`]): from an ordinary socket (over veth the host's stack
+//! leaves the checksum to "offload": `CHECKSUM_PARTIAL`), and from a raw socket with the checksum
+//! computed here (complete, no offload state, as packets from a NIC). The XDP program hands the
+//! first kind up (to the tc program attached next to it) and forwards the second itself, so both
+//! paths are exercised in the XDP modes.
+//!
+//! The oracles are not mproute's: the receiving sockets (payloads compared), the kernel's error
+//! reports on the sending socket (`IP_RECVERR` / `IPV6_RECVERR`), `ip -j route get … iif …` for
+//! the kernel's multipath choice, the kernel's own forwarding counters (`ForwDatagrams`) and
+//! neighbour table. The dataplane's counters only show that it, not the kernel, did the work.
+
+use std::collections::BTreeMap;
+use std::io::{ErrorKind, Read, Write};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, TcpListener, TcpStream, UdpSocket};
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::process::Output;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use mpt_testkit::traffic::{self, FlowCounter, FlowSpec, FourPaths};
+use mpt_testkit::{require_root, Netns, TwoPaths};
+use nix::sys::socket::{
+    bind, sendto, socket, AddressFamily, MsgFlags, SockFlag, SockProtocol, SockType,
+    SockaddrStorage,
+};
+use serde_json::Value;
+
+const MPROUTE: &str = env!("CARGO_BIN_EXE_mproute");
+
+fn mp(ns: &Netns, args: &[&str]) -> Output {
+    let mut a = vec!["-n", ns.name()];
+    a.extend_from_slice(args);
+    mpt_testkit::run(MPROUTE, &a)
+}
+
+fn mp_ok(ns: &Netns, args: &[&str]) -> String {
+    let o = mp(ns, args);
+    assert!(
+        o.status.success(),
+        "mproute {} failed: {}",
+        args.join(" "),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn mp_json(ns: &Netns, args: &[&str]) -> Value {
+    let mut a = vec!["-j"];
+    a.extend_from_slice(args);
+    let out = mp_ok(ns, &a);
+    serde_json::from_str(&out).unwrap_or_else(|e| panic!("mproute {a:?}: bad JSON {e}: {out}"))
+}
+
+/// Short namespace tag for a mode.
+fn tag(mode: &str) -> &'static str {
+    match mode {
+        "auto" => "au",
+        "tc" => "tc",
+        "xdp-generic" => "xg",
+        "xdp" => "xd",
+        m => panic!("unknown mode {m}"),
+    }
+}
+
+fn fam(v6: bool) -> &'static str {
+    if v6 {
+        "IPv6"
+    } else {
+        "IPv4"
+    }
+}
+
+fn h1_addr(v6: bool) -> IpAddr {
+    if v6 {
+        IpAddr::V6(Ipv6Addr::new(0x2001, 0xdb8, 1, 0, 0, 0, 0, 2))
+    } else {
+        IpAddr::V4(Ipv4Addr::new(10, 1, 0, 2))
+    }
+}
+
+fn h2_addr(v6: bool) -> IpAddr {
+    if v6 {
+        IpAddr::V6(Ipv6Addr::new(0x2001, 0xdb8, 2, 0, 0, 0, 0, 2))
+    } else {
+        IpAddr::V4(Ipv4Addr::new(10, 2, 0, 2))
+    }
+}
+
+/// The router's address on `va` (towards h1) or `vb` (towards h2).
+fn r_addr(v6: bool, towards_h2: bool) -> IpAddr {
+    let k = if towards_h2 { 2 } else { 1 };
+    if v6 {
+        IpAddr::V6(Ipv6Addr::new(0x2001, 0xdb8, k, 0, 0, 0, 0, 1))
+    } else {
+        IpAddr::V4(Ipv4Addr::new(10, k as u8, 0, 1))
+    }
+}
+
+/// h1 – r – h2. `r` forwards (v4 and v6) and sends ICMP errors without rate limit.
+#[derive(Debug)]
+struct Line {
+    r: Netns,
+    h1: Netns,
+    h2: Netns,
+}
+
+impl Line {
+    /// `permanent_neigh`: permanent neighbour entries on both links in both directions (no
+    /// ARP/ND during the test); otherwise the kernel resolves them.
+    fn new(tag: &str, permanent_neigh: bool) -> Line {
+        let TwoPaths { r, a: h1, b: h2 } = TwoPaths::new(tag);
+        for (h, gw4, gw6) in [
+            (&h1, "10.1.0.1", "2001:db8:1::1"),
+            (&h2, "10.2.0.1", "2001:db8:2::1"),
+        ] {
+            h.ip_ok(&["route", "add", "default", "via", gw4, "dev", "eth0"]);
+            h.ip_ok(&["-6", "route", "add", "default", "via", gw6, "dev", "eth0"]);
+        }
+        traffic::sysctl(&r, "net.ipv4.ip_forward", "1");
+        traffic::sysctl(&r, "net.ipv6.conf.all.forwarding", "1");
+        traffic::sysctl(&r, "net.ipv4.icmp_ratelimit", "0");
+        traffic::sysctl(&r, "net.ipv6.icmp.ratelimit", "0");
+        if permanent_neigh {
+            let (h1_mac, h2_mac) = (traffic::mac(&h1, "eth0"), traffic::mac(&h2, "eth0"));
+            let (va_mac, vb_mac) = (traffic::mac(&r, "va"), traffic::mac(&r, "vb"));
+            for (ns, addr, mac, dev) in [
+                (&r, "10.1.0.2", &h1_mac, "va"),
+                (&r, "2001:db8:1::2", &h1_mac, "va"),
+                (&r, "10.2.0.2", &h2_mac, "vb"),
+                (&r, "2001:db8:2::2", &h2_mac, "vb"),
+                (&h1, "10.1.0.1", &va_mac, "eth0"),
+                (&h1, "2001:db8:1::1", &va_mac, "eth0"),
+                (&h2, "10.2.0.1", &vb_mac, "eth0"),
+                (&h2, "2001:db8:2::1", &vb_mac, "eth0"),
+            ] {
+                ns.ip_ok(&[
+                    "neigh",
+                    "replace",
+                    addr,
+                    "lladdr",
+                    mac,
+                    "dev",
+                    dev,
+                    "nud",
+                    "permanent",
+                ]);
+            }
+        }
+        Line { r, h1, h2 }
+    }
+
+    /// The dataplane on both of r's devices in `mode` (peers prepared for native XDP).
+    fn attach(&self, mode: &str) -> Value {
+        attach(
+            &self.r,
+            &["va", "vb"],
+            mode,
+            &[(&self.h1, "eth0"), (&self.h2, "eth0")],
+        )
+    }
+}
+
+/// `mproute -n R -j dataplane attach dev DEV… MODE [prepare-peers]`; checks every device got an
+/// attachment in the mode asked for (any for `auto`) and, for native XDP, that the veth peers
+/// redirected frames land on are ready (GRO on, read with `ETHTOOL_GGRO` in their namespace).
+fn attach(r: &Netns, devs: &[&str], mode: &str, peers: &[(&Netns, &str)]) -> Value {
+    let mut a = vec!["dataplane", "attach"];
+    for d in devs {
+        a.extend(["dev", d]);
+    }
+    a.push(mode);
+    if mode == "xdp" {
+        a.push("prepare-peers");
+    }
+    let v = mp_json(r, &a);
+    let att = v["attachments"].as_array().cloned().unwrap_or_default();
+    for d in devs {
+        let modes: Vec<&str> = att
+            .iter()
+            .filter(|x| x["dev"] == *d)
+            .filter_map(|x| x["mode"].as_str())
+            .collect();
+        if mode == "auto" {
+            assert!(!modes.is_empty(), "auto: nothing attached to {d}: {v}");
+        } else {
+            assert!(modes.contains(&mode), "{mode}: {d} has {modes:?}: {v}");
+        }
+    }
+    if mode == "xdp" {
+        for (ns, dev) in peers {
+            assert!(
+                gro_on(ns, dev),
+                "xdp prepare-peers: GRO is off on {dev} in {} (attach notes: {})",
+                ns.name(),
+                v["notes"]
+            );
+        }
+    }
+    eprintln!(
+        "{mode}: attached {:?}, notes {}",
+        att.iter()
+            .map(|x| format!("{}={}", x["dev"], x["mode"]))
+            .collect::<Vec<_>>(),
+        v["notes"]
+    );
+    v
+}
+
+/// Whether GRO is on for `dev` in `ns` (`SIOCETHTOOL` / `ETHTOOL_GGRO`: read only).
+fn gro_on(ns: &Netns, dev: &str) -> bool {
+    #[repr(C)]
+    struct EthtoolValue {
+        cmd: u32,
+        data: u32,
+    }
+    const SIOCETHTOOL: libc::c_ulong = 0x8946;
+    const ETHTOOL_GGRO: u32 = 0x2b;
+    let dev = dev.to_string();
+    traffic::in_netns(ns, move || {
+        // SAFETY: a datagram socket we own for the ioctl; ifreq and the value outlive the call.
+        unsafe {
+            let fd = libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0);
+            assert!(fd >= 0, "socket for SIOCETHTOOL");
+            let mut v = EthtoolValue {
+                cmd: ETHTOOL_GGRO,
+                data: 0,
+            };
+            let mut ifr: libc::ifreq = std::mem::zeroed();
+            for (i, b) in dev.bytes().take(libc::IFNAMSIZ - 1).enumerate() {
+                ifr.ifr_name[i] = b as libc::c_char;
+            }
+            ifr.ifr_ifru.ifru_data = (&mut v as *mut EthtoolValue).cast();
+            let rc = libc::ioctl(fd, SIOCETHTOOL, &mut ifr);
+            libc::close(fd);
+            assert!(rc == 0, "ETHTOOL_GGRO on {dev}");
+            v.data != 0
+        }
+    })
+}
+
+/// The dataplane's counters by verdict.
+fn counters(r: &Netns) -> BTreeMap<String, u64> {
+    let v = mp_json(r, &["dataplane", "show"]);
+    v["counters"]
+        .as_object()
+        .unwrap_or_else(|| panic!("dataplane show has no counters: {v}"))
+        .iter()
+        .map(|(k, n)| (k.clone(), n.as_u64().expect("a counter is a number")))
+        .collect()
+}
+
+/// How much counter `key` grew from `a` to `b`.
+fn grew(a: &BTreeMap<String, u64>, b: &BTreeMap<String, u64>, key: &str) -> u64 {
+    let get = |m: &BTreeMap<String, u64>| {
+        *m.get(key)
+            .unwrap_or_else(|| panic!("no counter {key:?} in {m:?}"))
+    };
+    get(b).saturating_sub(get(a))
+}
+
+/// The kernel's own count of forwarded packets in `ns` (`Ip: ForwDatagrams`,
+/// `Ip6OutForwDatagrams`): packets the dataplane redirects never reach it.
+fn kernel_forwarded(ns: &Netns, v6: bool) -> u64 {
+    let file = if v6 {
+        "/proc/net/snmp6"
+    } else {
+        "/proc/net/snmp"
+    };
+    let o = ns.exec("cat", &[file]);
+    let text = String::from_utf8_lossy(&o.stdout).into_owned();
+    if v6 {
+        return text
+            .lines()
+            .find_map(|l| {
+                let mut w = l.split_whitespace();
+                (w.next() == Some("Ip6OutForwDatagrams")).then(|| w.next()?.parse().ok())?
+            })
+            .unwrap_or_else(|| panic!("no Ip6OutForwDatagrams in {file}: {text}"));
+    }
+    let ip: Vec<Vec<&str>> = text
+        .lines()
+        .filter(|l| l.starts_with("Ip:"))
+        .map(|l| l.split_whitespace().collect())
+        .collect();
+    let (Some(names), Some(values)) = (ip.first(), ip.get(1)) else {
+        panic!("no Ip: lines in {file}: {text}");
+    };
+    let i = names
+        .iter()
+        .position(|n| *n == "ForwDatagrams")
+        .unwrap_or_else(|| panic!("no ForwDatagrams in {file}: {text}"));
+    values
+        .get(i)
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("bad ForwDatagrams in {file}: {text}"))
+}
+
+/// `setsockopt` of an int.
+fn setopt(fd: RawFd, level: libc::c_int, name: libc::c_int, val: libc::c_int) {
+    // SAFETY: `val` is a live c_int of the size passed.
+    let rc = unsafe {
+        libc::setsockopt(
+            fd,
+            level,
+            name,
+            (&val as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    assert!(
+        rc == 0,
+        "setsockopt({level}, {name}, {val}): {}",
+        std::io::Error::last_os_error()
+    );
+}
+
+/// A port no listener of this process had before: a closed socket's port can stay taken for a
+/// moment (a child forked by a concurrent test holds the descriptor until it execs), so
+/// listeners never rebind one.
+fn fresh_port() -> u16 {
+    static NEXT: std::sync::atomic::AtomicU16 = std::sync::atomic::AtomicU16::new(20000);
+    NEXT.fetch_add(1, Ordering::SeqCst)
+}
+
+/// A UDP socket bound to `at` in `ns`, with a large receive buffer and a short read timeout.
+fn udp_listen(ns: &Netns, at: SocketAddr) -> UdpSocket {
+    traffic::in_netns(ns, move || {
+        let s = UdpSocket::bind(at).unwrap_or_else(|e| panic!("bind UDP {at}: {e}"));
+        setopt(
+            s.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_RCVBUFFORCE,
+            8 << 20,
+        );
+        s.set_read_timeout(Some(Duration::from_millis(50)))
+            .expect("SO_RCVTIMEO");
+        s
+    })
+}
+
+/// Send every payload from (`src`, any port) in `ns` to `to`.
+fn send_udp(ns: &Netns, src: IpAddr, to: SocketAddr, payloads: &[Vec<u8>]) {
+    traffic::in_netns(ns, || {
+        let s = UdpSocket::bind(SocketAddr::new(src, 0))
+            .unwrap_or_else(|e| panic!("bind UDP {src}: {e}"));
+        for p in payloads {
+            s.send_to(p, to)
+                .unwrap_or_else(|e| panic!("send UDP {src} -> {to}: {e}"));
+        }
+    });
+}
+
+/// Receive until `n` datagrams came or `within` passed, then 100 ms more (duplicates show).
+fn recv_datagrams(s: &UdpSocket, n: usize, within: Duration) -> Vec<Vec<u8>> {
+    let mut got = Vec::new();
+    let deadline = Instant::now() + within;
+    let mut extra_until: Option<Instant> = None;
+    let mut buf = vec![0u8; 65536];
+    loop {
+        let now = Instant::now();
+        if got.len() >= n && extra_until.is_none() {
+            extra_until = Some(now + Duration::from_millis(100));
+        }
+        if now >= deadline || extra_until.is_some_and(|t| now >= t) {
+            return got;
+        }
+        match s.recv_from(&mut buf) {
+            Ok((len, _)) => got.push(buf[..len].to_vec()),
+            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {}
+            Err(e) => panic!("recv UDP: {e}"),
+        }
+    }
+}
+
+/// `n` distinct payloads of `size` bytes.
+fn payloads(what: &str, n: usize, size: usize) -> Vec<Vec<u8>> {
+    (0..n)
+        .map(|i| {
+            let mut p = format!("{what} #{i} ").into_bytes();
+            p.resize(size.max(p.len()), b'.');
+            p
+        })
+        .collect()
+}
+
+/// Assert the same multiset of datagrams arrived as was sent.
+fn assert_same(what: &str, sent: &[Vec<u8>], mut got: Vec<Vec<u8>>) {
+    let mut sent = sent.to_vec();
+    sent.sort();
+    got.sort();
+    if sent != got {
+        let missing = sent.iter().filter(|p| !got.contains(p)).count();
+        let unexpected = got.iter().filter(|p| !sent.contains(p)).count();
+        let mut distinct = got.clone();
+        distinct.dedup();
+        panic!(
+            "{what}: sent {} datagrams, received {} ({missing} missing, {unexpected} not sent, \
+             {} duplicates)",
+            sent.len(),
+            got.len(),
+            got.len() - distinct.len()
+        );
+    }
+}
+
+/// How a host sends its UDP.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    /// A UDP socket with the host's default offloads: over veth, `CHECKSUM_PARTIAL` (the
+    /// checksum field holds only the pseudo-header sum).
+    Offload,
+    /// A raw socket sending a UDP header with its checksum computed here: complete, no offload
+    /// state (as from a NIC). Source port [`RAW_SPORT`] unless given.
+    Complete,
+}
+
+const KINDS: [Kind; 2] = [Kind::Offload, Kind::Complete];
+const RAW_SPORT: u16 = 40000;
+
+/// Internet checksum (RFC 1071) over the concatenation of `parts`.
+fn inet_csum(parts: &[&[u8]]) -> u16 {
+    let all: Vec<u8> = parts.concat();
+    let mut s: u64 = all
+        .chunks(2)
+        .map(|c| u64::from(u16::from_be_bytes([c[0], c.get(1).copied().unwrap_or(0)])))
+        .sum();
+    while s > 0xffff {
+        s = (s & 0xffff) + (s >> 16);
+    }
+    !(s as u16)
+}
+
+/// A UDP header and payload with a complete checksum.
+fn udp_segment(src: IpAddr, dst: IpAddr, sport: u16, dport: u16, payload: &[u8]) -> Vec<u8> {
+    let len = 8 + payload.len();
+    let mut seg = Vec::with_capacity(len);
+    seg.extend_from_slice(&sport.to_be_bytes());
+    seg.extend_from_slice(&dport.to_be_bytes());
+    seg.extend_from_slice(&(len as u16).to_be_bytes());
+    seg.extend_from_slice(&[0, 0]);
+    seg.extend_from_slice(payload);
+    let mut pseudo = Vec::new();
+    match (src, dst) {
+        (IpAddr::V4(s), IpAddr::V4(d)) => {
+            pseudo.extend_from_slice(&s.octets());
+            pseudo.extend_from_slice(&d.octets());
+            pseudo.extend_from_slice(&[0, 17]);
+            pseudo.extend_from_slice(&(len as u16).to_be_bytes());
+        }
+        (IpAddr::V6(s), IpAddr::V6(d)) => {
+            pseudo.extend_from_slice(&s.octets());
+            pseudo.extend_from_slice(&d.octets());
+            pseudo.extend_from_slice(&(len as u32).to_be_bytes());
+            pseudo.extend_from_slice(&[0, 0, 0, 17]);
+        }
+        _ => panic!("mixed families {src} -> {dst}"),
+    }
+    let c = match inet_csum(&[&pseudo, &seg]) {
+        0 => 0xffff,
+        c => c,
+    };
+    seg[6..8].copy_from_slice(&c.to_be_bytes());
+    seg
+}
+
+/// A raw IPPROTO_UDP socket bound to `src`, in the calling thread's namespace.
+fn raw_udp_socket(src: IpAddr) -> OwnedFd {
+    let family = if src.is_ipv4() {
+        AddressFamily::Inet
+    } else {
+        AddressFamily::Inet6
+    };
+    let fd = socket(
+        family,
+        SockType::Raw,
+        SockFlag::SOCK_CLOEXEC,
+        SockProtocol::Udp,
+    )
+    .unwrap_or_else(|e| panic!("raw UDP socket: {e}"));
+    bind(
+        fd.as_raw_fd(),
+        &SockaddrStorage::from(SocketAddr::new(src, 0)),
+    )
+    .unwrap_or_else(|e| panic!("bind raw socket to {src}: {e}"));
+    fd
+}
+
+/// Send one complete-checksum datagram on a raw socket.
+fn raw_send(fd: &OwnedFd, src: IpAddr, sport: u16, to: SocketAddr, payload: &[u8]) {
+    let seg = udp_segment(src, to.ip(), sport, to.port(), payload);
+    let n = sendto(
+        fd.as_raw_fd(),
+        &seg,
+        &SockaddrStorage::from(SocketAddr::new(to.ip(), 0)),
+        MsgFlags::empty(),
+    )
+    .unwrap_or_else(|e| panic!("send raw UDP {src} -> {to}: {e}"));
+    assert_eq!(n, seg.len(), "short raw send");
+}
+
+/// Send every payload from `src` in `ns` to `to`, the `kind` way.
+fn send(ns: &Netns, kind: Kind, src: IpAddr, to: SocketAddr, payloads: &[Vec<u8>]) {
+    match kind {
+        Kind::Offload => send_udp(ns, src, to, payloads),
+        Kind::Complete => traffic::in_netns(ns, || {
+            let fd = raw_udp_socket(src);
+            for p in payloads {
+                raw_send(&fd, src, RAW_SPORT, to, p);
+            }
+        }),
+    }
+}
+
+/// One datagram per flow, the `kind` way.
+fn send_flows(ns: &Netns, kind: Kind, flows: &[FlowSpec]) {
+    match kind {
+        Kind::Offload => traffic::send_udp_flows(ns, flows, 1),
+        Kind::Complete => traffic::in_netns(ns, || {
+            let Some(src) = flows.first().map(|f| f.src) else {
+                return;
+            };
+            let fd = raw_udp_socket(src);
+            for (i, f) in flows.iter().enumerate() {
+                let payload = format!("mpt raw flow {i}");
+                raw_send(
+                    &fd,
+                    f.src,
+                    f.sport,
+                    SocketAddr::new(f.dst, f.dport),
+                    payload.as_bytes(),
+                );
+            }
+        }),
+    }
+}
+
+/// Counters that grew from `a` to `b` for packets handed to the stack, leaving out what the
+/// links carry on their own (ARP: not-ip; MLD/ND with hop limit 1 or 255 to multicast: ttl,
+/// local).
+fn passed_up(a: &BTreeMap<String, u64>, b: &BTreeMap<String, u64>) -> Vec<(String, u64)> {
+    b.keys()
+        .filter(|k| !matches!(k.as_str(), "redirected" | "not-ip" | "ttl" | "local"))
+        .map(|k| (k.clone(), grew(a, b, k)))
+        .filter(|(_, n)| *n > 0)
+        .collect()
+}
+
+/// Whether `mode` must forward `kind` traffic without handing any of it to the stack: tc
+/// (and auto, tc on veth) always; the XDP modes for complete checksums (the others go up to
+/// the tc program next to them, counted as l4-csum).
+fn forwards_alone(mode: &str, kind: Kind) -> bool {
+    kind == Kind::Complete || !mode.starts_with("xdp")
+}
+
+// ---------------------------------------------------------------------------------------------
+// 1. IPv4 and IPv6 forwarding across r.
+
+fn udp_forwarding(mode: &str) {
+    require_root();
+    let l = Line::new(&format!("fw{}", tag(mode)), true);
+    l.attach(mode);
+    for (v6, kind) in [false, true]
+        .into_iter()
+        .flat_map(|v| KINDS.map(|k| (v, k)))
+    {
+        const N: usize = 300;
+        let what = format!("{mode} {} {kind:?}", fam(v6));
+        let to = SocketAddr::new(h2_addr(v6), fresh_port());
+        let rx = udp_listen(&l.h2, to);
+        let sent = payloads(&format!("{what} forward"), N, 200);
+        let (before, kf) = (counters(&l.r), kernel_forwarded(&l.r, v6));
+        send(&l.h1, kind, h1_addr(v6), to, &sent);
+        let got = recv_datagrams(&rx, N, Duration::from_secs(3));
+        assert_same(&format!("{what}: h1 -> h2"), &sent, got);
+        let after = counters(&l.r);
+        let red = grew(&before, &after, "redirected");
+        let kernel = kernel_forwarded(&l.r, v6) - kf;
+        let up = passed_up(&before, &after);
+        eprintln!(
+            "{what}: {N} datagrams arrived; redirected +{red}, kernel forwarded +{kernel}, \
+             handed up {up:?}"
+        );
+        assert!(
+            red >= N as u64,
+            "{what}: redirected grew by {red}, not by the {N} datagrams: {before:?} -> {after:?}"
+        );
+        assert_eq!(
+            kernel, 0,
+            "{what}: the kernel forwarded {kernel} packets itself (dataplane: {after:?})"
+        );
+        if forwards_alone(mode, kind) {
+            assert!(up.is_empty(), "{what}: handed to the stack: {up:?}");
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// 2. TCP with default offloads, data verified.
+
+/// FNV-1a, 64 bits.
+#[derive(Debug, Clone, Copy)]
+struct Fnv(u64);
+
+impl Fnv {
+    fn new() -> Fnv {
+        Fnv(0xcbf2_9ce4_8422_2325)
+    }
+    fn update(&mut self, b: &[u8]) {
+        for x in b {
+            self.0 ^= u64::from(*x);
+            self.0 = self.0.wrapping_mul(0x0000_0100_0000_01b3);
+        }
+    }
+}
+
+/// `len` bytes of a xorshift64* stream (no period a forwarding bug could hide in).
+fn pattern(len: usize, seed: u64) -> Vec<u8> {
+    let mut x = seed | 1;
+    let mut v = Vec::with_capacity(len + 8);
+    while v.len() < len {
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        v.extend_from_slice(&x.wrapping_mul(0x2545_f491_4f6c_dd1d).to_le_bytes());
+    }
+    v.truncate(len);
+    v
+}
+
+const TCP_IO_TIMEOUT: Duration = Duration::from_secs(4);
+
+/// The server in h2: accept one connection (until `stop`), read to EOF, reply with the length
+/// and FNV-1a hash of what it read (16 bytes, little endian).
+fn tcp_server(listener: TcpListener, stop: Arc<AtomicBool>) -> Result<(u64, u64), String> {
+    listener.set_nonblocking(true).map_err(|e| e.to_string())?;
+    let mut s = loop {
+        match listener.accept() {
+            Ok((s, _)) => break s,
+            Err(e) if e.kind() == ErrorKind::WouldBlock => {
+                if stop.load(Ordering::SeqCst) {
+                    return Err("server: no connection arrived".into());
+                }
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            Err(e) => return Err(format!("server accept: {e}")),
+        }
+    };
+    s.set_nonblocking(false).map_err(|e| e.to_string())?;
+    s.set_read_timeout(Some(TCP_IO_TIMEOUT))
+        .map_err(|e| e.to_string())?;
+    s.set_write_timeout(Some(TCP_IO_TIMEOUT))
+        .map_err(|e| e.to_string())?;
+    let mut h = Fnv::new();
+    let mut total = 0u64;
+    let mut buf = vec![0u8; 1 << 16];
+    loop {
+        match s.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => {
+                h.update(&buf[..n]);
+                total += n as u64;
+            }
+            Err(e) if e.kind() == ErrorKind::Interrupted => {}
+            Err(e) => return Err(format!("server read after {total} bytes: {e}")),
+        }
+    }
+    let mut reply = total.to_le_bytes().to_vec();
+    reply.extend_from_slice(&h.0.to_le_bytes());
+    s.write_all(&reply)
+        .map_err(|e| format!("server reply after {total} bytes: {e}"))?;
+    Ok((total, h.0))
+}
+
+/// Send `len` pattern bytes from h1 to a server in h2 over TCP; the server's reply must carry
+/// the length and hash of exactly what was sent. Returns the transfer time.
+fn tcp_transfer(l: &Line, v6: bool, len: usize) -> Result<Duration, String> {
+    let to = SocketAddr::new(h2_addr(v6), 5201);
+    let listener = traffic::in_netns(&l.h2, move || {
+        TcpListener::bind(to).unwrap_or_else(|e| panic!("listen TCP {to}: {e}"))
+    });
+    let stop = Arc::new(AtomicBool::new(false));
+    let stop2 = Arc::clone(&stop);
+    let server = std::thread::spawn(move || tcp_server(listener, stop2));
+    let data = pattern(len, if v6 { 0x6666 } else { 0x4444 });
+    let mut want = Fnv::new();
+    want.update(&data);
+    let start = Instant::now();
+    let client = traffic::in_netns(&l.h1, move || -> Result<Vec<u8>, String> {
+        let mut c = TcpStream::connect_timeout(&to, Duration::from_secs(3))
+            .map_err(|e| format!("connect {to}: {e}"))?;
+        c.set_write_timeout(Some(TCP_IO_TIMEOUT))
+            .map_err(|e| e.to_string())?;
+        c.set_read_timeout(Some(TCP_IO_TIMEOUT))
+            .map_err(|e| e.to_string())?;
+        c.write_all(&data)
+            .map_err(|e| format!("client write of {} bytes: {e}", data.len()))?;
+        c.shutdown(std::net::Shutdown::Write)
+            .map_err(|e| format!("client shutdown: {e}"))?;
+        let mut reply = Vec::new();
+        c.read_to_end(&mut reply)
+            .map_err(|e| format!("client read of the server's reply: {e}"))?;
+        Ok(reply)
+    });
+    let elapsed = start.elapsed();
+    stop.store(true, Ordering::SeqCst);
+    let served = server
+        .join()
+        .unwrap_or_else(|_| Err("server thread panicked".into()));
+    let reply = match (client, served) {
+        (Ok(r), Ok(_)) => r,
+        (c, s) => return Err(format!("client: {c:?}; server: {s:?}")),
+    };
+    let mut expect = (len as u64).to_le_bytes().to_vec();
+    expect.extend_from_slice(&want.0.to_le_bytes());
+    if reply != expect {
+        return Err(format!(
+            "the server received other bytes than were sent: reply {reply:02x?}, expected \
+             {expect:02x?} (length, FNV-1a)"
+        ));
+    }
+    Ok(elapsed)
+}
+
+fn tcp_data(mode: &str) {
+    require_root();
+    let l = Line::new(&format!("tcp{}", tag(mode)), true);
+    l.attach(mode);
+    let mut failures = Vec::new();
+    for v6 in [false, true] {
+        const LEN: usize = 2 << 20;
+        let (before, kf) = (counters(&l.r), kernel_forwarded(&l.r, v6));
+        let r = tcp_transfer(&l, v6, LEN);
+        let after = counters(&l.r);
+        let red = grew(&before, &after, "redirected");
+        let kernel = kernel_forwarded(&l.r, v6) - kf;
+        match r {
+            Ok(t) => {
+                eprintln!(
+                    "{mode} {}: TCP {LEN} bytes verified in {:.1} ms; redirected +{red}, kernel \
+                     forwarded +{kernel}",
+                    fam(v6),
+                    t.as_secs_f64() * 1e3
+                );
+                // tc keeps the skb (checksum state, GSO) and must carry TCP itself; the XDP
+                // modes may hand CHECKSUM_PARTIAL packets to the stack: correct, not fast.
+                if (red == 0 || kernel > 0) && matches!(mode, "auto" | "tc") {
+                    failures.push(format!(
+                        "{}: data arrived, but the dataplane redirected {red} packets and the \
+                         kernel forwarded {kernel}: {after:?}",
+                        fam(v6)
+                    ));
+                }
+            }
+            Err(e) => failures.push(format!(
+                "{}: {e} (redirected +{red}; counters after {after:?})",
+                fam(v6)
+            )),
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{mode}: TCP from hosts with default offloads through r: {failures:#?}"
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// 3. The kernel's multipath (an unmanaged route), with ports: `ip route get` is the oracle.
+
+fn kernel_multipath(mode: &str) {
+    require_root();
+    let t = FourPaths::new(&format!("mp{}", tag(mode)));
+    traffic::sysctl(&t.r, "net.ipv4.fib_multipath_hash_policy", "1");
+    traffic::sysctl(&t.r, "net.ipv6.fib_multipath_hash_policy", "1");
+    for v6 in [false, true] {
+        let mut args: Vec<String> = Vec::new();
+        if v6 {
+            args.push("-6".into());
+        }
+        args.extend(["route", "add"].map(String::from));
+        args.push(if v6 {
+            traffic::DEST_PREFIX_V6.into()
+        } else {
+            traffic::DEST_PREFIX_V4.into()
+        });
+        for i in 0..4 {
+            args.extend([
+                "nexthop".into(),
+                "via".into(),
+                if v6 {
+                    FourPaths::nexthop_v6(i)
+                } else {
+                    FourPaths::nexthop_v4(i)
+                },
+                "dev".into(),
+                FourPaths::dev(i),
+            ]);
+        }
+        let a: Vec<&str> = args.iter().map(String::as_str).collect();
+        t.r.ip_ok(&a);
+    }
+    let peers: Vec<(&Netns, &str)> = t.n.iter().map(|n| (n, "eth0")).collect();
+    attach(&t.r, &["vc"], mode, &peers);
+    for (v6, kind) in [false, true]
+        .into_iter()
+        .flat_map(|v| KINDS.map(|k| (v, k)))
+    {
+        let base = match (v6, kind) {
+            (false, Kind::Offload) => 21000,
+            (false, Kind::Complete) => 22000,
+            (true, Kind::Offload) => 41000,
+            (true, Kind::Complete) => 42000,
+        };
+        let flows = traffic::flows(256, v6, base);
+        let before = counters(&t.r);
+        let start = Instant::now();
+        let fc: Vec<FlowCounter> = t.n.iter().map(|n| FlowCounter::start(n, "eth0")).collect();
+        send_flows(&t.c, kind, &flows);
+        let counts = FlowCounter::stop_all(fc);
+        let seen = traffic::per_flow_counts(&flows, 17, &counts);
+        let oracle = route_get_all(&t.r, "vc", &flows);
+        let after = counters(&t.r);
+        let mut share = [0usize; 4];
+        let mut wrong = Vec::new();
+        for ((f, c), dev) in flows.iter().zip(&seen).zip(&oracle) {
+            let want = (0..4)
+                .find(|i| FourPaths::dev(*i) == *dev)
+                .unwrap_or_else(|| panic!("ip route get sends {f:?} to {dev}, not a nexthop"));
+            let hit: Vec<usize> = (0..4).filter(|i| c[*i] > 0).collect();
+            assert_eq!(
+                c.iter().sum::<u64>(),
+                1,
+                "{mode} {} {kind:?}: flow {f:?} arrived {c:?} times at n0..n3",
+                fam(v6)
+            );
+            share[hit[0]] += 1;
+            if hit != [want] {
+                wrong.push((f.sport, f.dport, want, hit[0]));
+            }
+        }
+        let up = passed_up(&before, &after);
+        eprintln!(
+            "{mode} {} {kind:?}: {} flows per nexthop {share:?} in {:.2} s; redirected +{}, \
+             handed up {up:?}",
+            fam(v6),
+            flows.len(),
+            start.elapsed().as_secs_f64(),
+            grew(&before, &after, "redirected")
+        );
+        assert!(
+            wrong.is_empty(),
+            "{mode} {} {kind:?}: {} of {} flows left by another nexthop than `ip route get` \
+             says, e.g. (sport, dport, kernel's, taken): {:?}",
+            fam(v6),
+            wrong.len(),
+            flows.len(),
+            &wrong[..wrong.len().min(8)]
+        );
+        assert!(
+            share.iter().all(|s| *s > 0),
+            "{mode} {}: the kernel's multipath used every nexthop: {share:?}",
+            fam(v6)
+        );
+        assert!(
+            grew(&before, &after, "redirected") >= flows.len() as u64,
+            "{mode} {} {kind:?}: the dataplane forwarded the flows, not the kernel: \
+             {before:?} -> {after:?}",
+            fam(v6)
+        );
+        if forwards_alone(mode, kind) {
+            assert!(
+                up.is_empty(),
+                "{mode} {} {kind:?}: handed up {up:?}",
+                fam(v6)
+            );
+        }
+    }
+}
+
+/// The device `ip -j route get DST from SRC iif IIF ipproto udp sport S dport D` names for
+/// every flow (one `ip -batch -`).
+fn route_get_all(r: &Netns, iif: &str, flows: &[FlowSpec]) -> Vec<String> {
+    let mut child = std::process::Command::new("ip")
+        .args(["-n", r.name(), "-j", "-batch", "-"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("start ip -batch");
+    {
+        let mut stdin = child.stdin.take().expect("stdin");
+        for f in flows {
+            writeln!(
+                stdin,
+                "route get {} from {} iif {iif} ipproto udp sport {} dport {}",
+                f.dst, f.src, f.sport, f.dport
+            )
+            .expect("write to ip -batch");
+        }
+    }
+    let out = child.wait_with_output().expect("ip -batch");
+    assert!(
+        out.status.success(),
+        "ip -batch: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let devs: Vec<String> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| {
+            let j: Value = serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}"));
+            j[0]["dev"]
+                .as_str()
+                .unwrap_or_else(|| panic!("route get without dev: {l}"))
+                .to_string()
+        })
+        .collect();
+    assert_eq!(devs.len(), flows.len(), "one answer per route get");
+    devs
+}
+
+// ---------------------------------------------------------------------------------------------
+// 4. and 5. ICMP errors from the kernel: read back with IP_RECVERR / IPV6_RECVERR.
+
+/// One entry of a socket's error queue.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct SockErr {
+    errno: i32,
+    /// `SO_EE_ORIGIN_ICMP` (2) or `SO_EE_ORIGIN_ICMP6` (3).
+    origin: u8,
+    icmp_type: u8,
+    icmp_code: u8,
+    /// The MTU for "fragmentation needed" / "packet too big".
+    info: u32,
+    /// Who sent the ICMP error.
+    offender: Option<IpAddr>,
+}
+
+const SO_EE_ORIGIN_ICMP: u8 = 2;
+const SO_EE_ORIGIN_ICMP6: u8 = 3;
+
+/// Parse `struct sock_extended_err` and the offender address after it.
+fn parse_ee(b: &[u8]) -> Option<SockErr> {
+    let u32_at = |o: usize| Some(u32::from_ne_bytes(b.get(o..o + 4)?.try_into().ok()?));
+    let off = b.get(16..).unwrap_or_default();
+    let family = off
+        .get(0..2)
+        .map(|f| u16::from_ne_bytes([f[0], f[1]]))
+        .unwrap_or(0);
+    let offender = match i32::from(family) {
+        libc::AF_INET => {
+            let a: [u8; 4] = off.get(4..8)?.try_into().ok()?;
+            Some(IpAddr::from(a))
+        }
+        libc::AF_INET6 => {
+            let a: [u8; 16] = off.get(8..24)?.try_into().ok()?;
+            Some(IpAddr::from(a))
+        }
+        _ => None,
+    };
+    Some(SockErr {
+        errno: u32_at(0)? as i32,
+        origin: *b.get(4)?,
+        icmp_type: *b.get(5)?,
+        icmp_code: *b.get(6)?,
+        info: u32_at(8)?,
+        offender,
+    })
+}
+
+/// The first error-queue entry of `fd` within `within`, or None.
+fn recv_err(fd: RawFd, within: Duration) -> Option<SockErr> {
+    let deadline = Instant::now() + within;
+    loop {
+        let mut data = [0u8; 2048];
+        let mut ctrl = [0u64; 64];
+        let mut iov = libc::iovec {
+            iov_base: data.as_mut_ptr().cast(),
+            iov_len: data.len(),
+        };
+        // SAFETY: msghdr is plain data; all-zero is valid.
+        let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+        msg.msg_iov = &mut iov;
+        msg.msg_iovlen = 1;
+        msg.msg_control = ctrl.as_mut_ptr().cast();
+        msg.msg_controllen = std::mem::size_of_val(&ctrl);
+        // SAFETY: msg points to live buffers of the sizes it states.
+        let n = unsafe { libc::recvmsg(fd, &mut msg, libc::MSG_ERRQUEUE | libc::MSG_DONTWAIT) };
+        if n >= 0 {
+            // SAFETY: walking the control messages the kernel wrote into `ctrl`, within
+            // msg_controllen, with the libc macros.
+            unsafe {
+                let mut c = libc::CMSG_FIRSTHDR(&msg);
+                while !c.is_null() {
+                    let (level, ty) = ((*c).cmsg_level, (*c).cmsg_type);
+                    if (level == libc::SOL_IP && ty == libc::IP_RECVERR)
+                        || (level == libc::SOL_IPV6 && ty == libc::IPV6_RECVERR)
+                    {
+                        let len =
+                            ((*c).cmsg_len as usize).saturating_sub(libc::CMSG_LEN(0) as usize);
+                        let b = std::slice::from_raw_parts(libc::CMSG_DATA(c), len);
+                        if let Some(e) = parse_ee(b) {
+                            return Some(e);
+                        }
+                    }
+                    c = libc::CMSG_NXTHDR(&msg, c);
+                }
+            }
+            continue;
+        }
+        if Instant::now() >= deadline {
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// From h1, one datagram of `size` payload bytes to h2, the `kind` way, with `prep` applied to
+/// the socket (IP_RECVERR / IPV6_RECVERR set already); returns what came back on its error
+/// queue (raw sockets get ICMP errors about their protocol as UDP sockets do).
+fn send_and_read_error(
+    l: &Line,
+    to: SocketAddr,
+    kind: Kind,
+    size: usize,
+    prep: impl FnOnce(RawFd) + Send,
+) -> Option<SockErr> {
+    let v6 = to.is_ipv6();
+    let from = h1_addr(v6);
+    traffic::in_netns(&l.h1, move || {
+        let payload = vec![0x5au8; size];
+        let (udp, raw) = match kind {
+            Kind::Offload => (
+                Some(UdpSocket::bind(SocketAddr::new(from, 0)).expect("bind UDP in h1")),
+                None,
+            ),
+            Kind::Complete => (None, Some(raw_udp_socket(from))),
+        };
+        let fd = match (&udp, &raw) {
+            (Some(u), _) => u.as_raw_fd(),
+            (_, Some(r)) => r.as_raw_fd(),
+            _ => unreachable!("one socket"),
+        };
+        if v6 {
+            setopt(fd, libc::SOL_IPV6, libc::IPV6_RECVERR, 1);
+        } else {
+            setopt(fd, libc::SOL_IP, libc::IP_RECVERR, 1);
+        }
+        prep(fd);
+        match (&udp, &raw) {
+            (Some(u), _) => {
+                u.send_to(&payload, to)
+                    .unwrap_or_else(|e| panic!("send {size} bytes to {to}: {e}"));
+            }
+            (_, Some(r)) => raw_send(r, from, RAW_SPORT, to, &payload),
+            _ => unreachable!("one socket"),
+        }
+        recv_err(fd, Duration::from_secs(3))
+    })
+}
+
+fn ttl_expiry(mode: &str) {
+    require_root();
+    let l = Line::new(&format!("ttl{}", tag(mode)), true);
+    l.attach(mode);
+    for (v6, kind) in [false, true]
+        .into_iter()
+        .flat_map(|v| KINDS.map(|k| (v, k)))
+    {
+        let what = format!("{mode} {} {kind:?}", fam(v6));
+        let to = SocketAddr::new(h2_addr(v6), fresh_port());
+        let rx = udp_listen(&l.h2, to);
+        let before = counters(&l.r);
+        let e = send_and_read_error(&l, to, kind, 64, move |fd| {
+            if v6 {
+                setopt(fd, libc::SOL_IPV6, libc::IPV6_UNICAST_HOPS, 1);
+            } else {
+                setopt(fd, libc::SOL_IP, libc::IP_TTL, 1);
+            }
+        });
+        let after = counters(&l.r);
+        let e = e.unwrap_or_else(|| {
+            panic!("{what}: no ICMP error came back for TTL 1 (dataplane {before:?} -> {after:?})")
+        });
+        eprintln!("{what}: TTL 1 -> {e:?}");
+        let want = if v6 {
+            (SO_EE_ORIGIN_ICMP6, 3, 0) // ICMPV6_TIME_EXCEED, ICMPV6_EXC_HOPLIMIT
+        } else {
+            (SO_EE_ORIGIN_ICMP, 11, 0) // ICMP_TIME_EXCEEDED, ICMP_EXC_TTL
+        };
+        assert_eq!((e.origin, e.icmp_type, e.icmp_code), want, "{what}: {e:?}");
+        assert_eq!(e.errno, libc::EHOSTUNREACH, "{what}: {e:?}");
+        assert_eq!(
+            e.offender,
+            Some(r_addr(v6, false)),
+            "{what}: the router answered"
+        );
+        assert!(
+            grew(&before, &after, "ttl") >= 1,
+            "{what}: the dataplane passed it up as ttl: {before:?} -> {after:?}"
+        );
+        let leaked = recv_datagrams(&rx, 1, Duration::from_millis(200));
+        assert!(leaked.is_empty(), "{what}: a TTL 1 packet reached h2");
+    }
+}
+
+fn mtu_exceeded(mode: &str) {
+    require_root();
+    let l = Line::new(&format!("mtu{}", tag(mode)), true);
+    l.r.ip_ok(&["link", "set", "vb", "mtu", "1280"]);
+    l.attach(mode);
+    for (v6, kind) in [false, true]
+        .into_iter()
+        .flat_map(|v| KINDS.map(|k| (v, k)))
+    {
+        let what = format!("{mode} {} {kind:?}", fam(v6));
+        let to = SocketAddr::new(h2_addr(v6), fresh_port());
+        let rx = udp_listen(&l.h2, to);
+        // h1 remembers the path MTU it learnt from the previous round: forget it.
+        l.h1.ip_ok(&[if v6 { "-6" } else { "-4" }, "route", "flush", "cache"]);
+        let before = counters(&l.r);
+        let e = send_and_read_error(&l, to, kind, 1400, move |fd| {
+            if v6 {
+                setopt(
+                    fd,
+                    libc::SOL_IPV6,
+                    libc::IPV6_MTU_DISCOVER,
+                    libc::IPV6_PMTUDISC_DO,
+                );
+            } else {
+                setopt(
+                    fd,
+                    libc::SOL_IP,
+                    libc::IP_MTU_DISCOVER,
+                    libc::IP_PMTUDISC_DO,
+                );
+            }
+        });
+        let after = counters(&l.r);
+        let e = e.unwrap_or_else(|| {
+            panic!(
+                "{what}: no ICMP error came back for 1400 bytes over MTU 1280 (dataplane \
+                 {before:?} -> {after:?})"
+            )
+        });
+        eprintln!("{what}: 1400 bytes, DF -> {e:?}");
+        let want = if v6 {
+            (SO_EE_ORIGIN_ICMP6, 2, 0, 1280) // ICMPV6_PKT_TOOBIG
+        } else {
+            (SO_EE_ORIGIN_ICMP, 3, 4, 1280) // ICMP_DEST_UNREACH, ICMP_FRAG_NEEDED
+        };
+        assert_eq!(
+            (e.origin, e.icmp_type, e.icmp_code, e.info),
+            want,
+            "{what}: {e:?}"
+        );
+        assert_eq!(e.errno, libc::EMSGSIZE, "{what}: {e:?}");
+        assert_eq!(e.offender, Some(r_addr(v6, false)), "{what}");
+        assert!(
+            grew(&before, &after, "frag-needed") >= 1,
+            "{what}: the dataplane passed it up as frag-needed: {before:?} -> {after:?}"
+        );
+        let leaked = recv_datagrams(&rx, 1, Duration::from_millis(200));
+        assert!(
+            leaked.is_empty(),
+            "{what}: the oversized DF datagram reached h2 ({} bytes)",
+            leaked.first().map_or(0, Vec::len)
+        );
+        // What fits still takes the fast path.
+        let sent = payloads(&format!("{what} fits"), 20, 1200);
+        let before = counters(&l.r);
+        send(&l.h1, kind, h1_addr(v6), to, &sent);
+        assert_same(
+            &format!("{what}: 1200-byte datagrams over MTU 1280"),
+            &sent,
+            recv_datagrams(&rx, sent.len(), Duration::from_secs(2)),
+        );
+        let after = counters(&l.r);
+        let red = grew(&before, &after, "redirected");
+        assert!(
+            red >= sent.len() as u64,
+            "{what}: 1200-byte datagrams: redirected +{red}"
+        );
+        if forwards_alone(mode, kind) {
+            let up = passed_up(&before, &after);
+            assert!(
+                up.is_empty(),
+                "{what}: 1200-byte datagrams handed up: {up:?}"
+            );
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// 6. Unresolved neighbours get resolved by the kernel, then the flow takes the fast path.
+
+/// r's neighbour entry for `addr` on `dev`: (lladdr, states).
+fn neighbour(r: &Netns, addr: IpAddr, dev: &str) -> Option<(String, Vec<String>)> {
+    let j = r.ip_json(&["neigh", "show", "to", &addr.to_string(), "dev", dev]);
+    let e = j.get(0)?;
+    let ll = e["lladdr"].as_str()?.to_string();
+    let st = e["state"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|s| s.as_str().map(String::from))
+                .collect()
+        })
+        .unwrap_or_default();
+    Some((ll, st))
+}
+
+/// h2's second address (a second neighbour entry on r to resolve).
+fn h2_second(v6: bool) -> IpAddr {
+    if v6 {
+        IpAddr::V6(Ipv6Addr::new(0x2001, 0xdb8, 2, 0, 0, 0, 0, 3))
+    } else {
+        IpAddr::V4(Ipv4Addr::new(10, 2, 0, 3))
+    }
+}
+
+fn neighbour_resolution(mode: &str) {
+    require_root();
+    let l = Line::new(&format!("nb{}", tag(mode)), false);
+    l.h2.ip_ok(&["addr", "add", "10.2.0.3/24", "dev", "eth0"]);
+    l.h2.ip_ok(&["addr", "add", "2001:db8:2::3/64", "dev", "eth0", "nodad"]);
+    l.attach(mode);
+    let h2_mac = traffic::mac(&l.h2, "eth0");
+    let xdp = mode.starts_with("xdp");
+    // Each of h2's addresses is a neighbour of its own on r: the first one is met with a
+    // complete-checksum packet (which the XDP program handles itself), the second with an
+    // ordinary one.
+    for v6 in [false, true] {
+        for (dst, first_kind) in [
+            (h2_addr(v6), Kind::Complete),
+            (h2_second(v6), Kind::Offload),
+        ] {
+            let what = format!("{mode} {} {dst} (first packet {first_kind:?})", fam(v6));
+            let to = SocketAddr::new(dst, fresh_port());
+            let rx = udp_listen(&l.h2, to);
+            assert_eq!(
+                neighbour(&l.r, dst, "vb").map(|n| n.0),
+                None,
+                "{what}: r knows it already"
+            );
+            // The first packet: nobody knows its MAC yet.
+            let c0 = counters(&l.r);
+            let first = payloads(&format!("{what} first"), 1, 100);
+            send(&l.h1, first_kind, h1_addr(v6), to, &first);
+            assert_same(
+                &format!("{what}: the first packet"),
+                &first,
+                recv_datagrams(&rx, 1, Duration::from_secs(3)),
+            );
+            let c1 = counters(&l.r);
+            let n = neighbour(&l.r, dst, "vb");
+            eprintln!(
+                "{what}: redirected +{}, no-neigh +{}, l4-csum +{}; neighbour {n:?}",
+                grew(&c0, &c1, "redirected"),
+                grew(&c0, &c1, "no-neigh"),
+                // (report only: the counter exists since ABI 4)
+                c1.get("l4-csum").unwrap_or(&0) - c0.get("l4-csum").unwrap_or(&0),
+            );
+            let (ll, states) = n.unwrap_or_else(|| panic!("{what}: r did not resolve it"));
+            assert_eq!(ll, h2_mac, "{what}: {states:?}");
+            assert!(
+                !states.iter().any(|s| s == "FAILED" || s == "INCOMPLETE"),
+                "{what}: {states:?}"
+            );
+            if xdp && first_kind == Kind::Complete {
+                assert!(
+                    grew(&c0, &c1, "no-neigh") >= 1,
+                    "{what}: XDP hands a packet for an unresolved neighbour to the stack: \
+                     {c0:?} -> {c1:?}"
+                );
+            } else if mode == "tc" {
+                assert!(
+                    grew(&c0, &c1, "redirected") >= 1,
+                    "{what}: tc resolves with bpf_redirect_neigh: {c0:?} -> {c1:?}"
+                );
+            }
+            // Later packets, both kinds: the fast path.
+            const N: usize = 100;
+            let mut total = 0;
+            for kind in KINDS {
+                let later = payloads(&format!("{what} later {kind:?}"), N, 100);
+                let b = counters(&l.r);
+                send(&l.h1, kind, h1_addr(v6), to, &later);
+                assert_same(
+                    &format!("{what}: later {kind:?} packets"),
+                    &later,
+                    recv_datagrams(&rx, N, Duration::from_secs(3)),
+                );
+                let a = counters(&l.r);
+                if forwards_alone(mode, kind) {
+                    let up = passed_up(&b, &a);
+                    assert!(
+                        up.is_empty(),
+                        "{what}: later {kind:?} packets handed up: {up:?}"
+                    );
+                }
+                total += N;
+            }
+            let c2 = counters(&l.r);
+            assert!(
+                grew(&c1, &c2, "redirected") >= total as u64,
+                "{what}: once resolved the dataplane forwards: {c1:?} -> {c2:?}"
+            );
+            assert_eq!(
+                grew(&c1, &c2, "no-neigh"),
+                0,
+                "{what}: no-neigh after resolution: {c1:?} -> {c2:?}"
+            );
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// 7. Traffic to the router itself reaches its sockets.
+
+fn local_delivery(mode: &str) {
+    require_root();
+    let l = Line::new(&format!("lo{}", tag(mode)), true);
+    l.attach(mode);
+    for v6 in [false, true] {
+        for towards_h2 in [false, true] {
+            let at = SocketAddr::new(r_addr(v6, towards_h2), fresh_port());
+            let rx = udp_listen(&l.r, at);
+            for kind in KINDS {
+                const N: usize = 50;
+                let what = format!("{mode} {} {kind:?}: h1 -> r's {at}", fam(v6));
+                let sent = payloads(&what, N, 100);
+                let before = counters(&l.r);
+                send(&l.h1, kind, h1_addr(v6), at, &sent);
+                assert_same(&what, &sent, recv_datagrams(&rx, N, Duration::from_secs(3)));
+                let after = counters(&l.r);
+                assert!(
+                    grew(&before, &after, "local") >= N as u64,
+                    "{what}: the dataplane passed them up as local: {before:?} -> {after:?}"
+                );
+                assert_eq!(
+                    grew(&before, &after, "redirected"),
+                    0,
+                    "{what}: nothing to r is redirected: {before:?} -> {after:?}"
+                );
+            }
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+
+/// One test per mode: `NAME::auto`, `NAME::tc`, `NAME::xdp_generic`, `NAME::xdp`.
+macro_rules! per_mode {
+    ($name:ident) => {
+        mod $name {
+            #[test]
+            fn auto() {
+                super::$name("auto");
+            }
+            #[test]
+            fn tc() {
+                super::$name("tc");
+            }
+            #[test]
+            fn xdp_generic() {
+                super::$name("xdp-generic");
+            }
+            #[test]
+            fn xdp() {
+                super::$name("xdp");
+            }
+        }
+    };
+}
+
+per_mode!(udp_forwarding);
+per_mode!(tcp_data);
+per_mode!(kernel_multipath);
+per_mode!(ttl_expiry);
+per_mode!(mtu_exceeded);
+per_mode!(neighbour_resolution);
+per_mode!(local_delivery);
