@@ -98,3 +98,47 @@ pub mod dp {
 pub mod bench_fwd {
     include!(concat!(env!("OUT_DIR"), "/bench_fwd.skel.rs"));
 }
+
+/// Skeleton of `bpf/gen.bpf.c`: BENCHMARK ONLY. Its `mpt_bench_gen` (XDP) program is the
+/// packet generator of `cargo xtask bench forward`, run with BPF_PROG_TEST_RUN and
+/// `BPF_F_TEST_XDP_LIVE_FRAMES` (it returns XDP_TX). Never attached.
+#[allow(
+    clippy::all,
+    clippy::pedantic,
+    clippy::nursery,
+    clippy::restriction,
+    missing_docs,
+    missing_debug_implementations,
+    non_camel_case_types,
+    non_snake_case,
+    non_upper_case_globals,
+    dead_code,
+    unused_imports,
+    unused_qualifications,
+    unsafe_op_in_unsafe_fn
+)]
+pub mod gen {
+    include!(concat!(env!("OUT_DIR"), "/gen.skel.rs"));
+}
+
+/// Skeleton of `bpf/sink.bpf.c`: BENCHMARK ONLY. XDP packet counters of
+/// `cargo xtask bench forward`: `mpt_bench_sink` and `mpt_bench_drop` count and drop,
+/// `mpt_bench_pass` counts and passes; one per-CPU slot each in `bench_cnt`.
+#[allow(
+    clippy::all,
+    clippy::pedantic,
+    clippy::nursery,
+    clippy::restriction,
+    missing_docs,
+    missing_debug_implementations,
+    non_camel_case_types,
+    non_snake_case,
+    non_upper_case_globals,
+    dead_code,
+    unused_imports,
+    unused_qualifications,
+    unsafe_op_in_unsafe_fn
+)]
+pub mod sink {
+    include!(concat!(env!("OUT_DIR"), "/sink.skel.rs"));
+}

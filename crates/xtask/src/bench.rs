@@ -1,7 +1,9 @@
 //! `cargo xtask bench routes`: install N two-nexthop IPv4 routes into an empty table with
 //! `mproute -b` and with `ip -batch`, alternating, each run in a fresh namespace.
 //! `cargo xtask bench select`: see [`select`].
+//! `cargo xtask bench forward`: see [`forward`].
 
+pub mod forward;
 pub mod select;
 
 use std::fmt::Write as _;

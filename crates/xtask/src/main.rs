@@ -1,6 +1,6 @@
 //! `cargo xtask`: machine setup, generated docs (man pages, shell completions), the full test
-//! run, a namespace demo of mproute, a route-installation benchmark against `ip -batch` and a
-//! dataplane nexthop-selection benchmark.
+//! run, a namespace demo of mproute, a route-installation benchmark against `ip -batch`, a
+//! dataplane nexthop-selection benchmark and a packet-rate benchmark of forwarding over veth.
 
 mod bench;
 mod demo;
@@ -68,6 +68,23 @@ enum BenchWhat {
         #[arg(long, default_value_t = 5)]
         runs: u32,
     },
+    /// Packet rate through a router namespace over veth (H1 - R - H2): the kernel's forwarding
+    /// against mproute's XDP and tc dataplane, with an XDP live-frames generator in H1 and an
+    /// XDP drop counter in H2, interleaved in one run.
+    Forward {
+        /// Seconds of generation per run and case.
+        #[arg(long, default_value_t = 3)]
+        seconds: u32,
+        /// Runs per case.
+        #[arg(long, default_value_t = 3)]
+        runs: u32,
+        /// Generator threads (thread i on CPU i mod CPUs).
+        #[arg(long, default_value_t = 1)]
+        threads: u32,
+        /// Send UDP without checksum (0) instead of with a valid one.
+        #[arg(long)]
+        zero_udp_checksum: bool,
+    },
 }
 
 fn main() -> ExitCode {
@@ -102,6 +119,15 @@ fn run(task: Task) -> Result<bool> {
         Task::Bench {
             what: BenchWhat::Select { repeat, runs },
         } => bench::select::run(repeat, runs),
+        Task::Bench {
+            what:
+                BenchWhat::Forward {
+                    seconds,
+                    runs,
+                    threads,
+                    zero_udp_checksum,
+                },
+        } => bench::forward::run(seconds, runs, threads, !zero_udp_checksum),
     }
 }
 

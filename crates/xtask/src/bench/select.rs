@@ -201,7 +201,7 @@ fn random_flows(n: usize) -> Vec<Flow> {
 }
 
 /// Internet checksum of an IPv4 header.
-fn ip_checksum(h: &[u8]) -> u16 {
+pub(super) fn ip_checksum(h: &[u8]) -> u16 {
     let mut sum: u32 = h
         .chunks(2)
         .map(|c| u32::from(u16::from_be_bytes([c[0], *c.get(1).unwrap_or(&0)])))
@@ -363,7 +363,7 @@ fn ifindexes(ns: &str) -> Result<HashMap<String, u32>> {
     Ok(m)
 }
 
-fn sysctl(ns: &str, kv: &str) -> Result<()> {
+pub(super) fn sysctl(ns: &str, kv: &str) -> Result<()> {
     util::output(Command::new("ip").args(["netns", "exec", ns, "sysctl", "-q", "-w", kv]))
         .map(|_| ())
 }

@@ -1,0 +1,74 @@
+// SPDX-License-Identifier: GPL-2.0-only OR MIT
+/*
+ * gen.bpf.c - BENCHMARK ONLY: the packet generator of `cargo xtask bench forward`.
+ *
+ * Never attached. User space runs mpt_bench_gen with BPF_PROG_TEST_RUN and
+ * BPF_F_TEST_XDP_LIVE_FRAMES, ctx_in.ingress_ifindex naming the sending veth
+ * and a huge repeat count (the call is ended by a signal). Every frame the
+ * program returns XDP_TX for is really sent out of that device, into the veth
+ * peer's receive ring.
+ *
+ * The kernel recycles the frames' pages together with whatever the receivers
+ * wrote into them (a forwarder rewrites MACs and TTL in place), so the whole
+ * frame is written again for every packet from the template user space made;
+ * only the UDP source port changes, from a per-CPU counter, to spread the
+ * packets over flows_mask + 1 flows. The IPv4 checksum does not cover it; the
+ * UDP checksum does and is updated incrementally (RFC 1624), unless the
+ * template has none (0, allowed for IPv4).
+ */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_endian.h>
+
+#define GEN_FRAME_LEN 64	/* 14 Ethernet + 20 IPv4 + 8 UDP + 22 payload */
+#define GEN_SPORT_OFF 34	/* UDP source port */
+#define GEN_UDP_CSUM_OFF 40	/* UDP checksum */
+
+/* Set by user space before load (in .bss, so the compiler cannot fold it). */
+struct gen_cfg {
+	__u8 frame[GEN_FRAME_LEN];	/* the template, with sport_base */
+	__u16 sport_base;		/* host order */
+	__u16 udp_csum;			/* the template's UDP checksum, host order; 0: none */
+	__u32 flows_mask;		/* flows - 1, flows a power of two */
+};
+
+struct gen_cfg gen_cfg;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} gen_seq SEC(".maps");
+
+SEC("xdp")
+int mpt_bench_gen(struct xdp_md *ctx)
+{
+	void *data = (void *)(long)ctx->data;
+	void *data_end = (void *)(long)ctx->data_end;
+	__u32 zero = 0, sum;
+	__u16 sport, csum;
+	__u64 *seq;
+
+	if (data + GEN_FRAME_LEN > data_end)
+		return XDP_ABORTED;
+	seq = bpf_map_lookup_elem(&gen_seq, &zero);
+	if (!seq)
+		return XDP_ABORTED;
+	sport = gen_cfg.sport_base + (__u16)(*seq & gen_cfg.flows_mask);
+	*seq += 1;
+	__builtin_memcpy(data, gen_cfg.frame, GEN_FRAME_LEN);
+	*(__be16 *)(data + GEN_SPORT_OFF) = bpf_htons(sport);
+	if (gen_cfg.udp_csum) {
+		/* RFC 1624 eqn. 3: HC' = ~(~HC + ~m + m') */
+		sum = (__u16)~gen_cfg.udp_csum + (__u16)~gen_cfg.sport_base + (__u32)sport;
+		sum = (sum & 0xffff) + (sum >> 16);
+		sum = (sum & 0xffff) + (sum >> 16);
+		csum = (__u16)~sum;
+		/* a computed 0 is sent as 0xffff (0 means none) */
+		*(__be16 *)(data + GEN_UDP_CSUM_OFF) = bpf_htons(csum ? csum : 0xffff);
+	}
+	return XDP_TX;
+}
+
+char LICENSE[] SEC("license") = "Dual MIT/GPL";

@@ -1,0 +1,955 @@
+//! `cargo xtask bench forward`: packets per second through a router namespace over veth, for
+//! the kernel's forwarding and for mproute's dataplane, measured in one run, interleaved.
+//!
+//! ```text
+//!   H1: eth0 10.10.0.2/24 ── vin  R  vout ── H2: eth0 10.20.0.2/24
+//!                     10.10.0.1/24   10.20.0.1/24   198.18.0.0/24 via 10.20.0.2 (managed)
+//! ```
+//!
+//! - Generator: `mpt_bench_gen` (`bpf/gen.bpf.c`) run with `BPF_PROG_TEST_RUN` and
+//!   `BPF_F_TEST_XDP_LIVE_FRAMES` by `--threads` threads that have entered H1, with H1's `eth0`
+//!   as the ingress device: every frame it returns `XDP_TX` for leaves H1's `eth0` into R's
+//!   `vin`. One call per thread with a huge repeat count, ended by `SIGUSR1` (the call returns
+//!   EINTR): many short calls ran at half speed (each attaches the program to the XDP
+//!   dispatcher and waits for RCU). Thread `i` is pinned to CPU `i mod CPUs`. 64-byte UDP/IPv4
+//!   frames from 10.10.0.2 over [`FLOWS`] source ports, with a valid UDP checksum (the
+//!   dataplane verifies one in XDP and skips a 0) unless `--zero-udp-checksum`. Before the runs
+//!   the generator's output is checked once without live frames.
+//! - Every veth has one queue per CPU: a veth queues what it is sent on the peer's queue of
+//!   the sending CPU, so generator threads on different CPUs do not contend for one ring.
+//! - Sink: `mpt_bench_sink` (`bpf/sink.bpf.c`) on H2's `eth0` counts and drops: the rate is
+//!   what arrives there, over the time the generator ran.
+//! - A veth only takes frames redirected into its peer (as `XDP_TX` and XDP redirects are) when
+//!   it has NAPI on, which takes an XDP program or GRO (no ethtool here): the sink gives H2's
+//!   `eth0` one, and when R has no XDP program of its own (kernel forwarding, tc) `vin` gets
+//!   `mpt_bench_pass`, which counts and passes; its count is the rate offered to R.
+//! - Cases: ceiling (`mpt_bench_drop` on `vin`: generator + veth + drop, no forwarding), kernel
+//!   forwarding, mproute's XDP and tc dataplane on `vin` for a managed route (destination
+//!   198.18.0.1), and mproute's XDP for an unmanaged destination (10.20.0.2, the connected
+//!   network on `vout`), which a dataplane without a fast path hands to the kernel (counted as
+//!   `no-route`). `--runs` rounds of all five in turn, medians: the kernel's own rate moves
+//!   by ±20 % between sittings on this kind of machine, so only figures from one run compare.
+//! - CPU: `/proc/stat` deltas over each case's runs (all CPUs): on veth the whole receive
+//!   chain, R and H2 included, runs on the sending CPU.
+
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::mem::MaybeUninit;
+use std::net::Ipv4Addr;
+use std::os::unix::thread::JoinHandleExt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Barrier};
+use std::time::{Duration, Instant};
+
+use anyhow::{anyhow, ensure, Context, Result};
+use libbpf_rs::skel::{OpenSkel, SkelBuilder};
+use libbpf_rs::{ErrorKind, Link, MapCore, MapFlags, OpenObject, ProgramInput, ProgramMut};
+use mpt_bpf::skel::gen::{GenSkel, GenSkelBuilder};
+use mpt_bpf::skel::sink::SinkSkelBuilder;
+use nix::sched::{sched_setaffinity, setns, CloneFlags, CpuSet};
+use nix::sys::pthread::pthread_kill;
+use nix::sys::signal::{sigaction, SaFlags, SigAction, SigHandler, SigSet, Signal};
+use nix::unistd::Pid;
+
+use super::median;
+use super::select::{ip_checksum, sysctl};
+use crate::netns::{self, Netns};
+use crate::util;
+
+/// Flows (UDP source ports) of the generator; a power of two.
+const FLOWS: u32 = 1024;
+const SPORT_BASE: u16 = 10_000;
+const DPORT: u16 = 9;
+/// Frame length: 14 Ethernet + 20 IPv4 + 8 UDP + 22 payload (64 bytes without FCS).
+const FRAME: usize = 64;
+const IPPROTO_UDP: u8 = 17;
+const XDP_TX: u32 = 3;
+const TTL: u8 = 64;
+const H1_ADDR: Ipv4Addr = Ipv4Addr::new(10, 10, 0, 2);
+const H2_ADDR: Ipv4Addr = Ipv4Addr::new(10, 20, 0, 2);
+/// The managed prefix (RFC 2544 benchmarking space) and the destination sent into it.
+const MANAGED: &str = "198.18.0.0/24";
+const MANAGED_DST: Ipv4Addr = Ipv4Addr::new(198, 18, 0, 1);
+/// `BPF_F_TEST_XDP_LIVE_FRAMES` (include/uapi/linux/bpf.h).
+const BPF_F_TEST_XDP_LIVE_FRAMES: u32 = 1 << 1;
+/// Repeat count of the generator's one call (ended by a signal long before).
+const REPEAT: u32 = u32::MAX;
+/// Slots of `bench_cnt` (bpf/sink.bpf.c).
+const SLOT_SINK: u32 = 0;
+const SLOT_DROP: u32 = 1;
+const SLOT_PASS: u32 = 2;
+/// Goal printed next to the XDP cases: × kernel forwarding.
+const GOAL: f64 = 3.0;
+/// User time (% of all CPUs) above which a case's runs are flagged as shared with other work.
+const USER_NOISE_PCT: f64 = 2.0;
+
+/// What runs on R's `vin`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Case {
+    Ceiling,
+    Kernel,
+    XdpManaged,
+    TcManaged,
+    XdpUnmanaged,
+}
+
+impl Case {
+    const ALL: [Case; 5] = [
+        Case::Ceiling,
+        Case::Kernel,
+        Case::XdpManaged,
+        Case::TcManaged,
+        Case::XdpUnmanaged,
+    ];
+
+    fn label(self) -> &'static str {
+        match self {
+            Case::Ceiling => "ceiling (R drops in XDP)",
+            Case::Kernel => "kernel forwarding",
+            Case::XdpManaged => "mproute xdp, managed",
+            Case::TcManaged => "mproute tc, managed",
+            Case::XdpUnmanaged => "mproute xdp, unmanaged",
+        }
+    }
+
+    fn dst(self) -> Ipv4Addr {
+        match self {
+            Case::XdpManaged | Case::TcManaged => MANAGED_DST,
+            _ => H2_ADDR,
+        }
+    }
+
+    /// `mproute dataplane attach` mode.
+    fn mproute(self) -> Option<&'static str> {
+        match self {
+            Case::XdpManaged | Case::XdpUnmanaged => Some("xdp"),
+            Case::TcManaged => Some("tc"),
+            _ => None,
+        }
+    }
+
+    /// Our own program on `vin`: the ceiling's drop, or the pass that gives `vin` NAPI.
+    fn vin_prog(self) -> Option<u32> {
+        match self {
+            Case::Ceiling => Some(SLOT_DROP),
+            Case::Kernel | Case::TcManaged => Some(SLOT_PASS),
+            _ => None,
+        }
+    }
+
+    fn is_xdp(self) -> bool {
+        self.mproute() == Some("xdp")
+    }
+}
+
+/// A device: ifindex and MAC.
+#[derive(Debug, Clone, Copy)]
+struct Dev {
+    ifindex: u32,
+    mac: [u8; 6],
+}
+
+fn link(ns: &str, dev: &str) -> Result<Dev> {
+    let out = util::ip(["-n", ns, "-j", "link", "show", "dev", dev])?;
+    let v: serde_json::Value = serde_json::from_str(&out).context("ip -j link: not JSON")?;
+    let l = v.get(0).with_context(|| format!("{ns}: no device {dev}"))?;
+    let ifindex = l
+        .get("ifindex")
+        .and_then(serde_json::Value::as_u64)
+        .with_context(|| format!("{ns}/{dev}: no ifindex"))?;
+    let addr = l
+        .get("address")
+        .and_then(serde_json::Value::as_str)
+        .with_context(|| format!("{ns}/{dev}: no address"))?;
+    let mut mac = [0u8; 6];
+    let parts: Vec<&str> = addr.split(':').collect();
+    ensure!(parts.len() == 6, "{ns}/{dev}: bad MAC {addr}");
+    for (m, p) in mac.iter_mut().zip(parts) {
+        *m = u8::from_str_radix(p, 16).with_context(|| format!("{ns}/{dev}: bad MAC {addr}"))?;
+    }
+    Ok(Dev {
+        ifindex: u32::try_from(ifindex)?,
+        mac,
+    })
+}
+
+fn mac_str(m: &[u8; 6]) -> String {
+    m.iter()
+        .map(|b| format!("{b:02x}"))
+        .collect::<Vec<_>>()
+        .join(":")
+}
+
+/// The three namespaces (deleted, with everything in them, when this is dropped) and the
+/// devices the benchmark needs.
+#[derive(Debug)]
+struct Topology {
+    h1: Netns,
+    r: Netns,
+    h2: Netns,
+    h1_eth0: Dev,
+    vin: Dev,
+    h2_eth0: Dev,
+}
+
+impl Topology {
+    fn build() -> Result<Self> {
+        let h1 = Netns::create(netns::unique("mptbench", "fwd-h1"))?;
+        let r = Netns::create(netns::unique("mptbench", "fwd-r"))?;
+        let h2 = Netns::create(netns::unique("mptbench", "fwd-h2"))?;
+        let (h1n, rn, h2n) = (h1.name(), r.name(), h2.name());
+        // One queue per CPU: a veth puts what it is sent on the peer's queue of the sending
+        // CPU, so each CPU has its own ring and NAPI instead of contending for one.
+        let q = std::thread::available_parallelism()
+            .map_or(1, usize::from)
+            .to_string();
+        for (rdev, raddr, host, haddr) in [
+            ("vin", "10.10.0.1/24", h1n, "10.10.0.2/24"),
+            ("vout", "10.20.0.1/24", h2n, "10.20.0.2/24"),
+        ] {
+            util::ip([
+                "-n",
+                rn,
+                "link",
+                "add",
+                rdev,
+                "numtxqueues",
+                &q,
+                "numrxqueues",
+                &q,
+                "type",
+                "veth",
+                "peer",
+                "name",
+                "eth0",
+                "numtxqueues",
+                &q,
+                "numrxqueues",
+                &q,
+                "netns",
+                host,
+            ])?;
+            util::ip(["-n", rn, "addr", "add", raddr, "dev", rdev])?;
+            util::ip(["-n", host, "addr", "add", haddr, "dev", "eth0"])?;
+            util::ip(["-n", rn, "link", "set", rdev, "up"])?;
+            util::ip(["-n", host, "link", "set", "eth0", "up"])?;
+        }
+        sysctl(rn, "net.ipv4.ip_forward=1")?;
+        util::ip(["-n", h1n, "route", "add", "default", "via", "10.10.0.1"])?;
+        util::ip(["-n", h2n, "route", "add", "default", "via", "10.20.0.1"])?;
+        let h1_eth0 = link(h1n, "eth0")?;
+        let vin = link(rn, "vin")?;
+        let vout = link(rn, "vout")?;
+        let h2_eth0 = link(h2n, "eth0")?;
+        for (ns, addr, mac, dev) in [
+            (h1n, "10.10.0.1", vin.mac, "eth0"),
+            (rn, "10.10.0.2", h1_eth0.mac, "vin"),
+            (rn, "10.20.0.2", h2_eth0.mac, "vout"),
+            (h2n, "10.20.0.1", vout.mac, "eth0"),
+        ] {
+            util::ip([
+                "-n",
+                ns,
+                "neigh",
+                "replace",
+                addr,
+                "lladdr",
+                &mac_str(&mac),
+                "dev",
+                dev,
+                "nud",
+                "permanent",
+            ])?;
+        }
+        Ok(Topology {
+            h1,
+            r,
+            h2,
+            h1_eth0,
+            vin,
+            h2_eth0,
+        })
+    }
+}
+
+/// Runs `f` on this thread inside namespace `ns`, then puts the thread back where it was
+/// (program attachments name their device by ifindex in the caller's namespace).
+fn on_this_thread_in<T>(ns: &str, f: impl FnOnce() -> Result<T>) -> Result<T> {
+    let home = File::open("/proc/thread-self/ns/net").context("open /proc/thread-self/ns/net")?;
+    let path = format!("/run/netns/{ns}");
+    let target = File::open(&path).with_context(|| format!("open {path}"))?;
+    setns(&target, CloneFlags::CLONE_NEWNET).with_context(|| format!("setns {path}"))?;
+    let r = f();
+    setns(&home, CloneFlags::CLONE_NEWNET).context("setns back to xtask's own namespace")?;
+    r
+}
+
+fn attach_xdp(ns: &str, prog: &ProgramMut<'_>, dev: Dev) -> Result<Link> {
+    on_this_thread_in(ns, || {
+        prog.attach_xdp(i32::try_from(dev.ifindex)?)
+            .with_context(|| format!("attach {} in {ns}", prog.name().to_string_lossy()))
+    })
+}
+
+/// The generator's template frame (the UDP source port is the program's): UDP/IPv4 from H1
+/// to `dst`, with a valid UDP checksum or none (0).
+fn frame(src_mac: [u8; 6], dst_mac: [u8; 6], dst: Ipv4Addr, udp_csum: bool) -> [u8; FRAME] {
+    let mut p = [0u8; FRAME];
+    p[0..6].copy_from_slice(&dst_mac);
+    p[6..12].copy_from_slice(&src_mac);
+    p[12..14].copy_from_slice(&0x0800u16.to_be_bytes());
+    let ip_len = (FRAME - 14) as u16;
+    {
+        let ip = &mut p[14..34];
+        ip[0] = 0x45;
+        ip[2..4].copy_from_slice(&ip_len.to_be_bytes());
+        ip[6..8].copy_from_slice(&0x4000u16.to_be_bytes()); // DF
+        ip[8] = TTL;
+        ip[9] = IPPROTO_UDP;
+        ip[12..16].copy_from_slice(&H1_ADDR.octets());
+        ip[16..20].copy_from_slice(&dst.octets());
+        let c = ip_checksum(ip);
+        ip[10..12].copy_from_slice(&c.to_be_bytes());
+    }
+    p[34..36].copy_from_slice(&SPORT_BASE.to_be_bytes());
+    p[36..38].copy_from_slice(&DPORT.to_be_bytes());
+    p[38..40].copy_from_slice(&(ip_len - 20).to_be_bytes());
+    if udp_csum {
+        let c = match ip_checksum(&udp_pseudo(&p)) {
+            0 => 0xffff,
+            c => c,
+        };
+        p[40..42].copy_from_slice(&c.to_be_bytes());
+    }
+    p
+}
+
+/// The IPv4 pseudo header followed by the UDP datagram of `frame`: what the UDP checksum
+/// covers.
+fn udp_pseudo(frame: &[u8; FRAME]) -> Vec<u8> {
+    let mut v = Vec::with_capacity(12 + FRAME - 34);
+    v.extend_from_slice(&frame[26..34]); // source, destination
+    v.extend_from_slice(&[0, IPPROTO_UDP]);
+    v.extend_from_slice(&frame[38..40]); // UDP length
+    v.extend_from_slice(&frame[34..]);
+    v
+}
+
+/// Runs the generator three times without live frames and checks what it wrote: the
+/// template, source ports from the counter, both checksums valid.
+fn check_gen(tmpl: &[u8; FRAME], udp_csum: bool) -> Result<()> {
+    let mut obj = MaybeUninit::<OpenObject>::uninit();
+    let skel = open_gen(&mut obj, tmpl, udp_csum)?;
+    let prog = &skel.progs.mpt_bench_gen;
+    let zeros = [0u8; FRAME];
+    for i in 0..3u16 {
+        let mut out = [0u8; FRAME];
+        let rv = prog
+            .test_run(ProgramInput {
+                data_in: Some(&zeros),
+                data_out: Some(&mut out),
+                ..Default::default()
+            })
+            .context("BPF_PROG_TEST_RUN of the generator")?
+            .return_value;
+        let sport = u16::from_be_bytes([out[34], out[35]]);
+        let csum_ok = if udp_csum {
+            ip_checksum(&udp_pseudo(&out)) == 0
+        } else {
+            out[40..42] == [0, 0]
+        };
+        ensure!(
+            rv == XDP_TX
+                && out[..34] == tmpl[..34]
+                && out[36..40] == tmpl[36..40]
+                && out[42..] == tmpl[42..]
+                && sport == SPORT_BASE + i
+                && ip_checksum(&out[14..34]) == 0
+                && csum_ok,
+            "the generator's frame {i} is wrong (returned {rv}, XDP_TX is {XDP_TX}): {out:02x?}"
+        );
+    }
+    Ok(())
+}
+
+extern "C" fn on_sigusr1(_: std::ffi::c_int) {}
+
+/// SIGUSR1 with a handler that does nothing and no SA_RESTART, so that a generator thread's
+/// `BPF_PROG_TEST_RUN` returns EINTR when the signal is sent to it.
+fn install_sigusr1() -> Result<()> {
+    let sa = SigAction::new(
+        SigHandler::Handler(on_sigusr1),
+        SaFlags::empty(),
+        SigSet::empty(),
+    );
+    // SAFETY: the handler does nothing, so it is async-signal-safe.
+    unsafe { sigaction(Signal::SIGUSR1, &sa) }.context("sigaction SIGUSR1")?;
+    Ok(())
+}
+
+/// What one generator thread needs (owned: the thread is not scoped, for its pthread_t).
+#[derive(Debug, Clone)]
+struct GenSpec {
+    ns_path: String,
+    ingress: u32,
+    frame: [u8; FRAME],
+    udp_csum: bool,
+    cpu: usize,
+}
+
+/// Opens the generator with its template and loads it.
+fn open_gen<'o>(
+    obj: &'o mut MaybeUninit<OpenObject>,
+    tmpl: &[u8; FRAME],
+    udp_csum: bool,
+) -> Result<GenSkel<'o>> {
+    let mut open = GenSkelBuilder::default()
+        .open(obj)
+        .context("open gen.bpf.o")?;
+    let bss = open
+        .maps
+        .bss_data
+        .as_deref_mut()
+        .context("gen.bpf.o has no .bss")?;
+    bss.gen_cfg.frame = *tmpl;
+    bss.gen_cfg.sport_base = SPORT_BASE;
+    bss.gen_cfg.udp_csum = if udp_csum {
+        u16::from_be_bytes([tmpl[40], tmpl[41]])
+    } else {
+        0
+    };
+    bss.gen_cfg.flows_mask = FLOWS - 1;
+    open.load().context("load gen.bpf.o (verifier)")
+}
+
+/// Enters H1, pins this thread to its CPU and loads the generator.
+fn load_gen<'o>(obj: &'o mut MaybeUninit<OpenObject>, spec: &GenSpec) -> Result<GenSkel<'o>> {
+    let file = File::open(&spec.ns_path).with_context(|| format!("open {}", spec.ns_path))?;
+    setns(&file, CloneFlags::CLONE_NEWNET).with_context(|| format!("setns {}", spec.ns_path))?;
+    let mut cpus = CpuSet::new();
+    cpus.set(spec.cpu)
+        .with_context(|| format!("CPU {}", spec.cpu))?;
+    sched_setaffinity(Pid::from_raw(0), &cpus)
+        .with_context(|| format!("pin the generator thread to CPU {}", spec.cpu))?;
+    open_gen(obj, &spec.frame, spec.udp_csum)
+}
+
+/// One generator thread: enter H1, load, wait for the others, then send until `stop`.
+fn gen_thread(spec: GenSpec, ready: Arc<Barrier>, stop: Arc<AtomicBool>) -> Result<()> {
+    let mut obj = MaybeUninit::<OpenObject>::uninit();
+    let loaded = load_gen(&mut obj, &spec);
+    // Always meet the others, so that a failure here cannot hang the main thread.
+    ready.wait();
+    let skel = loaded?;
+    let prog = &skel.progs.mpt_bench_gen;
+    // struct xdp_md: data, data_end, data_meta, ingress_ifindex, rx_queue_index, egress_ifindex
+    let mut ctx = [0u8; 24];
+    ctx[4..8].copy_from_slice(&(FRAME as u32).to_ne_bytes());
+    ctx[12..16].copy_from_slice(&spec.ingress.to_ne_bytes());
+    let frame = spec.frame;
+    // The signal may come before the call starts; the main thread sends it again until this
+    // thread has returned.
+    while !stop.load(Ordering::Acquire) {
+        let r = prog.test_run(ProgramInput {
+            context_in: Some(&mut ctx),
+            data_in: Some(&frame),
+            flags: BPF_F_TEST_XDP_LIVE_FRAMES,
+            repeat: REPEAT,
+            ..Default::default()
+        });
+        match r {
+            Ok(_) => {}
+            Err(e) if e.kind() == ErrorKind::Interrupted => {}
+            Err(e) => return Err(e).context("BPF_PROG_TEST_RUN with BPF_F_TEST_XDP_LIVE_FRAMES"),
+        }
+    }
+    Ok(())
+}
+
+/// Runs the generator on `threads` threads for `seconds`; returns how long it ran.
+fn generate(
+    topo: &Topology,
+    dst: Ipv4Addr,
+    udp_csum: bool,
+    seconds: u32,
+    threads: u32,
+) -> Result<Duration> {
+    let ncpu = std::thread::available_parallelism().map_or(1, usize::from);
+    let frame = frame(topo.h1_eth0.mac, topo.vin.mac, dst, udp_csum);
+    let stop = Arc::new(AtomicBool::new(false));
+    let ready = Arc::new(Barrier::new(threads as usize + 1));
+    let mut handles = Vec::new();
+    for i in 0..threads as usize {
+        let spec = GenSpec {
+            ns_path: format!("/run/netns/{}", topo.h1.name()),
+            ingress: topo.h1_eth0.ifindex,
+            frame,
+            udp_csum,
+            cpu: i % ncpu,
+        };
+        let (ready, stop) = (Arc::clone(&ready), Arc::clone(&stop));
+        let h = std::thread::Builder::new()
+            .name(format!("gen{i}"))
+            .spawn(move || gen_thread(spec, ready, stop))
+            .context("spawn a generator thread")?;
+        handles.push(h);
+    }
+    ready.wait();
+    let t0 = Instant::now();
+    std::thread::sleep(Duration::from_secs(u64::from(seconds)));
+    stop.store(true, Ordering::Release);
+    for h in &handles {
+        while !h.is_finished() {
+            // The thread is joined below, so its pthread_t is valid here.
+            let _ = pthread_kill(h.as_pthread_t(), Signal::SIGUSR1);
+            std::thread::sleep(Duration::from_millis(2));
+        }
+    }
+    let elapsed = t0.elapsed();
+    for h in handles {
+        h.join()
+            .map_err(|_| anyhow!("a generator thread panicked"))??;
+    }
+    Ok(elapsed)
+}
+
+/// `/proc/stat`'s `cpu` line: user, nice, system, idle, iowait, irq, softirq, steal (ticks).
+fn cpu_ticks() -> Result<[u64; 8]> {
+    let s = std::fs::read_to_string("/proc/stat").context("read /proc/stat")?;
+    let line = s
+        .lines()
+        .find(|l| l.starts_with("cpu "))
+        .context("/proc/stat: no cpu line")?;
+    let mut t = [0u64; 8];
+    for (v, w) in t.iter_mut().zip(line.split_whitespace().skip(1)) {
+        *v = w.parse().context("/proc/stat: bad number")?;
+    }
+    Ok(t)
+}
+
+/// Packets counted in `bench_cnt` slot `slot`, summed over CPUs.
+fn count(map: &impl MapCore, slot: u32) -> Result<u64> {
+    let v = map
+        .lookup_percpu(&slot.to_ne_bytes(), MapFlags::ANY)
+        .context("read bench_cnt")?
+        .context("bench_cnt: no such slot")?;
+    let mut sum = 0u64;
+    for cpu in v {
+        let b: [u8; 8] = cpu
+            .get(..8)
+            .and_then(|b| b.try_into().ok())
+            .context("bench_cnt: short value")?;
+        sum += u64::from_ne_bytes(b);
+    }
+    Ok(sum)
+}
+
+/// mproute in R.
+#[derive(Debug)]
+struct Mproute<'a> {
+    bin: &'a Path,
+    ns: &'a str,
+}
+
+impl Mproute<'_> {
+    fn run(&self, args: &[&str]) -> Result<String> {
+        util::output(Command::new(self.bin).args(["-n", self.ns]).args(args))
+    }
+
+    /// `dataplane show`'s packets by verdict.
+    fn counters(&self) -> Result<BTreeMap<String, u64>> {
+        let out = self.run(&["-j", "dataplane", "show"])?;
+        let v: serde_json::Value =
+            serde_json::from_str(&out).context("mproute -j dataplane show: not JSON")?;
+        let c = v
+            .get("counters")
+            .and_then(serde_json::Value::as_object)
+            .context("mproute -j dataplane show: no counters")?;
+        Ok(c.iter()
+            .filter_map(|(k, n)| Some((k.clone(), n.as_u64()?)))
+            .collect())
+    }
+}
+
+fn delta(after: &BTreeMap<String, u64>, before: &BTreeMap<String, u64>) -> BTreeMap<String, u64> {
+    after
+        .iter()
+        .map(|(k, a)| {
+            let b = before.get(k).copied().unwrap_or(0);
+            (k.clone(), a.saturating_sub(b))
+        })
+        .collect()
+}
+
+/// Figures of one case over all its runs.
+#[derive(Debug, Default)]
+struct Figures {
+    /// Delivered Mpps per run.
+    mpps: Vec<f64>,
+    /// Offered (arriving at R) Mpps per run, where known.
+    offered: Vec<f64>,
+    /// /proc/stat deltas over the runs.
+    cpu: [u64; 8],
+    /// mproute's verdict counters over the runs.
+    verdicts: BTreeMap<String, u64>,
+}
+
+/// Everything that stays loaded for the whole benchmark.
+struct Bench<'a, 'o> {
+    topo: &'a Topology,
+    sink: &'a mpt_bpf::skel::sink::SinkSkel<'o>,
+    mproute: Mproute<'a>,
+    udp_csum: bool,
+    seconds: u32,
+    threads: u32,
+}
+
+impl Bench<'_, '_> {
+    /// One run of one case: set R up, generate, take R back to nothing.
+    fn one(&self, case: Case, f: &mut Figures) -> Result<()> {
+        let rn = self.topo.r.name();
+        let cnt = &self.sink.maps.bench_cnt;
+        let vin_link = match case.vin_prog() {
+            Some(SLOT_DROP) => Some(attach_xdp(
+                rn,
+                &self.sink.progs.mpt_bench_drop,
+                self.topo.vin,
+            )?),
+            Some(_) => Some(attach_xdp(
+                rn,
+                &self.sink.progs.mpt_bench_pass,
+                self.topo.vin,
+            )?),
+            None => None,
+        };
+        if let Some(mode) = case.mproute() {
+            self.mproute
+                .run(&["dataplane", "attach", "dev", "vin", mode])
+                .with_context(|| format!("{}: attach", case.label()))?;
+        }
+        let slot = if case == Case::Ceiling {
+            SLOT_DROP
+        } else {
+            SLOT_SINK
+        };
+        let dp0 = match case.mproute() {
+            Some(_) => Some(self.mproute.counters()?),
+            None => None,
+        };
+        let (d0, p0, c0) = (count(cnt, slot)?, count(cnt, SLOT_PASS)?, cpu_ticks()?);
+        let elapsed = generate(
+            self.topo,
+            case.dst(),
+            self.udp_csum,
+            self.seconds,
+            self.threads,
+        )?;
+        // What is still in the veth rings is processed at once; give it a moment.
+        std::thread::sleep(Duration::from_millis(20));
+        let (d1, p1, c1) = (count(cnt, slot)?, count(cnt, SLOT_PASS)?, cpu_ticks()?);
+        let secs = elapsed.as_secs_f64();
+        let mpps = d1.saturating_sub(d0) as f64 / secs / 1e6;
+        f.mpps.push(mpps);
+        let mut offered = None;
+        match case {
+            Case::Ceiling => offered = Some(mpps),
+            Case::Kernel | Case::TcManaged => {
+                offered = Some(p1.saturating_sub(p0) as f64 / secs / 1e6)
+            }
+            _ => {}
+        }
+        if let Some(dp0) = dp0 {
+            let d = delta(&self.mproute.counters()?, &dp0);
+            if case != Case::TcManaged {
+                offered = Some(d.values().sum::<u64>() as f64 / secs / 1e6);
+            }
+            for (k, n) in d {
+                *f.verdicts.entry(k).or_default() += n;
+            }
+            self.mproute
+                .run(&["dataplane", "detach", "dev", "vin"])
+                .with_context(|| format!("{}: detach", case.label()))?;
+        }
+        drop(vin_link);
+        for (a, (x, y)) in f.cpu.iter_mut().zip(c1.iter().zip(c0)) {
+            *a += x.saturating_sub(y);
+        }
+        let off = offered.map_or(String::new(), |o| format!(" (offered to R {o:.3})"));
+        if let Some(o) = offered {
+            f.offered.push(o);
+        }
+        println!(
+            "bench: run {}: {:<24} {mpps:.3} Mpps delivered{off}, {secs:.2} s",
+            f.mpps.len(),
+            case.label()
+        );
+        Ok(())
+    }
+}
+
+fn spread(v: &[f64]) -> String {
+    let min = v.iter().copied().fold(f64::INFINITY, f64::min);
+    let max = v.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    format!("{min:.2}–{max:.2}")
+}
+
+fn met(ok: bool) -> &'static str {
+    if ok {
+        "met"
+    } else {
+        "NOT met"
+    }
+}
+
+/// Share of R's dataplane verdicts that went to the kernel as `no-route`, in percent.
+fn no_route_pct(v: &BTreeMap<String, u64>) -> Option<f64> {
+    let total: u64 = v.values().sum();
+    (total > 0).then(|| v.get("no-route").copied().unwrap_or(0) as f64 * 100.0 / total as f64)
+}
+
+/// Verdicts other than `redirected` and `no-route`, for a note.
+fn other_verdicts(v: &BTreeMap<String, u64>) -> String {
+    v.iter()
+        .filter(|(k, n)| **n > 0 && k.as_str() != "redirected" && k.as_str() != "no-route")
+        .map(|(k, n)| format!("{k} {n}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn print_results(
+    figs: &[(Case, Figures)],
+    seconds: u32,
+    runs: u32,
+    threads: u32,
+    udp_csum: bool,
+) -> bool {
+    let med = |c: Case| {
+        figs.iter()
+            .find(|(k, _)| *k == c)
+            .map_or(f64::NAN, |(_, f)| median(&f.mpps))
+    };
+    let (kernel, ceiling) = (med(Case::Kernel), med(Case::Ceiling));
+    println!();
+    println!(
+        "Packet rate delivered at H2 (Mpps; {runs} runs × {seconds} s per case, interleaved; \
+         {threads} generator thread(s); 64-byte UDP {}, {FLOWS} flows)",
+        if udp_csum {
+            "with checksum"
+        } else {
+            "without checksum"
+        }
+    );
+    println!(
+        "{:<24}  {:<22}  {:>6}  {:>11}  {:>8}  {:>9}  {:>9}  {:>8}  goal",
+        "case", "runs", "median", "min–max", "× kernel", "% ceiling", "offered", "no-route"
+    );
+    let mut all_flowed = true;
+    for (case, f) in figs {
+        let m = median(&f.mpps);
+        all_flowed &= f.mpps.iter().all(|x| *x > 0.0);
+        let ratio = m / kernel;
+        let goal = if case.is_xdp() {
+            format!("≥{GOAL:.1}× {}", met(ratio >= GOAL))
+        } else {
+            String::new()
+        };
+        let offered = if f.offered.is_empty() {
+            "-".to_string()
+        } else {
+            format!("{:.3}", median(&f.offered))
+        };
+        let nr = no_route_pct(&f.verdicts).map_or("-".to_string(), |p| format!("{p:.1}%"));
+        println!(
+            "{:<24}  {:<22}  {:>6.3}  {:>11}  {:>7.2}×  {:>8.1}%  {:>9}  {:>8}  {goal}",
+            case.label(),
+            f.mpps
+                .iter()
+                .map(|x| format!("{x:.3}"))
+                .collect::<Vec<_>>()
+                .join(" "),
+            m,
+            spread(&f.mpps),
+            ratio,
+            m * 100.0 / ceiling,
+            offered,
+            nr
+        );
+    }
+    println!(
+        "(offered: packets arriving at R's vin, from mpt_bench_drop/mpt_bench_pass or mproute's \
+         own verdict counters; no-route: share of them mproute's dataplane passed to the kernel \
+         for want of a managed route)"
+    );
+    for (case, f) in figs {
+        let o = other_verdicts(&f.verdicts);
+        if !o.is_empty() {
+            println!("note: {}: other dataplane verdicts: {o}", case.label());
+        }
+    }
+
+    let ncpu = std::thread::available_parallelism().map_or(1, usize::from);
+    println!();
+    println!("CPU split during each case's runs (/proc/stat, all {ncpu} CPUs, % of CPU time)");
+    println!(
+        "{:<24}  {:>6}  {:>6}  {:>7}  {:>6}  {:>6}",
+        "case", "user", "system", "softirq", "idle", "other"
+    );
+    for (case, f) in figs {
+        let [user, nice, system, idle, iowait, irq, softirq, steal] = f.cpu;
+        let total = f.cpu.iter().sum::<u64>().max(1) as f64;
+        let pct = |x: u64| x as f64 * 100.0 / total;
+        println!(
+            "{:<24}  {:>5.1}%  {:>5.1}%  {:>6.1}%  {:>5.1}%  {:>5.1}%",
+            case.label(),
+            pct(user + nice),
+            pct(system),
+            pct(softirq),
+            pct(idle + iowait),
+            pct(irq + steal)
+        );
+    }
+    // The benchmark itself runs in the kernel (system, softirq); xtask sleeps meanwhile.
+    for (case, f) in figs {
+        let total = f.cpu.iter().sum::<u64>().max(1) as f64;
+        let user = (f.cpu[0] + f.cpu[1]) as f64 * 100.0 / total;
+        if user > USER_NOISE_PCT {
+            println!(
+                "note: {}: {user:.1}% user time: other processes shared the CPUs, its figures \
+                 are disturbed",
+                case.label()
+            );
+        }
+    }
+
+    println!();
+    for (case, f) in figs {
+        let m = median(&f.mpps);
+        let mut line = format!("forward: {}: {m:.3} Mpps", case.label());
+        match case {
+            Case::Ceiling => {}
+            Case::Kernel => {
+                line.push_str(&format!(" ({:.1}% of the ceiling)", m * 100.0 / ceiling))
+            }
+            _ => {
+                line.push_str(&format!(
+                    " = {:.2}× kernel forwarding, {:.1}% of the ceiling",
+                    m / kernel,
+                    m * 100.0 / ceiling
+                ));
+                if case.is_xdp() {
+                    line.push_str(&format!(
+                        " (goal ≥ {GOAL:.1}×: {})",
+                        met(m / kernel >= GOAL)
+                    ));
+                }
+                if let Some(p) = no_route_pct(&f.verdicts) {
+                    if p > 0.0 {
+                        line.push_str(&format!(
+                            "; {p:.1}% of its packets went to the kernel as no-route"
+                        ));
+                    }
+                }
+            }
+        }
+        println!("{line}");
+    }
+    all_flowed
+}
+
+/// `cargo xtask bench forward [--seconds S] [--runs K] [--threads T] [--zero-udp-checksum]`;
+/// `Ok(false)`: some run delivered nothing.
+pub fn run(seconds: u32, runs: u32, threads: u32, udp_csum: bool) -> Result<bool> {
+    util::require_root("bench forward")?;
+    ensure!(
+        seconds > 0 && runs > 0 && threads > 0,
+        "--seconds, --runs and --threads must be at least 1"
+    );
+    ensure!(threads <= 64, "--threads: at most 64");
+    let root = util::repo_root()?;
+    util::run_cargo(&root, &["build", "--release", "-p", "mproute"])?;
+    let bin: PathBuf = util::target_dir(&root).join("release/mproute");
+    ensure!(bin.is_file(), "{} not found after the build", bin.display());
+    netns::sweep_stale();
+    install_sigusr1()?;
+
+    let topo = Topology::build()?;
+    check_gen(
+        &frame(topo.h1_eth0.mac, topo.vin.mac, MANAGED_DST, udp_csum),
+        udp_csum,
+    )?;
+    let mut sink_obj = MaybeUninit::<OpenObject>::uninit();
+    let sink = SinkSkelBuilder::default()
+        .open(&mut sink_obj)
+        .context("open sink.bpf.o")?
+        .load()
+        .context("load sink.bpf.o (verifier)")?;
+    let _sink_link = attach_xdp(topo.h2.name(), &sink.progs.mpt_bench_sink, topo.h2_eth0)?;
+    let mproute = Mproute {
+        bin: &bin,
+        ns: topo.r.name(),
+    };
+    mproute
+        .run(&["add", MANAGED, "nexthop", "via", "10.20.0.2", "dev", "vout"])
+        .context("add the managed route")?;
+    println!(
+        "bench: H1 {} ─ R {} ─ H2 {}; {threads} generator thread(s) in H1, {runs} runs × \
+         {seconds} s per case; managed route {MANAGED} via {H2_ADDR} dev vout",
+        topo.h1.name(),
+        topo.r.name(),
+        topo.h2.name()
+    );
+    let bench = Bench {
+        topo: &topo,
+        sink: &sink,
+        mproute,
+        udp_csum,
+        seconds,
+        threads,
+    };
+    let mut figs: Vec<(Case, Figures)> =
+        Case::ALL.iter().map(|c| (*c, Figures::default())).collect();
+    for _ in 0..runs {
+        for (case, f) in figs.iter_mut() {
+            bench.one(*case, f)?;
+        }
+    }
+    let ok = print_results(&figs, seconds, runs, threads, udp_csum);
+    if !ok {
+        eprintln!("bench forward: some runs delivered no packet at all");
+    }
+    Ok(ok)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn template_frames_are_valid() {
+        for udp_csum in [true, false] {
+            let f = frame(
+                [2, 0, 0, 0, 0, 1],
+                [2, 0, 0, 0, 0, 2],
+                MANAGED_DST,
+                udp_csum,
+            );
+            assert_eq!(ip_checksum(&f[14..34]), 0);
+            assert_eq!(u16::from_be_bytes([f[16], f[17]]), 50);
+            assert_eq!(u16::from_be_bytes([f[38], f[39]]), 30);
+            assert_eq!(&f[30..34], &[198, 18, 0, 1]);
+            assert_eq!(u16::from_be_bytes([f[34], f[35]]), SPORT_BASE);
+            if udp_csum {
+                assert_eq!(ip_checksum(&udp_pseudo(&f)), 0);
+            } else {
+                assert_eq!(&f[40..42], &[0, 0]);
+            }
+        }
+    }
+
+    #[test]
+    fn flows_is_a_power_of_two() {
+        assert!(FLOWS.is_power_of_two());
+    }
+}
