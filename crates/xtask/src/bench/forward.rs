@@ -858,6 +858,103 @@ fn print_results(
     all_flowed
 }
 
+/// One TCP stream H1 → H2 through R for `seconds`, from hosts with default offloads; returns
+/// Gbit/s received by H2.
+fn tcp_stream(topo: &Topology, seconds: u32) -> Result<f64> {
+    use std::io::{Read, Write};
+    let (h1, h2) = (topo.h1.name().to_string(), topo.h2.name().to_string());
+    let listener = on_this_thread_in(&h2, || {
+        std::net::TcpListener::bind("10.20.0.2:5201").context("bind 10.20.0.2:5201 in H2")
+    })?;
+    let dur = std::time::Duration::from_secs(u64::from(seconds));
+    let server = std::thread::spawn(move || -> Result<u64> {
+        let (mut c, _) = listener.accept().context("accept in H2")?;
+        let mut buf = vec![0u8; 1 << 16];
+        let mut total = 0u64;
+        loop {
+            match c.read(&mut buf) {
+                Ok(0) => return Ok(total),
+                Ok(n) => total += n as u64,
+                Err(e) => return Err(e).context("read in H2"),
+            }
+        }
+    });
+    let start = std::time::Instant::now();
+    let sent = std::thread::spawn(move || -> Result<()> {
+        let mut s = on_this_thread_in(&h1, || {
+            std::net::TcpStream::connect_timeout(
+                &"10.20.0.2:5201".parse().context("address")?,
+                std::time::Duration::from_secs(3),
+            )
+            .context("connect from H1 through R")
+        })?;
+        let buf = vec![0x5au8; 1 << 16];
+        while start.elapsed() < dur {
+            s.write_all(&buf).context("write from H1")?;
+        }
+        Ok(())
+    });
+    sent.join()
+        .map_err(|_| anyhow::anyhow!("TCP client thread panicked"))??;
+    let bytes = server
+        .join()
+        .map_err(|_| anyhow::anyhow!("TCP server thread panicked"))??;
+    Ok(bytes as f64 * 8.0 / start.elapsed().as_secs_f64() / 1e9)
+}
+
+/// TCP throughput from hosts with default offloads: kernel forwarding, then mproute in each
+/// mode (auto is tc on these veths), in a fresh topology with no program but ours.
+fn tcp_figures(bin: &Path, seconds: u32, runs: u32) -> Result<()> {
+    let topo = Topology::build()?;
+    let m = Mproute {
+        bin,
+        ns: topo.r.name(),
+    };
+    let modes: [(&str, Option<&[&str]>); 4] = [
+        ("kernel forwarding", None),
+        ("mproute auto", Some(&["dataplane", "attach", "dev", "vin"])),
+        (
+            "mproute xdp-generic",
+            Some(&["dataplane", "attach", "dev", "vin", "xdp-generic"]),
+        ),
+        (
+            "mproute xdp",
+            Some(&["dataplane", "attach", "dev", "vin", "xdp", "prepare-peers"]),
+        ),
+    ];
+    let mut results: Vec<(&str, Vec<f64>)> = modes.iter().map(|(n, _)| (*n, Vec::new())).collect();
+    for _ in 0..runs {
+        for (i, (_, attach)) in modes.iter().enumerate() {
+            if let Some(a) = attach {
+                m.run(a).context("attach for the TCP run")?;
+            }
+            let g = tcp_stream(&topo, seconds)?;
+            results[i].1.push(g);
+            m.run(&["dataplane", "detach", "dev", "vin"]).ok();
+        }
+    }
+    println!();
+    println!("TCP, one stream H1 → H2, hosts with default offloads, {runs} runs × {seconds} s:");
+    let kernel = crate::bench::median(&results[0].1);
+    for (name, v) in &results {
+        let med = crate::bench::median(v);
+        let runs_s = v
+            .iter()
+            .map(|g| format!("{g:.2}"))
+            .collect::<Vec<_>>()
+            .join(" ");
+        let mut line = format!(
+            "  {name:<22} {runs_s:<24} median {med:.2} Gbit/s = {:.2}× kernel",
+            med / kernel
+        );
+        if *name == "mproute auto" {
+            line.push_str(&format!(" (goal ≥ 1.0×: {})", met(med / kernel >= 1.0)));
+        }
+        println!("{line}");
+    }
+    Ok(())
+}
+
 /// `cargo xtask bench forward [--seconds S] [--runs K] [--threads T] [--zero-udp-checksum]`;
 /// `Ok(false)`: some run delivered nothing.
 pub fn run(seconds: u32, runs: u32, threads: u32, udp_csum: bool) -> Result<bool> {
@@ -919,6 +1016,10 @@ pub fn run(seconds: u32, runs: u32, threads: u32, udp_csum: bool) -> Result<bool
     if !ok {
         eprintln!("bench forward: some runs delivered no packet at all");
     }
+    // The packet-rate topology (its sink on H2 drops everything) goes before the TCP one.
+    let _ = bench;
+    drop(topo);
+    tcp_figures(&bin, seconds, runs)?;
     Ok(ok)
 }
 
