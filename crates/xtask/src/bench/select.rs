@@ -435,6 +435,8 @@ struct Balance {
 #[derive(Debug)]
 struct Results {
     fwd: Timing,
+    /// mpt_dp_xdp on a destination that is not a managed route: the router fast path.
+    fast: Timing,
     algos: Vec<(Algo, Timing)>,
     balance: Vec<Balance>,
     total_runs_s: f64,
@@ -522,6 +524,7 @@ fn measure(ifx: &HashMap<String, u32>, repeat: u64, runs: u32) -> Result<Results
 
     let mut res = Results {
         fwd: Timing::default(),
+        fast: Timing::default(),
         algos: ALGOS.iter().map(|a| (*a, Timing::default())).collect(),
         balance: Vec::new(),
         total_runs_s: 0.0,
@@ -544,6 +547,15 @@ fn measure(ifx: &HashMap<String, u32>, repeat: u64, runs: u32) -> Result<Results
             t.runs.push(ns);
             line.push_str(&format!(", {algo} {ns:.1}"));
         }
+        // The same frame with no managed route: the kernel FIB decides (fast path).
+        dp.maps
+            .mpt_lpm4
+            .delete(MptLpm4Key::new(TABLE_MAIN, 24, BENCH_NET).as_bytes())
+            .context("delete the timing route from mpt_lpm4")?;
+        let ns = timed(dpx, &frame, ingress, repeat)?;
+        res.fast.runs.push(ns);
+        line.push_str(&format!(", fast-path {ns:.1}"));
+        put_route(&dp.maps.mpt_lpm4, BENCH_NET, 24, Algo::L4Hash)?;
         println!("{line} ns/packet");
     }
     res.total_runs_s = start.elapsed().as_secs_f64();
@@ -736,6 +748,11 @@ pub fn run(repeat: u64, runs: u32) -> Result<bool> {
 
     println!();
     println!("select: plain bpf_fib_lookup forward: {fwd_med:.1} ns/packet (median)");
+    let fast_med = crate::bench::median(&r.fast.runs);
+    println!(
+        "select: fast path (unmanaged destination): {fast_med:.1} ns/packet = {:.2}× plain forward",
+        fast_med / fwd_med
+    );
     for (algo, med, ratio) in &ratios {
         let goal = if *algo == Algo::L4Hash {
             format!(" (goal ≤ {GOAL_RATIO:.2}×: {})", met(*ratio <= GOAL_RATIO))
