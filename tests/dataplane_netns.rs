@@ -120,37 +120,20 @@ fn predicted(t: &FourPaths, f: &FlowSpec, proto: &str) -> usize {
 
 /// What `mproute get` predicts for every flow, in one batch (`-b -`, one JSON line each).
 fn predicted_all(t: &FourPaths, flows: &[FlowSpec], proto: &str) -> Vec<usize> {
-    use std::io::Write;
-    let mut child = std::process::Command::new(MPROUTE)
-        .args(["-n", t.r.name(), "-j", "-b", "-"])
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .expect("start mproute");
-    {
-        let mut stdin = child.stdin.take().expect("stdin");
-        for f in flows {
-            writeln!(
-                stdin,
+    let lines: Vec<String> = flows
+        .iter()
+        .map(|f| {
+            format!(
                 "get {} from {} ipproto {proto} sport {} dport {}",
                 f.dst, f.src, f.sport, f.dport
             )
-            .expect("write");
-        }
-    }
-    let out = child.wait_with_output().expect("mproute -b -");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let v: Vec<usize> = String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .map(|l| {
-            let j: Value = serde_json::from_str(l).expect("JSON line");
-            j[0]["index"].as_u64().expect("index") as usize
         })
         .collect();
+    let v: Vec<usize> =
+        mpt_testkit::batch_json_lines(MPROUTE, &["-n", t.r.name(), "-j", "-b", "-"], &lines)
+            .iter()
+            .map(|j| j[0]["index"].as_u64().expect("index") as usize)
+            .collect();
     assert_eq!(v.len(), flows.len());
     v
 }

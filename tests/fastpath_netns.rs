@@ -889,41 +889,25 @@ fn kernel_multipath(mode: &str) {
 /// The device `ip -j route get DST from SRC iif IIF ipproto udp sport S dport D` names for
 /// every flow (one `ip -batch -`).
 fn route_get_all(r: &Netns, iif: &str, flows: &[FlowSpec]) -> Vec<String> {
-    let mut child = std::process::Command::new("ip")
-        .args(["-n", r.name(), "-j", "-batch", "-"])
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("start ip -batch");
-    {
-        let mut stdin = child.stdin.take().expect("stdin");
-        for f in flows {
-            writeln!(
-                stdin,
+    let lines: Vec<String> = flows
+        .iter()
+        .map(|f| {
+            format!(
                 "route get {} from {} iif {iif} ipproto udp sport {} dport {}",
                 f.dst, f.src, f.sport, f.dport
             )
-            .expect("write to ip -batch");
-        }
-    }
-    let out = child.wait_with_output().expect("ip -batch");
-    assert!(
-        out.status.success(),
-        "ip -batch: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let devs: Vec<String> = String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .filter(|l| !l.trim().is_empty())
-        .map(|l| {
-            let j: Value = serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}"));
-            j[0]["dev"]
-                .as_str()
-                .unwrap_or_else(|| panic!("route get without dev: {l}"))
-                .to_string()
         })
         .collect();
+    let devs: Vec<String> =
+        mpt_testkit::batch_json_lines("ip", &["-n", r.name(), "-j", "-batch", "-"], &lines)
+            .iter()
+            .map(|j| {
+                j[0]["dev"]
+                    .as_str()
+                    .unwrap_or_else(|| panic!("route get without dev: {j}"))
+                    .to_string()
+            })
+            .collect();
     assert_eq!(devs.len(), flows.len(), "one answer per route get");
     devs
 }

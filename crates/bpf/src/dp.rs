@@ -381,20 +381,6 @@ pub fn detach(ifindex: u32) -> Result<Vec<Attachment>, StateError> {
     Ok(found)
 }
 
-/// Sum a per-CPU value (one `Vec<u8>` per possible CPU) as u64 words.
-pub fn sum_percpu_u64(values: &[Vec<u8>]) -> Vec<u64> {
-    let words = values.first().map_or(0, |v| v.len() / 8);
-    let mut out = vec![0u64; words];
-    for v in values {
-        for (i, c) in v.chunks_exact(8).enumerate().take(words) {
-            let mut b = [0u8; 8];
-            b.copy_from_slice(c);
-            out[i] = out[i].wrapping_add(u64::from_ne_bytes(b));
-        }
-    }
-    out
-}
-
 /// Packets handed to the stack, by reason (index = `enum mpt_reason`), summed over CPUs.
 pub fn reasons(state: &RouteState) -> Result<Vec<u64>, StateError> {
     let m = state.maps.get("mpt_reasons").ok_or(StateError::Abi {
@@ -407,7 +393,7 @@ pub fn reasons(state: &RouteState) -> Result<Vec<u64>, StateError> {
             .lookup_percpu(&r.to_ne_bytes(), libbpf_rs::MapFlags::ANY)
             .map_err(bpf("read mpt_reasons"))?
             .unwrap_or_default();
-        out.push(sum_percpu_u64(&v).first().copied().unwrap_or(0));
+        out.push(crate::abi::sum_percpu_u64(&v).unwrap_or(0));
     }
     Ok(out)
 }

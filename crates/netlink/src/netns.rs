@@ -2,7 +2,7 @@
 
 use std::fs::File;
 use std::io;
-use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+use std::os::fd::AsFd;
 use std::path::PathBuf;
 
 use nix::sched::{setns, CloneFlags};
@@ -56,37 +56,6 @@ pub fn run_in<T: Send + 'static>(
     })
     .join()
     .map_err(|_| Error::io("namespace worker", io::Error::other("thread panicked")))?
-}
-
-/// The cookie of the calling thread's network namespace (`SO_NETNS_COOKIE`, Linux 5.14+).
-/// Unlike an inode number it is never reused while the machine runs.
-pub fn cookie() -> Result<u64, Error> {
-    let sock: OwnedFd = nix::sys::socket::socket(
-        nix::sys::socket::AddressFamily::Unix,
-        nix::sys::socket::SockType::Datagram,
-        nix::sys::socket::SockFlag::SOCK_CLOEXEC,
-        None,
-    )
-    .map_err(|e| Error::io("socket for SO_NETNS_COOKIE", e.into()))?;
-    let mut v: u64 = 0;
-    let mut len = std::mem::size_of::<u64>() as libc::socklen_t;
-    // SAFETY: getsockopt writes at most `len` bytes into `v`, a u64 we own.
-    let rc = unsafe {
-        libc::getsockopt(
-            sock.as_raw_fd(),
-            libc::SOL_SOCKET,
-            libc::SO_NETNS_COOKIE,
-            (&mut v as *mut u64).cast(),
-            &mut len,
-        )
-    };
-    if rc != 0 {
-        return Err(Error::io(
-            "getsockopt SO_NETNS_COOKIE",
-            io::Error::last_os_error(),
-        ));
-    }
-    Ok(v)
 }
 
 /// ifindex of a device in the calling thread's namespace.

@@ -94,35 +94,79 @@ impl Netns {
     }
 }
 
-impl Netns {
-    /// The namespace's cookie (`SO_NETNS_COOKIE`), read on a thread inside it.
-    pub fn cookie(&self) -> Option<u64> {
-        let f = std::fs::File::open(format!("/run/netns/{}", self.name)).ok()?;
-        std::thread::spawn(move || {
-            use std::os::fd::AsFd;
-            nix::sched::setns(f.as_fd(), nix::sched::CloneFlags::CLONE_NEWNET).ok()?;
-            // SAFETY: plain socket/getsockopt/close on a descriptor we own.
-            unsafe {
-                let fd = libc::socket(libc::AF_UNIX, libc::SOCK_DGRAM, 0);
-                if fd < 0 {
-                    return None;
-                }
-                let mut v: u64 = 0;
-                let mut len = std::mem::size_of::<u64>() as libc::socklen_t;
-                let rc = libc::getsockopt(
-                    fd,
-                    libc::SOL_SOCKET,
-                    libc::SO_NETNS_COOKIE,
-                    (&mut v as *mut u64).cast(),
-                    &mut len,
-                );
-                libc::close(fd);
-                (rc == 0).then_some(v)
+/// The cookie (`SO_NETNS_COOKIE`) of the named namespace, read on a thread inside it: the
+/// name of mproute's pin directory and lock file for it.
+pub fn netns_cookie(name: &str) -> Option<u64> {
+    let f = std::fs::File::open(format!("/run/netns/{name}")).ok()?;
+    std::thread::spawn(move || {
+        use std::os::fd::AsFd;
+        nix::sched::setns(f.as_fd(), nix::sched::CloneFlags::CLONE_NEWNET).ok()?;
+        // SAFETY: plain socket/getsockopt/close on a descriptor we own.
+        unsafe {
+            let fd = libc::socket(libc::AF_UNIX, libc::SOCK_DGRAM, 0);
+            if fd < 0 {
+                return None;
             }
-        })
-        .join()
-        .ok()
-        .flatten()
+            let mut v: u64 = 0;
+            let mut len = std::mem::size_of::<u64>() as libc::socklen_t;
+            let rc = libc::getsockopt(
+                fd,
+                libc::SOL_SOCKET,
+                libc::SO_NETNS_COOKIE,
+                (&mut v as *mut u64).cast(),
+                &mut len,
+            );
+            libc::close(fd);
+            (rc == 0).then_some(v)
+        }
+    })
+    .join()
+    .ok()
+    .flatten()
+}
+
+/// Remove what mproute keeps for a namespace outside it (pins in the host's bpffs, the lock
+/// file in /run): neither goes away with the namespace.
+pub fn remove_mproute_state(cookie: u64) {
+    let _ = std::fs::remove_dir_all(format!("/sys/fs/bpf/mproute/{cookie}"));
+    let _ = std::fs::remove_file(format!("/run/mproute/{cookie}.lock"));
+}
+
+/// Run `program ARGS`, feed it `lines` on standard input and parse every non-empty line it
+/// prints as JSON (`mproute -j -b -`, `ip -j -batch -`: one answer per command).
+pub fn batch_json_lines(program: &str, args: &[&str], lines: &[String]) -> Vec<serde_json::Value> {
+    use std::io::Write;
+    let mut child = Command::new(program)
+        .args(args)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot run {program}: {e}"));
+    {
+        let mut stdin = child.stdin.take().expect("stdin of the batch");
+        for l in lines {
+            writeln!(stdin, "{l}").expect("write to the batch");
+        }
+    }
+    let out = child.wait_with_output().expect("batch output");
+    assert!(
+        out.status.success(),
+        "{program} {}: {}",
+        args.join(" "),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{program}: bad JSON {e}: {l}")))
+        .collect()
+}
+
+impl Netns {
+    /// The namespace's cookie (`SO_NETNS_COOKIE`).
+    pub fn cookie(&self) -> Option<u64> {
+        netns_cookie(&self.name)
     }
 }
 
@@ -133,8 +177,7 @@ impl Drop for Netns {
         let cookie = self.cookie();
         let _ = run("ip", &["netns", "del", &self.name]);
         if let Some(c) = cookie {
-            let _ = std::fs::remove_dir_all(format!("/sys/fs/bpf/mproute/{c}"));
-            let _ = std::fs::remove_file(format!("/run/mproute/{c}.lock"));
+            remove_mproute_state(c);
         }
     }
 }

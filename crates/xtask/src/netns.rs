@@ -3,11 +3,9 @@
 //! bpffs and its lock file. Namespaces left behind by an xtask that was killed are swept by
 //! [`sweep_stale`] on the next run.
 
-use std::os::fd::AsFd;
 use std::process::{Command, Stdio};
 
 use anyhow::Result;
-use nix::libc;
 
 use crate::util::run;
 
@@ -32,46 +30,14 @@ impl Netns {
     pub fn name(&self) -> &str {
         &self.name
     }
-
-    /// The namespace's cookie (`SO_NETNS_COOKIE`), read on a thread inside it: the name of
-    /// mproute's pin directory and lock file for it.
-    fn cookie(&self) -> Option<u64> {
-        let f = std::fs::File::open(format!("/run/netns/{}", self.name)).ok()?;
-        std::thread::spawn(move || {
-            nix::sched::setns(f.as_fd(), nix::sched::CloneFlags::CLONE_NEWNET).ok()?;
-            // SAFETY: socket, getsockopt into a local u64 with its size, close of the
-            // descriptor we just created.
-            unsafe {
-                let fd = libc::socket(libc::AF_UNIX, libc::SOCK_DGRAM, 0);
-                if fd < 0 {
-                    return None;
-                }
-                let mut v: u64 = 0;
-                let mut len = std::mem::size_of::<u64>() as libc::socklen_t;
-                let rc = libc::getsockopt(
-                    fd,
-                    libc::SOL_SOCKET,
-                    libc::SO_NETNS_COOKIE,
-                    (&mut v as *mut u64).cast(),
-                    &mut len,
-                );
-                libc::close(fd);
-                (rc == 0).then_some(v)
-            }
-        })
-        .join()
-        .ok()
-        .flatten()
-    }
 }
 
 impl Drop for Netns {
     fn drop(&mut self) {
         // mproute pins a namespace's state in the host's bpffs and keeps a lock file in /run;
         // neither goes away with the namespace.
-        if let Some(c) = self.cookie() {
-            let _ = std::fs::remove_dir_all(format!("/sys/fs/bpf/mproute/{c}"));
-            let _ = std::fs::remove_file(format!("/run/mproute/{c}.lock"));
+        if let Some(c) = mpt_testkit::netns_cookie(&self.name) {
+            mpt_testkit::remove_mproute_state(c);
         }
         let status = Command::new("ip")
             .args(["netns", "del", &self.name])
