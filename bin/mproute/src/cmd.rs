@@ -774,7 +774,7 @@ impl Ctx {
         // of them does.
         self.invalidate(&route.key);
         if self.find(&route.key)?.is_none() {
-            self.forget(&route.key)?;
+            self.forget(&route.key, true)?;
         }
         Ok(Output::Change(report(true, Verb::Del, &route.key, None)))
     }
@@ -824,9 +824,9 @@ impl Ctx {
         Ok(rows)
     }
 
-    fn forget(&mut self, k: &RouteKey) -> Result<(), Failure> {
+    fn forget(&mut self, k: &RouteKey, promote: bool) -> Result<(), Failure> {
         if let Some(s) = self.store(false)? {
-            forget_in(s, k)?;
+            forget_in(s, k, promote)?;
         }
         Ok(())
     }
@@ -1079,7 +1079,9 @@ impl Ctx {
                 Err(e) if e.errno() == Some(libc::ESRCH) => {}
                 Err(e) => return Err(Failure::from(e)),
             }
-            self.forget(&r.key)?;
+            // Every owned route in scope goes: no shadowed one to promote (a scan per route
+            // would make flushing 100,000 routes quadratic).
+            self.forget(&r.key, false)?;
             rows.push(action("deleted", &r.key, "owned by mproute"));
         }
         // State entries whose route is already gone.
@@ -1087,7 +1089,7 @@ impl Ctx {
             if table.is_some_and(|t| t != k.table) || fib_keys.contains(k) {
                 continue;
             }
-            self.forget(k)?;
+            self.forget(k, false)?;
             rows.push(action("forgotten", k, "route was no longer in the FIB"));
         }
         self.fib.clear();
@@ -1135,7 +1137,7 @@ impl Ctx {
         if let Some(s) = self.store(false)? {
             for (k, _) in s.all()? {
                 if !fib_keys.contains(&k) {
-                    forget_in(s, &k)?;
+                    forget_in(s, &k, true)?;
                     rows.push(action(
                         "forgotten",
                         &k,
@@ -1205,8 +1207,9 @@ impl Ctx {
     }
 }
 
-/// Remove a route from our state and from the dataplane maps.
-fn forget_in(s: &Store, k: &RouteKey) -> Result<(), Failure> {
+/// Remove a route from our state and from the dataplane maps; with `promote`, hand its LPM
+/// entry to the next managed route of the same prefix and table.
+fn forget_in(s: &Store, k: &RouteKey, promote: bool) -> Result<(), Failure> {
     s.delete(k)?;
     let ctx = |e| crate::state::fail("write dataplane state", e);
     let removed = s
@@ -1214,7 +1217,7 @@ fn forget_in(s: &Store, k: &RouteKey) -> Result<(), Failure> {
         .dp_delete_route(&crate::state::to_key(k))
         .map_err(ctx)?;
     // Its group may be shared: finish() removes it once no route uses it.
-    if removed.is_some() {
+    if promote && removed.is_some() {
         // A managed route of the same prefix and table with a higher metric was shadowed in
         // the LPM trie; it is the FIB's choice now.
         let next = s
