@@ -6,11 +6,14 @@
  * parse Ethernet + IPv4 (+ the UDP/TCP ports), one bpf_fib_lookup() with the
  * ports filled in (so an L4 multipath hash policy can use them), rewrite the
  * MACs, decrement the TTL with an incremental checksum fix and
- * bpf_redirect() to the egress device. Anything else goes to the stack.
+ * redirect to the egress device through the devmap fwd_ports (bpf_redirect()
+ * when the device is not in it). Anything else goes to the stack.
  *
- * It is only ever run with BPF_PROG_TEST_RUN, next to mpt_dp_xdp, to price the
+ * Two uses: with BPF_PROG_TEST_RUN, next to mpt_dp_xdp, it prices the
  * dataplane's per-route algorithms against a plain FIB forward of the same
- * packet. Never attached; it uses no maps.
+ * packet (`cargo xtask bench select`); attached to the router's ingress by
+ * `cargo xtask bench forward`, it is the calibration forwarder the packet-rate
+ * figures of ../shared/reference/veth-xdp-measurements.md were taken with.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -22,6 +25,14 @@
 #define IPPROTO_TCP 6
 #define IPPROTO_UDP 17
 #define IP_OFFSET 0x1FFF
+
+/* Egress devices by ifindex (filled by the benchmark; empty under BPF_PROG_TEST_RUN). */
+struct {
+	__uint(type, BPF_MAP_TYPE_DEVMAP_HASH);
+	__uint(max_entries, 64);
+	__type(key, __u32);
+	__type(value, __u32);
+} fwd_ports SEC(".maps");
 
 SEC("xdp")
 int mpt_bench_fwd(struct xdp_md *ctx)
@@ -70,7 +81,10 @@ int mpt_bench_fwd(struct xdp_md *ctx)
 	ip->ttl--;
 	__builtin_memcpy(eth->h_dest, fib.dmac, ETH_ALEN);
 	__builtin_memcpy(eth->h_source, fib.smac, ETH_ALEN);
-	return bpf_redirect(fib.ifindex, 0);
+	rc = bpf_redirect_map(&fwd_ports, fib.ifindex, XDP_PASS);
+	if (rc == XDP_PASS)
+		rc = bpf_redirect(fib.ifindex, 0);
+	return rc;
 }
 
 char LICENSE[] SEC("license") = "Dual MIT/GPL";

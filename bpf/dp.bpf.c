@@ -49,6 +49,20 @@ const volatile __u32 mpt_fastpath = 1;
 /* All zero: the first value of a route's counters (too large for the stack). */
 const volatile struct mpt_route_stats mpt_zero_stats = {};
 
+/*
+ * XDP egress devices by ifindex, private to this loaded object (not state):
+ * user space fills it with the namespace's devices at attach time. A devmap
+ * redirect is resolved by the helper and queued in bulk; a device that is not
+ * in it (added after the attach) is reached with bpf_redirect() instead. The
+ * kernel removes a device from it when the device goes away.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_DEVMAP_HASH);
+	__uint(max_entries, 1024);
+	__type(key, __u32);
+	__type(value, __u32);
+} mpt_tx_ports SEC(".maps");
+
 struct pkt {
 	void *data;
 	void *data_end;
@@ -100,9 +114,9 @@ static __always_inline __u32 csum_words(const void *a, int len)
 	return s;
 }
 
-#define MPT_CSUM_CHUNK 128
+#define MPT_CSUM_CHUNK 64
 /* Longest TCP/UDP segment the XDP path checks (a 9000-byte jumbo frame and then some). */
-#define MPT_CSUM_MAX_CHUNKS 72
+#define MPT_CSUM_MAX_CHUNKS 144
 
 /*
  * Whether the TCP/UDP checksum of the segment at off (len bytes) is complete.
@@ -158,17 +172,114 @@ static long csum_step(__u64 i, void *data)
 	return 0;
 }
 
+/* A block of 2^k bytes at q (k >= 5) by bpf_csum_diff, if the segment has it. */
+#define CSUM_BLOCK(n)                                                          \
+	if (rem & (n)) {                                                       \
+		long r_;                                                       \
+		if (q + (n) > end)                                             \
+			return -1;                                             \
+		r_ = bpf_csum_diff(0, 0, (__be32 *)q, (n), 0);                 \
+		if (r_ < 0)                                                    \
+			return -1;                                             \
+		sum += (__u32)r_;                                              \
+		q += (n);                                                      \
+	}
+
+/*
+ * The sum (in memory order, as bpf_csum_diff gives it) of a segment that lies
+ * wholly in the frame's linear data, read in place: 512-byte blocks, then one
+ * block of each power of two the rest has, the last words and bytes added
+ * inline. -1 when the segment is not linear or longer than this handles.
+ */
+static __always_inline __s64 csum_linear(struct xdp_md *ctx, __u32 off, __u32 len)
+{
+	void *data = (void *)(long)ctx->data;
+	void *end = (void *)(long)ctx->data_end;
+	__u64 sum = 0;
+	__u32 rem = len;
+	void *q;
+	int i;
+
+	if (off > 127 || len > 512 * 8)
+		return -1;
+	/* bounds the verifier can see (the compiler must not drop the masks) */
+	barrier_var(off);
+	off &= 127;
+	barrier_var(len);
+	len &= 8191;
+	rem = len;
+	q = data + off;
+	if (q + len > end || q + len < q)
+		return -1;
+	for (i = 0; i < 8; i++) {
+		long r;
+
+		if (rem < 512)
+			break;
+		if (q + 512 > end)
+			return -1;
+		r = bpf_csum_diff(0, 0, (__be32 *)q, 512, 0);
+		if (r < 0)
+			return -1;
+		sum += (__u32)r;
+		q += 512;
+		rem -= 512;
+	}
+	if (rem >= 512)
+		return -1;
+	CSUM_BLOCK(256)
+	CSUM_BLOCK(128)
+	CSUM_BLOCK(64)
+	CSUM_BLOCK(32)
+	/* then up to 7 whole words */
+	for (i = 0; i < 7; i++) {
+		if ((__u32)i >= ((rem & 31) >> 2))
+			break;
+		if (q + 4 > end)
+			return -1;
+		sum += *(__u32 *)q;
+		q += 4;
+	}
+	/* 1 to 3 last bytes, as the zero-padded word they start */
+	if (rem & 3) {
+		__u8 *b = q;
+		__u32 w = 0;
+
+		if ((void *)(b + 1) > end)
+			return -1;
+		w = b[0];
+		if ((rem & 3) > 1) {
+			if ((void *)(b + 2) > end)
+				return -1;
+			w |= (__u32)b[1] << 8;
+		}
+		if ((rem & 3) > 2) {
+			if ((void *)(b + 3) > end)
+				return -1;
+			w |= (__u32)b[2] << 16;
+		}
+		sum += w;
+	}
+	return sum;
+}
+
 __noinline int mpt_l4_csum_ok(struct xdp_md *ctx, __u32 off, __u32 len, __u32 pseudo)
 {
 	struct csum_ctx c = { .xdp = ctx, .off = off, .len = len };
+	__s64 lin;
 	__u64 sum;
 
 	if (!ctx || len == 0 || len > MPT_CSUM_CHUNK * MPT_CSUM_MAX_CHUNKS)
 		return 0;
-	bpf_loop(MPT_CSUM_MAX_CHUNKS, csum_step, &c, 0);
-	if (c.failed)
-		return 0;
-	sum = c.sum;
+	lin = csum_linear(ctx, off, len);
+	if (lin >= 0) {
+		sum = lin;
+	} else {
+		bpf_loop(MPT_CSUM_MAX_CHUNKS, csum_step, &c, 0);
+		if (c.failed)
+			return 0;
+		sum = c.sum;
+	}
 	while (sum >> 16)
 		sum = (sum & 0xffff) + (sum >> 16);
 	/* bpf_csum_diff sums in memory order (little-endian here): swap to host order */
@@ -872,7 +983,11 @@ int mpt_dp_xdp(struct xdp_md *ctx)
 	}
 	count_route(rt, nh, p.len);
 	count_reason(MPT_R_REDIRECTED);
-	return bpf_redirect(ifindex, 0);
+	{
+		long act = bpf_redirect_map(&mpt_tx_ports, (__u32)ifindex, XDP_PASS);
+
+		return act == XDP_PASS ? bpf_redirect(ifindex, 0) : act;
+	}
 }
 
 SEC("tcx/ingress")

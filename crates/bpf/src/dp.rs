@@ -248,6 +248,18 @@ pub fn attach(
     let skel = open
         .load()
         .map_err(bpf("load the dataplane BPF object (verifier)"))?;
+    if mode != Mode::Tc {
+        // XDP redirects through this object's devmap: every device there is now (a devmap
+        // resolves ifindexes in the calling thread's namespace, which is the target's).
+        // Devices that cannot be put there (or come later) are reached by bpf_redirect().
+        for (ifx, _) in devices() {
+            let k = ifx.to_ne_bytes();
+            let _ = skel
+                .maps
+                .mpt_tx_ports
+                .update(&k, &k, libbpf_rs::MapFlags::ANY);
+        }
+    }
     match mode {
         Mode::Xdp | Mode::XdpGeneric => {
             let fd = skel.progs.mpt_dp_xdp.as_fd().as_raw_fd();

@@ -84,6 +84,9 @@ enum BenchWhat {
         /// Send UDP without checksum (0) instead of with a valid one.
         #[arg(long)]
         zero_udp_checksum: bool,
+        /// Leave out the TCP throughput part.
+        #[arg(long)]
+        no_tcp: bool,
     },
 }
 
@@ -126,8 +129,15 @@ fn run(task: Task) -> Result<bool> {
                     runs,
                     threads,
                     zero_udp_checksum,
+                    no_tcp,
                 },
-        } => bench::forward::run(seconds, runs, threads, !zero_udp_checksum),
+        } => bench::forward::run(&bench::forward::Opts {
+            seconds,
+            runs,
+            threads,
+            udp_csum: !zero_udp_checksum,
+            tcp: !no_tcp,
+        }),
     }
 }
 

@@ -46,6 +46,7 @@ use std::time::{Duration, Instant};
 use anyhow::{anyhow, ensure, Context, Result};
 use libbpf_rs::skel::{OpenSkel, SkelBuilder};
 use libbpf_rs::{ErrorKind, Link, MapCore, MapFlags, OpenObject, ProgramInput, ProgramMut};
+use mpt_bpf::skel::bench_fwd::{BenchFwdSkel, BenchFwdSkelBuilder};
 use mpt_bpf::skel::gen::{GenSkel, GenSkelBuilder};
 use mpt_bpf::skel::sink::SinkSkelBuilder;
 use nix::sched::{sched_setaffinity, setns, CloneFlags, CpuSet};
@@ -90,15 +91,19 @@ const USER_NOISE_PCT: f64 = 2.0;
 enum Case {
     Ceiling,
     Kernel,
+    /// `mpt_bench_fwd` (bpf/bench_fwd.bpf.c) on `vin`: the calibration forwarder of the
+    /// reference measurements, one FIB lookup and a devmap redirect, nothing else.
+    Minimal,
     XdpManaged,
     TcManaged,
     XdpUnmanaged,
 }
 
 impl Case {
-    const ALL: [Case; 5] = [
+    const ALL: [Case; 6] = [
         Case::Ceiling,
         Case::Kernel,
+        Case::Minimal,
         Case::XdpManaged,
         Case::TcManaged,
         Case::XdpUnmanaged,
@@ -108,6 +113,7 @@ impl Case {
         match self {
             Case::Ceiling => "ceiling (R drops in XDP)",
             Case::Kernel => "kernel forwarding",
+            Case::Minimal => "minimal xdp forwarder",
             Case::XdpManaged => "mproute xdp, managed",
             Case::TcManaged => "mproute tc, managed",
             Case::XdpUnmanaged => "mproute xdp, unmanaged",
@@ -191,6 +197,7 @@ struct Topology {
     h2: Netns,
     h1_eth0: Dev,
     vin: Dev,
+    vout: Dev,
     h2_eth0: Dev,
 }
 
@@ -269,6 +276,7 @@ impl Topology {
             h2,
             h1_eth0,
             vin,
+            vout,
             h2_eth0,
         })
     }
@@ -546,8 +554,41 @@ fn count(map: &impl MapCore, slot: u32) -> Result<u64> {
     Ok(sum)
 }
 
+/// Run time and run count (`BPF_ENABLE_STATS`) of the XDP program on `ifindex` in `ns`.
+fn xdp_prog_stats(ns: &str, ifindex: u32) -> Result<(u64, u64)> {
+    on_this_thread_in(ns, || {
+        let mut id = 0u32;
+        // SAFETY: id is a valid out pointer.
+        let rc = unsafe { libbpf_sys::bpf_xdp_query_id(i32::try_from(ifindex)?, 0, &mut id) };
+        ensure!(
+            rc == 0 && id != 0,
+            "no XDP program on ifindex {ifindex} in {ns}"
+        );
+        // SAFETY: returns an fd or a negative errno.
+        let fd = unsafe { libbpf_sys::bpf_prog_get_fd_by_id(id) };
+        ensure!(fd >= 0, "open XDP program {id}: error {fd}");
+        // SAFETY: fd is ours, closed when `_owned` drops.
+        let _owned = unsafe { <std::os::fd::OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(fd) };
+        let mut info = libbpf_sys::bpf_prog_info::default();
+        let mut len = std::mem::size_of::<libbpf_sys::bpf_prog_info>() as u32;
+        // SAFETY: info and len describe a buffer of that size.
+        let rc = unsafe { libbpf_sys::bpf_prog_get_info_by_fd(fd, &mut info, &mut len) };
+        ensure!(rc == 0, "info of XDP program {id}: error {rc}");
+        Ok((info.run_time_ns, info.run_cnt))
+    })
+}
+
+/// Turns the kernel's BPF run-time statistics on until the returned fd is closed.
+fn enable_bpf_stats() -> Result<std::os::fd::OwnedFd> {
+    // SAFETY: returns an fd or a negative errno.
+    let fd = unsafe { libbpf_sys::bpf_enable_stats(libbpf_sys::BPF_STATS_RUN_TIME) };
+    ensure!(fd >= 0, "BPF_ENABLE_STATS: error {fd}");
+    // SAFETY: a fresh fd we own.
+    Ok(unsafe { <std::os::fd::OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(fd) })
+}
+
 /// mproute in R.
-#[derive(Debug)]
+#[derive(Debug, Clone, Copy)]
 struct Mproute<'a> {
     bin: &'a Path,
     ns: &'a str,
@@ -594,16 +635,21 @@ struct Figures {
     cpu: [u64; 8],
     /// mproute's verdict counters over the runs.
     verdicts: BTreeMap<String, u64>,
+    /// Profile pass: ns per run of the XDP program on R's `vin`, per run.
+    prog_ns: Vec<f64>,
 }
 
 /// Everything that stays loaded for the whole benchmark.
 struct Bench<'a, 'o> {
     topo: &'a Topology,
     sink: &'a mpt_bpf::skel::sink::SinkSkel<'o>,
+    minimal: &'a BenchFwdSkel<'o>,
     mproute: Mproute<'a>,
     udp_csum: bool,
     seconds: u32,
     threads: u32,
+    /// Profile pass (BPF run-time statistics on): read the run time of `vin`'s program.
+    profile: bool,
 }
 
 impl Bench<'_, '_> {
@@ -622,6 +668,11 @@ impl Bench<'_, '_> {
                 &self.sink.progs.mpt_bench_pass,
                 self.topo.vin,
             )?),
+            None if case == Case::Minimal => Some(attach_xdp(
+                rn,
+                &self.minimal.progs.mpt_bench_fwd,
+                self.topo.vin,
+            )?),
             None => None,
         };
         if let Some(mode) = case.mproute() {
@@ -638,6 +689,14 @@ impl Bench<'_, '_> {
             Some(_) => Some(self.mproute.counters()?),
             None => None,
         };
+        let prof = |on: bool| -> Result<Option<(u64, u64)>> {
+            if on && (case.is_xdp() || matches!(case, Case::Ceiling | Case::Minimal)) {
+                xdp_prog_stats(rn, self.topo.vin.ifindex).map(Some)
+            } else {
+                Ok(None)
+            }
+        };
+        let s0 = prof(self.profile)?;
         let (d0, p0, c0) = (count(cnt, slot)?, count(cnt, SLOT_PASS)?, cpu_ticks()?);
         let elapsed = generate(
             self.topo,
@@ -649,6 +708,24 @@ impl Bench<'_, '_> {
         // What is still in the veth rings is processed at once; give it a moment.
         std::thread::sleep(Duration::from_millis(20));
         let (d1, p1, c1) = (count(cnt, slot)?, count(cnt, SLOT_PASS)?, cpu_ticks()?);
+        if let (Some((t0, n0)), Some((t1, n1))) = (s0, prof(self.profile)?) {
+            let n = n1.saturating_sub(n0).max(1);
+            let ns = t1.saturating_sub(t0) as f64 / n as f64;
+            f.prog_ns.push(ns);
+            println!(
+                "bench: profile: {:<24} {ns:.0} ns per run of vin's XDP program ({n} runs)",
+                case.label()
+            );
+        }
+        if self.profile {
+            if case.mproute().is_some() {
+                self.mproute
+                    .run(&["dataplane", "detach", "dev", "vin"])
+                    .with_context(|| format!("{}: detach", case.label()))?;
+            }
+            drop(vin_link);
+            return Ok(());
+        }
         let secs = elapsed.as_secs_f64();
         let mpps = d1.saturating_sub(d0) as f64 / secs / 1e6;
         f.mpps.push(mpps);
@@ -786,6 +863,18 @@ fn print_results(
         let o = other_verdicts(&f.verdicts);
         if !o.is_empty() {
             println!("note: {}: other dataplane verdicts: {o}", case.label());
+        }
+    }
+
+    println!();
+    println!(
+        "Run time of the XDP program on R's vin (one more run per case with the kernel's BPF \
+         statistics on, ns per packet; the rest of a packet's time is the generator, the veths \
+         and the sink)"
+    );
+    for (case, f) in figs {
+        if let Some(ns) = f.prog_ns.first() {
+            println!("  {:<24} {ns:>6.0} ns", case.label());
         }
     }
 
@@ -955,9 +1044,27 @@ fn tcp_figures(bin: &Path, seconds: u32, runs: u32) -> Result<()> {
     Ok(())
 }
 
-/// `cargo xtask bench forward [--seconds S] [--runs K] [--threads T] [--zero-udp-checksum]`;
-/// `Ok(false)`: some run delivered nothing.
-pub fn run(seconds: u32, runs: u32, threads: u32, udp_csum: bool) -> Result<bool> {
+/// Options of `cargo xtask bench forward`.
+#[derive(Debug, Clone, Copy)]
+pub struct Opts {
+    pub seconds: u32,
+    pub runs: u32,
+    pub threads: u32,
+    pub udp_csum: bool,
+    /// Also measure TCP throughput.
+    pub tcp: bool,
+}
+
+/// `cargo xtask bench forward [--seconds S] [--runs K] [--threads T] [--zero-udp-checksum]
+/// [--no-tcp]`; `Ok(false)`: some run delivered nothing.
+pub fn run(o: &Opts) -> Result<bool> {
+    let Opts {
+        seconds,
+        runs,
+        threads,
+        udp_csum,
+        tcp,
+    } = *o;
     util::require_root("bench forward")?;
     ensure!(
         seconds > 0 && runs > 0 && threads > 0,
@@ -983,6 +1090,21 @@ pub fn run(seconds: u32, runs: u32, threads: u32, udp_csum: bool) -> Result<bool
         .load()
         .context("load sink.bpf.o (verifier)")?;
     let _sink_link = attach_xdp(topo.h2.name(), &sink.progs.mpt_bench_sink, topo.h2_eth0)?;
+    let mut minimal_obj = MaybeUninit::<OpenObject>::uninit();
+    let minimal = BenchFwdSkelBuilder::default()
+        .open(&mut minimal_obj)
+        .context("open bench_fwd.bpf.o")?
+        .load()
+        .context("load bench_fwd.bpf.o (verifier)")?;
+    // A devmap resolves its ifindexes in the namespace of the thread that writes them.
+    on_this_thread_in(topo.r.name(), || {
+        let k = topo.vout.ifindex.to_ne_bytes();
+        minimal
+            .maps
+            .fwd_ports
+            .update(&k, &k, MapFlags::ANY)
+            .context("put R's vout into the minimal forwarder's devmap")
+    })?;
     let mproute = Mproute {
         bin: &bin,
         ns: topo.r.name(),
@@ -1000,16 +1122,32 @@ pub fn run(seconds: u32, runs: u32, threads: u32, udp_csum: bool) -> Result<bool
     let bench = Bench {
         topo: &topo,
         sink: &sink,
+        minimal: &minimal,
         mproute,
         udp_csum,
         seconds,
         threads,
+        profile: false,
     };
     let mut figs: Vec<(Case, Figures)> =
         Case::ALL.iter().map(|c| (*c, Figures::default())).collect();
     for _ in 0..runs {
         for (case, f) in figs.iter_mut() {
             bench.one(*case, f)?;
+        }
+    }
+    // Then one run of each XDP case with the kernel's BPF run-time statistics on (they cost
+    // two clock reads per program run, so the rates above are taken without them).
+    {
+        let _stats = enable_bpf_stats()?;
+        let profile = Bench {
+            profile: true,
+            ..bench
+        };
+        for (case, f) in figs.iter_mut() {
+            if case.is_xdp() || matches!(case, Case::Ceiling | Case::Minimal) {
+                profile.one(*case, f)?;
+            }
         }
     }
     let ok = print_results(&figs, seconds, runs, threads, udp_csum);
@@ -1019,7 +1157,9 @@ pub fn run(seconds: u32, runs: u32, threads: u32, udp_csum: bool) -> Result<bool
     // The packet-rate topology (its sink on H2 drops everything) goes before the TCP one.
     let _ = bench;
     drop(topo);
-    tcp_figures(&bin, seconds, runs)?;
+    if tcp {
+        tcp_figures(&bin, seconds, runs)?;
+    }
     Ok(ok)
 }
 

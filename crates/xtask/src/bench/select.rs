@@ -212,7 +212,8 @@ pub(super) fn ip_checksum(h: &[u8]) -> u16 {
     !(sum as u16)
 }
 
-/// A 64-byte Ethernet + IPv4 + UDP frame (UDP checksum 0, allowed for IPv4).
+/// A 64-byte Ethernet + IPv4 + UDP frame with a valid UDP checksum (which the XDP dataplane
+/// verifies, as it must for every packet it redirects).
 fn udp_frame(f: &Flow, ttl: u8) -> [u8; FRAME] {
     let mut p = [0u8; FRAME];
     p[0..6].copy_from_slice(&[0x02, 0, 0, 0, 0, 0x01]);
@@ -233,6 +234,16 @@ fn udp_frame(f: &Flow, ttl: u8) -> [u8; FRAME] {
     udp[0..2].copy_from_slice(&f.sport.to_be_bytes());
     udp[2..4].copy_from_slice(&f.dport.to_be_bytes());
     udp[4..6].copy_from_slice(&(ip_len - 20).to_be_bytes());
+    let mut pseudo = Vec::with_capacity(12 + FRAME - 34);
+    pseudo.extend_from_slice(&p[26..34]);
+    pseudo.extend_from_slice(&[0, IPPROTO_UDP]);
+    pseudo.extend_from_slice(&(ip_len - 20).to_be_bytes());
+    pseudo.extend_from_slice(&p[34..]);
+    let c = match ip_checksum(&pseudo) {
+        0 => 0xffff,
+        c => c,
+    };
+    p[40..42].copy_from_slice(&c.to_be_bytes());
     p
 }
 
