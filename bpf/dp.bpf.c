@@ -63,6 +63,37 @@ struct {
 	__type(value, __u32);
 } mpt_tx_ports SEC(".maps");
 
+/*
+ * Per-CPU cache of the gateway lookups of managed nexthops: the MACs
+ * bpf_fib_lookup gave for (device, gateway) and the longest packet known to fit
+ * the device's MTU, trusted for the jiffy it was taken in and the next one
+ * (at most 2 ticks: 8 ms at HZ=250). It saves the second FIB lookup of the
+ * managed path; a changed neighbour, MTU or link shows within that time.
+ * Private to this loaded object, not state.
+ */
+struct nh_cache_key {
+	__u32 ifindex;
+	__u32 family;
+	__u8 gw[16];
+};
+
+struct nh_cache_val {
+	__u64 jiffies;
+	__u8 dmac[ETH_ALEN];
+	__u8 smac[ETH_ALEN];
+	__u16 ok_len; /* longest L3 length that passed the MTU check (0: GSO only) */
+	__u16 pad;
+};
+
+#define MPT_NH_CACHE_TICKS 1
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_PERCPU_HASH);
+	__uint(max_entries, 4096);
+	__type(key, struct nh_cache_key);
+	__type(value, struct nh_cache_val);
+} mpt_nh_cache SEC(".maps");
+
 struct pkt {
 	void *data;
 	void *data_end;
@@ -813,6 +844,55 @@ static __always_inline int fast_path(void *ctx, struct pkt *p, struct bpf_fib_lo
 }
 
 /*
+ * A fresh cached gateway lookup for nexthop n and a packet of L3 length need
+ * (0: a GSO skb): fills fib's MACs and returns 1.
+ */
+__noinline int mpt_nh_cached(const struct mpt_nh *n, __u32 need, struct bpf_fib_lookup *fib)
+{
+	struct nh_cache_key k = {};
+	struct nh_cache_val *v;
+
+	if (!n || !fib)
+		return 0;
+	k.ifindex = n->ifindex;
+	k.family = n->family;
+	__builtin_memcpy(k.gw, n->gw, 16);
+	v = bpf_map_lookup_elem(&mpt_nh_cache, &k);
+	if (!v || bpf_jiffies64() - v->jiffies > MPT_NH_CACHE_TICKS || need > v->ok_len)
+		return 0;
+	__builtin_memcpy(fib->dmac, v->dmac, ETH_ALEN);
+	__builtin_memcpy(fib->smac, v->smac, ETH_ALEN);
+	fib->ifindex = n->ifindex;
+	return 1;
+}
+
+/* Remember a successful gateway lookup (fib) of nexthop n for a packet of L3 length need. */
+__noinline int mpt_nh_remember(const struct mpt_nh *n, __u32 need, const struct bpf_fib_lookup *fib)
+{
+	struct nh_cache_key k = {};
+	struct nh_cache_val nv = {}, *v;
+	__u64 now = bpf_jiffies64();
+
+	if (!n || !fib)
+		return 0;
+	k.ifindex = n->ifindex;
+	k.family = n->family;
+	__builtin_memcpy(k.gw, n->gw, 16);
+	nv.jiffies = now;
+	nv.ok_len = need;
+	__builtin_memcpy(nv.dmac, fib->dmac, ETH_ALEN);
+	__builtin_memcpy(nv.smac, fib->smac, ETH_ALEN);
+	v = bpf_map_lookup_elem(&mpt_nh_cache, &k);
+	/* within one tick, what fitted still fits (same MACs: same answer) */
+	if (v && v->jiffies == now && v->ok_len > need &&
+	    __builtin_memcmp(v->dmac, nv.dmac, ETH_ALEN) == 0 &&
+	    __builtin_memcmp(v->smac, nv.smac, ETH_ALEN) == 0)
+		nv.ok_len = v->ok_len;
+	bpf_map_update_elem(&mpt_nh_cache, &k, &nv, BPF_ANY);
+	return 0;
+}
+
+/*
  * The decision, common to both hooks. Returns the egress ifindex (> 0) with
  * *fib filled for a redirect, or -(reason) to hand the packet to the stack.
  * *neigh is set when the gateway's neighbour is unresolved (tc can still
@@ -897,6 +977,8 @@ static __always_inline int decide(void *ctx, struct xdp_md *xdp, struct pkt *p,
 		idx &= MPT_MAX_NH - 1;
 		n = &g->nh[idx];
 
+		if (n->family && mpt_nh_cached(n, p->gso ? 0 : p->tot_len, fib))
+			return n->ifindex;
 		__builtin_memset(fib, 0, sizeof(*fib));
 		fib->ifindex = n->ifindex;
 		fib->tot_len = p->gso ? 0 : p->tot_len;
@@ -935,6 +1017,8 @@ static __always_inline int decide(void *ctx, struct xdp_md *xdp, struct pkt *p,
 			return -MPT_R_NO_NEXTHOP;
 		if (fib->ifindex != n->ifindex)
 			return -MPT_R_NO_NEXTHOP; /* gateway not reachable through its device */
+		if (n->family)
+			mpt_nh_remember(n, p->gso ? 0 : p->tot_len, fib);
 		return n->ifindex;
 	}
 }
