@@ -24,13 +24,20 @@
 //!   `eth0` one, and when R has no XDP program of its own (kernel forwarding, tc) `vin` gets
 //!   `mpt_bench_pass`, which counts and passes; its count is the rate offered to R.
 //! - Cases: ceiling (`mpt_bench_drop` on `vin`: generator + veth + drop, no forwarding), kernel
-//!   forwarding, mproute's XDP and tc dataplane on `vin` for a managed route (destination
+//!   forwarding, the minimal XDP forwarder (`mpt_bench_fwd`, bpf/bench_fwd.bpf.c: one FIB
+//!   lookup and a devmap redirect, what the reference measurements call the calibration
+//!   forwarder), mproute's XDP and tc dataplane on `vin` for a managed route (destination
 //!   198.18.0.1), and mproute's XDP for an unmanaged destination (10.20.0.2, the connected
 //!   network on `vout`), which a dataplane without a fast path hands to the kernel (counted as
-//!   `no-route`). `--runs` rounds of all five in turn, medians: the kernel's own rate moves
+//!   `no-route`). `--runs` rounds of all six in turn, medians: the kernel's own rate moves
 //!   by ±20 % between sittings on this kind of machine, so only figures from one run compare.
+//! - Profile: then one more run of each XDP case with `BPF_ENABLE_STATS` on, which gives the
+//!   run time per packet of the program on `vin` (the statistics cost two clock reads per run,
+//!   about 60 ns here, included; that is why the rates are taken without them).
 //! - CPU: `/proc/stat` deltas over each case's runs (all CPUs): on veth the whole receive
 //!   chain, R and H2 included, runs on the sending CPU.
+//! - TCP (unless `--no-tcp`): one stream from H1 to H2, default offloads, kernel forwarding
+//!   against mproute auto, xdp-generic and xdp.
 
 use std::collections::BTreeMap;
 use std::fs::File;
