@@ -934,6 +934,9 @@ static __always_inline int decide(void *ctx, struct xdp_md *xdp, struct pkt *p,
 	__builtin_memset(fib, 0, sizeof(*fib));
 	fib->family = p->family;
 	fib->ifindex = p->ingress_ifindex;
+	/* the packet's own ports: rules may select by them (ipproto, sport, dport) */
+	fib->sport = p->sport_be;
+	fib->dport = p->dport_be;
 	if (p->family == AF_INET) {
 		struct iphdr *ip = p->l3;
 
@@ -951,6 +954,7 @@ static __always_inline int decide(void *ctx, struct xdp_md *xdp, struct pkt *p,
 		__builtin_memcpy(fib->ipv6_src, &ip6->saddr, 16);
 		__builtin_memcpy(fib->ipv6_dst, &ip6->daddr, 16);
 		fib->l4_protocol = ip6->nexthdr;
+		fib->flowinfo = *(__be32 *)ip6 & bpf_htonl(0x0FFFFFFF);
 	}
 	rc = bpf_fib_lookup(ctx, fib, sizeof(*fib), BPF_FIB_LOOKUP_SKIP_NEIGH);
 	if (rc != BPF_FIB_LKUP_RET_SUCCESS)

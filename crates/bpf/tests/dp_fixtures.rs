@@ -201,6 +201,9 @@ const KERNEL_ROUTES: &[&str] = &[
     "route add 100.67.0.0/16 nexthop via 10.1.0.2 dev e1 nexthop via 10.2.0.2 dev e2",
     // A more specific route of the operator's inside the managed 198.51.100.0/24.
     "route add 198.51.100.160/28 via 10.3.0.2 dev e3",
+    // A rule of the operator's by port: UDP to port 5353 is routed by table 100, via e3.
+    "rule add ipproto udp dport 5353 table 100 priority 100",
+    "route add 198.51.100.0/24 via 10.3.0.2 dev e3 table 100",
     "route add unreachable 198.51.100.224/28",
     "route add blackhole 2001:db8:100:fe::/64",
     // Device (gateway-less) nexthops, with permanent neighbours for one on-link host.
@@ -2345,6 +2348,18 @@ fn more_specific_kernel_route_inside_a_managed_prefix_wins() {
                 IN0,
                 Expect::Pass(Reason::NoRoute),
                 "198.51.100.165: the kernel's 198.51.100.160/28 via e3 beats the managed /24",
+            );
+        }
+        // A rule by port sends UDP to port 5353 to another table: the kernel's lookup sees
+        // the packet's ports, so must ours.
+        let f = udp_frame("10.0.0.10", "198.51.100.155", 4000, 5353, 18);
+        for hook in HOOKS {
+            fx.check(
+                hook,
+                &f,
+                IN0,
+                Expect::Pass(Reason::NoRoute),
+                "198.51.100.155 UDP port 5353: a rule routes it by table 100",
             );
         }
         // Next to it, still in the managed /24 and no more specific kernel route: ours.
