@@ -46,6 +46,14 @@ const volatile __u32 mpt_table = MPT_RT_TABLE_MAIN;
 const volatile __u32 mpt_xdp_generic = 0;
 /* Forward destinations that are not managed routes by the kernel FIB (router fast path). */
 const volatile __u32 mpt_fastpath = 1;
+/*
+ * XDP: the device this object is attached to and its MAC. Like the kernel
+ * (ip_rcv drops PACKET_OTHERHOST, ip_forward anything but PACKET_HOST), the
+ * dataplane forwards only frames sent to that address. 0: not set (a test run),
+ * no check. tc reads the skb's pkt_type instead.
+ */
+const volatile __u32 mpt_if_index = 0;
+const volatile __u8 mpt_if_mac[6] = {};
 /* All zero: the first value of a route's counters (too large for the stack). */
 const volatile struct mpt_route_stats mpt_zero_stats = {};
 
@@ -104,6 +112,7 @@ struct pkt {
 	__u8 vlan;        /* carries one VLAN tag */
 	__u16 tot_len;    /* L3 length, for the MTU check (0: skip) */
 	__u8 gso;         /* a GSO skb: its segments, not its length, meet the MTU */
+	__u8 not_host;    /* not sent to the ingress device's own address (reported after parse) */
 	struct mpt_flow_key key;
 	int l4;           /* hash ports too */
 	__be16 sport_be;  /* the packet's own ports (the key may hold an ICMP error's inner ones) */
@@ -888,7 +897,10 @@ __noinline int mpt_nh_remember(const struct mpt_nh *n, __u32 need, const struct 
 	    __builtin_memcmp(v->dmac, nv.dmac, ETH_ALEN) == 0 &&
 	    __builtin_memcmp(v->smac, nv.smac, ETH_ALEN) == 0)
 		nv.ok_len = v->ok_len;
-	bpf_map_update_elem(&mpt_nh_cache, &k, &nv, BPF_ANY);
+	if (v)
+		*v = nv; /* this CPU's own value: no new element, no LRU work */
+	else
+		bpf_map_update_elem(&mpt_nh_cache, &k, &nv, BPF_NOEXIST);
 	return 0;
 }
 
@@ -911,6 +923,8 @@ static __always_inline int decide(void *ctx, struct xdp_md *xdp, struct pkt *p,
 	r = parse(p);
 	if (r)
 		return -(int)r;
+	if (p->not_host)
+		return -MPT_R_NOT_HOST;
 	/*
 	 * XDP: a packet whose TCP/UDP checksum is not complete goes up as an skb before
 	 * anything is chosen for it (the per-CPU round robin and DRR state must count it
@@ -1040,6 +1054,16 @@ int mpt_dp_xdp(struct xdp_md *ctx)
 	int nh = -1, neigh = 0, ifindex;
 
 	p.len = p.data_end - p.data;
+	if (mpt_if_index && ctx->ingress_ifindex == mpt_if_index) {
+		struct ethhdr *eth = p.data;
+
+		if ((void *)(eth + 1) > p.data_end) {
+			count_reason(MPT_R_MALFORMED);
+			return XDP_PASS;
+		}
+		p.not_host = *(__u32 *)eth->h_dest != *(const volatile __u32 *)mpt_if_mac ||
+			     *(__u16 *)&eth->h_dest[4] != *(const volatile __u16 *)&mpt_if_mac[4];
+	}
 	ifindex = decide(ctx, ctx, &p, &fib, &nh, &rt, &neigh);
 	if (ifindex <= 0 || neigh) {
 		count_reason(ifindex <= 0 ? (__u32)-ifindex : MPT_R_NO_NEIGH);
@@ -1094,6 +1118,8 @@ int mpt_dp_tc(struct __sk_buff *skb)
 	struct mpt_dp_route *rt = 0;
 	int nh = -1, neigh = 0, ifindex;
 
+	/* PACKET_HOST (0) only, as ip_forward */
+	p.not_host = skb->pkt_type != 0;
 	ifindex = decide(skb, 0, &p, &fib, &nh, &rt, &neigh);
 	if (ifindex <= 0) {
 		count_reason((__u32)-ifindex);

@@ -545,11 +545,16 @@ fn send_flows(ns: &Netns, kind: Kind, flows: &[FlowSpec]) {
 }
 
 /// Counters that grew from `a` to `b` for packets handed to the stack, leaving out what the
-/// links carry on their own (ARP: not-ip; MLD/ND with hop limit 1 or 255 to multicast: ttl,
-/// local).
+/// links carry on their own (ARP: not-ip; MLD/ND to multicast MACs: not-host, or ttl/local
+/// for its hop limit 1 or 255 and its multicast destination).
 fn passed_up(a: &BTreeMap<String, u64>, b: &BTreeMap<String, u64>) -> Vec<(String, u64)> {
     b.keys()
-        .filter(|k| !matches!(k.as_str(), "redirected" | "not-ip" | "ttl" | "local"))
+        .filter(|k| {
+            !matches!(
+                k.as_str(),
+                "redirected" | "not-ip" | "not-host" | "ttl" | "local"
+            )
+        })
         .map(|k| (k.clone(), grew(a, b, k)))
         .filter(|(_, n)| *n > 0)
         .collect()

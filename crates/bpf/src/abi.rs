@@ -21,7 +21,7 @@ use core::mem::{offset_of, size_of};
 use crate::skel::state::types as btf;
 
 /// `MPT_ABI_VERSION`: layout version of every struct in this module.
-pub const ABI_VERSION: u32 = 4;
+pub const ABI_VERSION: u32 = 5;
 /// `MPT_MAX_ROUTES`: `max_entries` of the `mpt_routes` map.
 pub const MAX_ROUTES: u32 = 1 << 20;
 
@@ -216,7 +216,7 @@ pub struct MptPcpuState {
 }
 
 /// `MPT_R_MAX`: number of [`Reason`]s, `max_entries` of `mpt_reasons`.
-pub const R_MAX: u32 = 15;
+pub const R_MAX: u32 = 16;
 
 /// `enum mpt_reason`: why a packet went to the stack; the index of the
 /// per-CPU `mpt_reasons` array (`u64` packet counters). Index 0 counts the
@@ -255,6 +255,9 @@ pub enum Reason {
     /// `MPT_R_L4_CSUM`: XDP saw a TCP/UDP checksum that is not complete (a local stack's
     /// `CHECKSUM_PARTIAL` packet, which an XDP redirect would send out broken).
     L4Csum = 14,
+    /// `MPT_R_NOT_HOST`: the Ethernet destination is not the ingress device's own address
+    /// (another host's, broadcast, multicast): the kernel forwards only frames sent to it.
+    NotHost = 15,
 }
 
 impl Reason {
@@ -275,6 +278,7 @@ impl Reason {
         Reason::NoNexthop,
         Reason::Vlan,
         Reason::L4Csum,
+        Reason::NotHost,
     ];
 
     /// The `mpt_reasons` index (`MPT_R_*` value).
@@ -309,6 +313,7 @@ impl Reason {
             Reason::NoNexthop => "no-nexthop",
             Reason::Vlan => "vlan",
             Reason::L4Csum => "l4-csum",
+            Reason::NotHost => "not-host",
         }
     }
 }

@@ -174,6 +174,58 @@ pub fn attachments_on(ifindex: u32) -> Result<Vec<Attachment>, StateError> {
     Ok(v)
 }
 
+/// The Ethernet address of device `ifindex` in the calling thread's namespace; `None` for a
+/// device that has none (not ARPHRD_ETHER).
+pub fn ether_addr(ifindex: u32) -> Result<Option<[u8; 6]>, StateError> {
+    let mut name = [0 as libc::c_char; libc::IF_NAMESIZE];
+    // SAFETY: name has IF_NAMESIZE bytes, as if_indextoname requires.
+    if unsafe { libc::if_indextoname(ifindex, name.as_mut_ptr()) }.is_null() {
+        return Err(sys(
+            format!("name of ifindex {ifindex}"),
+            -io::Error::last_os_error()
+                .raw_os_error()
+                .unwrap_or(libc::ENODEV),
+        ));
+    }
+    // SAFETY: a plain socket call; the fd is owned below.
+    let fd = unsafe { libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0) };
+    if fd < 0 {
+        return Err(sys(
+            "socket for SIOCGIFHWADDR",
+            -io::Error::last_os_error()
+                .raw_os_error()
+                .unwrap_or(libc::EIO),
+        ));
+    }
+    // SAFETY: fd is a fresh socket we own.
+    let sock = unsafe { OwnedFd::from_raw_fd(fd) };
+    // SAFETY: ifreq is plain old data; all zero is a valid value.
+    let mut ifr: libc::ifreq = unsafe { std::mem::zeroed() };
+    for (d, s) in ifr.ifr_name.iter_mut().zip(name.iter()) {
+        *d = *s;
+    }
+    // SAFETY: SIOCGIFHWADDR reads ifr_name and fills ifr_hwaddr of a valid ifreq.
+    let rc = unsafe { libc::ioctl(sock.as_raw_fd(), libc::SIOCGIFHWADDR, &mut ifr) };
+    if rc < 0 {
+        return Err(sys(
+            format!("hardware address of ifindex {ifindex}"),
+            -io::Error::last_os_error()
+                .raw_os_error()
+                .unwrap_or(libc::EIO),
+        ));
+    }
+    // SAFETY: SIOCGIFHWADDR filled the ifr_hwaddr member of the union.
+    let sa = unsafe { ifr.ifr_ifru.ifru_hwaddr };
+    if sa.sa_family != libc::ARPHRD_ETHER {
+        return Ok(None);
+    }
+    let mut mac = [0u8; 6];
+    for (m, b) in mac.iter_mut().zip(sa.sa_data.iter()) {
+        *m = *b as u8;
+    }
+    Ok(Some(mac))
+}
+
 /// Every device of the calling thread's namespace: (ifindex, name).
 pub fn devices() -> Vec<(u32, String)> {
     let mut out = Vec::new();
@@ -221,6 +273,11 @@ pub fn attach(
         Some(ro) => {
             ro.mpt_fastpath = u32::from(fastpath);
             ro.mpt_xdp_generic = u32::from(mode == Mode::XdpGeneric);
+            // XDP forwards only frames sent to the device's own MAC (tc reads pkt_type).
+            if let Some(mac) = ether_addr(ifindex)? {
+                ro.mpt_if_index = ifindex;
+                ro.mpt_if_mac = mac;
+            }
         }
         None => {
             return Err(StateError::Sys {

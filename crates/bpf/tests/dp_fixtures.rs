@@ -112,6 +112,7 @@ const fn mac(a: u8, b: u8) -> [u8; 6] {
 
 /// MAC of in0 (destination of every test frame).
 const IN0_MAC: [u8; 6] = mac(0x00, 0x01);
+const IN1_MAC: [u8; 6] = mac(0x10, 0x01);
 /// The sender on in0's link (source of every test frame).
 const SENDER_MAC: [u8; 6] = mac(0x00, 0xaa);
 
@@ -138,7 +139,7 @@ const DEVS: &[DevSpec] = &[
     },
     DevSpec {
         name: "in1",
-        mac: mac(0x10, 0x01),
+        mac: IN1_MAC,
         mtu: 1500,
         addrs: &["10.0.1.1/24", "2001:db8:fe::1/64"],
         gws: &[],
@@ -527,11 +528,17 @@ where
                 .expect("pin the fixture thread to its CPU");
 
             let mut storage = MaybeUninit::<OpenObject>::uninit();
-            let skel = DpSkelBuilder::default()
+            let mut open = DpSkelBuilder::default()
                 .open(&mut storage)
-                .expect("open the dp skeleton")
-                .load()
-                .expect("load the dp skeleton (verifier)");
+                .expect("open the dp skeleton");
+            // XDP attached to in0, as `dataplane attach` would load it: frames arriving on
+            // in0 must be sent to in0's own address.
+            {
+                let ro = open.maps.rodata_data.as_deref_mut().expect("dp rodata");
+                ro.mpt_if_index = nix::net::if_::if_nametoindex("in0").expect("ifindex of in0");
+                ro.mpt_if_mac = IN0_MAC;
+            }
+            let skel = open.load().expect("load the dp skeleton (verifier)");
             let fx = Fx::new(skel);
             f(&fx);
         })
@@ -1828,6 +1835,9 @@ fn pass_reasons() {
             Ip6::new("2001:db8:fe::10", l3_6, IPPROTO_UDP, udp(4000, 53, 18)).frame(),
         ),
     ] {
+        // sent to in1's own address, as a host on in1 would
+        let mut frame = frame;
+        frame[..6].copy_from_slice(&IN1_MAC);
         cases.push(Case {
             what,
             frame,
@@ -2329,6 +2339,61 @@ fn fast_path_forwards_unmanaged_destinations_by_the_kernel_fib() {
                 seen.into_iter().collect::<Vec<_>>(),
                 ["e1", "e2"],
                 "[{hook:?}] flows differing only in their source port use both paths"
+            );
+        }
+    });
+}
+
+/// Like the kernel (ip_rcv drops other hosts' frames, ip_forward forwards PACKET_HOST only),
+/// the dataplane forwards only frames sent to the ingress device's own MAC: a frame for another
+/// host, an Ethernet broadcast or multicast goes to the stack (not-host), managed route or fast
+/// path alike, in both hooks.
+#[test]
+fn frames_not_sent_to_the_device_are_not_forwarded() {
+    with_fixture(|fx| {
+        for (dst, what) in [
+            ("198.51.100.5", "managed route"),
+            ("100.66.1.2", "fast path"),
+        ] {
+            let good = udp_frame("10.0.0.10", dst, 4000, 53, 18);
+            for hook in HOOKS {
+                fx.check(
+                    hook,
+                    &good,
+                    IN0,
+                    Expect::Redirect,
+                    &format!("{what}: to in0's MAC"),
+                );
+            }
+            for (mac, kind) in [
+                ([0x02, 0, 0, 0, 0x77, 0x01], "another host's MAC"),
+                ([0xff; 6], "broadcast"),
+                ([0x01, 0x00, 0x5e, 0x00, 0x00, 0x01], "IPv4 multicast MAC"),
+            ] {
+                let mut f = good.clone();
+                f[..6].copy_from_slice(&mac);
+                for hook in HOOKS {
+                    fx.check(
+                        hook,
+                        &f,
+                        IN0,
+                        Expect::Pass(Reason::NotHost),
+                        &format!("{what}: {kind}"),
+                    );
+                }
+            }
+        }
+        let good6 = udp_frame("2001:db8:aa::10", "2001:db8:100::5", 4000, 53, 18);
+        let mut f = good6.clone();
+        f[..6].copy_from_slice(&[0x33, 0x33, 0, 0, 0, 0x01]);
+        for hook in HOOKS {
+            fx.check(hook, &good6, IN0, Expect::Redirect, "IPv6: to in0's MAC");
+            fx.check(
+                hook,
+                &f,
+                IN0,
+                Expect::Pass(Reason::NotHost),
+                "IPv6: multicast MAC",
             );
         }
     });
