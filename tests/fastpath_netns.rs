@@ -1379,3 +1379,92 @@ per_mode!(ttl_expiry);
 per_mode!(mtu_exceeded);
 per_mode!(neighbour_resolution);
 per_mode!(local_delivery);
+
+/// Native XDP into a veth whose peer is not prepared: the kernel drops every frame the dataplane
+/// redirects, and `dataplane show` says so (`dropped`, from the kernel's XDP tracepoints). After
+/// `prepare-peers` the same traffic arrives and `dropped` stands still. Detaching removes the
+/// drop counter's pinned links.
+#[test]
+fn xdp_redirect_drops_are_counted() {
+    require_root();
+    let l = Line::new("xdrop", true);
+    // the dataplane on va only, no prepare-peers: h2's eth0 (vb's peer) has no NAPI
+    let v = mp_json(&l.r, &["dataplane", "attach", "dev", "va", "xdp"]);
+    assert!(
+        v["notes"]
+            .to_string()
+            .contains("neither an XDP program nor GRO")
+            || !gro_on(&l.h2, "eth0"),
+        "h2's eth0 must be unprepared for this test: {v}"
+    );
+    const N: usize = 200;
+    let to = SocketAddr::new(h2_addr(false), fresh_port());
+    let rx = udp_listen(&l.h2, to);
+    let before = counters(&l.r);
+    send(
+        &l.h1,
+        Kind::Complete,
+        h1_addr(false),
+        to,
+        &payloads("dropped", N, 64),
+    );
+    let got = recv_datagrams(&rx, N, Duration::from_millis(500));
+    let after = counters(&l.r);
+    let (red, dropped) = (
+        grew(&before, &after, "redirected"),
+        grew(&before, &after, "dropped"),
+    );
+    eprintln!(
+        "unprepared peer: received {}, redirected +{red}, dropped +{dropped}",
+        got.len()
+    );
+    assert!(
+        got.is_empty(),
+        "frames arrived through an unprepared veth peer: {}",
+        got.len()
+    );
+    assert!(
+        red >= N as u64,
+        "redirected grew by {red}, not {N}: {after:?}"
+    );
+    assert!(
+        dropped >= N as u64 && dropped <= red,
+        "dropped grew by {dropped}, expected {N}..={red}: {before:?} -> {after:?}"
+    );
+
+    // prepared: everything arrives, nothing more is dropped
+    mp_ok(
+        &l.r,
+        &["dataplane", "attach", "dev", "va", "xdp", "prepare-peers"],
+    );
+    assert!(
+        gro_on(&l.h2, "eth0"),
+        "prepare-peers left GRO off on h2's eth0"
+    );
+    let before = counters(&l.r);
+    let sent = payloads("delivered", N, 64);
+    send(&l.h1, Kind::Complete, h1_addr(false), to, &sent);
+    assert_same(
+        "prepared peer",
+        &sent,
+        recv_datagrams(&rx, N, Duration::from_secs(3)),
+    );
+    let after = counters(&l.r);
+    assert_eq!(
+        grew(&before, &after, "dropped"),
+        0,
+        "dropped grew with a prepared peer: {before:?} -> {after:?}"
+    );
+    assert!(grew(&before, &after, "redirected") >= N as u64);
+
+    // detach: the drop counter's links go
+    let cookie = mpt_testkit::netns_cookie(l.r.name()).expect("cookie of r");
+    let dir = std::path::Path::new("/sys/fs/bpf/mproute").join(cookie.to_string());
+    let ifindex = traffic::in_netns(&l.r, || {
+        nix::net::if_::if_nametoindex("va").expect("ifindex of va")
+    });
+    let pin = dir.join(format!("drops-{ifindex}-err"));
+    assert!(pin.exists(), "{} missing while attached", pin.display());
+    mp_ok(&l.r, &["dataplane", "detach", "dev", "va"]);
+    assert!(!pin.exists(), "{} left after detach", pin.display());
+}

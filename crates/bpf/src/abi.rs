@@ -216,7 +216,7 @@ pub struct MptPcpuState {
 }
 
 /// `MPT_R_MAX`: number of [`Reason`]s, `max_entries` of `mpt_reasons`.
-pub const R_MAX: u32 = 16;
+pub const R_MAX: u32 = 17;
 
 /// `enum mpt_reason`: why a packet went to the stack; the index of the
 /// per-CPU `mpt_reasons` array (`u64` packet counters). Index 0 counts the
@@ -258,6 +258,9 @@ pub enum Reason {
     /// `MPT_R_NOT_HOST`: the Ethernet destination is not the ingress device's own address
     /// (another host's, broadcast, multicast): the kernel forwards only frames sent to it.
     NotHost = 15,
+    /// `MPT_R_DROPPED`: of the packets XDP redirected, those the kernel then failed to deliver
+    /// (redirect errors, frames a target device did not take); counted by `bpf/drops.bpf.c`.
+    Dropped = 16,
 }
 
 impl Reason {
@@ -279,6 +282,7 @@ impl Reason {
         Reason::Vlan,
         Reason::L4Csum,
         Reason::NotHost,
+        Reason::Dropped,
     ];
 
     /// The `mpt_reasons` index (`MPT_R_*` value).
@@ -314,6 +318,7 @@ impl Reason {
             Reason::Vlan => "vlan",
             Reason::L4Csum => "l4-csum",
             Reason::NotHost => "not-host",
+            Reason::Dropped => "dropped",
         }
     }
 }

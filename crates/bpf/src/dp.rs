@@ -10,6 +10,7 @@ use libbpf_rs::skel::{OpenSkel, SkelBuilder};
 use libbpf_rs::MapCore;
 
 use crate::skel::dp::DpSkelBuilder;
+use crate::skel::drops::DropsSkelBuilder;
 use crate::state::{RouteState, StateError};
 
 /// Program names as the kernel reports them.
@@ -248,6 +249,104 @@ pub fn devices() -> Vec<(u32, String)> {
     out
 }
 
+/// Pins of the two drop-counting links of `ifindex` (`bpf/drops.bpf.c`), next to the state's
+/// maps; `None` where the host's bpffs is not reachable.
+fn drops_pins(cookie: u64, ifindex: u32) -> Option<[std::path::PathBuf; 2]> {
+    let dir = crate::state::pin_dir(cookie)?;
+    Some([
+        dir.join(format!("drops-{ifindex}-err")),
+        dir.join(format!("drops-{ifindex}-xmit")),
+    ])
+}
+
+/// Count what the kernel drops after the XDP dataplane on `ifindex` redirected it
+/// (`dropped`): load `bpf/drops.bpf.c` for this device and namespace, attach its two
+/// tracepoint programs and pin their links (replacing older ones). `Ok(false)` where the
+/// links cannot be pinned (no host bpffs in reach): then nothing is counted.
+pub fn attach_drops(state: &RouteState, ifindex: u32) -> Result<bool, StateError> {
+    let Some(paths) = drops_pins(state.cookie, ifindex) else {
+        return Ok(false);
+    };
+    if let Some(dir) = paths[0].parent() {
+        if !dir.exists() {
+            std::fs::create_dir_all(dir).map_err(|e| StateError::Sys {
+                what: format!("create {}", dir.display()),
+                source: e,
+            })?;
+            use std::os::unix::fs::PermissionsExt;
+            let _ = std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700));
+        }
+    }
+    let mut obj = MaybeUninit::uninit();
+    let mut open = DropsSkelBuilder::default()
+        .open(&mut obj)
+        .map_err(bpf("open the drop counter BPF object"))?;
+    match open.maps.rodata_data.as_deref_mut() {
+        Some(ro) => {
+            ro.mpt_if_index = ifindex;
+            ro.mpt_netns_cookie = state.cookie;
+        }
+        None => {
+            return Err(StateError::Sys {
+                what: "set the drop counter's load-time constants".into(),
+                source: io::Error::from_raw_os_error(libc::EINVAL),
+            })
+        }
+    }
+    for (name, map) in [
+        ("mpt_meta", &mut open.maps.mpt_meta),
+        ("mpt_routes", &mut open.maps.mpt_routes),
+        ("mpt_lpm4", &mut open.maps.mpt_lpm4),
+        ("mpt_lpm6", &mut open.maps.mpt_lpm6),
+        ("mpt_groups", &mut open.maps.mpt_groups),
+        ("mpt_stats", &mut open.maps.mpt_stats),
+        ("mpt_pcpu", &mut open.maps.mpt_pcpu),
+        ("mpt_reasons", &mut open.maps.mpt_reasons),
+    ] {
+        let h = state.maps.get(name).ok_or(StateError::Abi {
+            found: 0,
+            ours: crate::abi::ABI_VERSION,
+        })?;
+        map.reuse_fd(h.as_fd()).map_err(bpf("reuse a state map"))?;
+    }
+    let skel = open
+        .load()
+        .map_err(bpf("load the drop counter BPF object (verifier)"))?;
+    let links = [
+        skel.progs
+            .mpt_drops_redirect_err
+            .attach()
+            .map_err(bpf("attach to tracepoint xdp:xdp_redirect_err"))?,
+        skel.progs
+            .mpt_drops_devmap_xmit
+            .attach()
+            .map_err(bpf("attach to tracepoint xdp:xdp_devmap_xmit"))?,
+    ];
+    for (mut link, path) in links.into_iter().zip(paths.iter()) {
+        match std::fs::remove_file(path) {
+            Ok(()) => {}
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+            Err(e) => {
+                return Err(StateError::Sys {
+                    what: format!("remove {}", path.display()),
+                    source: e,
+                })
+            }
+        }
+        link.pin(path).map_err(bpf("pin a drop counter link"))?;
+    }
+    Ok(true)
+}
+
+/// Stop counting drops for `ifindex`: unpin its links (the programs go with them).
+fn detach_drops(cookie: u64, ifindex: u32) {
+    if let Some(paths) = drops_pins(cookie, ifindex) {
+        for p in paths {
+            let _ = std::fs::remove_file(p);
+        }
+    }
+}
+
 /// Every attachment of ours in the namespace.
 pub fn attachments() -> Result<Vec<Attachment>, StateError> {
     let mut v = Vec::new();
@@ -363,6 +462,9 @@ pub fn attach(
                     rc,
                 ));
             }
+            // The frames the kernel drops after our redirect: counted where the links can be
+            // pinned (the host's bpffs), not under `ip netns exec`.
+            attach_drops(state, ifindex)?;
             libbpf_rs::Program::id_from_fd(skel.progs.mpt_dp_xdp.as_fd()).map_err(bpf("program id"))
         }
         Mode::Tc => {
@@ -440,6 +542,9 @@ fn detach_tcx_id(ifindex: u32, id: u32) -> Result<(), StateError> {
 /// Remove our attachments from a device (all hooks); returns what was removed.
 pub fn detach(ifindex: u32) -> Result<Vec<Attachment>, StateError> {
     let found = attachments_on(ifindex)?;
+    if found.iter().any(|a| a.mode != Mode::Tc) {
+        detach_drops(crate::state::netns_cookie()?, ifindex);
+    }
     for a in &found {
         match a.mode {
             Mode::Xdp => detach_xdp(ifindex, false)?,

@@ -77,6 +77,27 @@ pub mod dp {
     include!(concat!(env!("OUT_DIR"), "/dp.skel.rs"));
 }
 
+/// Skeleton of `bpf/drops.bpf.c`: the `dropped` verdict of the XDP dataplane (two programs on
+/// the kernel's XDP tracepoints), loaded per attached device with `mpt_reasons` reused.
+#[allow(
+    clippy::all,
+    clippy::pedantic,
+    clippy::nursery,
+    clippy::restriction,
+    missing_docs,
+    missing_debug_implementations,
+    non_camel_case_types,
+    non_snake_case,
+    non_upper_case_globals,
+    dead_code,
+    unused_imports,
+    unused_qualifications,
+    unsafe_op_in_unsafe_fn
+)]
+pub mod drops {
+    include!(concat!(env!("OUT_DIR"), "/drops.skel.rs"));
+}
+
 /// Skeleton of `bpf/bench_fwd.bpf.c`: BENCHMARK ONLY. Its `mpt_bench_fwd` (XDP) program is a
 /// minimal `bpf_fib_lookup` forwarder (xdp_fwd style), the baseline `cargo xtask bench select`
 /// runs next to `mpt_dp_xdp` with BPF_PROG_TEST_RUN. Never attached.
