@@ -44,16 +44,27 @@
 const volatile __u32 mpt_table = MPT_RT_TABLE_MAIN;
 /* Generic (skb) XDP: the skb keeps its checksum state through a redirect, no check needed. */
 const volatile __u32 mpt_xdp_generic = 0;
+/*
+ * Native XDP on a device that carries local stacks' packets (veth, tun): their
+ * checksums may be left to "offload" (CHECKSUM_PARTIAL), which an XDP redirect
+ * loses. Then TCP/UDP checksums are verified, and what cannot be verified goes
+ * up (l4-csum): IPv4 UDP without a checksum and tunnels (IPIP, SIT, GRE), whose
+ * inner checksum may be partial, and SCTP (CRC32c left to offload). 0 on other
+ * devices (NICs): frames from a wire are complete, and the kernel does not
+ * verify L4 checksums when it forwards either.
+ */
+const volatile __u32 mpt_local_stacks = 1;
 /* Forward destinations that are not managed routes by the kernel FIB (router fast path). */
 const volatile __u32 mpt_fastpath = 1;
 /*
  * XDP: the device this object is attached to and its MAC. Like the kernel
  * (ip_rcv drops PACKET_OTHERHOST, ip_forward anything but PACKET_HOST), the
- * dataplane forwards only frames sent to that address. 0: not set (a test run),
- * no check. tc reads the skb's pkt_type instead.
+ * dataplane forwards only frames sent to that address (on a bond's slaves too,
+ * which receive with the bond's address). 0: not set (a device without an
+ * Ethernet address), no check. tc reads the skb's pkt_type instead.
  */
 const volatile __u32 mpt_if_index = 0;
-const volatile __u8 mpt_if_mac[6] = {};
+const volatile __u8 mpt_if_mac[6] __attribute__((aligned(4))) = {};
 /* All zero: the first value of a route's counters (too large for the stack). */
 const volatile struct mpt_route_stats mpt_zero_stats = {};
 
@@ -118,6 +129,7 @@ struct pkt {
 	__be16 sport_be;  /* the packet's own ports (the key may hold an ICMP error's inner ones) */
 	__be16 dport_be;
 	__u16 csum_off;   /* XDP checksum check: offset of the TCP/UDP header, 0 = nothing to check */
+	__u8 unverifiable; /* a checksum or an inner one XDP cannot verify (see mpt_local_stacks) */
 	__u16 csum_len;   /* its length with payload */
 	__u32 pseudo;     /* pseudo-header sum (host order, unfolded) */
 };
@@ -430,8 +442,13 @@ static __always_inline __u32 parse(struct pkt *p)
 		p->key.proto = ip->protocol;
 		__builtin_memcpy(p->key.src, &ip->saddr, 4);
 		__builtin_memcpy(p->key.dst, &ip->daddr, 4);
-		if (ip->frag_off & bpf_htons(IP_OFFSET))
-			return 0; /* non-first fragment: l3 only */
+		/*
+		 * Any fragment, the first too: l3 only, no ports. The kernel's flow
+		 * dissection (multipath hash, rules by port) does not read the first
+		 * fragment's ports either, and a datagram's fragments stay together.
+		 */
+		if (ip->frag_off & bpf_htons(IP_MF | IP_OFFSET))
+			return 0;
 		if (mpt_flow_is_l4_proto(ip->protocol)) {
 			if (read_ports(ip + 1, p->data_end, &p->key.sport_be, &p->key.dport_be) == 0) {
 				p->l4 = 1;
@@ -440,10 +457,10 @@ static __always_inline __u32 parse(struct pkt *p)
 			}
 			struct udphdr *uh = (void *)(ip + 1);
 
-			/* an IPv4 UDP checksum of 0 means none */
+			/* an IPv4 UDP checksum of 0 means none: maybe a tunnel's outer header */
 			if (ip->protocol == IPPROTO_UDP && (void *)(uh + 1) <= p->data_end &&
 			    uh->check == 0) {
-				/* nothing to verify */
+				p->unverifiable = 1;
 			} else if ((ip->protocol == IPPROTO_TCP || ip->protocol == IPPROTO_UDP) &&
 				   !(ip->frag_off & bpf_htons(IP_MF))) {
 				__u32 l4len = bpf_ntohs(ip->tot_len) - sizeof(*ip);
@@ -452,6 +469,8 @@ static __always_inline __u32 parse(struct pkt *p)
 				p->csum_len = l4len;
 				p->pseudo = csum_words(&ip->saddr, 8) + ip->protocol + l4len;
 			}
+		} else if (ip->protocol == 4 || ip->protocol == 41 || ip->protocol == 47) {
+			p->unverifiable = 1; /* IPIP, SIT, GRE */
 		} else if (ip->protocol == IPPROTO_ICMP) {
 			struct icmphdr *ic = (void *)(ip + 1);
 
@@ -500,6 +519,8 @@ static __always_inline __u32 parse(struct pkt *p)
 				p->csum_len = l4len;
 				p->pseudo = csum_words(&ip6->saddr, 32) + nh + l4len;
 			}
+		} else if (nh == 4 || nh == 41 || nh == 47) {
+			p->unverifiable = 1; /* IPv4/IPv6 in IPv6, GRE */
 		} else if (nh == IPPROTO_ICMPV6) {
 			struct icmp6hdr *ic = (void *)(ip6 + 1);
 
@@ -892,11 +913,6 @@ __noinline int mpt_nh_remember(const struct mpt_nh *n, __u32 need, const struct 
 	__builtin_memcpy(nv.dmac, fib->dmac, ETH_ALEN);
 	__builtin_memcpy(nv.smac, fib->smac, ETH_ALEN);
 	v = bpf_map_lookup_elem(&mpt_nh_cache, &k);
-	/* within one tick, what fitted still fits (same MACs: same answer) */
-	if (v && v->jiffies == now && v->ok_len > need &&
-	    __builtin_memcmp(v->dmac, nv.dmac, ETH_ALEN) == 0 &&
-	    __builtin_memcmp(v->smac, nv.smac, ETH_ALEN) == 0)
-		nv.ok_len = v->ok_len;
 	if (v)
 		*v = nv; /* this CPU's own value: no new element, no LRU work */
 	else
@@ -930,9 +946,12 @@ static __always_inline int decide(void *ctx, struct xdp_md *xdp, struct pkt *p,
 	 * anything is chosen for it (the per-CPU round robin and DRR state must count it
 	 * once, in the tc program that forwards it).
 	 */
-	if (xdp && !mpt_xdp_generic && p->csum_off &&
-	    !mpt_l4_csum_ok(xdp, p->csum_off, p->csum_len, p->pseudo))
-		return -MPT_R_L4_CSUM;
+	if (xdp && !mpt_xdp_generic && mpt_local_stacks) {
+		if (p->unverifiable || p->key.proto == IPPROTO_SCTP)
+			return -MPT_R_L4_CSUM;
+		if (p->csum_off && !mpt_l4_csum_ok(xdp, p->csum_off, p->csum_len, p->pseudo))
+			return -MPT_R_L4_CSUM;
+	}
 	rt = lookup_route(p);
 	if (!rt)
 		return mpt_fastpath ? fast_path(ctx, p, fib, neigh) : -MPT_R_NO_ROUTE;
@@ -978,7 +997,7 @@ static __always_inline int decide(void *ctx, struct xdp_md *xdp, struct pkt *p,
 	 * with ip route inside a managed prefix (or a rule sending the packet to
 	 * another table) wins in the kernel, and then the kernel forwards it.
 	 */
-	if (!mpt_group_has(g, fib))
+	if (fib->rt_metric != rt->id.metric || !mpt_group_has(g, fib))
 		return -MPT_R_NO_ROUTE;
 
 	nh = select_nh(p, rt, g);
@@ -1054,7 +1073,7 @@ int mpt_dp_xdp(struct xdp_md *ctx)
 	int nh = -1, neigh = 0, ifindex;
 
 	p.len = p.data_end - p.data;
-	if (mpt_if_index && ctx->ingress_ifindex == mpt_if_index) {
+	if (mpt_if_index) {
 		struct ethhdr *eth = p.data;
 
 		if ((void *)(eth + 1) > p.data_end) {

@@ -924,14 +924,19 @@ impl Ctx {
                         "tc" => (mpt_bpf::dp::Mode::Tc, ""),
                         _ => crate::dpmode::auto_mode(l),
                     };
-                    ifs.push((l.ifindex, d.clone(), m));
+                    ifs.push((
+                        l.ifindex,
+                        d.clone(),
+                        m,
+                        crate::dpmode::carries_local_stacks(l),
+                    ));
                 }
                 let auto = mode == "auto";
                 let store = self.store(true)?.ok_or_else(|| {
                     Failure::system("dataplane attach: cannot create mproute state")
                 })?;
-                for (i, d, m) in &ifs {
-                    let r = mpt_bpf::dp::attach(store.raw(), *i, *m, fastpath);
+                for (i, d, m, local) in &ifs {
+                    let r = mpt_bpf::dp::attach(store.raw(), *i, *m, fastpath, *local);
                     match r {
                         // auto: a driver without native XDP gets tc.
                         Err(_) if auto && *m == mpt_bpf::dp::Mode::Xdp => {}
@@ -943,8 +948,14 @@ impl Ctx {
                     // a local stack left to offload (CHECKSUM_PARTIAL) goes up as an skb, and
                     // the tc program next to it carries out the same algorithm on it.
                     if *m != mpt_bpf::dp::Mode::Tc {
-                        mpt_bpf::dp::attach(store.raw(), *i, mpt_bpf::dp::Mode::Tc, fastpath)
-                            .map_err(fail(format!("dataplane attach dev {d} tc")))?;
+                        mpt_bpf::dp::attach(
+                            store.raw(),
+                            *i,
+                            mpt_bpf::dp::Mode::Tc,
+                            fastpath,
+                            *local,
+                        )
+                        .map_err(fail(format!("dataplane attach dev {d} tc")))?;
                     }
                 }
                 // A nexthop whose link lost carrier keeps its connected route (flagged

@@ -27,6 +27,13 @@ pub fn links(sock: &mut Socket) -> Result<Vec<LinkMsg>, Failure> {
     Ok(v)
 }
 
+/// Whether a device hands the dataplane packets of local stacks (a veth from its peer's, a tun
+/// or tap from a process), whose checksums may be left to offload: native XDP verifies them
+/// there. Frames from a wire (NICs) are complete.
+pub fn carries_local_stacks(l: &LinkMsg) -> bool {
+    matches!(l.kind.as_deref(), Some("veth" | "tun"))
+}
+
 /// Whether a device is a veth.
 pub fn is_veth(l: &LinkMsg) -> bool {
     l.kind.as_deref() == Some("veth")

@@ -30,8 +30,8 @@
  * kernel's fib_multipath_hash() returns, compared against the hash-threshold
  * upper bounds.
  *
- * The parser fills the key: for non-first fragments it zeroes the ports and
- * passes l4 = 0; for ICMP/ICMPv6 errors it uses the embedded header.
+ * The parser fills the key: for fragments (the first one too) it zeroes the
+ * ports and passes l4 = 0; for ICMP/ICMPv6 errors it uses the embedded header.
  *
  * The header compiles both for BPF (clang -target bpf with vmlinux.h) and for
  * a plain host C compiler (with <linux/types.h>).

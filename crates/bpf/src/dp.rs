@@ -357,12 +357,15 @@ pub fn attachments() -> Result<Vec<Attachment>, StateError> {
 }
 
 /// Load the dataplane with the state's maps and attach it to `ifindex` in `mode`, replacing an
-/// attachment of ours in the same hook. A foreign XDP program is not replaced.
+/// attachment of ours in the same hook. A foreign XDP program is not replaced. `local_stacks`:
+/// the device carries local stacks' packets (veth, tun), whose checksums native XDP must verify
+/// (see `mpt_local_stacks` in `bpf/dp.bpf.c`).
 pub fn attach(
     state: &RouteState,
     ifindex: u32,
     mode: Mode,
     fastpath: bool,
+    local_stacks: bool,
 ) -> Result<u32, StateError> {
     let mut obj = MaybeUninit::uninit();
     let mut open = DpSkelBuilder::default()
@@ -372,10 +375,13 @@ pub fn attach(
         Some(ro) => {
             ro.mpt_fastpath = u32::from(fastpath);
             ro.mpt_xdp_generic = u32::from(mode == Mode::XdpGeneric);
+            ro.mpt_local_stacks = u32::from(local_stacks);
             // XDP forwards only frames sent to the device's own MAC (tc reads pkt_type).
-            if let Some(mac) = ether_addr(ifindex)? {
-                ro.mpt_if_index = ifindex;
-                ro.mpt_if_mac = mac;
+            if mode != Mode::Tc {
+                if let Some(mac) = ether_addr(ifindex)? {
+                    ro.mpt_if_index = ifindex;
+                    ro.mpt_if_mac = mac;
+                }
             }
         }
         None => {

@@ -112,7 +112,7 @@ const fn mac(a: u8, b: u8) -> [u8; 6] {
 
 /// MAC of in0 (destination of every test frame).
 const IN0_MAC: [u8; 6] = mac(0x00, 0x01);
-const IN1_MAC: [u8; 6] = mac(0x10, 0x01);
+const IN1_MAC: [u8; 6] = IN0_MAC;
 /// The sender on in0's link (source of every test frame).
 const SENDER_MAC: [u8; 6] = mac(0x00, 0xaa);
 
@@ -139,6 +139,8 @@ const DEVS: &[DevSpec] = &[
     },
     DevSpec {
         name: "in1",
+        // in0's address: the fixture's XDP object is loaded for in0 (mpt_if_mac), and frames
+        // the tests send in through in1 must be "for us" to both hooks
         mac: IN1_MAC,
         mtu: 1500,
         addrs: &["10.0.1.1/24", "2001:db8:fe::1/64"],
@@ -205,6 +207,10 @@ const KERNEL_ROUTES: &[&str] = &[
     // A rule of the operator's by port: UDP to port 5353 is routed by table 100, via e3.
     "rule add ipproto udp dport 5353 table 100 priority 100",
     "route add 198.51.100.0/24 via 10.3.0.2 dev e3 table 100",
+    // Another, by table 101, whose route uses one of the managed group's own gateways, but
+    // with its own metric.
+    "rule add ipproto udp dport 5355 table 101 priority 101",
+    "route add 198.51.100.0/24 via 10.1.0.2 dev e1 metric 7 table 101",
     "route add unreachable 198.51.100.224/28",
     "route add blackhole 2001:db8:100:fe::/64",
     // Device (gateway-less) nexthops, with permanent neighbours for one on-link host.
@@ -505,8 +511,26 @@ impl Drop for Netns {
 }
 
 /// Build a namespace, then run `f` on a thread inside it with the dataplane loaded and its
-/// maps filled (see the module doc). The namespace is deleted afterwards, also on panic.
+/// maps filled (see the module doc). The namespace is deleted afterwards, also on panic. The
+/// XDP program is loaded as for a NIC (`mpt_local_stacks` 0: no checksum checks); see
+/// [`with_fixture_local_stacks`].
 fn with_fixture<F>(f: F)
+where
+    F: FnOnce(&Fx<'_>) + Send + 'static,
+{
+    fixture(false, f);
+}
+
+/// [`with_fixture`] with the XDP program loaded as for a veth or tun, which carry local stacks'
+/// packets: TCP/UDP checksums verified, what cannot be verified handed up (l4-csum).
+fn with_fixture_local_stacks<F>(f: F)
+where
+    F: FnOnce(&Fx<'_>) + Send + 'static,
+{
+    fixture(true, f);
+}
+
+fn fixture<F>(local_stacks: bool, f: F)
 where
     F: FnOnce(&Fx<'_>) + Send + 'static,
 {
@@ -537,6 +561,7 @@ where
                 let ro = open.maps.rodata_data.as_deref_mut().expect("dp rodata");
                 ro.mpt_if_index = nix::net::if_::if_nametoindex("in0").expect("ifindex of in0");
                 ro.mpt_if_mac = IN0_MAC;
+                ro.mpt_local_stacks = u32::from(local_stacks);
             }
             let skel = open.load().expect("load the dp skeleton (verifier)");
             let fx = Fx::new(skel);
@@ -699,7 +724,8 @@ impl<'obj> Fx<'obj> {
                 dst_len: len,
                 reserved: 0,
                 table: TABLE,
-                metric: 0,
+                // the kernel's metric of the fixture's routes (none given): 0, IPv6 1024
+                metric: if family == AF_INET6 { 1024 } else { 0 },
                 dst_be,
             };
             let v = MptDpRoute {
@@ -1530,8 +1556,8 @@ fn every_algorithm_redirects() {
     });
 }
 
-/// l4-hash details: ICMP (not an l4 protocol) hashes l3; a non-first fragment hashes l3; a
-/// first fragment hashes its ports (mpt_model::hash's documented parser contract).
+/// l4-hash details: ICMP (not an l4 protocol) hashes l3; every fragment, the first one too,
+/// hashes l3 (mpt_model::hash's documented parser contract, as the kernel's flow dissection).
 #[test]
 fn l4_hash_fragments_and_non_l4() {
     with_fixture(|fx| {
@@ -1547,7 +1573,9 @@ fn l4_hash_fragments_and_non_l4() {
                 let first = Ip4::new(src, dst, IPPROTO_UDP, udp(sp, 53, 40))
                     .frag(MF)
                     .frame();
-                let want = fx.predict(G4_11, &key(src, dst, IPPROTO_UDP, sp, 53), true);
+                // no ports for the first fragment either (as the kernel's flow dissection):
+                // a datagram's fragments stay on one nexthop
+                let want = fx.predict(G4_11, &key(src, dst, IPPROTO_UDP, 0, 0), false);
                 assert_eq!(fx.fwd(hook, &first, "first fragment on l4-hash"), want);
 
                 let later = Ip4::new(&s, dst, IPPROTO_UDP, vec![0xcd; 24])
@@ -2260,7 +2288,7 @@ fn gateway_off_its_device_goes_to_the_kernel() {
 /// forwards them. With a complete checksum XDP forwards too.
 #[test]
 fn xdp_passes_packets_whose_checksum_is_not_complete() {
-    with_fixture(|fx| {
+    with_fixture_local_stacks(|fx| {
         for (what, v6) in [("IPv4 TCP", false), ("IPv6 TCP", true)] {
             let (src, dst) = if v6 {
                 ("2001:db8:aa::10", "2001:db8:100::5")
@@ -2425,6 +2453,18 @@ fn more_specific_kernel_route_inside_a_managed_prefix_wins() {
                 IN0,
                 Expect::Pass(Reason::NoRoute),
                 "198.51.100.155 UDP port 5353: a rule routes it by table 100",
+            );
+        }
+        // ... also when that table's route goes through a gateway of the managed group (the
+        // kernel's answer has another metric than the managed route's).
+        let f = udp_frame("10.0.0.10", "198.51.100.155", 4000, 5355, 18);
+        for hook in HOOKS {
+            fx.check(
+                hook,
+                &f,
+                IN0,
+                Expect::Pass(Reason::NoRoute),
+                "198.51.100.155 UDP port 5355: a rule routes it by table 101, via e1, metric 7",
             );
         }
         // Next to it, still in the managed /24 and no more specific kernel route: ours.
@@ -2719,7 +2759,7 @@ fn robustness_malformed_never_redirected() {
 /// (Past the egress MTU a packet that passed the check meets frag-needed instead.)
 #[test]
 fn xdp_checksum_check_over_every_length() {
-    with_fixture(|fx| {
+    with_fixture_local_stacks(|fx| {
         let mut x: u32 = 0x1234_5678;
         let mut next = move || {
             x ^= x << 13;
@@ -2784,6 +2824,62 @@ fn xdp_checksum_check_over_every_length() {
                 IN0,
                 Expect::Pass(Reason::L4Csum),
                 &format!("{what}, last byte changed"),
+            );
+        }
+    });
+}
+
+/// Packets whose checksum XDP cannot verify: IPv4 UDP without one (a VXLAN/Geneve outer
+/// header), tunnels (IPIP, SIT, GRE: the inner TCP may be CHECKSUM_PARTIAL) and SCTP (CRC32c
+/// left to offload). On a device carrying local stacks' packets (veth, tun) native XDP hands
+/// them up (l4-csum) and tc forwards them; on a NIC (frames from a wire are complete) XDP
+/// forwards them itself.
+fn unverifiable_frames() -> Vec<(&'static str, Vec<u8>)> {
+    let (s, d) = ("10.0.0.10", "198.51.100.5");
+    let (s6, d6) = ("2001:db8:aa::10", "2001:db8:100::5");
+    let inner = Ip4::new("192.168.0.1", "192.168.0.2", IPPROTO_TCP, tcp(1000, 80)).bytes();
+    let mut gre = vec![0, 0, 0x08, 0x00];
+    gre.extend_from_slice(&inner);
+    let sctp = {
+        let mut v = Vec::new();
+        v.extend_from_slice(&5000u16.to_be_bytes());
+        v.extend_from_slice(&38412u16.to_be_bytes());
+        v.extend_from_slice(&[0; 8]);
+        v
+    };
+    vec![
+        ("IPv4 UDP without checksum", udp_frame(s, d, 4789, 4789, 50)),
+        ("IPIP", Ip4::new(s, d, 4, inner.clone()).frame()),
+        ("GRE", Ip4::new(s, d, 47, gre.clone()).frame()),
+        ("SCTP over IPv4", Ip4::new(s, d, 132, sctp.clone()).frame()),
+        ("IPv4 in IPv6", Ip6::new(s6, d6, 4, inner).frame()),
+        ("GRE over IPv6", Ip6::new(s6, d6, 47, gre).frame()),
+        ("SCTP over IPv6", Ip6::new(s6, d6, 132, sctp).frame()),
+    ]
+}
+
+#[test]
+fn xdp_hands_up_what_it_cannot_verify_on_local_stack_devices() {
+    with_fixture_local_stacks(|fx| {
+        for (what, f) in unverifiable_frames() {
+            fx.check(
+                Hook::Xdp,
+                &f,
+                IN0,
+                Expect::Pass(Reason::L4Csum),
+                &format!("{what}, veth/tun"),
+            );
+            fx.check(Hook::Tc, &f, IN0, Expect::Redirect, &format!("{what}, tc"));
+        }
+    });
+    with_fixture(|fx| {
+        for (what, f) in unverifiable_frames() {
+            fx.check(
+                Hook::Xdp,
+                &f,
+                IN0,
+                Expect::Redirect,
+                &format!("{what}, NIC"),
             );
         }
     });

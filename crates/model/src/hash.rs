@@ -17,7 +17,8 @@
 //! bytes (IPv4 in the first 4 bytes, the other 12 ignored), the IP protocol and the two ports as
 //! host-order values. The parser is responsible for:
 //!
-//! * non-first fragments: ports are unknown; it zeroes them and calls with `l4 = false`;
+//! * fragments, the first one too (as the kernel's flow dissection): it zeroes the ports and
+//!   calls with `l4 = false`;
 //! * ICMP / ICMPv6 errors (unreachable, time exceeded, parameter problem, packet too big): it
 //!   extracts the key from the *embedded* header. Because the hash is direction-symmetric, the
 //!   error (which travels back towards the flow's source) hashes like the flow it is about.
@@ -150,7 +151,7 @@ pub struct FlowKey {
     pub dst: [u8; 16],
     /// IP protocol (IPv6: the upper-layer next header).
     pub proto: u8,
-    /// Source port, host-order value (0 when unknown, e.g. non-first fragments).
+    /// Source port, host-order value (0 when unknown, e.g. fragments).
     pub sport: u16,
     /// Destination port, host-order value (0 when unknown).
     pub dport: u16,
@@ -225,7 +226,7 @@ pub fn flow_words(key: &FlowKey, l4: bool) -> ([u32; MAX_FLOW_WORDS], usize) {
 
 /// The 31-bit flow hash of `key`: `jhash2(words, seed) >> 1` over the canonical word layout of
 /// the module doc. `l4` selects the l4 hash (honoured only for TCP, UDP and SCTP); the parser
-/// passes `false` for non-first fragments.
+/// passes `false` for fragments.
 pub fn flow_hash(key: &FlowKey, l4: bool, seed: u32) -> u32 {
     let (words, n) = flow_words(key, l4);
     jhash2(&words[..n], seed) >> 1

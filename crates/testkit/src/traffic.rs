@@ -234,7 +234,7 @@ pub fn in_netns<T: Send>(ns: &Netns, f: impl FnOnce() -> T + Send) -> T {
     })
 }
 
-/// A flow's 5-tuple. Protocols without ports (ICMP, …) and non-first fragments have ports 0.
+/// A flow's 5-tuple. Protocols without ports (ICMP, …) and fragments have ports 0.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct FlowTuple {
     /// Source address.
