@@ -1468,3 +1468,22 @@ fn xdp_redirect_drops_are_counted() {
     mp_ok(&l.r, &["dataplane", "detach", "dev", "va"]);
     assert!(!pin.exists(), "{} left after detach", pin.display());
 }
+
+/// XDP forwards only frames sent to the device's own MAC, read when it is attached: after the
+/// address changes, `dataplane show` says the attachment is stale and what to do; attaching
+/// again clears it.
+#[test]
+fn xdp_attachment_notices_a_changed_mac() {
+    require_root();
+    let l = Line::new("xmac", true);
+    l.attach("xdp");
+    let stale = |v: &Value| v["notes"].to_string().contains("MAC address changed");
+    assert!(!stale(&mp_json(&l.r, &["dataplane", "show"])));
+    l.r.ip_ok(&["link", "set", "va", "address", "02:00:5e:10:00:01"]);
+    let v = mp_json(&l.r, &["dataplane", "show"]);
+    assert!(stale(&v), "no note about va's new MAC: {v}");
+    assert!(v["notes"].to_string().contains("va:"), "{v}");
+    l.attach("xdp");
+    let v = mp_json(&l.r, &["dataplane", "show"]);
+    assert!(!stale(&v), "note left after attaching again: {v}");
+}

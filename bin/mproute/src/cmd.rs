@@ -983,6 +983,17 @@ impl Ctx {
             parse::DpSpec::Show => {}
         }
         let att = mpt_bpf::dp::attachments().map_err(fail("list dataplane attachments".into()))?;
+        for a in att.iter().filter(|a| a.mode != mpt_bpf::dp::Mode::Tc) {
+            if mpt_bpf::dp::xdp_mac_stale(a.prog_id, a.ifindex)
+                .map_err(fail("read the dataplane's load-time constants".into()))?
+            {
+                let dev = mpt_netlink::netns::ifname(a.ifindex)
+                    .unwrap_or_else(|| format!("ifindex {}", a.ifindex));
+                notes.push(format!(
+                    "{dev}: its MAC address changed since the dataplane was attached; XDP forwards only frames sent to the old one (the rest goes to the stack as not-host): run dataplane attach again"
+                ));
+            }
+        }
         let reasons = match self.store(false)? {
             Some(s) => {
                 mpt_bpf::dp::reasons(s.raw()).map_err(fail("read dataplane counters".into()))?

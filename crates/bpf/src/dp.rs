@@ -249,6 +249,58 @@ pub fn devices() -> Vec<(u32, String)> {
     out
 }
 
+/// Whether the XDP program `prog_id` on `ifindex` was loaded with another MAC address than the
+/// device has now: it then forwards only frames sent to the old address (its `.rodata`
+/// `mpt_if_mac`, see `bpf/dp.bpf.c`). `false` for a program loaded without one.
+pub fn xdp_mac_stale(prog_id: u32, ifindex: u32) -> Result<bool, StateError> {
+    // SAFETY: returns an fd or a negative errno.
+    let fd = unsafe { libbpf_sys::bpf_prog_get_fd_by_id(prog_id) };
+    if fd < 0 {
+        return Err(sys(format!("open program {prog_id}"), fd));
+    }
+    // SAFETY: a fresh fd we own.
+    let prog = unsafe { OwnedFd::from_raw_fd(fd) };
+    let mut ids = [0u32; 32];
+    let mut info = libbpf_sys::bpf_prog_info {
+        nr_map_ids: ids.len() as u32,
+        map_ids: ids.as_mut_ptr() as u64,
+        ..Default::default()
+    };
+    let mut len = std::mem::size_of::<libbpf_sys::bpf_prog_info>() as u32;
+    // SAFETY: info and len describe a buffer of that size; map_ids points at nr_map_ids u32s.
+    let rc = unsafe { libbpf_sys::bpf_prog_get_info_by_fd(prog.as_raw_fd(), &mut info, &mut len) };
+    if rc < 0 {
+        return Err(sys(format!("info of program {prog_id}"), rc));
+    }
+    let n = (info.nr_map_ids as usize).min(ids.len());
+    for id in &ids[..n] {
+        let Ok(map) = libbpf_rs::MapHandle::from_map_id(*id) else {
+            continue;
+        };
+        if !map.name().to_string_lossy().ends_with(".rodata") {
+            continue;
+        }
+        let Some(v) = map
+            .lookup(&0u32.to_ne_bytes(), libbpf_rs::MapFlags::ANY)
+            .map_err(bpf("read the dataplane's .rodata"))?
+        else {
+            return Ok(false);
+        };
+        type Ro = crate::skel::dp::types::rodata;
+        if v.len() < std::mem::size_of::<Ro>() {
+            return Ok(false);
+        }
+        // SAFETY: v holds at least size_of::<Ro>() bytes of the section Ro describes (plain
+        // integers and arrays, any bit pattern valid); read_unaligned copes with the alignment.
+        let ro: Ro = unsafe { std::ptr::read_unaligned(v.as_ptr().cast::<Ro>()) };
+        if ro.mpt_if_index == 0 || ro.mpt_if_index != ifindex {
+            return Ok(false);
+        }
+        return Ok(ether_addr(ifindex)? != Some(ro.mpt_if_mac));
+    }
+    Ok(false)
+}
+
 /// Pins of the two drop-counting links of `ifindex` (`bpf/drops.bpf.c`), next to the state's
 /// maps; `None` where the host's bpffs is not reachable.
 fn drops_pins(cookie: u64, ifindex: u32) -> Option<[std::path::PathBuf; 2]> {
