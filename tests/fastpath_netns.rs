@@ -1431,6 +1431,14 @@ fn xdp_redirect_drops_are_counted() {
         dropped >= N as u64 && dropped <= red,
         "dropped grew by {dropped}, expected {N}..={red}: {before:?} -> {after:?}"
     );
+    // show says why, as attach did
+    let v = mp_json(&l.r, &["dataplane", "show"]);
+    assert!(
+        v["notes"]
+            .to_string()
+            .contains("neither an XDP program nor GRO"),
+        "dataplane show does not name the unprepared peer: {v}"
+    );
 
     // prepared: everything arrives, nothing more is dropped
     mp_ok(

@@ -980,7 +980,14 @@ impl Ctx {
                     mpt_bpf::dp::detach(i).map_err(fail(format!("dataplane detach dev {d}")))?;
                 }
             }
-            parse::DpSpec::Show => {}
+            parse::DpSpec::Show => {
+                // what attach would say about the veth peers native XDP redirects into
+                let att = mpt_bpf::dp::attachments()
+                    .map_err(fail("list dataplane attachments".into()))?;
+                if att.iter().any(|a| a.mode == mpt_bpf::dp::Mode::Xdp) {
+                    notes = crate::dpmode::check_peers(self.sock()?, false)?;
+                }
+            }
         }
         let att = mpt_bpf::dp::attachments().map_err(fail("list dataplane attachments".into()))?;
         for a in att.iter().filter(|a| a.mode != mpt_bpf::dp::Mode::Tc) {
