@@ -1495,3 +1495,27 @@ fn xdp_attachment_notices_a_changed_mac() {
     let v = mp_json(&l.r, &["dataplane", "show"]);
     assert!(!stale(&v), "note left after attaching again: {v}");
 }
+
+/// Native XDP where the driver has none (lo): exit code 2, the kernel's words and a hint that
+/// names the way out, and nothing left behind (no attachment, no drop counter).
+#[test]
+fn xdp_attach_without_native_xdp_fails_cleanly() {
+    require_root();
+    let l = Line::new("xnone", true);
+    let o = mp(&l.r, &["dataplane", "attach", "dev", "lo", "xdp"]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "exit code: {err}");
+    assert!(err.contains("Operation not supported"), "{err}");
+    assert!(err.contains("no native XDP"), "no hint: {err}");
+    let v = mp_json(&l.r, &["dataplane", "show"]);
+    assert_eq!(
+        v["attachments"].as_array().map_or(0, Vec::len),
+        0,
+        "a failed attach left an attachment: {v}"
+    );
+    let cookie = mpt_testkit::netns_cookie(l.r.name()).expect("cookie of r");
+    let pin = std::path::Path::new("/sys/fs/bpf/mproute")
+        .join(cookie.to_string())
+        .join("drops-1-err");
+    assert!(!pin.exists(), "a failed attach left {}", pin.display());
+}

@@ -33,6 +33,18 @@ pub fn fail(what: &str, e: StateError) -> Failure {
             "{what}: the namespace's mproute state has ABI version {found}, this mproute has {ours}"
         ))
         .hint("use the mproute version that wrote it to flush, or remove the state with \"mproute sync --reset\""),
+        StateError::Sys { what: w, source } => {
+            let hint = match source.raw_os_error() {
+                Some(libc::EOPNOTSUPP) if w.starts_with("attach xdp ") => {
+                    "the device's driver has no native XDP: use auto (tc where there is none), xdp-generic or tc"
+                }
+                Some(libc::EBUSY) if w.contains("another XDP program") => {
+                    "detach the other XDP program first (ip link set DEV xdp off)"
+                }
+                _ => "mproute needs root, BPF and tcx (Linux 6.6+)",
+            };
+            Failure::system(format!("{what}: {w}: {source}")).hint(hint)
+        }
         e => Failure::system(format!("{what}: {e}"))
             .hint("mproute needs root, BPF and tcx (Linux 6.6+)"),
     }

@@ -512,17 +512,26 @@ pub fn attach(
                 }
                 None => flags |= XDP_FLAGS_UPDATE_IF_NOEXIST,
             }
+            // The frames the kernel drops after our redirect: counted where the links can be
+            // pinned (the host's bpffs), not under `ip netns exec`. Set up first, so that a
+            // failure here leaves the device as it was.
+            attach_drops(state, ifindex)?;
             // SAFETY: fd is a loaded XDP program; opts is correctly sized.
             let rc = unsafe { libbpf_sys::bpf_xdp_attach(ifindex as i32, fd, flags, &opts) };
             if rc < 0 {
+                // no XDP program of ours left on the device: no drop counter either
+                let ours = xdp_query(ifindex)
+                    .ok()
+                    .flatten()
+                    .is_some_and(|(id, _)| prog_name(id).as_deref() == Some(XDP_PROG));
+                if !ours {
+                    detach_drops(state.cookie, ifindex);
+                }
                 return Err(sys(
                     format!("attach {} to ifindex {ifindex}", mode.name()),
                     rc,
                 ));
             }
-            // The frames the kernel drops after our redirect: counted where the links can be
-            // pinned (the host's bpffs), not under `ip netns exec`.
-            attach_drops(state, ifindex)?;
             libbpf_rs::Program::id_from_fd(skel.progs.mpt_dp_xdp.as_fd()).map_err(bpf("program id"))
         }
         Mode::Tc => {
