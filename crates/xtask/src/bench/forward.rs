@@ -936,6 +936,10 @@ fn print_results(
                 ));
                 if case.is_xdp() {
                     line.push_str(&format!(
+                        ", {:.0}% of the minimal forwarder",
+                        m * 100.0 / med(Case::Minimal)
+                    ));
+                    line.push_str(&format!(
                         " (goal ≥ {GOAL:.1}×: {})",
                         met(m / kernel >= GOAL)
                     ));
