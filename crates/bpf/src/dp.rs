@@ -78,27 +78,7 @@ fn bpf(what: &str) -> impl FnOnce(libbpf_rs::Error) -> StateError + '_ {
 }
 
 fn prog_name(id: u32) -> Option<String> {
-    // SAFETY: returns an fd or a negative errno.
-    let fd = unsafe { libbpf_sys::bpf_prog_get_fd_by_id(id) };
-    if fd < 0 {
-        return None;
-    }
-    // SAFETY: fresh fd we own.
-    let fd = unsafe { OwnedFd::from_raw_fd(fd) };
-    let mut info = libbpf_sys::bpf_prog_info::default();
-    let mut len = std::mem::size_of::<libbpf_sys::bpf_prog_info>() as u32;
-    // SAFETY: info is correctly sized.
-    let rc = unsafe { libbpf_sys::bpf_prog_get_info_by_fd(fd.as_raw_fd(), &mut info, &mut len) };
-    if rc < 0 {
-        return None;
-    }
-    let name: Vec<u8> = info
-        .name
-        .iter()
-        .take_while(|c| **c != 0)
-        .map(|c| *c as u8)
-        .collect();
-    Some(String::from_utf8_lossy(&name).into_owned())
+    crate::state::prog_name_maps(id).ok().map(|(name, _)| name)
 }
 
 /// The XDP program on a device: (id, generic?) if any.
@@ -249,31 +229,28 @@ pub fn devices() -> Vec<(u32, String)> {
     out
 }
 
+/// Make an object that declares the maps of `bpf/maps.bpf.h` use the namespace's state maps
+/// (by name) instead of creating its own.
+fn reuse_state_maps<'a, 'o: 'a>(
+    state: &RouteState,
+    maps: impl IntoIterator<Item = (&'static str, &'a mut libbpf_rs::OpenMapMut<'o>)>,
+) -> Result<(), StateError> {
+    for (name, map) in maps {
+        let h = state.maps.get(name).ok_or(StateError::Abi {
+            found: 0,
+            ours: crate::abi::ABI_VERSION,
+        })?;
+        map.reuse_fd(h.as_fd()).map_err(bpf("reuse a state map"))?;
+    }
+    Ok(())
+}
+
 /// Whether the XDP program `prog_id` on `ifindex` was loaded with another MAC address than the
 /// device has now: it then forwards only frames sent to the old address (its `.rodata`
 /// `mpt_if_mac`, see `bpf/dp.bpf.c`). `false` for a program loaded without one.
 pub fn xdp_mac_stale(prog_id: u32, ifindex: u32) -> Result<bool, StateError> {
-    // SAFETY: returns an fd or a negative errno.
-    let fd = unsafe { libbpf_sys::bpf_prog_get_fd_by_id(prog_id) };
-    if fd < 0 {
-        return Err(sys(format!("open program {prog_id}"), fd));
-    }
-    // SAFETY: a fresh fd we own.
-    let prog = unsafe { OwnedFd::from_raw_fd(fd) };
-    let mut ids = [0u32; 32];
-    let mut info = libbpf_sys::bpf_prog_info {
-        nr_map_ids: ids.len() as u32,
-        map_ids: ids.as_mut_ptr() as u64,
-        ..Default::default()
-    };
-    let mut len = std::mem::size_of::<libbpf_sys::bpf_prog_info>() as u32;
-    // SAFETY: info and len describe a buffer of that size; map_ids points at nr_map_ids u32s.
-    let rc = unsafe { libbpf_sys::bpf_prog_get_info_by_fd(prog.as_raw_fd(), &mut info, &mut len) };
-    if rc < 0 {
-        return Err(sys(format!("info of program {prog_id}"), rc));
-    }
-    let n = (info.nr_map_ids as usize).min(ids.len());
-    for id in &ids[..n] {
+    let (_, ids) = crate::state::prog_name_maps(prog_id)?;
+    for id in &ids {
         let Ok(map) = libbpf_rs::MapHandle::from_map_id(*id) else {
             continue;
         };
@@ -345,22 +322,19 @@ pub fn attach_drops(state: &RouteState, ifindex: u32) -> Result<bool, StateError
             })
         }
     }
-    for (name, map) in [
-        ("mpt_meta", &mut open.maps.mpt_meta),
-        ("mpt_routes", &mut open.maps.mpt_routes),
-        ("mpt_lpm4", &mut open.maps.mpt_lpm4),
-        ("mpt_lpm6", &mut open.maps.mpt_lpm6),
-        ("mpt_groups", &mut open.maps.mpt_groups),
-        ("mpt_stats", &mut open.maps.mpt_stats),
-        ("mpt_pcpu", &mut open.maps.mpt_pcpu),
-        ("mpt_reasons", &mut open.maps.mpt_reasons),
-    ] {
-        let h = state.maps.get(name).ok_or(StateError::Abi {
-            found: 0,
-            ours: crate::abi::ABI_VERSION,
-        })?;
-        map.reuse_fd(h.as_fd()).map_err(bpf("reuse a state map"))?;
-    }
+    reuse_state_maps(
+        state,
+        [
+            ("mpt_meta", &mut open.maps.mpt_meta),
+            ("mpt_routes", &mut open.maps.mpt_routes),
+            ("mpt_lpm4", &mut open.maps.mpt_lpm4),
+            ("mpt_lpm6", &mut open.maps.mpt_lpm6),
+            ("mpt_groups", &mut open.maps.mpt_groups),
+            ("mpt_stats", &mut open.maps.mpt_stats),
+            ("mpt_pcpu", &mut open.maps.mpt_pcpu),
+            ("mpt_reasons", &mut open.maps.mpt_reasons),
+        ],
+    )?;
     let skel = open
         .load()
         .map_err(bpf("load the drop counter BPF object (verifier)"))?;
@@ -443,22 +417,29 @@ pub fn attach(
             })
         }
     }
-    for (name, map) in [
-        ("mpt_meta", &mut open.maps.mpt_meta),
-        ("mpt_routes", &mut open.maps.mpt_routes),
-        ("mpt_lpm4", &mut open.maps.mpt_lpm4),
-        ("mpt_lpm6", &mut open.maps.mpt_lpm6),
-        ("mpt_groups", &mut open.maps.mpt_groups),
-        ("mpt_stats", &mut open.maps.mpt_stats),
-        ("mpt_pcpu", &mut open.maps.mpt_pcpu),
-        ("mpt_reasons", &mut open.maps.mpt_reasons),
-    ] {
-        let h = state.maps.get(name).ok_or(StateError::Abi {
-            found: 0,
-            ours: crate::abi::ABI_VERSION,
-        })?;
-        map.reuse_fd(h.as_fd()).map_err(bpf("reuse a state map"))?;
+    // Only the hook asked for is loaded; the XDP program's devmap only with it.
+    if mode == Mode::Tc {
+        open.progs.mpt_dp_xdp.set_autoload(false);
+        open.maps
+            .mpt_tx_ports
+            .set_autocreate(false)
+            .map_err(bpf("leave out the XDP devmap"))?;
+    } else {
+        open.progs.mpt_dp_tc.set_autoload(false);
     }
+    reuse_state_maps(
+        state,
+        [
+            ("mpt_meta", &mut open.maps.mpt_meta),
+            ("mpt_routes", &mut open.maps.mpt_routes),
+            ("mpt_lpm4", &mut open.maps.mpt_lpm4),
+            ("mpt_lpm6", &mut open.maps.mpt_lpm6),
+            ("mpt_groups", &mut open.maps.mpt_groups),
+            ("mpt_stats", &mut open.maps.mpt_stats),
+            ("mpt_pcpu", &mut open.maps.mpt_pcpu),
+            ("mpt_reasons", &mut open.maps.mpt_reasons),
+        ],
+    )?;
     let skel = open
         .load()
         .map_err(bpf("load the dataplane BPF object (verifier)"))?;
@@ -580,13 +561,7 @@ fn detach_xdp(ifindex: u32, generic: bool) -> Result<(), StateError> {
 }
 
 fn detach_tcx_id(ifindex: u32, id: u32) -> Result<(), StateError> {
-    // SAFETY: returns an fd or a negative errno.
-    let fd = unsafe { libbpf_sys::bpf_prog_get_fd_by_id(id) };
-    if fd < 0 {
-        return Err(sys(format!("open program {id}"), fd));
-    }
-    // SAFETY: fresh fd we own.
-    let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+    let fd = crate::state::prog_fd(id)?;
     let opts = libbpf_sys::bpf_prog_detach_opts {
         sz: std::mem::size_of::<libbpf_sys::bpf_prog_detach_opts>() as _,
         ..Default::default()

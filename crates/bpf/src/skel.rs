@@ -4,28 +4,39 @@
 //! generates `OUT_DIR/<name>.skel.rs`, which `include_bytes!`s that object.
 //! Each skeleton lives in its own module here.
 
-/// Skeleton of `bpf/state.bpf.c`: the per-namespace state maps (`mpt_meta`,
-/// `mpt_routes`) and their tcx anchor program `mpt_anchor`.
-///
-/// Entry points: [`state::StateSkelBuilder`] → `open()` → [`state::OpenStateSkel`]
-/// → `load()` → [`state::StateSkel`].
-#[allow(
-    clippy::all,
-    clippy::pedantic,
-    clippy::nursery,
-    clippy::restriction,
-    missing_docs,
-    missing_debug_implementations,
-    non_camel_case_types,
-    non_snake_case,
-    non_upper_case_globals,
-    dead_code,
-    unused_imports,
-    unused_qualifications,
-    unsafe_op_in_unsafe_fn
-)]
-pub mod state {
-    include!(concat!(env!("OUT_DIR"), "/state.skel.rs"));
+/// A module holding the generated skeleton `OUT_DIR/<name>.skel.rs`, with the lints the
+/// generated code does not meet turned off.
+macro_rules! skeleton {
+    ($(#[$doc:meta])* $name:ident) => {
+        $(#[$doc])*
+        #[allow(
+            clippy::all,
+            clippy::pedantic,
+            clippy::nursery,
+            clippy::restriction,
+            missing_docs,
+            missing_debug_implementations,
+            non_camel_case_types,
+            non_snake_case,
+            non_upper_case_globals,
+            dead_code,
+            unused_imports,
+            unused_qualifications,
+            unsafe_op_in_unsafe_fn
+        )]
+        pub mod $name {
+            include!(concat!(env!("OUT_DIR"), "/", stringify!($name), ".skel.rs"));
+        }
+    };
+}
+
+skeleton! {
+    /// Skeleton of `bpf/state.bpf.c`: the per-namespace state maps (`mpt_meta`,
+    /// `mpt_routes`) and their tcx anchor program `mpt_anchor`.
+    ///
+    /// Entry points: [`state::StateSkelBuilder`] → `open()` → [`state::OpenStateSkel`]
+    /// → `load()` → [`state::StateSkel`].
+    state
 }
 
 /// The compiled BPF ELF object of `bpf/state.bpf.c`: the same file
@@ -33,133 +44,43 @@ pub mod state {
 /// its BTF. (The skeleton's own copy is private to its generated module.)
 pub static STATE_OBJ: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/state.bpf.o"));
 
-/// Skeleton of `bpf/hash_test.bpf.c`: TEST ONLY. Its `mpt_hash_test` (sched_cls)
-/// program returns `mpt_flow_hash()` of `bpf/include/mpt/flowhash.h` for a key
-/// passed as BPF_PROG_TEST_RUN `data_in`, so `tests/hash_parity.rs` can hold
-/// the C hash to `mpt_model::hash::flow_hash`. Never attached.
-#[allow(
-    clippy::all,
-    clippy::pedantic,
-    clippy::nursery,
-    clippy::restriction,
-    missing_docs,
-    missing_debug_implementations,
-    non_camel_case_types,
-    non_snake_case,
-    non_upper_case_globals,
-    dead_code,
-    unused_imports,
-    unused_qualifications,
-    unsafe_op_in_unsafe_fn
-)]
-pub mod hash_test {
-    include!(concat!(env!("OUT_DIR"), "/hash_test.skel.rs"));
+skeleton! {
+    /// Skeleton of `bpf/hash_test.bpf.c`: TEST ONLY. Its `mpt_hash_test` (sched_cls)
+    /// program returns `mpt_flow_hash()` of `bpf/include/mpt/flowhash.h` for a key
+    /// passed as BPF_PROG_TEST_RUN `data_in`, so `tests/hash_parity.rs` can hold
+    /// the C hash to `mpt_model::hash::flow_hash`. Never attached.
+    hash_test
 }
 
-/// Skeleton of `bpf/dp.bpf.c`: the dataplane (`mpt_dp_xdp`, `mpt_dp_tc`), loaded with the
-/// namespace's state maps reused (see [`crate::dp`]).
-#[allow(
-    clippy::all,
-    clippy::pedantic,
-    clippy::nursery,
-    clippy::restriction,
-    missing_docs,
-    missing_debug_implementations,
-    non_camel_case_types,
-    non_snake_case,
-    non_upper_case_globals,
-    dead_code,
-    unused_imports,
-    unused_qualifications,
-    unsafe_op_in_unsafe_fn
-)]
-pub mod dp {
-    include!(concat!(env!("OUT_DIR"), "/dp.skel.rs"));
+skeleton! {
+    /// Skeleton of `bpf/dp.bpf.c`: the dataplane (`mpt_dp_xdp`, `mpt_dp_tc`), loaded with the
+    /// namespace's state maps reused (see [`crate::dp`]).
+    dp
 }
 
-/// Skeleton of `bpf/drops.bpf.c`: the `dropped` verdict of the XDP dataplane (two programs on
-/// the kernel's XDP tracepoints), loaded per attached device with `mpt_reasons` reused.
-#[allow(
-    clippy::all,
-    clippy::pedantic,
-    clippy::nursery,
-    clippy::restriction,
-    missing_docs,
-    missing_debug_implementations,
-    non_camel_case_types,
-    non_snake_case,
-    non_upper_case_globals,
-    dead_code,
-    unused_imports,
-    unused_qualifications,
-    unsafe_op_in_unsafe_fn
-)]
-pub mod drops {
-    include!(concat!(env!("OUT_DIR"), "/drops.skel.rs"));
+skeleton! {
+    /// Skeleton of `bpf/drops.bpf.c`: the `dropped` verdict of the XDP dataplane (two programs on
+    /// the kernel's XDP tracepoints), loaded per attached device with `mpt_reasons` reused.
+    drops
 }
 
-/// Skeleton of `bpf/bench_fwd.bpf.c`: BENCHMARK ONLY. Its `mpt_bench_fwd` (XDP) program is a
-/// minimal `bpf_fib_lookup` forwarder (xdp_fwd style), the baseline `cargo xtask bench select`
-/// runs next to `mpt_dp_xdp` with BPF_PROG_TEST_RUN. Never attached.
-#[allow(
-    clippy::all,
-    clippy::pedantic,
-    clippy::nursery,
-    clippy::restriction,
-    missing_docs,
-    missing_debug_implementations,
-    non_camel_case_types,
-    non_snake_case,
-    non_upper_case_globals,
-    dead_code,
-    unused_imports,
-    unused_qualifications,
-    unsafe_op_in_unsafe_fn
-)]
-pub mod bench_fwd {
-    include!(concat!(env!("OUT_DIR"), "/bench_fwd.skel.rs"));
+skeleton! {
+    /// Skeleton of `bpf/bench_fwd.bpf.c`: BENCHMARK ONLY. Its `mpt_bench_fwd` (XDP) program is a
+    /// minimal `bpf_fib_lookup` forwarder (xdp_fwd style), the baseline `cargo xtask bench select`
+    /// runs next to `mpt_dp_xdp` with BPF_PROG_TEST_RUN. Never attached.
+    bench_fwd
 }
 
-/// Skeleton of `bpf/gen.bpf.c`: BENCHMARK ONLY. Its `mpt_bench_gen` (XDP) program is the
-/// packet generator of `cargo xtask bench forward`, run with BPF_PROG_TEST_RUN and
-/// `BPF_F_TEST_XDP_LIVE_FRAMES` (it returns XDP_TX). Never attached.
-#[allow(
-    clippy::all,
-    clippy::pedantic,
-    clippy::nursery,
-    clippy::restriction,
-    missing_docs,
-    missing_debug_implementations,
-    non_camel_case_types,
-    non_snake_case,
-    non_upper_case_globals,
-    dead_code,
-    unused_imports,
-    unused_qualifications,
-    unsafe_op_in_unsafe_fn
-)]
-pub mod gen {
-    include!(concat!(env!("OUT_DIR"), "/gen.skel.rs"));
+skeleton! {
+    /// Skeleton of `bpf/gen.bpf.c`: BENCHMARK ONLY. Its `mpt_bench_gen` (XDP) program is the
+    /// packet generator of `cargo xtask bench forward`, run with BPF_PROG_TEST_RUN and
+    /// `BPF_F_TEST_XDP_LIVE_FRAMES` (it returns XDP_TX). Never attached.
+    gen
 }
 
-/// Skeleton of `bpf/sink.bpf.c`: BENCHMARK ONLY. XDP packet counters of
-/// `cargo xtask bench forward`: `mpt_bench_sink` and `mpt_bench_drop` count and drop,
-/// `mpt_bench_pass` counts and passes; one per-CPU slot each in `bench_cnt`.
-#[allow(
-    clippy::all,
-    clippy::pedantic,
-    clippy::nursery,
-    clippy::restriction,
-    missing_docs,
-    missing_debug_implementations,
-    non_camel_case_types,
-    non_snake_case,
-    non_upper_case_globals,
-    dead_code,
-    unused_imports,
-    unused_qualifications,
-    unsafe_op_in_unsafe_fn
-)]
-pub mod sink {
-    include!(concat!(env!("OUT_DIR"), "/sink.skel.rs"));
+skeleton! {
+    /// Skeleton of `bpf/sink.bpf.c`: BENCHMARK ONLY. XDP packet counters of
+    /// `cargo xtask bench forward`: `mpt_bench_sink` and `mpt_bench_drop` count and drop,
+    /// `mpt_bench_pass` counts and passes; one per-CPU slot each in `bench_cnt`.
+    sink
 }

@@ -203,8 +203,8 @@ fn tcx_ingress_progs(ifindex: i32) -> Result<Vec<u32>, StateError> {
     Ok(ids[..n.min(ids.len())].to_vec())
 }
 
-/// Name and map ids of a program.
-fn prog_name_maps(id: u32) -> Result<(String, Vec<u32>), StateError> {
+/// A descriptor of program `id`.
+pub(crate) fn prog_fd(id: u32) -> Result<OwnedFd, StateError> {
     // SAFETY: always safe to call; returns an fd or a negative errno.
     let fd = unsafe { libbpf_sys::bpf_prog_get_fd_by_id(id) };
     if fd < 0 {
@@ -214,8 +214,13 @@ fn prog_name_maps(id: u32) -> Result<(String, Vec<u32>), StateError> {
         });
     }
     // SAFETY: fd is a fresh descriptor we own.
-    let fd = unsafe { OwnedFd::from_raw_fd(fd) };
-    let mut map_ids = [0u32; 16];
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// Name and map ids of a program.
+pub(crate) fn prog_name_maps(id: u32) -> Result<(String, Vec<u32>), StateError> {
+    let fd = prog_fd(id)?;
+    let mut map_ids = [0u32; 32];
     let mut info = libbpf_sys::bpf_prog_info {
         nr_map_ids: map_ids.len() as u32,
         map_ids: map_ids.as_mut_ptr() as u64,

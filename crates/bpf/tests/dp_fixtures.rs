@@ -2433,50 +2433,42 @@ fn frames_not_sent_to_the_device_are_not_forwarded() {
 #[test]
 fn more_specific_kernel_route_inside_a_managed_prefix_wins() {
     with_fixture(|fx| {
-        let f = udp_frame("10.0.0.10", "198.51.100.165", 4000, 53, 18);
-        for hook in HOOKS {
-            fx.check(
-                hook,
-                &f,
-                IN0,
+        let cases = [
+            (
+                "198.51.100.165",
+                53,
                 Expect::Pass(Reason::NoRoute),
                 "198.51.100.165: the kernel's 198.51.100.160/28 via e3 beats the managed /24",
-            );
-        }
-        // A rule by port sends UDP to port 5353 to another table: the kernel's lookup sees
-        // the packet's ports, so must ours.
-        let f = udp_frame("10.0.0.10", "198.51.100.155", 4000, 5353, 18);
-        for hook in HOOKS {
-            fx.check(
-                hook,
-                &f,
-                IN0,
+            ),
+            // A rule by port sends UDP to port 5353 to another table: the kernel's lookup
+            // sees the packet's ports, so must ours.
+            (
+                "198.51.100.155",
+                5353,
                 Expect::Pass(Reason::NoRoute),
                 "198.51.100.155 UDP port 5353: a rule routes it by table 100",
-            );
-        }
-        // ... also when that table's route goes through a gateway of the managed group (the
-        // kernel's answer has another metric than the managed route's).
-        let f = udp_frame("10.0.0.10", "198.51.100.155", 4000, 5355, 18);
-        for hook in HOOKS {
-            fx.check(
-                hook,
-                &f,
-                IN0,
+            ),
+            // ... also when that table's route goes through a gateway of the managed group
+            // (the kernel's answer has another metric than the managed route's).
+            (
+                "198.51.100.155",
+                5355,
                 Expect::Pass(Reason::NoRoute),
                 "198.51.100.155 UDP port 5355: a rule routes it by table 101, via e1, metric 7",
-            );
-        }
-        // Next to it, still in the managed /24 and no more specific kernel route: ours.
-        let f = udp_frame("10.0.0.10", "198.51.100.155", 4000, 53, 18);
-        for hook in HOOKS {
-            fx.check(
-                hook,
-                &f,
-                IN0,
+            ),
+            // Next to it, still in the managed /24 and no more specific kernel route: ours.
+            (
+                "198.51.100.155",
+                53,
                 Expect::Redirect,
                 "198.51.100.155: the managed /24",
-            );
+            ),
+        ];
+        for (dst, dport, expect, what) in cases {
+            let f = udp_frame("10.0.0.10", dst, 4000, dport, 18);
+            for hook in HOOKS {
+                fx.check(hook, &f, IN0, expect, what);
+            }
         }
     });
 }
