@@ -101,6 +101,10 @@ impl FourPaths {
         let r = Netns::new(&format!("{tag}r"));
         let n = [0, 1, 2, 3].map(|i| Netns::new(&format!("{tag}n{i}")));
 
+        // The client's flows bind fixed source ports below 61000 (see `flows`): keep the
+        // kernel's ephemeral ports out of their way, or a bind can meet EADDRINUSE.
+        sysctl(&c, "net.ipv4.ip_local_port_range", "61000 65535");
+
         // Client link.
         crate::veth(&r, "vc", &c, "eth0");
         c.ip_ok(&["addr", "add", "10.0.0.2/24", "dev", "eth0"]);
@@ -664,8 +668,8 @@ impl FlowSpec {
 /// `5000 + (i * 37) % 1000` (deterministic, varied).
 pub fn flows(n: usize, v6: bool, base_sport: u16) -> Vec<FlowSpec> {
     assert!(
-        usize::from(base_sport) + n <= 65536,
-        "{n} flows from source port {base_sport} overflow the port range"
+        usize::from(base_sport) + n <= 61000,
+        "{n} flows from source port {base_sport} reach the client's ephemeral ports (61000+)"
     );
     let (src, dst) = if v6 {
         (IpAddr::V6(CLIENT_V6), IpAddr::V6(DEST_V6))
