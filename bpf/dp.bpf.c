@@ -114,6 +114,7 @@ struct {
 } mpt_nh_cache SEC(".maps");
 
 struct pkt {
+	struct net_device *dev; /* the ingress device (kernel struct; 0: unknown) */
 	void *data;
 	void *data_end;
 	__u32 ingress_ifindex;
@@ -920,6 +921,41 @@ __noinline int mpt_nh_remember(const struct mpt_nh *n, __u32 need, const struct 
 	return 0;
 }
 
+extern void *bpf_cast_to_kern_ctx(void *) __ksym;
+
+/*
+ * Whether the kernel's FIB is known to answer this IPv4 packet with the managed
+ * route rt, so that the per-packet kernel-view lookup can be skipped: user
+ * space verified the route (MPT_DPR_F_SOLE: no custom rules, no other route
+ * overlapping the prefix but managed ones, lowest metric, no TOS, no encap, its
+ * nexthops ours) at the generation in mpt_meta.fib4_gen, and the kernel's
+ * net->ipv4.rt_genid still equals it: every change that could alter the answer
+ * increments it (route insert; replace or delete of a route a lookup matched,
+ * which user space makes sure of for rt; rules; addresses; link events). The
+ * one input of bpf_fib_lookup it does not cover, the ingress device's
+ * forwarding switch, is read here as the helper reads it. IPv6 has no such
+ * counter (fib6_sernum ignores deletions): always looked up.
+ */
+static __always_inline int fib4_sole(struct pkt *p, struct mpt_dp_route *rt)
+{
+	struct net_device *dev = p->dev;
+	struct in_device *in;
+	struct mpt_meta *m;
+	__u32 zero = 0;
+
+	if (p->family != AF_INET || !(rt->flags & MPT_DPR_F_SOLE) || !dev)
+		return 0;
+	m = bpf_map_lookup_elem(&mpt_meta, &zero);
+	if (!m || !(m->flags & MPT_META_F_FIB4_GEN))
+		return 0;
+	if ((__u32)dev->nd_net.net->ipv4.rt_genid.counter != m->fib4_gen)
+		return 0;
+	in = dev->ip_ptr;
+	if (!in || !in->cnf.data[IPV4_DEVCONF_FORWARDING - 1])
+		return 0;
+	return 1;
+}
+
 /*
  * The decision, common to both hooks. Returns the egress ifindex (> 0) with
  * *fib filled for a redirect, or -(reason) to hand the packet to the stack.
@@ -964,6 +1000,8 @@ static __always_inline int decide(void *ctx, struct xdp_md *xdp, struct pkt *p,
 	 * The kernel's own view first: local destinations, forwarding disabled on
 	 * the ingress device, blackhole/unreachable/prohibit all go to the stack.
 	 */
+	if (fib4_sole(p, rt))
+		goto ours;
 	__builtin_memset(fib, 0, sizeof(*fib));
 	fib->family = p->family;
 	fib->ifindex = p->ingress_ifindex;
@@ -1000,6 +1038,7 @@ static __always_inline int decide(void *ctx, struct xdp_md *xdp, struct pkt *p,
 	if (fib->rt_metric != rt->id.metric || !mpt_group_has(g, fib))
 		return -MPT_R_NO_ROUTE;
 
+ours:
 	nh = select_nh(p, rt, g);
 	if (nh < 0 || nh >= MPT_MAX_NH)
 		return -MPT_R_NO_NEXTHOP;
@@ -1063,7 +1102,9 @@ static __always_inline int decide(void *ctx, struct xdp_md *xdp, struct pkt *p,
 SEC("xdp")
 int mpt_dp_xdp(struct xdp_md *ctx)
 {
+	struct xdp_buff *kctx = bpf_cast_to_kern_ctx(ctx);
 	struct pkt p = {
+		.dev = kctx->rxq->dev,
 		.data = (void *)(long)ctx->data,
 		.data_end = (void *)(long)ctx->data_end,
 		.ingress_ifindex = ctx->ingress_ifindex,
@@ -1124,7 +1165,9 @@ int mpt_dp_xdp(struct xdp_md *ctx)
 SEC("tcx/ingress")
 int mpt_dp_tc(struct __sk_buff *skb)
 {
+	struct sk_buff *kskb = bpf_cast_to_kern_ctx(skb);
 	struct pkt p = {
+		.dev = kskb->dev,
 		.data = (void *)(long)skb->data,
 		.data_end = (void *)(long)skb->data_end,
 		.ingress_ifindex = skb->ingress_ifindex,

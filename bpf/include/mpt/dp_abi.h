@@ -49,9 +49,18 @@ struct mpt_lpm6_key {
 struct mpt_dp_route {
 	struct mpt_route_key id; /* identity, key of the per-route maps */
 	__u8 algo;               /* MPT_ALGO_* */
-	__u8 reserved[3];
+	__u8 flags;              /* MPT_DPR_F_* */
+	__u8 reserved[2];
 	__u32 group;             /* key of mpt_groups */
 };
+
+/*
+ * mpt_dp_route.flags. SOLE: user space verified, at the IPv4 FIB generation
+ * in mpt_meta.fib4_gen, that the kernel's FIB answers with this route for
+ * every address the LPM trie gives this entry for (no custom rules, no other
+ * route overlapping the prefix but managed ones, lowest metric, no TOS).
+ */
+#define MPT_DPR_F_SOLE 0x1
 
 /* One nexthop of a group. */
 struct mpt_nh {
@@ -121,6 +130,7 @@ MPT__ABI_ASSERT(sizeof(struct mpt_lpm6_key) == 24, "sizeof(struct mpt_lpm6_key)"
 MPT__ABI_ASSERT(MPT__OFF(mpt_lpm6_key, addr) == 8, "mpt_lpm6_key.addr");
 MPT__ABI_ASSERT(sizeof(struct mpt_dp_route) == 36, "sizeof(struct mpt_dp_route)");
 MPT__ABI_ASSERT(MPT__OFF(mpt_dp_route, algo) == 28, "mpt_dp_route.algo");
+MPT__ABI_ASSERT(MPT__OFF(mpt_dp_route, flags) == 29, "mpt_dp_route.flags");
 MPT__ABI_ASSERT(MPT__OFF(mpt_dp_route, group) == 32, "mpt_dp_route.group");
 MPT__ABI_ASSERT(sizeof(struct mpt_nh) == 32, "sizeof(struct mpt_nh)");
 MPT__ABI_ASSERT(MPT__OFF(mpt_nh, upper_bound) == 4, "mpt_nh.upper_bound");

@@ -50,9 +50,21 @@ struct mpt_meta {
 	__u32 abi_version;  /* MPT_ABI_VERSION of the writer */
 	__u32 hash_seed;    /* seed for the hash based algorithms */
 	__u64 netns_cookie; /* cookie of the owning network namespace */
-	__u32 flags;        /* reserved for future flags, 0 for now */
-	__u32 reserved;     /* must be 0 */
+	__u32 flags;        /* MPT_META_F_* */
+	__u32 fib4_gen;     /* with MPT_META_F_FIB4_GEN: see below */
 };
+
+/*
+ * mpt_meta.flags. NATIVE_CHECKED / NATIVE: user space only (whether the
+ * kernel kept RTA_MP_ALGO). FIB4_GEN: fib4_gen holds the IPv4 FIB generation
+ * (the kernel's net->ipv4.rt_genid) at which user space verified the managed
+ * routes flagged MPT_DPR_F_SOLE (dp_abi.h). While the namespace's generation
+ * still equals it, the dataplane may skip its per-packet check that the
+ * kernel's FIB answers with the managed route.
+ */
+#define MPT_META_F_NATIVE_CHECKED 0x1
+#define MPT_META_F_NATIVE         0x2
+#define MPT_META_F_FIB4_GEN       0x4
 
 /*
  * Key of the mpt_routes hash map.
@@ -87,7 +99,7 @@ MPT__ABI_ASSERT(MPT__OFF(mpt_meta, abi_version) == 0, "mpt_meta.abi_version must
 MPT__ABI_ASSERT(MPT__OFF(mpt_meta, hash_seed) == 4, "mpt_meta.hash_seed offset");
 MPT__ABI_ASSERT(MPT__OFF(mpt_meta, netns_cookie) == 8, "mpt_meta.netns_cookie offset");
 MPT__ABI_ASSERT(MPT__OFF(mpt_meta, flags) == 16, "mpt_meta.flags offset");
-MPT__ABI_ASSERT(MPT__OFF(mpt_meta, reserved) == 20, "mpt_meta.reserved offset");
+MPT__ABI_ASSERT(MPT__OFF(mpt_meta, fib4_gen) == 20, "mpt_meta.fib4_gen offset");
 
 MPT__ABI_ASSERT(sizeof(struct mpt_route_key) == 28, "sizeof(struct mpt_route_key) != 28");
 MPT__ABI_ASSERT(MPT__OFF(mpt_route_key, family) == 0, "mpt_route_key.family offset");

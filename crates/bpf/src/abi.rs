@@ -53,11 +53,18 @@ pub struct MptMeta {
     pub hash_seed: u32,
     /// Cookie of the owning network namespace.
     pub netns_cookie: u64,
-    /// Reserved for flags; 0 for now.
+    /// `META_F_*` bits.
     pub flags: u32,
-    /// Must be 0.
-    pub reserved: u32,
+    /// With [`META_F_FIB4_GEN`]: the IPv4 FIB generation (`net->ipv4.rt_genid`) at which the
+    /// routes flagged [`DPR_F_SOLE`] were verified.
+    pub fib4_gen: u32,
 }
+
+/// `MPT_META_F_FIB4_GEN`: [`MptMeta::fib4_gen`] is set.
+pub const META_F_FIB4_GEN: u32 = 0x4;
+/// `MPT_DPR_F_SOLE`: a flag of [`MptDpRoute::flags`]: at generation [`MptMeta::fib4_gen`]
+/// the kernel's FIB answers with this route for every address the LPM trie gives it for.
+pub const DPR_F_SOLE: u8 = 0x1;
 
 /// `struct mpt_route_key`: key of the `mpt_routes` hash map.
 #[repr(C)]
@@ -142,8 +149,10 @@ pub struct MptDpRoute {
     pub id: MptRouteKey,
     /// One of the `ALGO_*` constants.
     pub algo: u8,
+    /// `DPR_F_*` bits.
+    pub flags: u8,
     /// Must be 0.
-    pub reserved: [u8; 3],
+    pub reserved: [u8; 2],
     /// Key of `mpt_groups`.
     pub group: u32,
 }
@@ -361,7 +370,7 @@ assert_layout!(MptMeta, btf::mpt_meta, 24, {
     hash_seed: u32 = 4,
     netns_cookie: u64 = 8,
     flags: u32 = 16,
-    reserved: u32 = 20,
+    fib4_gen: u32 = 20,
 });
 assert_layout!(MptRouteKey, btf::mpt_route_key, 28, {
     family: u8 = 0,
@@ -392,7 +401,8 @@ assert_layout!(MptLpm6Key, btf::mpt_lpm6_key, 24, {
 assert_layout!(MptDpRoute, btf::mpt_dp_route, 36, {
     id: MptRouteKey = 0,
     algo: u8 = 28,
-    reserved: [u8; 3] = 29,
+    flags: u8 = 29,
+    reserved: [u8; 2] = 30,
     group: u32 = 32,
 });
 assert_layout!(MptNh, btf::mpt_nh, 32, {
@@ -531,7 +541,7 @@ impl_bytes!(MptMeta {
     hash_seed: u32,
     netns_cookie: u64,
     flags: u32,
-    reserved: u32,
+    fib4_gen: u32,
 });
 impl_bytes!(MptRouteKey {
     family: u8,
@@ -562,6 +572,7 @@ impl_bytes!(MptLpm6Key {
 impl_bytes!(MptDpRoute {
     id: struct,
     algo: u8,
+    flags: u8,
     reserved: bytes,
     group: u32,
 });
@@ -596,14 +607,14 @@ impl_bytes!(MptPcpuState {
 // ---- helpers ------------------------------------------------------------------
 
 impl MptMeta {
-    /// Metadata for the current ABI, with `flags` and `reserved` zero.
+    /// Metadata for the current ABI, with `flags` and `fib4_gen` zero.
     pub const fn new(hash_seed: u32, netns_cookie: u64) -> Self {
         Self {
             abi_version: ABI_VERSION,
             hash_seed,
             netns_cookie,
             flags: 0,
-            reserved: 0,
+            fib4_gen: 0,
         }
     }
 }
@@ -727,7 +738,7 @@ mod tests {
             hash_seed: 0xdead_beef,
             netns_cookie: 0x0102_0304_0506_0708,
             flags: 0x11,
-            reserved: 0x2233_4455,
+            fib4_gen: 0x2233_4455,
         }
     }
 
@@ -867,7 +878,8 @@ mod tests {
         MptDpRoute {
             id: key(),
             algo: ALGO_DRR,
-            reserved: [1, 2, 3],
+            flags: 9,
+            reserved: [2, 3],
             group: 0x0102_0304,
         }
     }
@@ -934,7 +946,7 @@ mod tests {
 
         let r = dp_route().as_bytes().to_vec();
         assert_eq!(r[..28], *key().as_bytes());
-        assert_eq!(r[28..32], [ALGO_DRR, 1, 2, 3]);
+        assert_eq!(r[28..32], [ALGO_DRR, 9, 2, 3]);
         assert_eq!(r[32..36], 0x0102_0304_u32.to_ne_bytes());
 
         let n = nh(3).as_bytes().to_vec();
@@ -1071,7 +1083,7 @@ mod tests {
         let m = MptMeta::new(7, 9);
         assert_eq!(m.abi_version, ABI_VERSION);
         assert_eq!(
-            (m.hash_seed, m.netns_cookie, m.flags, m.reserved),
+            (m.hash_seed, m.netns_cookie, m.flags, m.fib4_gen),
             (7, 9, 0, 0)
         );
         // abi_version is readable from the first 4 bytes of any mpt_meta.

@@ -11,7 +11,7 @@ use libbpf_rs::{MapCore, MapFlags, MapHandle};
 
 use crate::abi::{
     MptDpRoute, MptGroup, MptLpm4Key, MptLpm6Key, MptNh, MptRouteKey, MptRouteStats, AF_INET,
-    AF_INET6, MAX_NH,
+    AF_INET6, DPR_F_SOLE, MAX_NH,
 };
 use crate::state::{RouteState, StateError};
 
@@ -237,7 +237,8 @@ impl RouteState {
         let v = MptDpRoute {
             id: *key,
             algo,
-            reserved: [0; 3],
+            flags: 0,
+            reserved: [0; 2],
             group,
         };
         let map = self.map(l.map_name())?;
@@ -261,6 +262,47 @@ impl RouteState {
         map.update(l.bytes(), v.as_bytes(), MapFlags::ANY)
             .map_err(bpf("write the LPM trie"))?;
         Ok(old)
+    }
+
+    /// Set or clear `DPR_F_SOLE` on the route's LPM entry, if the entry is this route's.
+    /// Returns whether it was.
+    pub fn dp_set_sole(&self, key: &MptRouteKey, sole: bool) -> Result<bool, StateError> {
+        let l = Lpm::of(key);
+        let Some(mut cur) = self.dp_get_route(key)? else {
+            return Ok(false);
+        };
+        if cur.id != *key {
+            return Ok(false);
+        }
+        let want = if sole {
+            cur.flags | DPR_F_SOLE
+        } else {
+            cur.flags & !DPR_F_SOLE
+        };
+        if want != cur.flags {
+            cur.flags = want;
+            self.map(l.map_name())?
+                .update(l.bytes(), cur.as_bytes(), MapFlags::EXIST)
+                .map_err(bpf("write the LPM trie"))?;
+        }
+        Ok(true)
+    }
+
+    /// Every entry of the IPv4 LPM trie (the managed prefixes the dataplane knows).
+    pub fn dp_routes4(&self) -> Result<Vec<MptDpRoute>, StateError> {
+        let map = self.map("mpt_lpm4")?;
+        let mut out = Vec::new();
+        for k in map.keys() {
+            if let Some(v) = map
+                .lookup(&k, MapFlags::ANY)
+                .map_err(bpf("read the LPM trie"))?
+            {
+                if let Some(r) = MptDpRoute::from_bytes(&v) {
+                    out.push(r);
+                }
+            }
+        }
+        Ok(out)
     }
 
     /// Put back an entry returned by [`RouteState::dp_put_route`] (or remove it for `None`).

@@ -8,6 +8,7 @@
 pub mod abi;
 pub mod dp;
 pub mod dpmaps;
+pub mod fibgen;
 pub mod skel;
 pub mod state;
 

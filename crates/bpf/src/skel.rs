@@ -84,3 +84,10 @@ skeleton! {
     /// `mpt_bench_pass` counts and passes; one per-CPU slot each in `bench_cnt`.
     sink
 }
+
+skeleton! {
+    /// Skeleton of `bpf/fibgen.bpf.c`: `mpt_fib_gen` (sched_cls), run once with
+    /// BPF_PROG_TEST_RUN to read the namespace's FIB generation (see [`crate::fibgen`]).
+    /// Never attached.
+    fibgen
+}

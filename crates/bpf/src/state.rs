@@ -370,7 +370,7 @@ impl RouteState {
                 hash_seed: random_u32(),
                 netns_cookie: cookie,
                 flags: 0,
-                reserved: 0,
+                fib4_gen: 0,
             };
             skel.maps
                 .mpt_meta
@@ -433,6 +433,31 @@ impl RouteState {
         self.meta
             .update(&0u32.to_ne_bytes(), m.as_bytes(), MapFlags::ANY)
             .map_err(bpf("write mpt_meta"))
+    }
+
+    /// Record the IPv4 FIB generation at which the `DPR_F_SOLE` flags were verified, or
+    /// (`None`) that none is: the dataplane then checks every managed packet with the kernel.
+    pub fn set_fib4_gen(&self, generation: Option<u32>) -> Result<(), StateError> {
+        let mut m = self.meta()?;
+        match generation {
+            Some(g) => {
+                m.flags |= crate::abi::META_F_FIB4_GEN;
+                m.fib4_gen = g;
+            }
+            None => {
+                m.flags &= !crate::abi::META_F_FIB4_GEN;
+                m.fib4_gen = 0;
+            }
+        }
+        self.meta
+            .update(&0u32.to_ne_bytes(), m.as_bytes(), MapFlags::ANY)
+            .map_err(bpf("write mpt_meta"))
+    }
+
+    /// The IPv4 FIB generation recorded by [`RouteState::set_fib4_gen`].
+    pub fn fib4_gen(&self) -> Result<Option<u32>, StateError> {
+        let m = self.meta()?;
+        Ok((m.flags & crate::abi::META_F_FIB4_GEN != 0).then_some(m.fib4_gen))
     }
 
     /// Look a route up.

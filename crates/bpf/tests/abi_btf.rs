@@ -143,7 +143,7 @@ fn mpt_meta_matches_btf() {
             hash_seed,
             netns_cookie,
             flags,
-            reserved
+            fib4_gen
         }),
     );
     // abi_version must stay the first field forever.
@@ -223,6 +223,7 @@ fn mpt_dp_route_matches_btf() {
         rust_layout!(MptDpRoute {
             id,
             algo,
+            flags,
             reserved,
             group
         }),
@@ -533,6 +534,19 @@ fn dp_header_constants_match_rust() {
     assert_eq!(
         header_define("MPT_NH_F_ONLINK"),
         u64::from(abi::NH_F_ONLINK)
+    );
+    assert_eq!(header_define("MPT_DPR_F_SOLE"), u64::from(abi::DPR_F_SOLE));
+    assert_eq!(
+        header_define("MPT_META_F_FIB4_GEN"),
+        u64::from(abi::META_F_FIB4_GEN)
+    );
+    assert_eq!(
+        header_define("MPT_META_F_NATIVE_CHECKED"),
+        u64::from(mpt_bpf::state::META_F_NATIVE_CHECKED)
+    );
+    assert_eq!(
+        header_define("MPT_META_F_NATIVE"),
+        u64::from(mpt_bpf::state::META_F_NATIVE)
     );
     // The nexthop arrays really have MPT_MAX_NH entries.
     assert_eq!(MptGroup::default().nh.len(), abi::MAX_NH);

@@ -731,7 +731,8 @@ impl<'obj> Fx<'obj> {
             let v = MptDpRoute {
                 id,
                 algo: r.algo,
-                reserved: [0; 3],
+                flags: 0,
+                reserved: [0; 2],
                 group: r.group,
             };
             let res = match addr {
@@ -2872,6 +2873,149 @@ fn xdp_hands_up_what_it_cannot_verify_on_local_stack_devices() {
                 IN0,
                 Expect::Redirect,
                 &format!("{what}, NIC"),
+            );
+        }
+    });
+}
+
+// ---- fixtures: the verified-route gate (MPT_DPR_F_SOLE at the FIB generation) -----------------
+
+impl Fx<'_> {
+    /// Write `mpt_meta.fib4_gen` (None: clear the flag) and the SOLE flag of a managed IPv4 or
+    /// IPv6 route's LPM entry.
+    fn set_sole(&self, prefix: &str, sole: bool, generation: Option<u32>) {
+        let mut meta = MptMeta::new(SEED, 0);
+        if let Some(g) = generation {
+            meta.flags |= mpt_bpf::abi::META_F_FIB4_GEN;
+            meta.fib4_gen = g;
+        }
+        self.skel
+            .maps
+            .mpt_meta
+            .update(&0u32.to_ne_bytes(), meta.as_bytes(), MapFlags::ANY)
+            .expect("write mpt_meta");
+        let (addr, len) = parse_prefix(prefix);
+        let (map, key) = match addr {
+            IpAddr::V4(a) => (
+                &self.skel.maps.mpt_lpm4,
+                MptLpm4Key::new(TABLE, len, a.octets()).as_bytes().to_vec(),
+            ),
+            IpAddr::V6(a) => (
+                &self.skel.maps.mpt_lpm6,
+                MptLpm6Key::new(TABLE, len, a.octets()).as_bytes().to_vec(),
+            ),
+        };
+        let cur = map
+            .lookup(&key, MapFlags::ANY)
+            .expect("read the LPM entry")
+            .expect("the managed route's LPM entry");
+        let mut v = MptDpRoute::from_bytes(&cur).expect("an LPM value");
+        v.flags = if sole { mpt_bpf::abi::DPR_F_SOLE } else { 0 };
+        map.update(&key, v.as_bytes(), MapFlags::EXIST)
+            .expect("write the LPM entry");
+    }
+}
+
+/// White box: the kernel has 198.51.100.160/28 via e3 inside the managed 198.51.100.0/24, so the
+/// kernel-view lookup hands 198.51.100.165 to the stack. A SOLE flag (which user space would
+/// never set on this route) makes the dataplane skip that lookup only while the namespace's IPv4
+/// FIB generation equals the recorded one; any FIB change ends it. Forwarding disabled on the
+/// ingress device and IPv6 are always looked up.
+#[test]
+fn verified_routes_skip_the_kernel_lookup_only_at_their_generation() {
+    with_fixture(|fx| {
+        let mut reader = mpt_bpf::fibgen::FibGenReader::new().expect("load the generation reader");
+        let now = reader.read().expect("read the FIB generation");
+        let v4 = udp_frame("10.0.0.10", "198.51.100.165", 4000, 53, 18);
+        let run = |sole: bool, generation: Option<u32>, expect: Expect, what: &str| {
+            fx.set_sole("198.51.100.0/24", sole, generation);
+            for hook in HOOKS {
+                fx.check(hook, &v4, IN0, expect, what);
+            }
+        };
+        run(
+            false,
+            None,
+            Expect::Pass(Reason::NoRoute),
+            "not verified: looked up",
+        );
+        run(
+            true,
+            Some(now.v4),
+            Expect::Redirect,
+            "SOLE at the current generation: the lookup is skipped",
+        );
+        run(
+            true,
+            Some(now.v4.wrapping_add(1)),
+            Expect::Pass(Reason::NoRoute),
+            "SOLE at another generation: looked up",
+        );
+        run(
+            true,
+            None,
+            Expect::Pass(Reason::NoRoute),
+            "SOLE without a recorded generation: looked up",
+        );
+        run(
+            false,
+            Some(now.v4),
+            Expect::Pass(Reason::NoRoute),
+            "a route not flagged SOLE: looked up",
+        );
+
+        // Forwarding off on the ingress device: the kernel's answer, not the shortcut.
+        fx.set_sole("198.51.100.0/24", true, Some(now.v4));
+        let mut f1 = udp_frame("10.0.1.10", "198.51.100.165", 4000, 53, 18);
+        f1[..6].copy_from_slice(&IN1_MAC);
+        let in1 = Ctx {
+            ingress: "in1",
+            gso: None,
+        };
+        for hook in HOOKS {
+            fx.check(
+                hook,
+                &f1,
+                in1,
+                Expect::Pass(Reason::FwdDisabled),
+                "SOLE, ingress in1 with forwarding=0",
+            );
+        }
+
+        // IPv6 has no generation that covers deletions: always looked up.
+        fx.set_sole("2001:db8:100::/56", true, Some(now.v4));
+        let b6 = Ip6::new(
+            "2001:db8:ff::10",
+            "2001:db8:100:fe::1",
+            IPPROTO_UDP,
+            udp(4000, 53, 18),
+        )
+        .frame();
+        for hook in HOOKS {
+            fx.check(
+                hook,
+                &b6,
+                IN0,
+                Expect::Pass(Reason::FibOther),
+                "IPv6 SOLE: the blackhole inside still answers",
+            );
+        }
+
+        // Any FIB change moves the generation (this thread's namespace is the fixture's).
+        run_ok(
+            Command::new("ip").args(["route", "add", "192.0.2.128/25", "dev", "e3"]),
+            None,
+        );
+        let later = reader.read().expect("read the FIB generation");
+        assert_ne!(later.v4, now.v4, "a route add moves net->ipv4.rt_genid");
+        fx.set_sole("198.51.100.0/24", true, Some(now.v4));
+        for hook in HOOKS {
+            fx.check(
+                hook,
+                &v4,
+                IN0,
+                Expect::Pass(Reason::NoRoute),
+                "SOLE recorded before an unrelated route add: looked up again",
             );
         }
     });

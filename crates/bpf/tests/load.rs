@@ -160,7 +160,8 @@ fn state_skeleton_loads_and_anchor_references_all_maps() {
             ..MptRouteKey::default()
         },
         algo: mpt_bpf::abi::ALGO_L3_HASH,
-        reserved: [0; 3],
+        flags: 0,
+        reserved: [0; 2],
         group: 7,
     };
     let flags = libbpf_rs::MapFlags::ANY;
