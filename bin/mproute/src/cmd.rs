@@ -70,6 +70,9 @@ pub struct Ctx {
     dp_groups_by_content: HashMap<u32, u32>,
     /// Install routes as references to kernel nexthop objects (`--nexthop-objects`).
     pub use_nh_objects: bool,
+    /// Routes or attachments may have changed: verify the managed routes for the dataplane's
+    /// FIB check at the end ([`crate::fibcheck::arm`]).
+    arm_needed: bool,
 }
 
 /// A planned change whose FIB request is still to be sent.
@@ -126,6 +129,7 @@ impl Ctx {
             dp_groups_known: HashSet::new(),
             dp_groups_by_content: HashMap::new(),
             use_nh_objects: false,
+            arm_needed: false,
         }
     }
 
@@ -190,6 +194,14 @@ impl Ctx {
 
     /// Run one command given as a verb and its words.
     pub fn run(&mut self, verb: &str, args: &[String]) -> Result<Output, Failure> {
+        if matches!(
+            verb,
+            "add" | "replace" | "append" | "change" | "chg" | "del" | "delete" | "flush" | "sync"
+        ) || (matches!(verb, "dataplane" | "dp")
+            && args.first().is_some_and(|a| a == "attach"))
+        {
+            self.arm_needed = true;
+        }
         let v = match verb {
             "add" => Verb::Add,
             "replace" => Verb::Replace,
@@ -655,8 +667,38 @@ impl Ctx {
         !stopped
     }
 
-    /// Work left at the end of an invocation: collect nexthop objects no route uses any more.
+    /// Work left at the end of an invocation: collect nexthop objects no route uses any more,
+    /// and verify the managed routes for the dataplane's FIB check.
     pub fn finish(&mut self) -> Result<(), Failure> {
+        self.collect()?;
+        if std::mem::take(&mut self.arm_needed) {
+            self.arm()?;
+        }
+        Ok(())
+    }
+
+    /// With a dataplane attached: verify the managed IPv4 routes against the FIB and record the
+    /// generation (see [`crate::fibcheck`]). A failure leaves the per-packet check on.
+    fn arm(&mut self) -> Result<(), Failure> {
+        let attached = !mpt_bpf::dp::attachments()
+            .map_err(|e| crate::state::fail("list dataplane attachments", e))?
+            .is_empty();
+        if !attached || self.store(false)?.is_none() {
+            return Ok(());
+        }
+        self.sock()?;
+        let (Some(sock), Some(store)) = (self.sock.as_mut(), self.store.as_ref()) else {
+            return Ok(());
+        };
+        let r = crate::fibcheck::arm(sock, store.raw());
+        if r.is_err() {
+            let _ = store.raw().set_fib4_gen(None);
+        }
+        r.map(|_| ())
+    }
+
+    /// Collect nexthop objects and dataplane groups no route uses any more.
+    fn collect(&mut self) -> Result<(), Failure> {
         if !self.gc_needed {
             return Ok(());
         }
@@ -903,6 +945,7 @@ impl Ctx {
             parse::parse_dataplane(args).map_err(|e| Failure::usage(format!("dataplane: {e}")))?;
         let fail = |what: String| move |e| crate::state::fail(&what, e);
         let mut notes = Vec::new();
+        let attach = matches!(spec, parse::DpSpec::Attach { .. });
         match spec {
             parse::DpSpec::Attach {
                 devs,
@@ -1008,13 +1051,20 @@ impl Ctx {
             None => Vec::new(),
         };
         let links = crate::dpmode::links(self.sock()?)?;
-        Ok(Output::Dataplane(crate::view::DataplaneView::new(
-            &att,
-            &reasons,
-            ignore_linkdown(),
-            &links,
-            notes,
-        )))
+        let mut view =
+            crate::view::DataplaneView::new(&att, &reasons, ignore_linkdown(), &links, notes);
+        if !att.is_empty() {
+            if attach {
+                // what the end of this command will find: verify now, not after the report
+                self.arm_needed = false;
+                self.arm()?;
+            }
+            self.sock()?;
+            if let (Some(sock), Some(store)) = (self.sock.as_mut(), self.store.as_ref()) {
+                view.fib_check = Some(crate::fibcheck::status(sock, store.raw())?);
+            }
+        }
+        Ok(Output::Dataplane(view))
     }
 
     fn show(&mut self, args: &[String]) -> Result<Output, Failure> {

@@ -4,6 +4,7 @@
 pub mod cli;
 pub mod cmd;
 pub mod dpmode;
+pub mod fibcheck;
 pub mod nhobj;
 pub mod parse;
 pub mod resolve;

@@ -29,6 +29,12 @@ fn print(out: &Output, style: Style) {
                 if !c.is_empty() {
                     println!("counters: {}", c.join(", "));
                 }
+                if let Some(f) = &v.fib_check {
+                    println!("{}", f.line());
+                    for u in &f.unverified {
+                        println!("  {} metric {}: {}", u.dst, u.metric, u.why);
+                    }
+                }
                 for n in &v.notes {
                     println!("note: {n}");
                 }

@@ -333,6 +333,8 @@ pub struct DataplaneView {
     pub ignore_routes_with_linkdown: bool,
     /// What needs the operator's attention (veth peers not ready for XDP frames).
     pub notes: Vec<String>,
+    /// Whether the per-packet kernel FIB check of managed IPv4 routes is skipped, and why not.
+    pub fib_check: Option<crate::fibcheck::FibCheck>,
 }
 
 impl DataplaneView {
@@ -369,6 +371,7 @@ impl DataplaneView {
             counters,
             ignore_routes_with_linkdown: ignore_linkdown,
             notes,
+            fib_check: None,
         }
     }
 }

@@ -8,6 +8,7 @@ pub mod algo;
 pub mod hash;
 pub mod names;
 pub mod route;
+pub mod sole;
 pub mod threshold;
 
 pub use algo::Algo;

@@ -284,3 +284,12 @@ fn decode_kernel_dump_reply_with_unknown_attributes() {
         .iter()
         .any(|(t, v)| *t == 200 && v == &[1, 2, 3, 4]));
 }
+
+#[test]
+fn route_get_fibmatch() {
+    // We ask for the acknowledgement the socket's request/answer loop ends on; ip does not.
+    let mut req = route::get_request("198.51.100.7".parse().expect("addr"));
+    assert_ne!(req.flags & flags::ACK, 0);
+    req.flags &= !flags::ACK;
+    assert_golden("v4_get_fibmatch", &req, false);
+}

@@ -294,6 +294,31 @@ pub fn dump_request(family: Option<Family>, table: Option<u32>) -> Request {
     }
 }
 
+/// `RTM_F_FIB_MATCH`: a lookup answers with the FIB entry that matched, not the resulting
+/// route.
+pub const RTM_F_FIB_MATCH: u32 = 0x2000;
+/// `RTM_F_LOOKUP_TABLE`: the answer's table is the one the lookup found it in (iproute2 sets it
+/// on every `ip route get`).
+pub const RTM_F_LOOKUP_TABLE: u32 = 0x1000;
+
+/// A route lookup, as `ip route get DST fibmatch`: the kernel answers with the FIB entry its
+/// (output) lookup matched for a packet to `dst`. A lookup also marks the IPv4 entry it matched
+/// as used, so that deleting or replacing it later moves the namespace's FIB generation.
+pub fn get_request(dst: IpAddr) -> Request {
+    let (fam, len) = match dst {
+        IpAddr::V4(_) => (Family::V4, 32),
+        IpAddr::V6(_) => (Family::V6, 128),
+    };
+    let hdr = rtmsg(fam.af(), len, 0, 0, 0, 0, RTM_F_FIB_MATCH | RTM_F_LOOKUP_TABLE);
+    let mut a = AttrBuf::with_header(&hdr);
+    a.put(rta::DST, &addr_bytes(&dst));
+    Request {
+        ty: RTM_GETROUTE,
+        flags: flags::REQUEST | flags::ACK,
+        payload: a.into_bytes(),
+    }
+}
+
 /// A route as the kernel reports it, before it is joined with our state.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RouteMsg {
@@ -301,6 +326,8 @@ pub struct RouteMsg {
     pub route: Route,
     /// `rtm_flags`.
     pub rtm_flags: u32,
+    /// `rtm_tos`: a route for one TOS value only (0: any).
+    pub tos: u8,
     /// Raw `RTA_MP_ALGO` value if present (a value no version of ours knows is kept here).
     pub mp_algo_raw: Option<u32>,
     /// Attributes this decoder does not interpret, as `(type, bytes)`.
@@ -442,6 +469,7 @@ pub fn decode(payload: &[u8]) -> Result<Option<RouteMsg>, DecodeError> {
             algo: mp_algo_raw.and_then(Algo::from_u32),
         },
         rtm_flags,
+        tos: payload[3],
         mp_algo_raw,
         other,
     }))

@@ -182,6 +182,7 @@ run_case nh_dump       $RTM_GETNEXTHOP 1 nexthop show
 ipn route add 198.51.100.0/24 via 10.1.0.2 dev va proto 250
 NOTE="prerequisite run first (not captured): ip route add 198.51.100.0/24 via 10.1.0.2 dev va proto 250"
 run_case v4_get        $RTM_GETROUTE 1 route get 198.51.100.7 from 10.1.0.1 ipproto udp sport 1000 dport 2000
+run_case v4_get_fibmatch $RTM_GETROUTE 1 route get 198.51.100.7 fibmatch
 
 # --- sanity checks -----------------------------------------------------------
 bad=0

@@ -1,0 +1,291 @@
+//! The dataplane's per-packet kernel FIB check, and when it may be skipped.
+//!
+//! For a packet of a managed route the dataplane asks the kernel's FIB whether the kernel would
+//! route it by that very route (a more specific route, a rule or a local address may say
+//! otherwise). For IPv4 that lookup is skipped for the routes verified here
+//! ([`mpt_model::sole`]) while the namespace's FIB generation (`net->ipv4.rt_genid`) stays the one
+//! they were verified at. Verification runs at the end of every command that changes routes or
+//! attaches the dataplane: generation, dump, verify, look each route's probe address up (so that
+//! the kernel marks the route used and its own later delete or replace moves the generation),
+//! generation again; only an unchanged generation is recorded.
+
+use mpt_bpf::fibgen::FibGenReader;
+use mpt_bpf::state::RouteState;
+use mpt_cli::Failure;
+use mpt_model::sole::{self, FibEntry, Managed, Verdict};
+use mpt_model::Family;
+use mpt_netlink::msg::route as rmsg;
+use mpt_netlink::sock::Socket;
+use serde::Serialize;
+
+use crate::state::fail;
+
+/// `RTA_ENCAP`.
+const RTA_ENCAP: u16 = 22;
+
+/// The managed IPv4 routes of the LPM trie with their verdicts.
+struct Verified {
+    keys: Vec<mpt_bpf::abi::MptRouteKey>,
+    /// SOLE flags as found.
+    flagged: Vec<bool>,
+    managed: Vec<Managed>,
+    verdicts: Vec<Verdict>,
+}
+
+fn key_net(k: &mpt_bpf::abi::MptRouteKey) -> Option<ipnet::Ipv4Net> {
+    let a = std::net::Ipv4Addr::new(k.dst_be[0], k.dst_be[1], k.dst_be[2], k.dst_be[3]);
+    ipnet::Ipv4Net::new(a, k.dst_len).ok()
+}
+
+/// The main and local tables' IPv4 entries.
+fn fib4(sock: &mut Socket) -> Result<Vec<FibEntry>, Failure> {
+    let mut out = Vec::new();
+    for table in [sole::TABLE_MAIN, sole::TABLE_LOCAL] {
+        let what = format!("list the IPv4 routes of table {table}");
+        let payloads = match sock.dump(&rmsg::dump_request(Some(Family::V4), Some(table)), &what) {
+            Ok(p) => p,
+            Err(e) if e.errno() == Some(libc::ENOENT) => Vec::new(),
+            Err(e) => return Err(Failure::from(e)),
+        };
+        for p in payloads {
+            let Some(m) = rmsg::decode(&p).map_err(|e| Failure::system(format!("{what}: {e}")))?
+            else {
+                continue;
+            };
+            // RTM_F_CLONED: route cache entries are not routes
+            if m.rtm_flags & 0x200 != 0 || m.route.key.table != table {
+                continue;
+            }
+            let ipnet::IpNet::V4(dst) = m.route.key.dst else {
+                continue;
+            };
+            out.push(FibEntry {
+                dst,
+                table,
+                metric: m.route.key.metric,
+                tos: m.tos,
+                rtype: m.route.rtype,
+                nexthops: m
+                    .route
+                    .nexthops
+                    .iter()
+                    .map(|n| (n.ifindex, n.gateway))
+                    .collect(),
+                nh_object: m.route.nh_id.is_some(),
+                encap: m.other.iter().any(|(t, _)| *t == RTA_ENCAP),
+            });
+        }
+    }
+    Ok(out)
+}
+
+/// Verify the LPM trie's IPv4 routes against the FIB now (no probes, nothing written).
+fn verify(sock: &mut Socket, raw: &RouteState) -> Result<Verified, Failure> {
+    let routes = raw
+        .dp_routes4()
+        .map_err(|e| fail("read the dataplane's routes", e))?;
+    let mut keys = Vec::new();
+    let mut flagged = Vec::new();
+    let mut managed = Vec::new();
+    for r in routes {
+        let Some(dst) = key_net(&r.id) else { continue };
+        let g = raw
+            .dp_group(r.group)
+            .map_err(|e| fail("read a dataplane group", e))?;
+        let nexthops = g
+            .map(|g| {
+                g.nh.iter()
+                    .take(g.nh_count as usize)
+                    .map(|n| {
+                        let gw = match n.family {
+                            mpt_bpf::abi::AF_INET => Some(std::net::IpAddr::from([
+                                n.gw[0], n.gw[1], n.gw[2], n.gw[3],
+                            ])),
+                            mpt_bpf::abi::AF_INET6 => Some(std::net::IpAddr::from(n.gw)),
+                            _ => None,
+                        };
+                        (n.ifindex, gw)
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        keys.push(r.id);
+        flagged.push(r.flags & mpt_bpf::abi::DPR_F_SOLE != 0);
+        managed.push(Managed {
+            dst,
+            table: r.id.table,
+            metric: r.id.metric,
+            nexthops,
+        });
+    }
+    let verdicts = if managed.is_empty() {
+        Vec::new()
+    } else {
+        sole::verify(&managed, &fib4(sock)?)
+    };
+    Ok(Verified {
+        keys,
+        flagged,
+        managed,
+        verdicts,
+    })
+}
+
+/// Look `probe` up as `ip route get PROBE fibmatch` does: whether the kernel's answer is `m`'s
+/// own FIB entry. The lookup marks that entry used.
+fn probe_answers(sock: &mut Socket, m: &Managed, probe: std::net::Ipv4Addr) -> Result<bool, Failure> {
+    let what = format!("look up {probe}");
+    let payloads = match sock.dump(&rmsg::get_request(probe.into()), &what) {
+        Ok(p) => p,
+        // unreachable, no route: not ours
+        Err(mpt_netlink::Error::Kernel(_)) => return Ok(false),
+        Err(e) => return Err(Failure::from(e)),
+    };
+    for p in payloads {
+        if let Some(a) = rmsg::decode(&p).map_err(|e| Failure::system(format!("{what}: {e}")))? {
+            let k = a.route.key;
+            return Ok(k.dst == ipnet::IpNet::V4(m.dst)
+                && k.table == sole::TABLE_MAIN
+                && k.metric == m.metric);
+        }
+    }
+    Ok(false)
+}
+
+/// Verify the managed IPv4 routes and record the generation they hold at (or none). Returns how
+/// many were verified.
+pub fn arm(sock: &mut Socket, raw: &RouteState) -> Result<usize, Failure> {
+    let clear = |raw: &RouteState| {
+        raw.set_fib4_gen(None)
+            .map_err(|e| fail("write the FIB generation", e))
+    };
+    if raw
+        .dp_routes4()
+        .map_err(|e| fail("read the dataplane's routes", e))?
+        .is_empty()
+    {
+        clear(raw)?;
+        return Ok(0);
+    }
+    let mut reader = FibGenReader::new().map_err(|e| fail("read the FIB generation", e))?;
+    // A change between the two readings (another tool's, a link event) ends the attempt: try
+    // again, a few times.
+    for _ in 0..3 {
+        let before = reader
+            .read()
+            .map_err(|e| fail("read the FIB generation", e))?;
+        let mut v = verify(sock, raw)?;
+        if before.custom_rules4 {
+            for vd in v.verdicts.iter_mut() {
+                *vd = Verdict::Not("the namespace has custom rules".into());
+            }
+        }
+        for (m, vd) in v.managed.iter().zip(v.verdicts.iter_mut()) {
+            if let Verdict::Sole { probe } = *vd {
+                if !probe_answers(sock, m, probe)? {
+                    *vd = Verdict::Not(format!("the kernel's lookup of {probe} answers otherwise"));
+                }
+            }
+        }
+        let after = reader
+            .read()
+            .map_err(|e| fail("read the FIB generation", e))?;
+        if after.v4 != before.v4 {
+            continue;
+        }
+        let mut n = 0;
+        for (k, vd) in v.keys.iter().zip(&v.verdicts) {
+            raw.dp_set_sole(k, vd.is_sole())
+                .map_err(|e| fail("write the dataplane's routes", e))?;
+            n += usize::from(vd.is_sole());
+        }
+        raw.set_fib4_gen(Some(before.v4))
+            .map_err(|e| fail("write the FIB generation", e))?;
+        return Ok(n);
+    }
+    clear(raw)?;
+    Ok(0)
+}
+
+/// One managed route the dataplane checks packet by packet, and why.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct Unverified {
+    /// Prefix.
+    pub dst: String,
+    /// Metric.
+    pub metric: u32,
+    /// Why its kernel lookup is not skipped.
+    pub why: String,
+}
+
+/// `dataplane show`: the state of the IPv4 check.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct FibCheck {
+    /// The namespace's IPv4 FIB generation now.
+    pub generation: u32,
+    /// The generation the routes were verified at, if any.
+    pub verified_at: Option<u32>,
+    /// Managed IPv4 routes.
+    pub routes: usize,
+    /// Of them, those whose kernel lookup is skipped now.
+    pub skipped: usize,
+    /// The others with the reason (as the FIB is now).
+    pub unverified: Vec<Unverified>,
+}
+
+impl FibCheck {
+    /// One line for the operator.
+    pub fn line(&self) -> String {
+        if self.routes == 0 {
+            return "fib check: no managed IPv4 routes".into();
+        }
+        match self.verified_at {
+            Some(g) if g == self.generation => format!(
+                "fib check: IPv4 kernel lookup skipped for {} of {} managed routes (FIB generation {g} unchanged since they were verified); IPv6 looked up per packet",
+                self.skipped, self.routes
+            ),
+            Some(g) => format!(
+                "fib check: IPv4 kernel lookup per packet: the FIB changed since the routes were verified (generation {}, verified at {g}); any mproute change or dataplane attach verifies them again",
+                self.generation
+            ),
+            None => "fib check: IPv4 kernel lookup per packet: routes not verified; any mproute change or dataplane attach verifies them".into(),
+        }
+    }
+}
+
+/// The state of the check now (read only: nothing is looked up or written).
+pub fn status(sock: &mut Socket, raw: &RouteState) -> Result<FibCheck, Failure> {
+    let now = FibGenReader::new()
+        .and_then(|mut r| r.read())
+        .map_err(|e| fail("read the FIB generation", e))?;
+    let verified_at = raw
+        .fib4_gen()
+        .map_err(|e| fail("read the FIB generation", e))?;
+    let holds = verified_at == Some(now.v4);
+    let v = verify(sock, raw)?;
+    let mut skipped = 0;
+    let mut unverified = Vec::new();
+    for ((m, vd), flagged) in v.managed.iter().zip(&v.verdicts).zip(&v.flagged) {
+        if holds && *flagged {
+            skipped += 1;
+            continue;
+        }
+        let why = match vd {
+            _ if now.custom_rules4 => "the namespace has custom rules".to_string(),
+            Verdict::Not(w) => w.clone(),
+            Verdict::Sole { .. } => "verifiable, not verified since the last FIB change".into(),
+        };
+        unverified.push(Unverified {
+            dst: m.dst.to_string(),
+            metric: m.metric,
+            why,
+        });
+    }
+    Ok(FibCheck {
+        generation: now.v4,
+        verified_at,
+        routes: v.managed.len(),
+        skipped,
+        unverified,
+    })
+}

@@ -1,0 +1,447 @@
+//! Which managed IPv4 routes the kernel's FIB answers with for every address the dataplane's LPM
+//! trie gives them for.
+//!
+//! The dataplane checks each packet of a managed route with a kernel FIB lookup (the kernel must
+//! route it by that very route). For a route that passes this verification, at a FIB generation
+//! the kernel has not moved from since, that lookup can be skipped. The verification is a pure
+//! function of a dump of the main and local tables (merged into one trie by the kernel while the
+//! namespace has no custom rules, which the caller checks):
+//!
+//! - the route is in the main table, unicast, for any TOS, without encapsulation or a kernel
+//!   nexthop object (whose group members change without moving the generation), and every
+//!   nexthop the kernel may choose is one of the dataplane's;
+//! - no other entry for the same prefix wins: none in the local table, none for a TOS, none with
+//!   a lower or equal metric;
+//! - every entry strictly inside the prefix is itself a managed prefix (the LPM trie answers
+//!   with that one there), so the longest match inside is always ours.
+//!
+//! Less specific entries never win over a more specific one in one trie. A probe address is
+//! chosen inside the prefix and outside every more specific managed prefix: looking it up makes
+//! the kernel mark the route used, so that its own later delete or replace moves the generation.
+
+use std::collections::{HashMap, HashSet};
+use std::net::{IpAddr, Ipv4Addr};
+
+use ipnet::Ipv4Net;
+
+/// `RT_TABLE_MAIN`.
+pub const TABLE_MAIN: u32 = 254;
+/// `RT_TABLE_LOCAL`.
+pub const TABLE_LOCAL: u32 = 255;
+/// `RTN_UNICAST`.
+pub const RTN_UNICAST: u8 = 1;
+
+/// One IPv4 FIB entry of the main or local table.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FibEntry {
+    /// Prefix.
+    pub dst: Ipv4Net,
+    /// Table id.
+    pub table: u32,
+    /// Metric.
+    pub metric: u32,
+    /// `rtm_tos` (0: any).
+    pub tos: u8,
+    /// `rtm_type`.
+    pub rtype: u8,
+    /// Paths: (device, gateway).
+    pub nexthops: Vec<(u32, Option<IpAddr>)>,
+    /// References a kernel nexthop object.
+    pub nh_object: bool,
+    /// Has a lightweight tunnel encapsulation.
+    pub encap: bool,
+}
+
+/// A managed route as the dataplane's LPM trie holds it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Managed {
+    /// Prefix.
+    pub dst: Ipv4Net,
+    /// Table id.
+    pub table: u32,
+    /// Metric.
+    pub metric: u32,
+    /// The dataplane group's paths: (device, gateway).
+    pub nexthops: Vec<(u32, Option<IpAddr>)>,
+}
+
+/// The verdict for one managed route.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Verdict {
+    /// The kernel answers with it for every address the LPM trie gives it for; `probe` is an
+    /// address to look up so that the kernel marks it used.
+    Sole {
+        /// An address inside the prefix, outside every more specific managed prefix.
+        probe: Ipv4Addr,
+    },
+    /// Why not.
+    Not(String),
+}
+
+impl Verdict {
+    /// Whether the route is verified.
+    pub fn is_sole(&self) -> bool {
+        matches!(self, Verdict::Sole { .. })
+    }
+}
+
+/// Verify every managed route against the FIB entries of the main and local tables.
+pub fn verify(managed: &[Managed], fib: &[FibEntry]) -> Vec<Verdict> {
+    let mut why: Vec<Option<String>> = managed
+        .iter()
+        .map(|m| (m.table != TABLE_MAIN).then(|| "not in the main table".to_string()))
+        .collect();
+    let mut found = vec![false; managed.len()];
+    let by_prefix: HashMap<Ipv4Net, usize> = managed
+        .iter()
+        .enumerate()
+        .filter(|(_, m)| m.table == TABLE_MAIN)
+        .map(|(i, m)| (m.dst, i))
+        .collect();
+    let managed_prefixes: HashSet<Ipv4Net> = by_prefix.keys().copied().collect();
+
+    for e in fib
+        .iter()
+        .filter(|e| e.table == TABLE_MAIN || e.table == TABLE_LOCAL)
+    {
+        // The managed prefixes containing e: its own, then the nearest one around it.
+        for len in (0..=e.dst.prefix_len()).rev() {
+            let Ok(anc) = Ipv4Net::new(e.dst.network(), len) else {
+                continue;
+            };
+            let anc = anc.trunc();
+            let Some(&i) = by_prefix.get(&anc) else {
+                continue;
+            };
+            if len < e.dst.prefix_len() {
+                // Strictly inside: where e's prefix is managed itself, the LPM trie answers with
+                // that route there (verified on its own); otherwise e's addresses are the
+                // nearest managed prefix's around it, which e then takes from it.
+                if !managed_prefixes.contains(&e.dst) && why[i].is_none() {
+                    why[i] = Some(format!("{} (table {}) inside it", e.dst, e.table));
+                }
+                break;
+            }
+            if why[i].is_some() {
+                continue;
+            }
+            let m = &managed[i];
+            let itself = e.table == TABLE_MAIN && e.metric == m.metric && e.tos == 0;
+            if itself && !found[i] {
+                found[i] = true;
+                why[i] = own_entry_problem(m, e);
+            } else if e.table == TABLE_LOCAL {
+                why[i] = Some("a local-table entry for the same prefix".into());
+            } else if e.tos != 0 {
+                why[i] = Some(format!("a route for TOS {:#04x} on the same prefix", e.tos));
+            } else if e.metric <= m.metric {
+                why[i] = Some(format!(
+                    "another route for the same prefix with metric {}",
+                    e.metric
+                ));
+            }
+        }
+    }
+    for (i, w) in why.iter_mut().enumerate() {
+        if w.is_none() && !found[i] {
+            *w = Some("not in the kernel's FIB".into());
+        }
+    }
+    managed
+        .iter()
+        .zip(why)
+        .map(|(m, w)| match w {
+            Some(w) => Verdict::Not(w),
+            None => match probe(m.dst, &managed_prefixes) {
+                Some(probe) => Verdict::Sole { probe },
+                None => Verdict::Not("no address of its own to look up".into()),
+            },
+        })
+        .collect()
+}
+
+/// What is wrong with the FIB entry of the managed route itself, if anything.
+fn own_entry_problem(m: &Managed, e: &FibEntry) -> Option<String> {
+    if e.rtype != RTN_UNICAST {
+        return Some(format!("the kernel's route has type {}", e.rtype));
+    }
+    if e.nh_object {
+        return Some("the kernel's route uses a nexthop object".into());
+    }
+    if e.encap {
+        return Some("the kernel's route has an encapsulation".into());
+    }
+    if e.nexthops.is_empty() {
+        return Some("the kernel's route has no nexthops".into());
+    }
+    if let Some(n) = e.nexthops.iter().find(|n| !m.nexthops.contains(n)) {
+        let dev = n.0;
+        return Some(match n.1 {
+            Some(gw) => format!("the kernel's route has nexthop via {gw} (ifindex {dev}), not ours"),
+            None => format!("the kernel's route has nexthop dev ifindex {dev}, not ours"),
+        });
+    }
+    None
+}
+
+/// An address of `net` that no more specific managed prefix covers and that an output route
+/// lookup treats as an ordinary destination.
+fn probe(net: Ipv4Net, managed: &HashSet<Ipv4Net>) -> Option<Ipv4Addr> {
+    let first = u32::from(net.network());
+    let last = u32::from(net.broadcast());
+    let span = last - first;
+    let candidates = [
+        first.saturating_add(1).min(last),
+        first + span / 2,
+        first + span / 2 + 1,
+        last.saturating_sub(1).max(first),
+        first,
+        last,
+    ];
+    candidates.into_iter().map(Ipv4Addr::from).find(|a| {
+        net.contains(a)
+            && ordinary(*a)
+            && !(net.prefix_len() + 1..=32).any(|len| {
+                Ipv4Net::new(*a, len).is_ok_and(|n| managed.contains(&n.trunc()))
+            })
+    })
+}
+
+/// Not "this network", loopback, multicast, class E or limited broadcast: an output lookup for
+/// those does not simply consult the FIB.
+fn ordinary(a: Ipv4Addr) -> bool {
+    let o = a.octets();
+    !(o[0] == 0 || o[0] == 127 || o[0] >= 224)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const E1: u32 = 3;
+    const E2: u32 = 4;
+
+    fn net(s: &str) -> Ipv4Net {
+        s.parse().expect("prefix")
+    }
+
+    fn gw(s: &str) -> Option<IpAddr> {
+        Some(s.parse().expect("address"))
+    }
+
+    fn nhs() -> Vec<(u32, Option<IpAddr>)> {
+        vec![(E1, gw("10.1.0.2")), (E2, gw("10.2.0.2"))]
+    }
+
+    fn managed(p: &str, metric: u32) -> Managed {
+        Managed {
+            dst: net(p),
+            table: TABLE_MAIN,
+            metric,
+            nexthops: nhs(),
+        }
+    }
+
+    fn entry(p: &str, table: u32, metric: u32) -> FibEntry {
+        FibEntry {
+            dst: net(p),
+            table,
+            metric,
+            tos: 0,
+            rtype: RTN_UNICAST,
+            nexthops: nhs(),
+            nh_object: false,
+            encap: false,
+        }
+    }
+
+    /// The everyday table of a router: connected routes, a default, local addresses.
+    fn base() -> Vec<FibEntry> {
+        vec![
+            entry("0.0.0.0/0", TABLE_MAIN, 0),
+            entry("10.1.0.0/24", TABLE_MAIN, 0),
+            entry("10.2.0.0/24", TABLE_MAIN, 0),
+            FibEntry {
+                rtype: 2,
+                ..entry("10.1.0.1/32", TABLE_LOCAL, 0)
+            },
+            FibEntry {
+                rtype: 3,
+                ..entry("10.1.0.255/32", TABLE_LOCAL, 0)
+            },
+            FibEntry {
+                rtype: 2,
+                ..entry("127.0.0.0/8", TABLE_LOCAL, 0)
+            },
+        ]
+    }
+
+    fn one(m: Managed, extra: Vec<FibEntry>) -> Verdict {
+        let mut fib = base();
+        fib.push(entry(&m.dst.to_string(), TABLE_MAIN, m.metric));
+        fib.extend(extra);
+        verify(&[m], &fib).remove(0)
+    }
+
+    fn not(v: &Verdict, what: &str) {
+        match v {
+            Verdict::Not(w) => assert!(w.contains(what), "{w:?} does not say {what:?}"),
+            Verdict::Sole { .. } => panic!("verified, expected not ({what})"),
+        }
+    }
+
+    #[test]
+    fn a_plain_managed_route_is_sole_and_gets_a_probe_inside() {
+        let v = one(managed("198.18.0.0/24", 0), vec![]);
+        assert_eq!(
+            v,
+            Verdict::Sole {
+                probe: "198.18.0.1".parse().expect("addr")
+            }
+        );
+        // less specific routes (the default, a /8) never win
+        let v = one(
+            managed("198.18.0.0/24", 0),
+            vec![entry("198.0.0.0/8", TABLE_MAIN, 0)],
+        );
+        assert!(v.is_sole(), "{v:?}");
+        // a higher metric for the same prefix does not either
+        let v = one(
+            managed("198.18.0.0/24", 5),
+            vec![entry("198.18.0.0/24", TABLE_MAIN, 10)],
+        );
+        assert!(v.is_sole(), "{v:?}");
+    }
+
+    #[test]
+    fn anything_that_could_win_inside_the_prefix_refuses_it() {
+        let m = || managed("198.18.0.0/24", 5);
+        not(
+            &one(m(), vec![entry("198.18.0.128/25", TABLE_MAIN, 0)]),
+            "198.18.0.128/25 (table 254) inside it",
+        );
+        let local = FibEntry {
+            rtype: 2,
+            ..entry("198.18.0.7/32", TABLE_LOCAL, 0)
+        };
+        not(&one(m(), vec![local]), "198.18.0.7/32 (table 255) inside it");
+        not(
+            &one(m(), vec![entry("198.18.0.0/24", TABLE_MAIN, 1)]),
+            "metric 1",
+        );
+        not(
+            &one(m(), vec![entry("198.18.0.0/24", TABLE_LOCAL, 9)]),
+            "local-table",
+        );
+        let tos = FibEntry {
+            tos: 0x10,
+            ..entry("198.18.0.0/24", TABLE_MAIN, 9)
+        };
+        not(&one(m(), vec![tos]), "TOS 0x10");
+        // an IPv4 alternative with the same metric (ip route append)
+        not(
+            &one(m(), vec![entry("198.18.0.0/24", TABLE_MAIN, 5)]),
+            "metric 5",
+        );
+        // routes elsewhere and in other tables do not matter
+        let v = one(
+            m(),
+            vec![
+                entry("198.19.0.0/24", TABLE_MAIN, 0),
+                entry("198.18.0.0/25", 100, 0),
+            ],
+        );
+        assert!(v.is_sole(), "{v:?}");
+    }
+
+    #[test]
+    fn the_kernel_route_itself_must_be_ours() {
+        let m = managed("198.18.0.0/24", 0);
+        not(&verify(&[m.clone()], &base())[0], "not in the kernel's FIB");
+        let mut fib = base();
+        fib.push(FibEntry {
+            nexthops: vec![(E1, gw("10.1.0.2")), (E1, gw("10.1.0.9"))],
+            ..entry("198.18.0.0/24", TABLE_MAIN, 0)
+        });
+        not(&verify(&[m.clone()], &fib)[0], "via 10.1.0.9");
+        for (e, what) in [
+            (
+                FibEntry {
+                    nh_object: true,
+                    ..entry("198.18.0.0/24", TABLE_MAIN, 0)
+                },
+                "nexthop object",
+            ),
+            (
+                FibEntry {
+                    encap: true,
+                    ..entry("198.18.0.0/24", TABLE_MAIN, 0)
+                },
+                "encapsulation",
+            ),
+            (
+                FibEntry {
+                    rtype: 6,
+                    ..entry("198.18.0.0/24", TABLE_MAIN, 0)
+                },
+                "type 6",
+            ),
+        ] {
+            let mut fib = base();
+            fib.push(e);
+            not(&verify(&[m.clone()], &fib)[0], what);
+        }
+        // a subset of our nexthops (one path of the group gone from the kernel's route) is fine
+        let mut fib = base();
+        fib.push(FibEntry {
+            nexthops: vec![(E2, gw("10.2.0.2"))],
+            ..entry("198.18.0.0/24", TABLE_MAIN, 0)
+        });
+        assert!(verify(&[m.clone()], &fib)[0].is_sole());
+        let other_table = Managed { table: 100, ..m };
+        not(&verify(&[other_table], &fib)[0], "main table");
+    }
+
+    #[test]
+    fn nested_managed_prefixes_are_each_verified_and_probed_outside_the_inner_ones() {
+        let outer = managed("10.8.0.0/16", 0);
+        let inner = managed("10.8.0.0/24", 0);
+        let mut fib = base();
+        fib.push(entry("10.8.0.0/16", TABLE_MAIN, 0));
+        fib.push(entry("10.8.0.0/24", TABLE_MAIN, 0));
+        let v = verify(&[outer.clone(), inner.clone()], &fib);
+        assert_eq!(
+            v[1],
+            Verdict::Sole {
+                probe: "10.8.0.1".parse().expect("addr")
+            }
+        );
+        // 10.8.0.1 is the inner route's: the outer one's probe lies outside it
+        let Verdict::Sole { probe } = v[0] else {
+            panic!("outer not verified: {:?}", v[0]);
+        };
+        assert!(outer.dst.contains(&probe) && !inner.dst.contains(&probe), "{probe}");
+        // an unmanaged route inside the inner one refuses the inner one only
+        fib.push(entry("10.8.0.64/26", TABLE_MAIN, 0));
+        let v = verify(&[outer, inner], &fib);
+        assert!(v[0].is_sole(), "{:?}", v[0]);
+        not(&v[1], "10.8.0.64/26");
+    }
+
+    #[test]
+    fn probes_avoid_addresses_an_output_lookup_treats_specially() {
+        let none = HashSet::new();
+        let p = |s: &str| probe(net(s), &none);
+        assert_eq!(p("0.0.0.0/0"), Some("128.0.0.0".parse().expect("a")));
+        assert_eq!(p("203.0.113.9/32"), Some("203.0.113.9".parse().expect("a")));
+        assert_eq!(p("203.0.113.8/31"), Some("203.0.113.9".parse().expect("a")));
+        assert_eq!(p("127.0.0.0/8"), None);
+        assert_eq!(p("224.0.0.0/4"), None);
+        // a /32 covered by... itself only: a managed /32 inside a managed /31
+        let inner: HashSet<Ipv4Net> = [net("203.0.113.9/32")].into_iter().collect();
+        assert_eq!(
+            probe(net("203.0.113.8/31"), &inner),
+            Some("203.0.113.8".parse().expect("a"))
+        );
+    }
+}
