@@ -475,3 +475,89 @@ fn link_down_case(tag: &str, carrier: bool) {
         "flows return to the nexthop when its link is back"
     );
 }
+
+/// The dataplane's IPv4 FIB check as `dataplane show` reports it.
+fn fib_check(t: &FourPaths) -> Value {
+    mp_json(&t.r, &["dataplane", "show"])["fib_check"].clone()
+}
+
+/// Every flow's packets arrived at exactly the nexthop `want` names for it.
+fn all_at(seen: &[Vec<u64>], want: &[usize], per_flow: u64, what: &str) {
+    for (i, (c, w)) in seen.iter().zip(want).enumerate() {
+        let mut expect = vec![0u64; 4];
+        expect[*w] = per_flow;
+        assert_eq!(*c, expect, "{what}: flow {i} (per nexthop)");
+    }
+}
+
+/// A managed IPv4 route verified at the current FIB generation is forwarded without the
+/// per-packet kernel lookup; any FIB change ends that at once, so a more specific route added
+/// with ip wins again, and a managed route deleted with ip is no longer forwarded; the next
+/// mproute command verifies again. The nexthop namespaces' AF_PACKET counters are the oracle.
+#[test]
+fn verified_routes_skip_the_kernel_lookup_until_the_fib_changes() {
+    require_root();
+    let t = setup("sole", "l4-hash", [1, 1, 1, 1], "tc");
+    let flows = traffic::flows(64, false, 37000);
+    let predicted = predicted_all(&t, &flows, "udp");
+    let spread: std::collections::BTreeSet<usize> = predicted.iter().copied().collect();
+    assert!(spread.len() > 1, "64 flows over 4 nexthops: {spread:?}");
+
+    let v = fib_check(&t);
+    assert_eq!(v["routes"], 1, "{v}");
+    assert_eq!(v["skipped"], 1, "verified at attach: {v}");
+    assert_eq!(v["verified_at"], v["generation"], "{v}");
+    all_at(&run_flows(&t, &flows, 2, false), &predicted, 2, "verified");
+
+    // A more specific route for the destination, behind mproute's back: the kernel's. (With
+    // another metric: the per-packet check tells routes through a group gateway apart by it.)
+    let dst32 = format!("{}/32", traffic::DEST_V4);
+    let (via, dev) = (FourPaths::nexthop_v4(2), FourPaths::dev(2));
+    t.r.ip_ok(&[
+        "route", "add", &dst32, "via", &via, "dev", &dev, "metric", "5",
+    ]);
+    let v = fib_check(&t);
+    assert_eq!(v["skipped"], 0, "{v}");
+    assert!(
+        v["unverified"][0]["why"]
+            .as_str()
+            .is_some_and(|w| w.contains(&format!("{dst32} (table 254) inside it"))),
+        "{v}"
+    );
+    all_at(
+        &run_flows(&t, &flows, 2, false),
+        &[2; 64],
+        2,
+        "a more specific kernel route",
+    );
+
+    // Gone again: checked packet by packet until verified again, and ours again.
+    t.r.ip_ok(&["route", "del", &dst32, "metric", "5"]);
+    assert_eq!(fib_check(&t)["skipped"], 0);
+    all_at(
+        &run_flows(&t, &flows, 2, false),
+        &predicted,
+        2,
+        "checked per packet",
+    );
+    mp_ok(&t.r, &["sync"]);
+    assert_eq!(fib_check(&t)["skipped"], 1, "sync verifies again");
+
+    // The managed route deleted behind mproute's back: verification marked it used in the
+    // kernel, so the delete moves the generation and the dataplane stops forwarding it.
+    let before = redirected(&t);
+    t.r.ip_ok(&["route", "del", "198.51.100.0/24"]);
+    assert_eq!(fib_check(&t)["skipped"], 0);
+    // (nothing arrives anywhere: every nexthop's count is 0)
+    all_at(
+        &run_flows(&t, &flows, 2, false),
+        &[0; 64],
+        0,
+        "no route in the kernel",
+    );
+    assert_eq!(
+        redirected(&t),
+        before,
+        "the dataplane forwarded none of them"
+    );
+}

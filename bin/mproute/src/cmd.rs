@@ -197,8 +197,7 @@ impl Ctx {
         if matches!(
             verb,
             "add" | "replace" | "append" | "change" | "chg" | "del" | "delete" | "flush" | "sync"
-        ) || (matches!(verb, "dataplane" | "dp")
-            && args.first().is_some_and(|a| a == "attach"))
+        ) || (matches!(verb, "dataplane" | "dp") && args.first().is_some_and(|a| a == "attach"))
         {
             self.arm_needed = true;
         }

@@ -98,9 +98,9 @@ fn verify(sock: &mut Socket, raw: &RouteState) -> Result<Verified, Failure> {
                     .take(g.nh_count as usize)
                     .map(|n| {
                         let gw = match n.family {
-                            mpt_bpf::abi::AF_INET => Some(std::net::IpAddr::from([
-                                n.gw[0], n.gw[1], n.gw[2], n.gw[3],
-                            ])),
+                            mpt_bpf::abi::AF_INET => {
+                                Some(std::net::IpAddr::from([n.gw[0], n.gw[1], n.gw[2], n.gw[3]]))
+                            }
                             mpt_bpf::abi::AF_INET6 => Some(std::net::IpAddr::from(n.gw)),
                             _ => None,
                         };
@@ -133,7 +133,11 @@ fn verify(sock: &mut Socket, raw: &RouteState) -> Result<Verified, Failure> {
 
 /// Look `probe` up as `ip route get PROBE fibmatch` does: whether the kernel's answer is `m`'s
 /// own FIB entry. The lookup marks that entry used.
-fn probe_answers(sock: &mut Socket, m: &Managed, probe: std::net::Ipv4Addr) -> Result<bool, Failure> {
+fn probe_answers(
+    sock: &mut Socket,
+    m: &Managed,
+    probe: std::net::Ipv4Addr,
+) -> Result<bool, Failure> {
     let what = format!("look up {probe}");
     let payloads = match sock.dump(&rmsg::get_request(probe.into()), &what) {
         Ok(p) => p,

@@ -177,7 +177,9 @@ fn own_entry_problem(m: &Managed, e: &FibEntry) -> Option<String> {
     if let Some(n) = e.nexthops.iter().find(|n| !m.nexthops.contains(n)) {
         let dev = n.0;
         return Some(match n.1 {
-            Some(gw) => format!("the kernel's route has nexthop via {gw} (ifindex {dev}), not ours"),
+            Some(gw) => {
+                format!("the kernel's route has nexthop via {gw} (ifindex {dev}), not ours")
+            }
             None => format!("the kernel's route has nexthop dev ifindex {dev}, not ours"),
         });
     }
@@ -201,9 +203,8 @@ fn probe(net: Ipv4Net, managed: &HashSet<Ipv4Net>) -> Option<Ipv4Addr> {
     candidates.into_iter().map(Ipv4Addr::from).find(|a| {
         net.contains(a)
             && ordinary(*a)
-            && !(net.prefix_len() + 1..=32).any(|len| {
-                Ipv4Net::new(*a, len).is_ok_and(|n| managed.contains(&n.trunc()))
-            })
+            && !(net.prefix_len() + 1..=32)
+                .any(|len| Ipv4Net::new(*a, len).is_ok_and(|n| managed.contains(&n.trunc())))
     })
 }
 
@@ -324,7 +325,10 @@ mod tests {
             rtype: 2,
             ..entry("198.18.0.7/32", TABLE_LOCAL, 0)
         };
-        not(&one(m(), vec![local]), "198.18.0.7/32 (table 255) inside it");
+        not(
+            &one(m(), vec![local]),
+            "198.18.0.7/32 (table 255) inside it",
+        );
         not(
             &one(m(), vec![entry("198.18.0.0/24", TABLE_MAIN, 1)]),
             "metric 1",
@@ -420,7 +424,10 @@ mod tests {
         let Verdict::Sole { probe } = v[0] else {
             panic!("outer not verified: {:?}", v[0]);
         };
-        assert!(outer.dst.contains(&probe) && !inner.dst.contains(&probe), "{probe}");
+        assert!(
+            outer.dst.contains(&probe) && !inner.dst.contains(&probe),
+            "{probe}"
+        );
         // an unmanaged route inside the inner one refuses the inner one only
         fib.push(entry("10.8.0.64/26", TABLE_MAIN, 0));
         let v = verify(&[outer, inner], &fib);

@@ -309,7 +309,15 @@ pub fn get_request(dst: IpAddr) -> Request {
         IpAddr::V4(_) => (Family::V4, 32),
         IpAddr::V6(_) => (Family::V6, 128),
     };
-    let hdr = rtmsg(fam.af(), len, 0, 0, 0, 0, RTM_F_FIB_MATCH | RTM_F_LOOKUP_TABLE);
+    let hdr = rtmsg(
+        fam.af(),
+        len,
+        0,
+        0,
+        0,
+        0,
+        RTM_F_FIB_MATCH | RTM_F_LOOKUP_TABLE,
+    );
     let mut a = AttrBuf::with_header(&hdr);
     a.put(rta::DST, &addr_bytes(&dst));
     Request {
