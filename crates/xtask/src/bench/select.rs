@@ -309,7 +309,8 @@ fn put_route(lpm: &impl MapCore, net: [u8; 4], len: u8, algo: Algo) -> Result<()
             dst_be,
         },
         algo: abi_algo(algo),
-        reserved: [0; 3],
+        flags: 0,
+        reserved: [0; 2],
         group: GROUP,
     };
     lpm.update(
