@@ -361,13 +361,16 @@ mod tests {
     #[test]
     fn the_kernel_route_itself_must_be_ours() {
         let m = managed("198.18.0.0/24", 0);
-        not(&verify(&[m.clone()], &base())[0], "not in the kernel's FIB");
+        not(
+            &verify(std::slice::from_ref(&m), &base())[0],
+            "not in the kernel's FIB",
+        );
         let mut fib = base();
         fib.push(FibEntry {
             nexthops: vec![(E1, gw("10.1.0.2")), (E1, gw("10.1.0.9"))],
             ..entry("198.18.0.0/24", TABLE_MAIN, 0)
         });
-        not(&verify(&[m.clone()], &fib)[0], "via 10.1.0.9");
+        not(&verify(std::slice::from_ref(&m), &fib)[0], "via 10.1.0.9");
         for (e, what) in [
             (
                 FibEntry {
@@ -393,7 +396,7 @@ mod tests {
         ] {
             let mut fib = base();
             fib.push(e);
-            not(&verify(&[m.clone()], &fib)[0], what);
+            not(&verify(std::slice::from_ref(&m), &fib)[0], what);
         }
         // a subset of our nexthops (one path of the group gone from the kernel's route) is fine
         let mut fib = base();
@@ -401,7 +404,7 @@ mod tests {
             nexthops: vec![(E2, gw("10.2.0.2"))],
             ..entry("198.18.0.0/24", TABLE_MAIN, 0)
         });
-        assert!(verify(&[m.clone()], &fib)[0].is_sole());
+        assert!(verify(std::slice::from_ref(&m), &fib)[0].is_sole());
         let other_table = Managed { table: 100, ..m };
         not(&verify(&[other_table], &fib)[0], "main table");
     }

@@ -102,16 +102,20 @@ enum Case {
     /// reference measurements, one FIB lookup and a devmap redirect, nothing else.
     Minimal,
     XdpManaged,
+    /// The managed case with the FIB generation moved after the attach: the kernel-view FIB
+    /// lookup runs for every packet, as before verification existed.
+    XdpManagedChecked,
     TcManaged,
     XdpUnmanaged,
 }
 
 impl Case {
-    const ALL: [Case; 6] = [
+    const ALL: [Case; 7] = [
         Case::Ceiling,
         Case::Kernel,
         Case::Minimal,
         Case::XdpManaged,
+        Case::XdpManagedChecked,
         Case::TcManaged,
         Case::XdpUnmanaged,
     ];
@@ -122,6 +126,7 @@ impl Case {
             Case::Kernel => "kernel forwarding",
             Case::Minimal => "minimal xdp forwarder",
             Case::XdpManaged => "mproute xdp, managed",
+            Case::XdpManagedChecked => "mproute xdp, managed, lookup per packet",
             Case::TcManaged => "mproute tc, managed",
             Case::XdpUnmanaged => "mproute xdp, unmanaged",
         }
@@ -129,7 +134,7 @@ impl Case {
 
     fn dst(self) -> Ipv4Addr {
         match self {
-            Case::XdpManaged | Case::TcManaged => MANAGED_DST,
+            Case::XdpManaged | Case::XdpManagedChecked | Case::TcManaged => MANAGED_DST,
             _ => H2_ADDR,
         }
     }
@@ -137,7 +142,7 @@ impl Case {
     /// `mproute dataplane attach` mode.
     fn mproute(self) -> Option<&'static str> {
         match self {
-            Case::XdpManaged | Case::XdpUnmanaged => Some("xdp"),
+            Case::XdpManaged | Case::XdpManagedChecked | Case::XdpUnmanaged => Some("xdp"),
             Case::TcManaged => Some("tc"),
             _ => None,
         }
@@ -686,6 +691,27 @@ impl Bench<'_, '_> {
             self.mproute
                 .run(&["dataplane", "attach", "dev", "vin", mode])
                 .with_context(|| format!("{}: attach", case.label()))?;
+        }
+        if case == Case::XdpManagedChecked {
+            // A route added and removed again: the FIB is as it was, its generation is not, so
+            // the dataplane looks every managed packet up in the kernel's FIB again.
+            for verb in ["add", "del"] {
+                util::ip(["-n", rn, "route", verb, "192.0.2.0/24", "via", "10.20.0.2"])?;
+            }
+        }
+        if matches!(case, Case::XdpManaged | Case::XdpManagedChecked) {
+            let v: serde_json::Value =
+                serde_json::from_str(&self.mproute.run(&["-j", "dataplane", "show"])?)
+                    .context("mproute -j dataplane show: not JSON")?;
+            let fc = &v["fib_check"];
+            let skipped =
+                fc["skipped"].as_u64().unwrap_or(0) > 0 && fc["verified_at"] == fc["generation"];
+            ensure!(
+                skipped == (case == Case::XdpManaged),
+                "{}: the dataplane's FIB check is {} (dataplane show: {fc})",
+                case.label(),
+                if skipped { "skipped" } else { "per packet" }
+            );
         }
         let slot = if case == Case::Ceiling {
             SLOT_DROP
