@@ -941,6 +941,7 @@ static __always_inline int fib4_sole(struct pkt *p, struct mpt_dp_route *rt)
 	struct net_device *dev = p->dev;
 	struct in_device *in;
 	struct mpt_meta *m;
+	struct net *net;
 	__u32 zero = 0;
 
 	if (p->family != AF_INET || !(rt->flags & MPT_DPR_F_SOLE) || !dev)
@@ -948,7 +949,11 @@ static __always_inline int fib4_sole(struct pkt *p, struct mpt_dp_route *rt)
 	m = bpf_map_lookup_elem(&mpt_meta, &zero);
 	if (!m || !(m->flags & MPT_META_F_FIB4_GEN))
 		return 0;
-	if ((__u32)dev->nd_net.net->ipv4.rt_genid.counter != m->fib4_gen)
+	net = dev->nd_net.net;
+	/* the state's own namespace (a device moved elsewhere keeps its program) */
+	if (!net || net->net_cookie != m->netns_cookie)
+		return 0;
+	if ((__u32)net->ipv4.rt_genid.counter != m->fib4_gen)
 		return 0;
 	in = dev->ip_ptr;
 	if (!in || !in->cnf.data[IPV4_DEVCONF_FORWARDING - 1])

@@ -14,6 +14,7 @@
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
+#include <bpf/bpf_core_read.h>
 
 extern void *bpf_cast_to_kern_ctx(void *) __ksym;
 
@@ -36,8 +37,11 @@ int mpt_fib_gen(struct __sk_buff *ctx)
 	if (!net)
 		return 0;
 	mpt_fib4_gen = net->ipv4.rt_genid.counter;
-	mpt_fib6_gen = net->ipv6.fib6_sernum.counter;
-	mpt_fib4_custom_rules = net->ipv4.fib_has_custom_rules;
+	/* kernels without IPv6 or policy routing lack these fields: no IPv6, no rules */
+	if (bpf_core_field_exists(net->ipv6))
+		mpt_fib6_gen = net->ipv6.fib6_sernum.counter;
+	if (bpf_core_field_exists(net->ipv4.fib_has_custom_rules))
+		mpt_fib4_custom_rules = net->ipv4.fib_has_custom_rules;
 	mpt_fib_seen = 1;
 	return 0;
 }

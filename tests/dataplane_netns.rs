@@ -560,4 +560,21 @@ fn verified_routes_skip_the_kernel_lookup_until_the_fib_changes() {
         before,
         "the dataplane forwarded none of them"
     );
+
+    // A batch of nothing but adds verifies at its end too: the new route is, the one whose
+    // kernel route is gone is not.
+    let add = format!(
+        "add 203.0.113.0/24 nexthop via {} dev {}",
+        FourPaths::nexthop_v4(0),
+        FourPaths::dev(0)
+    );
+    mpt_testkit::batch_json_lines(MPROUTE, &["-n", t.r.name(), "-j", "-b", "-"], &[add]);
+    let v = fib_check(&t);
+    assert_eq!(
+        (v["routes"].as_u64(), v["skipped"].as_u64()),
+        (Some(2), Some(1)),
+        "{v}"
+    );
+    assert_eq!(v["verified_at"], v["generation"], "{v}");
+    assert_eq!(v["unverified"][0]["dst"], "198.51.100.0/24", "{v}");
 }

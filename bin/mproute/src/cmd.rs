@@ -194,12 +194,8 @@ impl Ctx {
 
     /// Run one command given as a verb and its words.
     pub fn run(&mut self, verb: &str, args: &[String]) -> Result<Output, Failure> {
-        if matches!(
-            verb,
-            "add" | "replace" | "append" | "change" | "chg" | "del" | "delete" | "flush" | "sync"
-        ) || (matches!(verb, "dataplane" | "dp") && args.first().is_some_and(|a| a == "attach"))
-        {
-            self.arm_needed = true;
+        if changes_routes(verb, args) {
+            self.disarm()?;
         }
         let v = match verb {
             "add" => Verb::Add,
@@ -531,6 +527,14 @@ impl Ctx {
     ) -> bool {
         const WINDOW: usize = 256;
         let force = self.opts.force;
+        if lines.iter().any(|(_, v, a)| changes_routes(v, a)) {
+            if let Err(f) = self.disarm() {
+                if let Some((line, _, _)) = lines.first() {
+                    emit(*line, Err(f));
+                }
+                return false;
+            }
+        }
         let mut window: Vec<(usize, Pending)> = Vec::new();
         for (line, verb, args) in lines {
             if verb == "add" {
@@ -669,31 +673,57 @@ impl Ctx {
     /// Work left at the end of an invocation: collect nexthop objects no route uses any more,
     /// and verify the managed routes for the dataplane's FIB check.
     pub fn finish(&mut self) -> Result<(), Failure> {
-        self.collect()?;
+        let collected = self.collect();
         if std::mem::take(&mut self.arm_needed) {
-            self.arm()?;
+            if let Some(w) = self.arm() {
+                eprintln!("mproute: warning: {w}");
+            }
+        }
+        collected
+    }
+
+    /// Before a command changes routes or attachments: clear the recorded FIB generation, so
+    /// that the dataplane checks every managed packet with the kernel while our maps and the
+    /// FIB change (a delete of a route no lookup ever matched does not move the generation,
+    /// and the LPM trie changes without it). [`Ctx::finish`] verifies again.
+    fn disarm(&mut self) -> Result<(), Failure> {
+        if self.arm_needed {
+            return Ok(());
+        }
+        self.arm_needed = true;
+        if let Some(store) = self.store(false)? {
+            store
+                .raw()
+                .set_fib4_gen(None)
+                .map_err(|e| crate::state::fail("write the FIB generation", e))?;
         }
         Ok(())
     }
 
     /// With a dataplane attached: verify the managed IPv4 routes against the FIB and record the
-    /// generation (see [`crate::fibcheck`]). A failure leaves the per-packet check on.
-    fn arm(&mut self) -> Result<(), Failure> {
-        let attached = !mpt_bpf::dp::attachments()
-            .map_err(|e| crate::state::fail("list dataplane attachments", e))?
-            .is_empty();
-        if !attached || self.store(false)?.is_none() {
-            return Ok(());
-        }
-        self.sock()?;
-        let (Some(sock), Some(store)) = (self.sock.as_mut(), self.store.as_ref()) else {
-            return Ok(());
-        };
-        let r = crate::fibcheck::arm(sock, store.raw());
-        if r.is_err() {
-            let _ = store.raw().set_fib4_gen(None);
-        }
-        r.map(|_| ())
+    /// generation (see [`crate::fibcheck`]). Never fails the command: the routes are in place;
+    /// on trouble the per-packet check stays on (the generation was cleared by
+    /// [`Ctx::disarm`]) and the reason is returned for a warning.
+    fn arm(&mut self) -> Option<String> {
+        let r = (|| -> Result<(), Failure> {
+            let attached = !mpt_bpf::dp::attachments()
+                .map_err(|e| crate::state::fail("list dataplane attachments", e))?
+                .is_empty();
+            if !attached || self.store(false)?.is_none() {
+                return Ok(());
+            }
+            self.sock()?;
+            let (Some(sock), Some(store)) = (self.sock.as_mut(), self.store.as_ref()) else {
+                return Ok(());
+            };
+            crate::fibcheck::arm(sock, store.raw()).map(|_| ())
+        })();
+        r.err().map(|f| {
+            format!(
+                "verifying the managed routes failed, the dataplane checks their packets with the kernel's FIB one by one: {}",
+                f.message
+            )
+        })
     }
 
     /// Collect nexthop objects and dataplane groups no route uses any more.
@@ -1054,13 +1084,20 @@ impl Ctx {
             crate::view::DataplaneView::new(&att, &reasons, ignore_linkdown(), &links, notes);
         if !att.is_empty() {
             if attach {
-                // what the end of this command will find: verify now, not after the report
+                // what the end of this command would find: verify now, for the report
                 self.arm_needed = false;
-                self.arm()?;
+                if let Some(w) = self.arm() {
+                    view.notes.push(w);
+                }
             }
             self.sock()?;
             if let (Some(sock), Some(store)) = (self.sock.as_mut(), self.store.as_ref()) {
-                view.fib_check = Some(crate::fibcheck::status(sock, store.raw())?);
+                match crate::fibcheck::status(sock, store.raw()) {
+                    Ok(f) => view.fib_check = Some(f),
+                    Err(f) => view
+                        .notes
+                        .push(format!("the dataplane's FIB check: {}", f.message)),
+                }
             }
         }
         Ok(Output::Dataplane(view))
@@ -1310,6 +1347,14 @@ fn forget_in(s: &Store, k: &RouteKey, promote: bool) -> Result<(), Failure> {
         }
     }
     Ok(())
+}
+
+/// Whether a command (verb and words) may change routes, our maps or attachments.
+fn changes_routes(verb: &str, args: &[String]) -> bool {
+    matches!(
+        verb,
+        "add" | "replace" | "append" | "change" | "chg" | "del" | "delete" | "flush" | "sync"
+    ) || (matches!(verb, "dataplane" | "dp") && args.first().is_some_and(|a| a == "attach"))
 }
 
 /// The dataplane's nexthops (every one usable: a dead link shows up as a failed FIB lookup in

@@ -30,6 +30,8 @@ struct Verified {
     flagged: Vec<bool>,
     managed: Vec<Managed>,
     verdicts: Vec<Verdict>,
+    /// The dump the verdicts are based on.
+    fib: Vec<FibEntry>,
 }
 
 fn key_net(k: &mpt_bpf::abi::MptRouteKey) -> Option<ipnet::Ipv4Net> {
@@ -118,24 +120,29 @@ fn verify(sock: &mut Socket, raw: &RouteState) -> Result<Verified, Failure> {
             nexthops,
         });
     }
-    let verdicts = if managed.is_empty() {
+    let fib = if managed.is_empty() {
         Vec::new()
     } else {
-        sole::verify(&managed, &fib4(sock)?)
+        fib4(sock)?
     };
+    let verdicts = sole::verify(&managed, &fib);
     Ok(Verified {
         keys,
         flagged,
         managed,
         verdicts,
+        fib,
     })
 }
 
 /// Look `probe` up as `ip route get PROBE fibmatch` does: whether the kernel's answer is `m`'s
-/// own FIB entry. The lookup marks that entry used.
+/// own FIB entry with the content the dump showed (`dumped`). The lookup marks the entry used,
+/// so that from now on its delete or replace moves the generation. (Between the dump and this
+/// lookup an entry never used could be replaced without moving it: hence the content check.)
 fn probe_answers(
     sock: &mut Socket,
     m: &Managed,
+    dumped: &FibEntry,
     probe: std::net::Ipv4Addr,
 ) -> Result<bool, Failure> {
     let what = format!("look up {probe}");
@@ -148,9 +155,22 @@ fn probe_answers(
     for p in payloads {
         if let Some(a) = rmsg::decode(&p).map_err(|e| Failure::system(format!("{what}: {e}")))? {
             let k = a.route.key;
+            let mut got: Vec<(u32, Option<std::net::IpAddr>)> = a
+                .route
+                .nexthops
+                .iter()
+                .map(|n| (n.ifindex, n.gateway))
+                .collect();
+            let mut want = dumped.nexthops.clone();
+            got.sort();
+            want.sort();
             return Ok(k.dst == ipnet::IpNet::V4(m.dst)
                 && k.table == sole::TABLE_MAIN
-                && k.metric == m.metric);
+                && k.metric == m.metric
+                && a.tos == 0
+                && a.route.rtype == sole::RTN_UNICAST
+                && a.route.nh_id.is_none()
+                && got == want);
         }
     }
     Ok(false)
@@ -186,7 +206,17 @@ pub fn arm(sock: &mut Socket, raw: &RouteState) -> Result<usize, Failure> {
         }
         for (m, vd) in v.managed.iter().zip(v.verdicts.iter_mut()) {
             if let Verdict::Sole { probe } = *vd {
-                if !probe_answers(sock, m, probe)? {
+                let dumped = v.fib.iter().find(|e| {
+                    e.dst == m.dst
+                        && e.table == sole::TABLE_MAIN
+                        && e.metric == m.metric
+                        && e.tos == 0
+                });
+                let ours = match dumped {
+                    Some(d) => probe_answers(sock, m, d, probe)?,
+                    None => false,
+                };
+                if !ours {
                     *vd = Verdict::Not(format!("the kernel's lookup of {probe} answers otherwise"));
                 }
             }

@@ -2884,7 +2884,9 @@ impl Fx<'_> {
     /// Write `mpt_meta.fib4_gen` (None: clear the flag) and the SOLE flag of a managed IPv4 or
     /// IPv6 route's LPM entry.
     fn set_sole(&self, prefix: &str, sole: bool, generation: Option<u32>) {
-        let mut meta = MptMeta::new(SEED, 0);
+        // the namespace's own cookie: the dataplane skips nothing for another namespace's state
+        let cookie = mpt_bpf::state::netns_cookie().expect("netns cookie");
+        let mut meta = MptMeta::new(SEED, cookie);
         if let Some(g) = generation {
             meta.flags |= mpt_bpf::abi::META_F_FIB4_GEN;
             meta.fib4_gen = g;
@@ -2963,6 +2965,26 @@ fn verified_routes_skip_the_kernel_lookup_only_at_their_generation() {
             Expect::Pass(Reason::NoRoute),
             "a route not flagged SOLE: looked up",
         );
+
+        // State of another namespace (cookie): never trusted.
+        fx.set_sole("198.51.100.0/24", true, Some(now.v4));
+        let mut meta = MptMeta::new(SEED, 0x5eed);
+        meta.flags |= mpt_bpf::abi::META_F_FIB4_GEN;
+        meta.fib4_gen = now.v4;
+        fx.skel
+            .maps
+            .mpt_meta
+            .update(&0u32.to_ne_bytes(), meta.as_bytes(), MapFlags::ANY)
+            .expect("write mpt_meta");
+        for hook in HOOKS {
+            fx.check(
+                hook,
+                &v4,
+                IN0,
+                Expect::Pass(Reason::NoRoute),
+                "SOLE, the generation recorded for another namespace",
+            );
+        }
 
         // Forwarding off on the ingress device: the kernel's answer, not the shortcut.
         fx.set_sole("198.51.100.0/24", true, Some(now.v4));

@@ -189,23 +189,21 @@ fn own_entry_problem(m: &Managed, e: &FibEntry) -> Option<String> {
 /// An address of `net` that no more specific managed prefix covers and that an output route
 /// lookup treats as an ordinary destination.
 fn probe(net: Ipv4Net, managed: &HashSet<Ipv4Net>) -> Option<Ipv4Addr> {
-    let first = u32::from(net.network());
-    let last = u32::from(net.broadcast());
-    let span = last - first;
-    let candidates = [
-        first.saturating_add(1).min(last),
-        first + span / 2,
-        first + span / 2 + 1,
-        last.saturating_sub(1).max(first),
-        first,
-        last,
-    ];
-    candidates.into_iter().map(Ipv4Addr::from).find(|a| {
-        net.contains(a)
-            && ordinary(*a)
-            && !(net.prefix_len() + 1..=32)
-                .any(|len| Ipv4Net::new(*a, len).is_ok_and(|n| managed.contains(&n.trunc())))
-    })
+    let first = u64::from(u32::from(net.network()));
+    let last = u64::from(u32::from(net.broadcast()));
+    let mid = first + (last - first) / 2;
+    let candidates = [first + 1, mid, mid + 1, last.saturating_sub(1), first, last];
+    candidates
+        .into_iter()
+        .filter(|c| (first..=last).contains(c))
+        .filter_map(|c| u32::try_from(c).ok())
+        .map(Ipv4Addr::from)
+        .find(|a| {
+            net.contains(a)
+                && ordinary(*a)
+                && !(net.prefix_len() + 1..=32)
+                    .any(|len| Ipv4Net::new(*a, len).is_ok_and(|n| managed.contains(&n.trunc())))
+        })
 }
 
 /// Not "this network", loopback, multicast, class E or limited broadcast: an output lookup for
@@ -447,6 +445,11 @@ mod tests {
         assert_eq!(p("203.0.113.8/31"), Some("203.0.113.9".parse().expect("a")));
         assert_eq!(p("127.0.0.0/8"), None);
         assert_eq!(p("224.0.0.0/4"), None);
+        assert_eq!(p("255.255.255.255/32"), None);
+        assert_eq!(
+            p("223.255.255.255/32"),
+            Some("223.255.255.255".parse().expect("a"))
+        );
         // a /32 covered by... itself only: a managed /32 inside a managed /31
         let inner: HashSet<Ipv4Net> = [net("203.0.113.9/32")].into_iter().collect();
         assert_eq!(
