@@ -16,6 +16,7 @@
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_endian.h>
+#include <bpf/bpf_core_read.h>
 
 #include "maps.bpf.h"
 #include "mpt/flowhash.h"
@@ -54,6 +55,19 @@ const volatile __u32 mpt_xdp_generic = 0;
  * verify L4 checksums when it forwards either.
  */
 const volatile __u32 mpt_local_stacks = 1;
+/*
+ * With mpt_local_stacks, on a veth: instead of verifying checksums, ask the
+ * skb the frame came from. The veth driver runs its XDP program on a struct
+ * veth_xdp_buff { struct xdp_buff xdp; struct sk_buff *skb; }: skb is the one
+ * the peer sent (its ip_summed kept through the driver's copy), or NULL for a
+ * frame redirected into the veth by XDP (complete as far as anyone can know,
+ * as from a wire). Only CHECKSUM_PARTIAL means a checksum is not final: such a
+ * packet goes up (l4-csum), every other one is forwarded, tunnels and SCTP
+ * included (their partial checksums are CHECKSUM_PARTIAL too). Exact, and
+ * cheaper than verifying. Never set for a test run (its xdp_buff is not a
+ * veth's) nor for generic XDP.
+ */
+const volatile __u32 mpt_veth_skb = 0;
 /* Forward destinations that are not managed routes by the kernel FIB (router fast path). */
 const volatile __u32 mpt_fastpath = 1;
 /*
@@ -923,6 +937,28 @@ __noinline int mpt_nh_remember(const struct mpt_nh *n, __u32 need, const struct 
 
 extern void *bpf_cast_to_kern_ctx(void *) __ksym;
 
+#define MPT_CHECKSUM_PARTIAL 3
+
+/*
+ * On a veth (see mpt_veth_skb): 1 if the frame's skb has CHECKSUM_PARTIAL, 0 if
+ * not or if there is no skb (an XDP frame), -1 if it cannot be told.
+ */
+static __always_inline int veth_skb_partial(struct xdp_md *ctx)
+{
+	struct xdp_buff *x = bpf_cast_to_kern_ctx(ctx);
+	struct sk_buff *skb = 0, *s;
+
+	/* veth_xdp_buff.skb follows its first member, the xdp_buff (veth may be a module:
+	 * its own type is not in vmlinux BTF, so read the pointer at that offset) */
+	if (bpf_probe_read_kernel(&skb, sizeof(skb),
+				  (void *)((__u64)x + bpf_core_type_size(struct xdp_buff))))
+		return -1;
+	if (!skb)
+		return 0;
+	s = bpf_core_cast(skb, struct sk_buff);
+	return BPF_CORE_READ_BITFIELD(s, ip_summed) == MPT_CHECKSUM_PARTIAL;
+}
+
 /*
  * Whether the kernel's FIB is known to answer this IPv4 packet with the managed
  * route rt, so that the per-packet kernel-view lookup can be skipped: user
@@ -988,11 +1024,18 @@ static __always_inline int decide(void *ctx, struct xdp_md *xdp, struct pkt *p,
 	 * once, in the tc program that forwards it).
 	 */
 	if (xdp && !mpt_xdp_generic && mpt_local_stacks) {
+		int partial = mpt_veth_skb ? veth_skb_partial(xdp) : -1;
+
+		if (partial > 0)
+			return -MPT_R_L4_CSUM;
+		if (partial == 0)
+			goto csum_done;
 		if (p->unverifiable || p->key.proto == IPPROTO_SCTP)
 			return -MPT_R_L4_CSUM;
 		if (p->csum_off && !mpt_l4_csum_ok(xdp, p->csum_off, p->csum_len, p->pseudo))
 			return -MPT_R_L4_CSUM;
 	}
+csum_done:
 	rt = lookup_route(p);
 	if (!rt)
 		return mpt_fastpath ? fast_path(ctx, p, fib, neigh) : -MPT_R_NO_ROUTE;

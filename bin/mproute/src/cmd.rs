@@ -996,12 +996,7 @@ impl Ctx {
                         "tc" => (mpt_bpf::dp::Mode::Tc, ""),
                         _ => crate::dpmode::auto_mode(l),
                     };
-                    ifs.push((
-                        l.ifindex,
-                        d.clone(),
-                        m,
-                        crate::dpmode::carries_local_stacks(l),
-                    ));
+                    ifs.push((l.ifindex, d.clone(), m, crate::dpmode::checksums(l)));
                 }
                 let auto = mode == "auto";
                 let store = self.store(true)?.ok_or_else(|| {

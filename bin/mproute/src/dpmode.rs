@@ -27,11 +27,14 @@ pub fn links(sock: &mut Socket) -> Result<Vec<LinkMsg>, Failure> {
     Ok(v)
 }
 
-/// Whether a device hands the dataplane packets of local stacks (a veth from its peer's, a tun
-/// or tap from a process), whose checksums may be left to offload: native XDP verifies them
-/// there. Frames from a wire (NICs) are complete.
-pub fn carries_local_stacks(l: &LinkMsg) -> bool {
-    matches!(l.kind.as_deref(), Some("veth" | "tun"))
+/// What native XDP must do about checksums on a device: ask a veth's skbs, verify a tun's,
+/// nothing on a NIC.
+pub fn checksums(l: &LinkMsg) -> mpt_bpf::dp::Checksums {
+    match l.kind.as_deref() {
+        Some("veth") => mpt_bpf::dp::Checksums::VethSkb,
+        Some("tun") => mpt_bpf::dp::Checksums::Verify,
+        _ => mpt_bpf::dp::Checksums::Complete,
+    }
 }
 
 /// Whether a device is a veth.

@@ -382,16 +382,28 @@ pub fn attachments() -> Result<Vec<Attachment>, StateError> {
     Ok(v)
 }
 
+/// What native XDP must do about TCP/UDP checksums on a device before it redirects a frame.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Checksums {
+    /// Frames are complete (a NIC: from a wire): nothing.
+    Complete,
+    /// The device carries local stacks' packets (tun): verify them (`mpt_local_stacks`).
+    Verify,
+    /// A veth: ask the skb each frame came from whether a checksum is partial
+    /// (`mpt_veth_skb`).
+    VethSkb,
+}
+
 /// Load the dataplane with the state's maps and attach it to `ifindex` in `mode`, replacing an
-/// attachment of ours in the same hook. A foreign XDP program is not replaced. `local_stacks`:
-/// the device carries local stacks' packets (veth, tun), whose checksums native XDP must verify
-/// (see `mpt_local_stacks` in `bpf/dp.bpf.c`).
+/// attachment of ours in the same hook. A foreign XDP program is not replaced. `csum`: what
+/// native XDP must do about checksums on this device (see `mpt_local_stacks` and
+/// `mpt_veth_skb` in `bpf/dp.bpf.c`).
 pub fn attach(
     state: &RouteState,
     ifindex: u32,
     mode: Mode,
     fastpath: bool,
-    local_stacks: bool,
+    csum: Checksums,
 ) -> Result<u32, StateError> {
     let mut obj = MaybeUninit::uninit();
     let mut open = DpSkelBuilder::default()
@@ -401,7 +413,8 @@ pub fn attach(
         Some(ro) => {
             ro.mpt_fastpath = u32::from(fastpath);
             ro.mpt_xdp_generic = u32::from(mode == Mode::XdpGeneric);
-            ro.mpt_local_stacks = u32::from(local_stacks);
+            ro.mpt_local_stacks = u32::from(csum != Checksums::Complete);
+            ro.mpt_veth_skb = u32::from(csum == Checksums::VethSkb);
             // XDP forwards only frames sent to the device's own MAC (tc reads pkt_type).
             if mode != Mode::Tc {
                 if let Some(mac) = ether_addr(ifindex)? {
