@@ -964,20 +964,31 @@ extern void *bpf_cast_to_kern_ctx(void *) __ksym;
 
 #define MPT_CHECKSUM_PARTIAL 3
 
+/* The veth driver's XDP buffer (drivers/net/veth.c), matched by name in the kernel's BTF. */
+struct veth_xdp_buff___mpt {
+	struct xdp_buff xdp;
+	struct sk_buff *skb;
+} __attribute__((preserve_access_index));
+
 /*
  * On a veth (see mpt_veth_skb): 1 if the frame's skb has CHECKSUM_PARTIAL, 0 if
  * not or if there is no skb (an XDP frame), -1 if it cannot be told.
+ * mpt_veth_skb 2: the kernel's BTF has the veth's buffer type (veth built in),
+ * a direct read; 1: veth is a module, whose types a cast cannot name: a probe
+ * read at the offset after the xdp_buff (user space loads with 2 and falls
+ * back to 1 if the verifier refuses).
  */
 static __always_inline int veth_skb_partial(struct xdp_md *ctx)
 {
 	struct xdp_buff *x = bpf_cast_to_kern_ctx(ctx);
 	struct sk_buff *skb = 0, *s;
 
-	/* veth_xdp_buff.skb follows its first member, the xdp_buff (veth may be a module:
-	 * its own type is not in vmlinux BTF, so read the pointer at that offset) */
-	if (bpf_probe_read_kernel(&skb, sizeof(skb),
-				  (void *)((__u64)x + bpf_core_type_size(struct xdp_buff))))
+	if (mpt_veth_skb == 2) {
+		skb = bpf_core_cast(x, struct veth_xdp_buff___mpt)->skb;
+	} else if (bpf_probe_read_kernel(&skb, sizeof(skb),
+					 (void *)((__u64)x + bpf_core_type_size(struct xdp_buff)))) {
 		return -1;
+	}
 	if (!skb)
 		return 0;
 	s = bpf_core_cast(skb, struct sk_buff);

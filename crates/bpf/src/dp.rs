@@ -7,9 +7,9 @@ use std::mem::MaybeUninit;
 use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd};
 
 use libbpf_rs::skel::{OpenSkel, SkelBuilder};
-use libbpf_rs::MapCore;
+use libbpf_rs::{MapCore, OpenObject};
 
-use crate::skel::dp::DpSkelBuilder;
+use crate::skel::dp::{DpSkel, DpSkelBuilder};
 use crate::skel::drops::DropsSkelBuilder;
 use crate::state::{RouteState, StateError};
 
@@ -394,27 +394,30 @@ pub enum Checksums {
     VethSkb,
 }
 
-/// Load the dataplane with the state's maps and attach it to `ifindex` in `mode`, replacing an
-/// attachment of ours in the same hook. A foreign XDP program is not replaced. `csum`: what
-/// native XDP must do about checksums on this device (see `mpt_local_stacks` and
-/// `mpt_veth_skb` in `bpf/dp.bpf.c`).
-pub fn attach(
+/// Open the dataplane object, set its load-time constants (`veth_skb`: `mpt_veth_skb` on a veth,
+/// 2 direct, 1 probe read), reuse the state maps and load the hook asked for.
+fn load_dp<'o>(
+    obj: &'o mut MaybeUninit<OpenObject>,
     state: &RouteState,
     ifindex: u32,
     mode: Mode,
     fastpath: bool,
     csum: Checksums,
-) -> Result<u32, StateError> {
-    let mut obj = MaybeUninit::uninit();
+    veth_skb: u32,
+) -> Result<DpSkel<'o>, StateError> {
     let mut open = DpSkelBuilder::default()
-        .open(&mut obj)
+        .open(obj)
         .map_err(bpf("open the dataplane BPF object"))?;
     match open.maps.rodata_data.as_deref_mut() {
         Some(ro) => {
             ro.mpt_fastpath = u32::from(fastpath);
             ro.mpt_xdp_generic = u32::from(mode == Mode::XdpGeneric);
             ro.mpt_local_stacks = u32::from(csum != Checksums::Complete);
-            ro.mpt_veth_skb = u32::from(csum == Checksums::VethSkb);
+            ro.mpt_veth_skb = if csum == Checksums::VethSkb {
+                veth_skb
+            } else {
+                0
+            };
             // XDP forwards only frames sent to the device's own MAC (tc reads pkt_type).
             if mode != Mode::Tc {
                 if let Some(mac) = ether_addr(ifindex)? {
@@ -453,9 +456,40 @@ pub fn attach(
             ("mpt_reasons", &mut open.maps.mpt_reasons),
         ],
     )?;
-    let skel = open
-        .load()
-        .map_err(bpf("load the dataplane BPF object (verifier)"))?;
+    open.load()
+        .map_err(bpf("load the dataplane BPF object (verifier)"))
+}
+
+/// Load the dataplane with the state's maps and attach it to `ifindex` in `mode`, replacing an
+/// attachment of ours in the same hook. A foreign XDP program is not replaced. `csum`: what
+/// native XDP must do about checksums on this device (see `mpt_local_stacks` and
+/// `mpt_veth_skb` in `bpf/dp.bpf.c`).
+pub fn attach(
+    state: &RouteState,
+    ifindex: u32,
+    mode: Mode,
+    fastpath: bool,
+    csum: Checksums,
+) -> Result<u32, StateError> {
+    // On a veth, XDP reads the skb behind a frame directly where the kernel's BTF has the veth's
+    // buffer type (veth built in); otherwise (veth a module) through a probe read.
+    let veth = csum == Checksums::VethSkb && mode != Mode::Tc;
+    let mut obj = MaybeUninit::uninit();
+    let mut obj2 = MaybeUninit::uninit();
+    let skel = match load_dp(
+        &mut obj,
+        state,
+        ifindex,
+        mode,
+        fastpath,
+        csum,
+        if veth { 2 } else { 0 },
+    ) {
+        Ok(s) => s,
+        Err(_) if veth => load_dp(&mut obj2, state, ifindex, mode, fastpath, csum, 1)?,
+        Err(e) => return Err(e),
+    };
+
     if mode != Mode::Tc {
         // XDP redirects through this object's devmap: every device there is now (a devmap
         // resolves ifindexes in the calling thread's namespace, which is the target's).

@@ -241,3 +241,27 @@ fn state_skeleton_loads_and_anchor_references_all_maps() {
         "anchor program {prog_id} or its maps still exist after drop"
     );
 }
+
+/// Every variant of the dataplane's veth checksum question passes the verifier: a direct read
+/// of the veth's buffer (`mpt_veth_skb` 2, veth built in, as here) and the probe read user space
+/// falls back to when veth is a module (1); and the software check (0, tun).
+#[test]
+fn dataplane_loads_with_each_veth_checksum_variant() {
+    require_root();
+    for veth_skb in [0u32, 1, 2] {
+        let mut obj = std::mem::MaybeUninit::uninit();
+        let mut open = mpt_bpf::skel::dp::DpSkelBuilder::default()
+            .open(&mut obj)
+            .expect("open the dataplane skeleton");
+        let ro = open
+            .maps
+            .rodata_data
+            .as_deref_mut()
+            .expect("the dataplane's .rodata");
+        ro.mpt_local_stacks = 1;
+        ro.mpt_veth_skb = veth_skb;
+        open.progs.mpt_dp_tc.set_autoload(false);
+        open.load()
+            .unwrap_or_else(|e| panic!("mpt_veth_skb {veth_skb}: the verifier refused: {e}"));
+    }
+}
