@@ -521,8 +521,10 @@ where
     fixture(false, f);
 }
 
-/// [`with_fixture`] with the XDP program loaded as for a veth or tun, which carry local stacks'
-/// packets: TCP/UDP checksums verified, what cannot be verified handed up (l4-csum).
+/// [`with_fixture`] with the XDP program loaded as for a tun, which carries local stacks'
+/// packets: TCP/UDP checksums verified, what cannot be verified handed up (l4-csum). (On a veth
+/// the program asks the skb behind the frame instead, which a test run does not have: the
+/// root tests' TCP through native XDP on veth covers that.)
 fn with_fixture_local_stacks<F>(f: F)
 where
     F: FnOnce(&Fx<'_>) + Send + 'static,
