@@ -48,7 +48,7 @@ complete -c mproute -n "__fish_mproute_needs_command" -f -a "flush" -d 'Remove e
 complete -c mproute -n "__fish_mproute_needs_command" -f -a "sync" -d 'Report and repair drift between the FIB and mproute\'s state'
 complete -c mproute -n "__fish_mproute_needs_command" -f -a "get" -d 'Show the nexthop the dataplane picks for a packet, and the hash'
 complete -c mproute -n "__fish_mproute_needs_command" -f -a "route" -d '`mproute route VERB ARGS`: the object word of iproute2, accepted and ignored'
-complete -c mproute -n "__fish_mproute_needs_command" -f -a "dataplane" -d 'Attach, detach and show the tc/XDP dataplane that carries out the algorithms'
+complete -c mproute -n "__fish_mproute_needs_command" -f -a "dataplane" -d 'Attach, detach and show the tc/XDP dataplane that carries out the algorithms; watch keeps its FIB check verified'
 complete -c mproute -n "__fish_mproute_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c mproute -n "__fish_mproute_using_subcommand add" -s n -l netns -d 'Run in network namespace NAME (/run/netns/NAME), network namespace only' -r
 complete -c mproute -n "__fish_mproute_using_subcommand add" -s b -l batch -d 'Read commands from FILE, one per line ("-" for standard input)' -r -F
@@ -200,5 +200,5 @@ complete -c mproute -n "__fish_mproute_using_subcommand help; and not __fish_see
 complete -c mproute -n "__fish_mproute_using_subcommand help; and not __fish_seen_subcommand_from add replace append change del show flush sync get route dataplane help" -f -a "sync" -d 'Report and repair drift between the FIB and mproute\'s state'
 complete -c mproute -n "__fish_mproute_using_subcommand help; and not __fish_seen_subcommand_from add replace append change del show flush sync get route dataplane help" -f -a "get" -d 'Show the nexthop the dataplane picks for a packet, and the hash'
 complete -c mproute -n "__fish_mproute_using_subcommand help; and not __fish_seen_subcommand_from add replace append change del show flush sync get route dataplane help" -f -a "route" -d '`mproute route VERB ARGS`: the object word of iproute2, accepted and ignored'
-complete -c mproute -n "__fish_mproute_using_subcommand help; and not __fish_seen_subcommand_from add replace append change del show flush sync get route dataplane help" -f -a "dataplane" -d 'Attach, detach and show the tc/XDP dataplane that carries out the algorithms'
+complete -c mproute -n "__fish_mproute_using_subcommand help; and not __fish_seen_subcommand_from add replace append change del show flush sync get route dataplane help" -f -a "dataplane" -d 'Attach, detach and show the tc/XDP dataplane that carries out the algorithms; watch keeps its FIB check verified'
 complete -c mproute -n "__fish_mproute_using_subcommand help; and not __fish_seen_subcommand_from add replace append change del show flush sync get route dataplane help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'

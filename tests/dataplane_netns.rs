@@ -578,3 +578,115 @@ fn verified_routes_skip_the_kernel_lookup_until_the_fib_changes() {
     assert_eq!(v["verified_at"], v["generation"], "{v}");
     assert_eq!(v["unverified"][0]["dst"], "198.51.100.0/24", "{v}");
 }
+
+/// `mproute dataplane watch` in the background, killed on drop (panics included); its output
+/// lines arrive on a channel.
+struct Watcher {
+    child: std::process::Child,
+    lines: std::sync::mpsc::Receiver<String>,
+}
+
+impl Watcher {
+    fn start(ns: &Netns) -> Watcher {
+        let mut child = std::process::Command::new(MPROUTE)
+            .args(["-n", ns.name(), "-j", "dataplane", "watch"])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::inherit())
+            .spawn()
+            .expect("start mproute dataplane watch");
+        let out = child.stdout.take().expect("stdout");
+        let (tx, lines) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            use std::io::BufRead;
+            for l in std::io::BufReader::new(out).lines().map_while(Result::ok) {
+                if tx.send(l).is_err() {
+                    break;
+                }
+            }
+        });
+        Watcher { child, lines }
+    }
+
+    /// The next report (within 5 s).
+    fn next(&self, what: &str) -> Value {
+        let l = self
+            .lines
+            .recv_timeout(std::time::Duration::from_secs(5))
+            .unwrap_or_else(|e| panic!("{what}: no report from dataplane watch: {e}"));
+        serde_json::from_str(&l).unwrap_or_else(|e| panic!("{what}: {l:?}: {e}"))
+    }
+
+    /// The first report `ok` accepts (others, e.g. after a late link notification, are
+    /// skipped), within 5 s.
+    fn until(&self, what: &str, ok: impl Fn(&Value) -> bool) -> Value {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        loop {
+            let v = self.next(what);
+            if ok(&v) {
+                return v;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "{what}: last report {v}"
+            );
+        }
+    }
+}
+
+impl Drop for Watcher {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Foreign FIB changes (a route added with ip, a link flap) turn the skip off; `dataplane
+/// watch` verifies again after each, without any mproute command, and only what holds: a
+/// more specific route inside the managed prefix keeps it checked per packet.
+#[test]
+fn dataplane_watch_verifies_again_after_foreign_changes() {
+    require_root();
+    let t = setup("watch", "l4-hash", [1, 1, 1, 1], "tc");
+    let w = Watcher::start(&t.r);
+    let v = w.next("start");
+    assert_eq!(v["skipped"], 1, "{v}");
+
+    // an unrelated route: the generation moves, the watcher verifies again
+    let before = fib_check(&t)["generation"].clone();
+    t.r.ip_ok(&[
+        "route",
+        "add",
+        "192.0.2.0/24",
+        "via",
+        &FourPaths::nexthop_v4(0),
+    ]);
+    let v = w.until("after ip route add", |v| v["generation"] != before);
+    assert_eq!(v["skipped"], 1, "{v}");
+    assert_eq!(v["verified_at"], v["generation"], "{v}");
+
+    // a link flap: down and up are FIB changes too; in the end verified again
+    t.r.ip_ok(&["link", "set", &FourPaths::dev(1), "down"]);
+    t.r.ip_ok(&["link", "set", &FourPaths::dev(1), "up"]);
+    w.until("after a link flap", |v| {
+        v["skipped"] == 1 && v["verified_at"] == v["generation"] && *v == fib_check(&t)
+    });
+
+    // what does not hold is not verified: a more specific route inside the managed prefix
+    let dst32 = format!("{}/32", traffic::DEST_V4);
+    t.r.ip_ok(&[
+        "route",
+        "add",
+        &dst32,
+        "via",
+        &FourPaths::nexthop_v4(2),
+        "metric",
+        "5",
+    ]);
+    let v = w.until("after a more specific route", |v| v["skipped"] == 0);
+    assert!(
+        v["unverified"][0]["why"]
+            .as_str()
+            .is_some_and(|s| s.contains("inside it")),
+        "{v}"
+    );
+}

@@ -92,9 +92,9 @@ pub enum Cmd {
     /// `mproute route VERB ARGS`: the object word of iproute2, accepted and ignored.
     #[command(hide = true)]
     Route(RouteArgs),
-    /// Attach, detach and show the tc/XDP dataplane that carries out the algorithms.
+    /// Attach, detach and show the tc/XDP dataplane that carries out the algorithms; watch keeps its FIB check verified.
     #[command(
-        override_usage = "mproute dataplane attach dev DEV [dev DEV ...] [auto|xdp|xdp-generic|tc] [fastpath on|off] [prepare-peers]\n       mproute dataplane detach dev DEV\n       mproute dataplane show"
+        override_usage = "mproute dataplane attach dev DEV [dev DEV ...] [auto|xdp|xdp-generic|tc] [fastpath on|off] [prepare-peers]\n       mproute dataplane detach dev DEV\n       mproute dataplane show\n       mproute dataplane watch"
     )]
     Dataplane(RouteArgs),
 }

@@ -726,6 +726,29 @@ impl Ctx {
         })
     }
 
+    /// `dataplane watch`, one round: verify the managed routes now and report the check. The
+    /// namespace's lock is held only meanwhile (commands wait for it, and it for them).
+    pub fn verify_now(&mut self) -> Result<crate::fibcheck::FibCheck, Failure> {
+        self.store = None;
+        self.store_checked = false;
+        let warning = self.arm();
+        let r = match warning {
+            Some(w) => Err(Failure::system(w)),
+            None => {
+                self.sock()?;
+                match (self.sock.as_mut(), self.store.as_ref()) {
+                    (Some(sock), Some(store)) => crate::fibcheck::status(sock, store.raw()),
+                    _ => Err(Failure::system(
+                        "dataplane watch: no mproute state in this namespace",
+                    )),
+                }
+            }
+        };
+        self.store = None;
+        self.store_checked = false;
+        r
+    }
+
     /// Collect nexthop objects and dataplane groups no route uses any more.
     fn collect(&mut self) -> Result<(), Failure> {
         if !self.gc_needed {
@@ -1046,6 +1069,11 @@ impl Ctx {
                     })?;
                     mpt_bpf::dp::detach(i).map_err(fail(format!("dataplane detach dev {d}")))?;
                 }
+            }
+            parse::DpSpec::Watch => {
+                return Err(Failure::usage(
+                    "dataplane watch: runs on its own, not in a batch",
+                ))
             }
             parse::DpSpec::Show => {
                 // what attach would say about the veth peers native XDP redirects into

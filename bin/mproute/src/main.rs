@@ -126,6 +126,39 @@ fn run_batch(ctx: &mut Ctx, path: &std::path::Path, style: Style) -> i32 {
     worst
 }
 
+/// `dataplane watch`: verify the managed routes at start and again after every change of
+/// routes, rules, addresses or links (a burst counts once), printing the check each time.
+/// Runs until interrupted; returns only on failure.
+fn watch(ctx: &mut Ctx, style: Style) -> Result<(), Failure> {
+    use mpt_netlink::events::{self as ev, Events};
+    use std::io::Write;
+    let mut events = Events::subscribe(&[
+        ev::RTNLGRP_LINK,
+        ev::RTNLGRP_IPV4_IFADDR,
+        ev::RTNLGRP_IPV4_ROUTE,
+        ev::RTNLGRP_IPV4_RULE,
+        ev::RTNLGRP_NEXTHOP,
+    ])
+    .map_err(Failure::from)?;
+    loop {
+        match ctx.verify_now() {
+            Ok(f) => {
+                if style.json {
+                    print_json(&f, false);
+                } else {
+                    println!("{}", f.line());
+                }
+            }
+            // a failed round is reported; the next change tries again
+            Err(f) => f.eprint(TOOL),
+        }
+        let _ = std::io::stdout().flush();
+        events
+            .wait_settled(std::time::Duration::from_millis(100))
+            .map_err(Failure::from)?;
+    }
+}
+
 fn main() {
     let cli = match Cli::try_parse() {
         Ok(c) => c,
@@ -147,6 +180,11 @@ fn main() {
     }
     let mut ctx = Ctx::new(cli.global.clone());
     ctx.use_nh_objects = cli.nexthop_objects;
+    if let Some(mproute::cli::Cmd::Dataplane(a)) = &cli.cmd {
+        if a.args.len() == 1 && a.args[0] == "watch" && cli.global.batch.is_none() {
+            mpt_cli::exit(TOOL, watch(&mut ctx, style));
+        }
+    }
     if let Some(path) = &cli.global.batch {
         if cli.cmd.is_some() {
             mpt_cli::exit(

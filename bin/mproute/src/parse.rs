@@ -464,6 +464,9 @@ pub enum DpSpec {
     },
     /// Show.
     Show,
+    /// Verify the managed routes again after every change of routes, rules, addresses or
+    /// links, until interrupted.
+    Watch,
 }
 
 /// Parse the arguments of dataplane.
@@ -506,8 +509,9 @@ pub fn parse_dataplane(args: &[String]) -> Result<DpSpec, String> {
         }),
         "detach" => Ok(DpSpec::Detach { devs }),
         "show" | "list" | "ls" if rest.is_empty() => Ok(DpSpec::Show),
+        "watch" if rest.is_empty() => Ok(DpSpec::Watch),
         other => Err(format!(
-            "unknown dataplane command \"{other}\" (expected attach, detach or show)"
+            "unknown dataplane command \"{other}\" (expected attach, detach, show or watch)"
         )),
     }
 }
@@ -551,6 +555,8 @@ mod dp_tests {
         );
         assert!(parse_dataplane(&words("attach dev v0 fastpath maybe")).is_err());
         assert_eq!(parse_dataplane(&words("show")).expect("ok"), DpSpec::Show);
+        assert_eq!(parse_dataplane(&words("watch")).expect("ok"), DpSpec::Watch);
+        assert!(parse_dataplane(&words("watch dev v0")).is_err());
         assert!(parse_dataplane(&words("attach xdp")).is_err());
         assert!(parse_dataplane(&words("frob")).is_err());
     }

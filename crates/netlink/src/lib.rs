@@ -7,6 +7,7 @@
 //! enters network namespaces and resolves names inside them. Only this crate imports neli.
 
 pub mod error;
+pub mod events;
 pub mod msg;
 pub mod netns;
 pub mod sock;

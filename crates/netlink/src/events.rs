@@ -1,0 +1,149 @@
+//! Notifications: a `NETLINK_ROUTE` socket that joins multicast groups and wakes its owner when
+//! the kernel announces a change. What changed is not decoded: the owner looks again.
+
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::time::{Duration, Instant};
+
+use crate::Error;
+
+/// `RTNLGRP_LINK`: links added, removed, up, down, carrier.
+pub const RTNLGRP_LINK: u32 = 1;
+/// `RTNLGRP_IPV4_IFADDR`: IPv4 addresses.
+pub const RTNLGRP_IPV4_IFADDR: u32 = 5;
+/// `RTNLGRP_IPV4_ROUTE`: IPv4 routes.
+pub const RTNLGRP_IPV4_ROUTE: u32 = 7;
+/// `RTNLGRP_IPV4_RULE`: IPv4 rules.
+pub const RTNLGRP_IPV4_RULE: u32 = 8;
+/// `RTNLGRP_NEXTHOP`: nexthop objects.
+pub const RTNLGRP_NEXTHOP: u32 = 32;
+
+/// A socket subscribed to route notifications of the calling thread's network namespace.
+#[derive(Debug)]
+pub struct Events {
+    fd: OwnedFd,
+}
+
+impl Events {
+    /// Join `groups` (`RTNLGRP_*`).
+    pub fn subscribe(groups: &[u32]) -> Result<Self, Error> {
+        // SAFETY: plain socket(2); the result is checked and owned below.
+        let raw = unsafe {
+            libc::socket(
+                libc::AF_NETLINK,
+                libc::SOCK_RAW | libc::SOCK_CLOEXEC | libc::SOCK_NONBLOCK,
+                libc::NETLINK_ROUTE,
+            )
+        };
+        if raw < 0 {
+            return Err(Error::io("netlink socket", io::Error::last_os_error()));
+        }
+        // SAFETY: raw is a new descriptor nobody else owns.
+        let fd = unsafe { OwnedFd::from_raw_fd(raw) };
+        // Bound (the kernel picks the port id): an unbound socket has port id 0, which the
+        // kernel's own notifications (port id 0) skip as their sender.
+        // SAFETY: an all-zero sockaddr_nl is valid; bind(2) with its size.
+        let mut sa: libc::sockaddr_nl = unsafe { std::mem::zeroed() };
+        sa.nl_family = libc::AF_NETLINK as libc::sa_family_t;
+        let rc = unsafe {
+            libc::bind(
+                fd.as_raw_fd(),
+                std::ptr::from_ref(&sa).cast(),
+                std::mem::size_of::<libc::sockaddr_nl>() as libc::socklen_t,
+            )
+        };
+        if rc < 0 {
+            return Err(Error::io("bind netlink socket", io::Error::last_os_error()));
+        }
+        for g in groups {
+            // SAFETY: setsockopt(2) with a pointer to a live u32 and its size.
+            let rc = unsafe {
+                libc::setsockopt(
+                    fd.as_raw_fd(),
+                    libc::SOL_NETLINK,
+                    libc::NETLINK_ADD_MEMBERSHIP,
+                    std::ptr::from_ref(g).cast(),
+                    std::mem::size_of::<u32>() as libc::socklen_t,
+                )
+            };
+            if rc < 0 {
+                return Err(Error::io(
+                    format!("join netlink group {g}"),
+                    io::Error::last_os_error(),
+                ));
+            }
+        }
+        Ok(Events { fd })
+    }
+
+    /// Read and drop whatever is queued; `true` if anything was (an overrun counts).
+    fn drain(&mut self) -> Result<bool, Error> {
+        let mut buf = vec![0u8; 64 * 1024];
+        let mut any = false;
+        loop {
+            // SAFETY: recv(2) into a live buffer of its length.
+            let n = unsafe {
+                libc::recv(
+                    self.fd.as_raw_fd(),
+                    buf.as_mut_ptr().cast(),
+                    buf.len(),
+                    libc::MSG_DONTWAIT,
+                )
+            };
+            if n > 0 {
+                any = true;
+                continue;
+            }
+            if n == 0 {
+                return Ok(any);
+            }
+            let e = io::Error::last_os_error();
+            match e.raw_os_error() {
+                Some(libc::EAGAIN) => return Ok(any),
+                Some(libc::EINTR) => continue,
+                // notifications were lost: something changed
+                Some(libc::ENOBUFS) => any = true,
+                _ => return Err(Error::io("read netlink notifications", e)),
+            }
+        }
+    }
+
+    /// Whether a notification arrives within `timeout` (`None`: wait for one).
+    fn readable(&self, timeout: Option<Duration>) -> Result<bool, Error> {
+        let ms = timeout.map_or(-1, |t| i32::try_from(t.as_millis()).unwrap_or(i32::MAX));
+        let mut p = libc::pollfd {
+            fd: self.fd.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        loop {
+            // SAFETY: poll(2) on one live pollfd.
+            let rc = unsafe { libc::poll(&mut p, 1, ms) };
+            if rc >= 0 {
+                return Ok(rc > 0);
+            }
+            let e = io::Error::last_os_error();
+            if e.raw_os_error() != Some(libc::EINTR) {
+                return Err(Error::io("wait for netlink notifications", e));
+            }
+        }
+    }
+
+    /// Block until something changes, then until `quiet` passes without another notification
+    /// (a burst, such as a link going down with its routes, counts once).
+    pub fn wait_settled(&mut self, quiet: Duration) -> Result<(), Error> {
+        loop {
+            self.readable(None)?;
+            if self.drain()? {
+                break;
+            }
+        }
+        let mut last = Instant::now();
+        while last.elapsed() < quiet {
+            if self.readable(Some(quiet.saturating_sub(last.elapsed())))? && self.drain()? {
+                last = Instant::now();
+            }
+        }
+        Ok(())
+    }
+}
