@@ -128,6 +128,8 @@ struct nh_cache_slot {
 };
 
 #define MPT_NH_CACHE_TICKS 1
+#define MPT_READ_ONCE(x) (*(const volatile __typeof__(x) *)&(x))
+#define MPT_WRITE_ONCE(x, v) (*(volatile __typeof__(x) *)&(x) = (v))
 #define MPT_NH_SLOTS_LOG2 10
 
 struct {
@@ -922,17 +924,30 @@ static __always_inline int nh_slot_is(const struct nh_cache_slot *s, const struc
 __noinline int mpt_nh_cached(const struct mpt_nh *n, __u32 need, struct bpf_fib_lookup *fib)
 {
 	struct nh_cache_slot *s;
+	__u64 stamp;
 	__u32 i;
 
 	if (!n || !fib)
 		return 0;
 	i = nh_slot(n);
 	s = bpf_map_lookup_elem(&mpt_nh_cache, &i);
-	if (!s || !nh_slot_is(s, n) || bpf_jiffies64() - s->val.jiffies > MPT_NH_CACHE_TICKS ||
+	if (!s)
+		return 0;
+	stamp = MPT_READ_ONCE(s->val.jiffies);
+	barrier();
+	if (!nh_slot_is(s, n) || bpf_jiffies64() - stamp > MPT_NH_CACHE_TICKS ||
 	    need > s->val.ok_len)
 		return 0;
 	__builtin_memcpy(fib->dmac, s->val.dmac, ETH_ALEN);
 	__builtin_memcpy(fib->smac, s->val.smac, ETH_ALEN);
+	/*
+	 * Where BPF runs preemptibly on its CPU (PREEMPT_RT), a remember of
+	 * another gateway in this slot may have run meanwhile: it zeroes the stamp
+	 * first and sets it last, so an unchanged stamp and key mean the copy is whole.
+	 */
+	barrier();
+	if (MPT_READ_ONCE(s->val.jiffies) != stamp || !nh_slot_is(s, n))
+		return 0;
 	fib->ifindex = n->ifindex;
 	return 1;
 }
@@ -949,14 +964,17 @@ __noinline int mpt_nh_remember(const struct mpt_nh *n, __u32 need, const struct 
 	s = bpf_map_lookup_elem(&mpt_nh_cache, &i);
 	if (!s)
 		return 0;
-	/* this CPU's own slot: plain stores */
+	/* this CPU's own slot: stamp off, key and MACs, stamp on (see mpt_nh_cached) */
+	MPT_WRITE_ONCE(s->val.jiffies, 0);
+	barrier();
 	s->key.ifindex = n->ifindex;
 	s->key.family = n->family;
 	__builtin_memcpy(s->key.gw, n->gw, 16);
-	s->val.jiffies = bpf_jiffies64();
 	s->val.ok_len = need;
 	__builtin_memcpy(s->val.dmac, fib->dmac, ETH_ALEN);
 	__builtin_memcpy(s->val.smac, fib->smac, ETH_ALEN);
+	barrier();
+	MPT_WRITE_ONCE(s->val.jiffies, bpf_jiffies64());
 	return 0;
 }
 

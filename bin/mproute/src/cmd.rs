@@ -73,6 +73,8 @@ pub struct Ctx {
     /// Routes or attachments may have changed: verify the managed routes for the dataplane's
     /// FIB check at the end ([`crate::fibcheck::arm`]).
     arm_needed: bool,
+    /// The FIB generation reader (a small BPF program), loaded on first use.
+    fibgen: Option<mpt_bpf::fibgen::FibGenReader>,
 }
 
 /// A planned change whose FIB request is still to be sent.
@@ -130,6 +132,7 @@ impl Ctx {
             dp_groups_by_content: HashMap::new(),
             use_nh_objects: false,
             arm_needed: false,
+            fibgen: None,
         }
     }
 
@@ -713,10 +716,11 @@ impl Ctx {
                 return Ok(());
             }
             self.sock()?;
+            let reader = crate::fibcheck::reader(&mut self.fibgen)?;
             let (Some(sock), Some(store)) = (self.sock.as_mut(), self.store.as_ref()) else {
                 return Ok(());
             };
-            crate::fibcheck::arm(sock, store.raw()).map(|_| ())
+            crate::fibcheck::arm(sock, store.raw(), reader).map(|_| ())
         })();
         r.err().map(|f| {
             format!(
@@ -731,22 +735,35 @@ impl Ctx {
     pub fn verify_now(&mut self) -> Result<crate::fibcheck::FibCheck, Failure> {
         self.store = None;
         self.store_checked = false;
-        let warning = self.arm();
-        let r = match warning {
-            Some(w) => Err(Failure::system(w)),
-            None => {
-                self.sock()?;
-                match (self.sock.as_mut(), self.store.as_ref()) {
-                    (Some(sock), Some(store)) => crate::fibcheck::status(sock, store.raw()),
-                    _ => Err(Failure::system(
-                        "dataplane watch: no mproute state in this namespace",
-                    )),
-                }
+        let r = (|| {
+            if self.store(false)?.is_none() {
+                return Err(Failure::system(
+                    "dataplane watch: no mproute state in this namespace (yet)",
+                ));
             }
-        };
+            if let Some(w) = self.arm() {
+                return Err(Failure::system(w));
+            }
+            self.sock()?;
+            let reader = crate::fibcheck::reader(&mut self.fibgen)?;
+            match (self.sock.as_mut(), self.store.as_ref()) {
+                (Some(sock), Some(store)) => crate::fibcheck::status(sock, store.raw(), reader),
+                _ => Err(Failure::system(
+                    "dataplane watch: no mproute state in this namespace (yet)",
+                )),
+            }
+        })();
         self.store = None;
         self.store_checked = false;
         r
+    }
+
+    /// The namespace's IPv4 FIB generation now.
+    pub fn generation(&mut self) -> Result<u32, Failure> {
+        crate::fibcheck::reader(&mut self.fibgen)?
+            .read()
+            .map(|g| g.v4)
+            .map_err(|e| crate::state::fail("read the FIB generation", e))
     }
 
     /// Collect nexthop objects and dataplane groups no route uses any more.
@@ -1114,8 +1131,17 @@ impl Ctx {
                 }
             }
             self.sock()?;
-            if let (Some(sock), Some(store)) = (self.sock.as_mut(), self.store.as_ref()) {
-                match crate::fibcheck::status(sock, store.raw()) {
+            let status = match crate::fibcheck::reader(&mut self.fibgen) {
+                Ok(reader) => match (self.sock.as_mut(), self.store.as_ref()) {
+                    (Some(sock), Some(store)) => {
+                        Some(crate::fibcheck::status(sock, store.raw(), reader))
+                    }
+                    _ => None,
+                },
+                Err(f) => Some(Err(f)),
+            };
+            if let Some(status) = status {
+                match status {
                     Ok(f) => view.fib_check = Some(f),
                     Err(f) => view
                         .notes

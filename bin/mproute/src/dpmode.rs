@@ -45,7 +45,7 @@ pub fn is_veth(l: &LinkMsg) -> bool {
 /// What `auto` picks for a device, and why.
 pub fn auto_mode(l: &LinkMsg) -> (Mode, &'static str) {
     if is_veth(l) {
-        (Mode::Tc, "veth: tc keeps the checksum state and GSO size of local stacks' TCP, which XDP redirect loses")
+        (Mode::Tc, "veth: tc keeps the checksum state and GSO size of local stacks' TCP (XDP would hand those up to tc, one hook more)")
     } else if l.kind.is_some() {
         (Mode::Tc, "virtual device: tc")
     } else {
@@ -63,8 +63,7 @@ pub fn why(l: Option<&LinkMsg>, mode: Mode) -> String {
         (Mode::Tc, true) => "veth: tc keeps local stacks' TCP checksum state and GSO".into(),
         (Mode::Tc, false) => "tc (skb): keeps checksum state and GSO".into(),
         (Mode::Xdp, true) => {
-            "native XDP on veth: fastest, but TCP from local stacks with checksum offload breaks"
-                .into()
+            "native XDP on veth: packets with a checksum left to offload go up to tc".into()
         }
         (Mode::Xdp, false) => "native XDP".into(),
         (Mode::XdpGeneric, _) => "generic XDP (skb): no peer requirements".into(),

@@ -176,9 +176,22 @@ fn probe_answers(
     Ok(false)
 }
 
+/// The loaded generation reader, loaded on first use.
+pub fn reader(slot: &mut Option<FibGenReader>) -> Result<&mut FibGenReader, Failure> {
+    if slot.is_none() {
+        *slot = Some(FibGenReader::new().map_err(|e| fail("load the FIB generation reader", e))?);
+    }
+    slot.as_mut()
+        .ok_or_else(|| Failure::system("the FIB generation reader is not loaded"))
+}
+
 /// Verify the managed IPv4 routes and record the generation they hold at (or none). Returns how
 /// many were verified.
-pub fn arm(sock: &mut Socket, raw: &RouteState) -> Result<usize, Failure> {
+pub fn arm(
+    sock: &mut Socket,
+    raw: &RouteState,
+    reader: &mut FibGenReader,
+) -> Result<usize, Failure> {
     let clear = |raw: &RouteState| {
         raw.set_fib4_gen(None)
             .map_err(|e| fail("write the FIB generation", e))
@@ -191,7 +204,6 @@ pub fn arm(sock: &mut Socket, raw: &RouteState) -> Result<usize, Failure> {
         clear(raw)?;
         return Ok(0);
     }
-    let mut reader = FibGenReader::new().map_err(|e| fail("read the FIB generation", e))?;
     // A change between the two readings (another tool's, a link event) ends the attempt: try
     // again, a few times.
     for _ in 0..3 {
@@ -288,9 +300,13 @@ impl FibCheck {
 }
 
 /// The state of the check now (read only: nothing is looked up or written).
-pub fn status(sock: &mut Socket, raw: &RouteState) -> Result<FibCheck, Failure> {
-    let now = FibGenReader::new()
-        .and_then(|mut r| r.read())
+pub fn status(
+    sock: &mut Socket,
+    raw: &RouteState,
+    reader: &mut FibGenReader,
+) -> Result<FibCheck, Failure> {
+    let now = reader
+        .read()
         .map_err(|e| fail("read the FIB generation", e))?;
     let verified_at = raw
         .fib4_gen()

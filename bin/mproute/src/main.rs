@@ -127,35 +127,60 @@ fn run_batch(ctx: &mut Ctx, path: &std::path::Path, style: Style) -> i32 {
 }
 
 /// `dataplane watch`: verify the managed routes at start and again after every change of
-/// routes, rules, addresses or links (a burst counts once), printing the check each time.
-/// Runs until interrupted; returns only on failure.
+/// routes, rules, addresses, links or forwarding settings (a burst counts once), printing the
+/// check each time. Every few seconds it also compares the FIB generation with the one last
+/// reported, for the changes the kernel announces to nobody (a route cache flush). Runs until
+/// interrupted or until its output is closed; returns only on failure.
 fn watch(ctx: &mut Ctx, style: Style) -> Result<(), Failure> {
     use mpt_netlink::events::{self as ev, Events};
     use std::io::Write;
+    use std::time::Duration;
     let mut events = Events::subscribe(&[
         ev::RTNLGRP_LINK,
         ev::RTNLGRP_IPV4_IFADDR,
         ev::RTNLGRP_IPV4_ROUTE,
         ev::RTNLGRP_IPV4_RULE,
+        ev::RTNLGRP_IPV4_NETCONF,
         ev::RTNLGRP_NEXTHOP,
     ])
     .map_err(Failure::from)?;
+    // the generation the routes were last verified at (None: not verified, try again)
+    let mut last: Option<u32>;
     loop {
-        match ctx.verify_now() {
+        let line = match ctx.verify_now() {
             Ok(f) => {
+                last = f.verified_at;
                 if style.json {
-                    print_json(&f, false);
+                    serde_json::to_string(&f).unwrap_or_default()
                 } else {
-                    println!("{}", f.line());
+                    f.line()
                 }
             }
             // a failed round is reported; the next change tries again
-            Err(f) => f.eprint(TOOL),
+            Err(f) => {
+                last = None;
+                f.eprint(TOOL);
+                String::new()
+            }
+        };
+        if !line.is_empty() {
+            let mut out = std::io::stdout().lock();
+            if writeln!(out, "{line}").and_then(|()| out.flush()).is_err() {
+                return Ok(()); // nobody reads any more
+            }
         }
-        let _ = std::io::stdout().flush();
-        events
-            .wait_settled(std::time::Duration::from_millis(100))
-            .map_err(Failure::from)?;
+        loop {
+            let changed = events
+                .wait_change(
+                    Some(Duration::from_secs(5)),
+                    Duration::from_millis(100),
+                    Duration::from_secs(2),
+                )
+                .map_err(Failure::from)?;
+            if changed || last.is_none() || ctx.generation().ok() != last {
+                break;
+            }
+        }
     }
 }
 

@@ -394,6 +394,24 @@ pub enum Checksums {
     VethSkb,
 }
 
+/// How XDP on a veth reads the skb behind a frame (`mpt_veth_skb`): directly (2) where vmlinux
+/// BTF has the veth's buffer type (veth built in), else by a probe read (1; veth a module, whose
+/// types a BPF cast cannot name).
+pub fn veth_skb_read() -> u32 {
+    static READ: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
+    *READ.get_or_init(|| {
+        let built_in = libbpf_rs::btf::Btf::from_vmlinux().is_ok_and(|btf| {
+            btf.type_by_name::<libbpf_rs::btf::types::Struct<'_>>("veth_xdp_buff")
+                .is_some()
+        });
+        if built_in {
+            2
+        } else {
+            1
+        }
+    })
+}
+
 /// Open the dataplane object, set its load-time constants (`veth_skb`: `mpt_veth_skb` on a veth,
 /// 2 direct, 1 probe read), reuse the state maps and load the hook asked for.
 fn load_dp<'o>(
@@ -471,24 +489,16 @@ pub fn attach(
     fastpath: bool,
     csum: Checksums,
 ) -> Result<u32, StateError> {
-    // On a veth, XDP reads the skb behind a frame directly where the kernel's BTF has the veth's
-    // buffer type (veth built in); otherwise (veth a module) through a probe read.
-    let veth = csum == Checksums::VethSkb && mode != Mode::Tc;
     let mut obj = MaybeUninit::uninit();
-    let mut obj2 = MaybeUninit::uninit();
-    let skel = match load_dp(
+    let skel = load_dp(
         &mut obj,
         state,
         ifindex,
         mode,
         fastpath,
         csum,
-        if veth { 2 } else { 0 },
-    ) {
-        Ok(s) => s,
-        Err(_) if veth => load_dp(&mut obj2, state, ifindex, mode, fastpath, csum, 1)?,
-        Err(e) => return Err(e),
-    };
+        veth_skb_read(),
+    )?;
 
     if mode != Mode::Tc {
         // XDP redirects through this object's devmap: every device there is now (a devmap

@@ -15,6 +15,8 @@ pub const RTNLGRP_IPV4_IFADDR: u32 = 5;
 pub const RTNLGRP_IPV4_ROUTE: u32 = 7;
 /// `RTNLGRP_IPV4_RULE`: IPv4 rules.
 pub const RTNLGRP_IPV4_RULE: u32 = 8;
+/// `RTNLGRP_IPV4_NETCONF`: IPv4 per-device settings (forwarding).
+pub const RTNLGRP_IPV4_NETCONF: u32 = 24;
 /// `RTNLGRP_NEXTHOP`: nexthop objects.
 pub const RTNLGRP_NEXTHOP: u32 = 32;
 
@@ -110,7 +112,10 @@ impl Events {
 
     /// Whether a notification arrives within `timeout` (`None`: wait for one).
     fn readable(&self, timeout: Option<Duration>) -> Result<bool, Error> {
-        let ms = timeout.map_or(-1, |t| i32::try_from(t.as_millis()).unwrap_or(i32::MAX));
+        // rounded up: a timeout below a millisecond must not become a busy 0
+        let ms = timeout.map_or(-1, |t| {
+            i32::try_from(t.as_micros().div_ceil(1000)).unwrap_or(i32::MAX)
+        });
         let mut p = libc::pollfd {
             fd: self.fd.as_raw_fd(),
             events: libc::POLLIN,
@@ -129,21 +134,36 @@ impl Events {
         }
     }
 
-    /// Block until something changes, then until `quiet` passes without another notification
-    /// (a burst, such as a link going down with its routes, counts once).
-    pub fn wait_settled(&mut self, quiet: Duration) -> Result<(), Error> {
+    /// Wait up to `timeout` (`None`: for ever) for a notification; then until `quiet` passes
+    /// without another one, at most `settle_max` (a burst, such as a link going down with its
+    /// routes, counts once; steady churn does not postpone the answer for ever). Returns
+    /// whether anything changed.
+    pub fn wait_change(
+        &mut self,
+        timeout: Option<Duration>,
+        quiet: Duration,
+        settle_max: Duration,
+    ) -> Result<bool, Error> {
+        let start = Instant::now();
         loop {
-            self.readable(None)?;
-            if self.drain()? {
+            let left = timeout.map(|t| t.saturating_sub(start.elapsed()));
+            if left.is_some_and(|l| l.is_zero()) {
+                return Ok(false);
+            }
+            if self.readable(left)? && self.drain()? {
                 break;
             }
         }
-        let mut last = Instant::now();
-        while last.elapsed() < quiet {
-            if self.readable(Some(quiet.saturating_sub(last.elapsed())))? && self.drain()? {
+        let settled = Instant::now();
+        let mut last = settled;
+        while last.elapsed() < quiet && settled.elapsed() < settle_max {
+            let wait = quiet
+                .saturating_sub(last.elapsed())
+                .min(settle_max.saturating_sub(settled.elapsed()));
+            if self.readable(Some(wait))? && self.drain()? {
                 last = Instant::now();
             }
         }
-        Ok(())
+        Ok(true)
     }
 }
