@@ -577,6 +577,24 @@ fn verified_routes_skip_the_kernel_lookup_until_the_fib_changes() {
     );
     assert_eq!(v["verified_at"], v["generation"], "{v}");
     assert_eq!(v["unverified"][0]["dst"], "198.51.100.0/24", "{v}");
+
+    // An attach followed by adds in one batch: verified at the end, after the adds too.
+    let lines = [
+        "dataplane attach dev vc tc".to_string(),
+        format!(
+            "add 203.0.114.0/24 nexthop via {} dev {}",
+            FourPaths::nexthop_v4(1),
+            FourPaths::dev(1)
+        ),
+    ];
+    mpt_testkit::batch_json_lines(MPROUTE, &["-n", t.r.name(), "-j", "-b", "-"], &lines);
+    let v = fib_check(&t);
+    assert_eq!(
+        (v["routes"].as_u64(), v["skipped"].as_u64()),
+        (Some(3), Some(2)),
+        "{v}"
+    );
+    assert_eq!(v["verified_at"], v["generation"], "{v}");
 }
 
 /// `mproute dataplane watch` in the background, killed on drop (panics included); its output

@@ -1124,8 +1124,8 @@ impl Ctx {
             crate::view::DataplaneView::new(&att, &reasons, ignore_linkdown(), &links, notes);
         if !att.is_empty() {
             if attach {
-                // what the end of this command would find: verify now, for the report
-                self.arm_needed = false;
+                // verify now, for the report (the end of the invocation verifies again: in a
+                // batch, later lines may change routes without going through run())
                 if let Some(w) = self.arm() {
                     view.notes.push(w);
                 }
