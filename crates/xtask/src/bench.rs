@@ -161,6 +161,22 @@ fn one_run(tool: Tool, idx: usize, mproute: &Path, files: &BatchFiles, count: u3
     Ok(secs)
 }
 
+/// "min–max" of `v` with `decimals` digits after the point.
+pub(crate) fn spread(v: &[f64], decimals: usize) -> String {
+    let min = v.iter().copied().fold(f64::INFINITY, f64::min);
+    let max = v.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    format!("{min:.decimals$}–{max:.decimals$}")
+}
+
+/// How a goal fares, as the reports print it.
+pub(crate) fn met(ok: bool) -> &'static str {
+    if ok {
+        "met"
+    } else {
+        "NOT met"
+    }
+}
+
 pub(crate) fn median(v: &[f64]) -> f64 {
     let mut s = v.to_vec();
     s.sort_by(f64::total_cmp);

@@ -61,8 +61,8 @@ use nix::sys::pthread::pthread_kill;
 use nix::sys::signal::{sigaction, SaFlags, SigAction, SigHandler, SigSet, Signal};
 use nix::unistd::Pid;
 
-use super::median;
 use super::select::{ip_checksum, sysctl};
+use super::{median, met, spread};
 use crate::netns::{self, Netns};
 use crate::util;
 
@@ -799,20 +799,6 @@ impl Bench<'_, '_> {
     }
 }
 
-fn spread(v: &[f64]) -> String {
-    let min = v.iter().copied().fold(f64::INFINITY, f64::min);
-    let max = v.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-    format!("{min:.2}–{max:.2}")
-}
-
-fn met(ok: bool) -> &'static str {
-    if ok {
-        "met"
-    } else {
-        "NOT met"
-    }
-}
-
 /// Share of R's dataplane verdicts that went to the kernel as `no-route`, in percent.
 fn no_route_pct(v: &BTreeMap<String, u64>) -> Option<f64> {
     let total: u64 = v.values().sum();
@@ -880,7 +866,7 @@ fn print_results(
                 .collect::<Vec<_>>()
                 .join(" "),
             m,
-            spread(&f.mpps),
+            spread(&f.mpps, 2),
             ratio,
             m * 100.0 / ceiling,
             offered,

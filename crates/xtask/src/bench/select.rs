@@ -41,7 +41,7 @@ use mpt_model::threshold::{select, upper_bounds};
 use mpt_model::{Algo, Family};
 use nix::sched::{setns, CloneFlags};
 
-use super::median;
+use super::{median, met, spread};
 use crate::netns::{self, Netns};
 use crate::util;
 
@@ -652,20 +652,6 @@ fn in_netns<T: Send>(ns: &str, f: impl FnOnce() -> Result<T> + Send) -> Result<T
     })
 }
 
-fn spread(v: &[f64]) -> String {
-    let min = v.iter().copied().fold(f64::INFINITY, f64::min);
-    let max = v.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-    format!("{min:.1}–{max:.1}")
-}
-
-fn met(ok: bool) -> &'static str {
-    if ok {
-        "met"
-    } else {
-        "NOT met"
-    }
-}
-
 /// `cargo xtask bench select [--repeat N] [--runs K]`; `Ok(false)`: BPF and model disagree.
 pub fn run(repeat: u64, runs: u32) -> Result<bool> {
     util::require_root("bench select")?;
@@ -706,7 +692,7 @@ pub fn run(repeat: u64, runs: u32) -> Result<bool> {
         "{:<12}  {:>8.1}  {:>13}  {:>8.2}×",
         "plain-fwd",
         fwd_med,
-        spread(&r.fwd.runs),
+        spread(&r.fwd.runs, 1),
         1.0
     );
     let mut ratios = Vec::new();
@@ -726,7 +712,7 @@ pub fn run(repeat: u64, runs: u32) -> Result<bool> {
             "{:<12}  {:>8.1}  {:>13}  {:>8.2}×  {:>11}  {:>8}  {}",
             algo.name(),
             med,
-            spread(&t.runs),
+            spread(&t.runs, 1),
             ratio,
             goal,
             used,
@@ -739,7 +725,7 @@ pub fn run(repeat: u64, runs: u32) -> Result<bool> {
         "{:<12}  {:>8.1}  {:>13}  {:>8.2}×  {:>11}",
         "l4 verified",
         ver_med,
-        spread(&r.verified.runs),
+        spread(&r.verified.runs, 1),
         ver_ratio,
         format!("≤{GOAL_RATIO:.2} {}", met(ver_ratio <= GOAL_RATIO))
     );
@@ -789,7 +775,7 @@ pub fn run(repeat: u64, runs: u32) -> Result<bool> {
 
     println!();
     println!("select: plain bpf_fib_lookup forward: {fwd_med:.1} ns/packet (median)");
-    let fast_med = crate::bench::median(&r.fast.runs);
+    let fast_med = median(&r.fast.runs);
     println!(
         "select: fast path (unmanaged destination): {fast_med:.1} ns/packet = {:.2}× plain forward",
         fast_med / fwd_med
