@@ -229,6 +229,23 @@ pub fn devices() -> Vec<(u32, String)> {
     out
 }
 
+/// The state maps of a skeleton's open maps (every object that uses `bpf/maps.bpf.h` declares
+/// all of them), by name, for [`reuse_state_maps`].
+macro_rules! state_maps {
+    ($m:expr) => {
+        [
+            ("mpt_meta", &mut $m.mpt_meta),
+            ("mpt_routes", &mut $m.mpt_routes),
+            ("mpt_lpm4", &mut $m.mpt_lpm4),
+            ("mpt_lpm6", &mut $m.mpt_lpm6),
+            ("mpt_groups", &mut $m.mpt_groups),
+            ("mpt_stats", &mut $m.mpt_stats),
+            ("mpt_pcpu", &mut $m.mpt_pcpu),
+            ("mpt_reasons", &mut $m.mpt_reasons),
+        ]
+    };
+}
+
 /// Make an object that declares the maps of `bpf/maps.bpf.h` use the namespace's state maps
 /// (by name) instead of creating its own.
 fn reuse_state_maps<'a, 'o: 'a>(
@@ -322,19 +339,7 @@ pub fn attach_drops(state: &RouteState, ifindex: u32) -> Result<bool, StateError
             })
         }
     }
-    reuse_state_maps(
-        state,
-        [
-            ("mpt_meta", &mut open.maps.mpt_meta),
-            ("mpt_routes", &mut open.maps.mpt_routes),
-            ("mpt_lpm4", &mut open.maps.mpt_lpm4),
-            ("mpt_lpm6", &mut open.maps.mpt_lpm6),
-            ("mpt_groups", &mut open.maps.mpt_groups),
-            ("mpt_stats", &mut open.maps.mpt_stats),
-            ("mpt_pcpu", &mut open.maps.mpt_pcpu),
-            ("mpt_reasons", &mut open.maps.mpt_reasons),
-        ],
-    )?;
+    reuse_state_maps(state, state_maps!(open.maps))?;
     let skel = open
         .load()
         .map_err(bpf("load the drop counter BPF object (verifier)"))?;
@@ -461,19 +466,7 @@ fn load_dp<'o>(
     } else {
         open.progs.mpt_dp_tc.set_autoload(false);
     }
-    reuse_state_maps(
-        state,
-        [
-            ("mpt_meta", &mut open.maps.mpt_meta),
-            ("mpt_routes", &mut open.maps.mpt_routes),
-            ("mpt_lpm4", &mut open.maps.mpt_lpm4),
-            ("mpt_lpm6", &mut open.maps.mpt_lpm6),
-            ("mpt_groups", &mut open.maps.mpt_groups),
-            ("mpt_stats", &mut open.maps.mpt_stats),
-            ("mpt_pcpu", &mut open.maps.mpt_pcpu),
-            ("mpt_reasons", &mut open.maps.mpt_reasons),
-        ],
-    )?;
+    reuse_state_maps(state, state_maps!(open.maps))?;
     open.load()
         .map_err(bpf("load the dataplane BPF object (verifier)"))
 }
