@@ -900,13 +900,14 @@ static __always_inline int fast_path(void *ctx, struct pkt *p, struct bpf_fib_lo
 	return -(int)fib_reason(rc);
 }
 
-/* The cache slot of nexthop n's (device, gateway). */
-static __always_inline __u32 nh_slot(const struct mpt_nh *n)
+/* This CPU's cache slot for nexthop n's (device, gateway). */
+static __always_inline struct nh_cache_slot *nh_slot(const struct mpt_nh *n)
 {
 	const __u32 *w = (const __u32 *)n->gw;
 	__u32 h = (w[0] ^ w[1] ^ w[2] ^ w[3]) ^ (n->ifindex * 0x9E3779B1u);
+	__u32 i = (h * 0x85EBCA6Bu) >> (32 - MPT_NH_SLOTS_LOG2);
 
-	return (h * 0x85EBCA6Bu) >> (32 - MPT_NH_SLOTS_LOG2);
+	return bpf_map_lookup_elem(&mpt_nh_cache, &i);
 }
 
 static __always_inline int nh_slot_is(const struct nh_cache_slot *s, const struct mpt_nh *n)
@@ -925,12 +926,10 @@ __noinline int mpt_nh_cached(const struct mpt_nh *n, __u32 need, struct bpf_fib_
 {
 	struct nh_cache_slot *s;
 	__u64 stamp;
-	__u32 i;
 
 	if (!n || !fib)
 		return 0;
-	i = nh_slot(n);
-	s = bpf_map_lookup_elem(&mpt_nh_cache, &i);
+	s = nh_slot(n);
 	if (!s)
 		return 0;
 	stamp = MPT_READ_ONCE(s->val.jiffies);
@@ -956,12 +955,10 @@ __noinline int mpt_nh_cached(const struct mpt_nh *n, __u32 need, struct bpf_fib_
 __noinline int mpt_nh_remember(const struct mpt_nh *n, __u32 need, const struct bpf_fib_lookup *fib)
 {
 	struct nh_cache_slot *s;
-	__u32 i;
 
 	if (!n || !fib)
 		return 0;
-	i = nh_slot(n);
-	s = bpf_map_lookup_elem(&mpt_nh_cache, &i);
+	s = nh_slot(n);
 	if (!s)
 		return 0;
 	/* this CPU's own slot: stamp off, key and MACs, stamp on (see mpt_nh_cached) */
