@@ -2883,11 +2883,9 @@ fn xdp_hands_up_what_it_cannot_verify_on_local_stack_devices() {
 // ---- fixtures: the verified-route gate (MPT_DPR_F_SOLE at the FIB generation) -----------------
 
 impl Fx<'_> {
-    /// Write `mpt_meta.fib4_gen` (None: clear the flag) and the SOLE flag of a managed IPv4 or
-    /// IPv6 route's LPM entry.
-    fn set_sole(&self, prefix: &str, sole: bool, generation: Option<u32>) {
-        // the namespace's own cookie: the dataplane skips nothing for another namespace's state
-        let cookie = mpt_bpf::state::netns_cookie().expect("netns cookie");
+    /// Write `mpt_meta` with the recorded FIB generation (None: the flag clear) and a netns
+    /// cookie.
+    fn set_fib4_gen(&self, generation: Option<u32>, cookie: u64) {
         let mut meta = MptMeta::new(SEED, cookie);
         if let Some(g) = generation {
             meta.flags |= mpt_bpf::abi::META_F_FIB4_GEN;
@@ -2898,6 +2896,16 @@ impl Fx<'_> {
             .mpt_meta
             .update(&0u32.to_ne_bytes(), meta.as_bytes(), MapFlags::ANY)
             .expect("write mpt_meta");
+    }
+
+    /// Write `mpt_meta.fib4_gen` (None: clear the flag) and the SOLE flag of a managed IPv4 or
+    /// IPv6 route's LPM entry.
+    fn set_sole(&self, prefix: &str, sole: bool, generation: Option<u32>) {
+        // the namespace's own cookie: the dataplane skips nothing for another namespace's state
+        self.set_fib4_gen(
+            generation,
+            mpt_bpf::state::netns_cookie().expect("netns cookie"),
+        );
         let (addr, len) = parse_prefix(prefix);
         let (map, key) = match addr {
             IpAddr::V4(a) => (
@@ -2930,12 +2938,15 @@ fn verified_routes_skip_the_kernel_lookup_only_at_their_generation() {
     with_fixture(|fx| {
         let mut reader = mpt_bpf::fibgen::FibGenReader::new().expect("load the generation reader");
         let now = reader.read().expect("read the FIB generation");
+        let both = |frame: &[u8], ctx: Ctx, expect: Expect, what: &str| {
+            for hook in HOOKS {
+                fx.check(hook, frame, ctx, expect, what);
+            }
+        };
         let v4 = udp_frame("10.0.0.10", "198.51.100.165", 4000, 53, 18);
         let run = |sole: bool, generation: Option<u32>, expect: Expect, what: &str| {
             fx.set_sole("198.51.100.0/24", sole, generation);
-            for hook in HOOKS {
-                fx.check(hook, &v4, IN0, expect, what);
-            }
+            both(&v4, IN0, expect, what);
         };
         run(
             false,
@@ -2970,23 +2981,13 @@ fn verified_routes_skip_the_kernel_lookup_only_at_their_generation() {
 
         // State of another namespace (cookie): never trusted.
         fx.set_sole("198.51.100.0/24", true, Some(now.v4));
-        let mut meta = MptMeta::new(SEED, 0x5eed);
-        meta.flags |= mpt_bpf::abi::META_F_FIB4_GEN;
-        meta.fib4_gen = now.v4;
-        fx.skel
-            .maps
-            .mpt_meta
-            .update(&0u32.to_ne_bytes(), meta.as_bytes(), MapFlags::ANY)
-            .expect("write mpt_meta");
-        for hook in HOOKS {
-            fx.check(
-                hook,
-                &v4,
-                IN0,
-                Expect::Pass(Reason::NoRoute),
-                "SOLE, the generation recorded for another namespace",
-            );
-        }
+        fx.set_fib4_gen(Some(now.v4), 0x5eed);
+        both(
+            &v4,
+            IN0,
+            Expect::Pass(Reason::NoRoute),
+            "SOLE, the generation recorded for another namespace",
+        );
 
         // Forwarding off on the ingress device: the kernel's answer, not the shortcut.
         fx.set_sole("198.51.100.0/24", true, Some(now.v4));
@@ -2996,15 +2997,12 @@ fn verified_routes_skip_the_kernel_lookup_only_at_their_generation() {
             ingress: "in1",
             gso: None,
         };
-        for hook in HOOKS {
-            fx.check(
-                hook,
-                &f1,
-                in1,
-                Expect::Pass(Reason::FwdDisabled),
-                "SOLE, ingress in1 with forwarding=0",
-            );
-        }
+        both(
+            &f1,
+            in1,
+            Expect::Pass(Reason::FwdDisabled),
+            "SOLE, ingress in1 with forwarding=0",
+        );
 
         // IPv6 has no generation that covers deletions: always looked up.
         fx.set_sole("2001:db8:100::/56", true, Some(now.v4));
@@ -3015,15 +3013,12 @@ fn verified_routes_skip_the_kernel_lookup_only_at_their_generation() {
             udp(4000, 53, 18),
         )
         .frame();
-        for hook in HOOKS {
-            fx.check(
-                hook,
-                &b6,
-                IN0,
-                Expect::Pass(Reason::FibOther),
-                "IPv6 SOLE: the blackhole inside still answers",
-            );
-        }
+        both(
+            &b6,
+            IN0,
+            Expect::Pass(Reason::FibOther),
+            "IPv6 SOLE: the blackhole inside still answers",
+        );
 
         // Any FIB change moves the generation (this thread's namespace is the fixture's).
         run_ok(
@@ -3032,15 +3027,11 @@ fn verified_routes_skip_the_kernel_lookup_only_at_their_generation() {
         );
         let later = reader.read().expect("read the FIB generation");
         assert_ne!(later.v4, now.v4, "a route add moves net->ipv4.rt_genid");
-        fx.set_sole("198.51.100.0/24", true, Some(now.v4));
-        for hook in HOOKS {
-            fx.check(
-                hook,
-                &v4,
-                IN0,
-                Expect::Pass(Reason::NoRoute),
-                "SOLE recorded before an unrelated route add: looked up again",
-            );
-        }
+        run(
+            true,
+            Some(now.v4),
+            Expect::Pass(Reason::NoRoute),
+            "SOLE recorded before an unrelated route add: looked up again",
+        );
     });
 }
