@@ -788,8 +788,14 @@ static __always_inline void count_route(struct mpt_dp_route *rt, int nh, __u32 l
 
 	if (!rt)
 		return; /* fast path: no managed route to count for */
-	s = bpf_map_lookup_elem(&mpt_stats, &rt->id);
+	if (rt->stats_slot) {
+		/* the route's slot: an indexed per-CPU array element, no hashing */
+		__u32 slot = rt->stats_slot;
 
+		s = bpf_map_lookup_elem(&mpt_slot_stats, &slot);
+	} else {
+		s = bpf_map_lookup_elem(&mpt_stats, &rt->id);
+	}
 	if (!s) {
 		bpf_map_update_elem(&mpt_stats, &rt->id, (void *)&mpt_zero_stats, BPF_NOEXIST);
 		s = bpf_map_lookup_elem(&mpt_stats, &rt->id);

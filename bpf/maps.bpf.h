@@ -59,6 +59,13 @@ struct {
 } mpt_stats SEC(".maps");
 
 struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, MPT_STATS_SLOTS);
+	__type(key, __u32);
+	__type(value, struct mpt_route_stats);
+} mpt_slot_stats SEC(".maps");
+
+struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
 	__uint(max_entries, MPT_MAX_DP_ROUTES);
 	__uint(map_flags, BPF_F_NO_PREALLOC);

@@ -310,6 +310,156 @@ fn show_with_stats_counts_per_nexthop() {
     assert_eq!(v[0]["enforced_by"], "none");
 }
 
+/// The four-way IPv4 route's arguments after `add`/`replace`, with an optional metric.
+fn four_way_args(metric: Option<u32>) -> Vec<String> {
+    let mut a = vec!["198.51.100.0/24".to_string()];
+    if let Some(m) = metric {
+        a.extend(["metric".into(), m.to_string()]);
+    }
+    a.extend(["algo".into(), "l4-hash".into()]);
+    for i in 0..4 {
+        a.extend([
+            "nexthop".into(),
+            "via".into(),
+            FourPaths::nexthop_v4(i),
+            "dev".into(),
+            FourPaths::dev(i),
+        ]);
+    }
+    a
+}
+
+fn mp_four_way(ns: &Netns, verb: &str, metric: Option<u32>) {
+    let mut a = vec![verb.to_string()];
+    a.extend(four_way_args(metric));
+    let a: Vec<&str> = a.iter().map(String::as_str).collect();
+    mp_ok(ns, &a);
+}
+
+/// Per-nexthop packets `-s show` gives for the IPv4 route of that metric.
+fn shown_per_nexthop(t: &FourPaths, metric: u64) -> Vec<u64> {
+    let v = mp_json(&t.r, &["-s", "show", "198.51.100.0/24"]);
+    let row = v
+        .as_array()
+        .expect("rows")
+        .iter()
+        .find(|r| r["metric"].as_u64() == Some(metric))
+        .unwrap_or_else(|| panic!("no route of metric {metric} in {v}"));
+    row["nexthops"]
+        .as_array()
+        .expect("nexthops")
+        .iter()
+        .map(|n| n["packets"].as_u64().unwrap_or(0))
+        .collect()
+}
+
+fn sum_per_nexthop(seen: &[Vec<Vec<u64>>]) -> Vec<u64> {
+    (0..4)
+        .map(|i| seen.iter().flatten().map(|c| c[i]).sum())
+        .collect()
+}
+
+fn counter_slots(t: &FourPaths) -> (u64, u64) {
+    let v = mp_json(&t.r, &["dataplane", "show"]);
+    let c = &v["counter_slots"];
+    (
+        c["used"].as_u64().expect("counter_slots.used"),
+        c["total"].as_u64().expect("counter_slots.total"),
+    )
+}
+
+/// Counters stay exact (AF_PACKET at the nexthops is the oracle) wherever they live: a route's
+/// per-CPU counter slot, kept when the route is written again, folded into the hash map when a
+/// lower metric takes its dataplane entry, a new slot when it gets the entry back; and the hash
+/// map alone once every slot is taken.
+#[test]
+fn counters_stay_exact_across_replace_shadowing_and_full_slots() {
+    require_root();
+    let t = setup("ctrslot", "l4-hash", [1, 1, 1, 1], "tc");
+    let flows = traffic::flows(64, false, 34000);
+    // The setup's route goes; the same prefix at metric 20 comes in its place.
+    mp_ok(&t.r, &["del", "198.51.100.0/24"]);
+    mp_four_way(&t.r, "add", Some(20));
+    assert_eq!(counter_slots(&t).0, 2, "the IPv6 route and this one");
+    let a = run_flows(&t, &flows, 1, false);
+    assert_eq!(
+        shown_per_nexthop(&t, 20),
+        sum_per_nexthop(std::slice::from_ref(&a))
+    );
+
+    // Written again: the counters go on.
+    mp_four_way(&t.r, "replace", Some(20));
+    let b = run_flows(&t, &flows, 1, false);
+    let mut m20 = sum_per_nexthop(&[a, b]);
+    assert_eq!(shown_per_nexthop(&t, 20), m20, "after replace");
+
+    // A lower metric takes the dataplane entry: metric 20 keeps what it counted.
+    mp_four_way(&t.r, "add", Some(10));
+    let c = run_flows(&t, &flows, 1, false);
+    assert_eq!(shown_per_nexthop(&t, 20), m20, "metric 20 while shadowed");
+    assert_eq!(shown_per_nexthop(&t, 10), sum_per_nexthop(&[c]));
+
+    // It goes: metric 20 has the entry again, with a slot, and counts on from where it was.
+    mp_ok(&t.r, &["del", "198.51.100.0/24", "metric", "10"]);
+    let d = run_flows(&t, &flows, 1, false);
+    for (m, x) in m20.iter_mut().zip(sum_per_nexthop(&[d])) {
+        *m += x;
+    }
+    assert_eq!(shown_per_nexthop(&t, 20), m20, "metric 20 promoted again");
+    assert_eq!(counter_slots(&t).0, 2);
+
+    // Every slot taken (one batch of /32 routes), then the route again: no slot for it, its
+    // counters are in the hash map, still exact.
+    let (used, total) = counter_slots(&t);
+    let lines: Vec<String> = (0..total - used)
+        .map(|i| {
+            format!(
+                "add 203.0.113.{}/32 nexthop via {} dev {}",
+                i,
+                FourPaths::nexthop_v4(0),
+                FourPaths::dev(0)
+            )
+        })
+        .collect();
+    let file = std::env::temp_dir().join(format!("mpt-slots-{}.batch", std::process::id()));
+    std::fs::write(&file, lines.join("\n") + "\n").expect("write the batch file");
+    let out = mp(&t.r, &["-b", file.to_str().expect("path")]);
+    let _ = std::fs::remove_file(&file);
+    assert!(
+        out.status.success(),
+        "batch: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(counter_slots(&t), (total, total), "every slot taken");
+    mp_ok(&t.r, &["del", "198.51.100.0/24", "metric", "20"]);
+    assert_eq!(
+        counter_slots(&t),
+        (total - 1, total),
+        "its slot is free again"
+    );
+    mp_ok(
+        &t.r,
+        &[
+            "add",
+            "203.0.113.255/32",
+            "nexthop",
+            "via",
+            &FourPaths::nexthop_v4(0),
+            "dev",
+            &FourPaths::dev(0),
+        ],
+    );
+    mp_four_way(&t.r, "add", Some(20));
+    assert_eq!(counter_slots(&t), (total, total));
+    let e = run_flows(&t, &flows, 1, false);
+    let shown = shown_per_nexthop(&t, 20);
+    assert_eq!(shown, sum_per_nexthop(&[e]), "counted in the hash map");
+    assert!(
+        shown.iter().sum::<u64>() >= 64,
+        "traffic went through the route: {shown:?}"
+    );
+}
+
 fn csum(b: &[u8]) -> u16 {
     let mut s: u32 = 0;
     for c in b.chunks(2) {

@@ -1122,6 +1122,13 @@ impl Ctx {
         let links = crate::dpmode::links(self.sock()?)?;
         let mut view =
             crate::view::DataplaneView::new(&att, &reasons, ignore_linkdown(), &links, notes);
+        if let Some(s) = self.store(false)? {
+            let (used, total) = s
+                .raw()
+                .dp_slots_used()
+                .map_err(fail("read dataplane counter slots".into()))?;
+            view.counter_slots = Some(crate::view::CounterSlots { used, total });
+        }
         if !att.is_empty() {
             if attach {
                 // verify now, for the report (the end of the invocation verifies again: in a
@@ -1351,6 +1358,22 @@ impl Ctx {
         // Dataplane entries that went missing (a crash between two writes, an old ABI's
         // leftovers): every managed route must have its LPM entry and group.
         rows.extend(self.repair_dataplane(&all)?);
+        // Counter slots recorded as taken that no LPM entry holds (a crash between two writes).
+        if let Some(s) = self.store(false)? {
+            let lost = s
+                .raw()
+                .dp_rescan_slots()
+                .map_err(|e| crate::state::fail("write dataplane state", e))?;
+            if lost > 0 {
+                rows.push(ActionRow {
+                    action: "reclaimed-counter-slots".into(),
+                    dst: lost.to_string(),
+                    table: None,
+                    metric: None,
+                    reason: "recorded as taken, held by no route".into(),
+                });
+            }
+        }
         // State pinned for namespaces that no longer exist.
         let live = live_cookies();
         for dir in mpt_bpf::state::stale_pin_dirs(&live) {

@@ -29,6 +29,9 @@ fn print(out: &Output, style: Style) {
                 if !c.is_empty() {
                     println!("counters: {}", c.join(", "));
                 }
+                if let Some(c) = &v.counter_slots {
+                    println!("{}", c.line());
+                }
                 if let Some(f) = &v.fib_check {
                     println!("{}", f.line());
                     for u in &f.unverified {

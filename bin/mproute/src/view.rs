@@ -335,6 +335,31 @@ pub struct DataplaneView {
     pub notes: Vec<String>,
     /// Whether the per-packet kernel FIB check of managed IPv4 routes is skipped, and why not.
     pub fib_check: Option<crate::fibcheck::FibCheck>,
+    /// Managed routes whose counters are in the per-CPU array (the rest use a hash map).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub counter_slots: Option<CounterSlots>,
+}
+
+/// How many of the per-CPU counter slots managed routes hold.
+#[derive(Debug, Clone, Copy, Serialize, PartialEq, Eq)]
+pub struct CounterSlots {
+    /// Taken.
+    pub used: usize,
+    /// There are.
+    pub total: usize,
+}
+
+impl CounterSlots {
+    /// The `dataplane show` line.
+    pub fn line(&self) -> String {
+        let mut l = format!("counter slots: {} of {} taken", self.used, self.total);
+        if self.used >= self.total {
+            l.push_str(
+                "; further managed routes count in a hash map, which costs about a tenth of the packet rate",
+            );
+        }
+        l
+    }
 }
 
 impl DataplaneView {
@@ -372,6 +397,7 @@ impl DataplaneView {
             ignore_routes_with_linkdown: ignore_linkdown,
             notes,
             fib_check: None,
+            counter_slots: None,
         }
     }
 }

@@ -21,7 +21,7 @@ use core::mem::{offset_of, size_of};
 use crate::skel::state::types as btf;
 
 /// `MPT_ABI_VERSION`: layout version of every struct in this module.
-pub const ABI_VERSION: u32 = 5;
+pub const ABI_VERSION: u32 = 6;
 /// `MPT_MAX_ROUTES`: `max_entries` of the `mpt_routes` map.
 pub const MAX_ROUTES: u32 = 1 << 20;
 
@@ -110,6 +110,8 @@ pub const MAX_NH: usize = 32;
 pub const MAX_DP_ROUTES: u32 = 1 << 20;
 /// `MPT_MAX_GROUPS`: `max_entries` of the `mpt_groups` map.
 pub const MAX_GROUPS: u32 = 1 << 14;
+/// `MPT_STATS_SLOTS`: `max_entries` of the `mpt_slot_stats` per-CPU array; slot 0 means none.
+pub const STATS_SLOTS: u32 = 256;
 /// `MPT_NH_F_ONLINK` (`RTNH_F_ONLINK`): a flag of [`MptNh::flags`].
 pub const NH_F_ONLINK: u8 = 0x04;
 
@@ -151,8 +153,8 @@ pub struct MptDpRoute {
     pub algo: u8,
     /// `DPR_F_*` bits.
     pub flags: u8,
-    /// Must be 0.
-    pub reserved: [u8; 2],
+    /// Index of the route's counters in `mpt_slot_stats`; 0: none (counted in `mpt_stats`).
+    pub stats_slot: u16,
     /// Key of `mpt_groups`.
     pub group: u32,
 }
@@ -402,7 +404,7 @@ assert_layout!(MptDpRoute, btf::mpt_dp_route, 36, {
     id: MptRouteKey = 0,
     algo: u8 = 28,
     flags: u8 = 29,
-    reserved: [u8; 2] = 30,
+    stats_slot: u16 = 30,
     group: u32 = 32,
 });
 assert_layout!(MptNh, btf::mpt_nh, 32, {
@@ -573,7 +575,7 @@ impl_bytes!(MptDpRoute {
     id: struct,
     algo: u8,
     flags: u8,
-    reserved: bytes,
+    stats_slot: u16,
     group: u32,
 });
 impl_bytes!(MptNh {
@@ -879,7 +881,7 @@ mod tests {
             id: key(),
             algo: ALGO_DRR,
             flags: 9,
-            reserved: [2, 3],
+            stats_slot: 0x0302,
             group: 0x0102_0304,
         }
     }
@@ -946,7 +948,8 @@ mod tests {
 
         let r = dp_route().as_bytes().to_vec();
         assert_eq!(r[..28], *key().as_bytes());
-        assert_eq!(r[28..32], [ALGO_DRR, 9, 2, 3]);
+        assert_eq!(r[28..30], [ALGO_DRR, 9]);
+        assert_eq!(r[30..32], 0x0302_u16.to_ne_bytes());
         assert_eq!(r[32..36], 0x0102_0304_u32.to_ne_bytes());
 
         let n = nh(3).as_bytes().to_vec();

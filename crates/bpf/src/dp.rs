@@ -240,6 +240,7 @@ macro_rules! state_maps {
             ("mpt_lpm6", &mut $m.mpt_lpm6),
             ("mpt_groups", &mut $m.mpt_groups),
             ("mpt_stats", &mut $m.mpt_stats),
+            ("mpt_slot_stats", &mut $m.mpt_slot_stats),
             ("mpt_pcpu", &mut $m.mpt_pcpu),
             ("mpt_reasons", &mut $m.mpt_reasons),
         ]

@@ -1,6 +1,16 @@
 //! The dataplane's view of the managed routes, written by the control plane: LPM tries keyed by
 //! table and prefix (`mpt_lpm4`, `mpt_lpm6`) pointing at nexthop groups (`mpt_groups`).
 //!
+//! Counters: a route's LPM entry may hold a slot of the per-CPU array `mpt_slot_stats`
+//! (`stats_slot`, the first [`STATS_SLOTS`]` - 1` routes), which the dataplane finds without
+//! hashing; any other route counts in the `mpt_stats` hash map. A route's counters are the sum
+//! of both (see [`RouteState::dp_stats`]). Slots are handed out here, under the namespace lock:
+//! a new route takes the lowest free one, zeroed; the same route written again keeps its own;
+//! a route that loses its LPM entry to another one has its slot folded into its `mpt_stats`
+//! entry first. Which slots are taken is recorded in slot 0, which no route uses (CPU 0's copy,
+//! as a bitmap): taken before the LPM entry is written, freed after it is removed, so a crash
+//! in between loses a slot (until `mproute sync`) and never gives one to two routes.
+//!
 //! Group ids: a route that references a kernel nexthop object uses that object's id, so routes
 //! with the same nexthops share one group, collected together with the kernel object; any other
 //! route gets a private group with an id of [`PRIVATE_GROUP_BASE`] or above, deleted with it.
@@ -11,7 +21,7 @@ use libbpf_rs::{MapCore, MapFlags, MapHandle};
 
 use crate::abi::{
     MptDpRoute, MptGroup, MptLpm4Key, MptLpm6Key, MptNh, MptRouteKey, MptRouteStats, AF_INET,
-    AF_INET6, DPR_F_SOLE, MAX_NH,
+    AF_INET6, DPR_F_SOLE, MAX_NH, STATS_SLOTS,
 };
 use crate::state::{RouteState, StateError};
 
@@ -234,33 +244,60 @@ impl RouteState {
         group: u32,
     ) -> Result<Option<MptDpRoute>, StateError> {
         let l = Lpm::of(key);
-        let v = MptDpRoute {
+        let map = self.map(l.map_name())?;
+        let mut v = MptDpRoute {
             id: *key,
             algo,
             flags: 0,
-            reserved: [0; 2],
+            stats_slot: self.slot_alloc(),
             group,
         };
-        let map = self.map(l.map_name())?;
-        // The common case, a new prefix, in one system call.
+        // The common case, a new prefix, in one system call (after the slot's zeroing).
         match map.update(l.bytes(), v.as_bytes(), MapFlags::NO_EXIST) {
             Ok(()) => return Ok(None),
             Err(e) if e.kind() == libbpf_rs::ErrorKind::AlreadyExists => {}
             Err(e) => {
+                self.slot_release(v.stats_slot);
                 return Err(StateError::Bpf {
                     what: "write the LPM trie".into(),
                     source: e,
-                })
+                });
             }
         }
-        let old = self.dp_get_route(key)?;
+        let old = match self.dp_get_route(key) {
+            Ok(o) => o,
+            Err(e) => {
+                self.slot_release(v.stats_slot);
+                return Err(e);
+            }
+        };
         if let Some(o) = &old {
             if o.id.metric < key.metric {
+                self.slot_release(v.stats_slot);
                 return Ok(old);
             }
+            if o.id == *key && o.stats_slot != 0 {
+                // The same route written again (nexthops, algorithm): its counters go on.
+                self.slot_release(v.stats_slot);
+                v.stats_slot = o.stats_slot;
+            }
         }
-        map.update(l.bytes(), v.as_bytes(), MapFlags::ANY)
-            .map_err(bpf("write the LPM trie"))?;
+        if let Err(e) = map.update(l.bytes(), v.as_bytes(), MapFlags::ANY) {
+            if old.is_none_or(|o| o.stats_slot != v.stats_slot) {
+                self.slot_release(v.stats_slot);
+            }
+            return Err(StateError::Bpf {
+                what: "write the LPM trie".into(),
+                source: e,
+            });
+        }
+        if let Some(o) = &old {
+            if o.stats_slot != 0 && o.stats_slot != v.stats_slot {
+                // Another route (a higher metric, shadowed now) keeps what it counted.
+                self.slot_fold(&o.id, o.stats_slot);
+                self.slot_release(o.stats_slot);
+            }
+        }
         Ok(old)
     }
 
@@ -312,13 +349,21 @@ impl RouteState {
         old: Option<MptDpRoute>,
     ) -> Result<(), StateError> {
         let l = Lpm::of(key);
-        match old {
-            Some(v) => self
-                .map(l.map_name())?
-                .update(l.bytes(), v.as_bytes(), MapFlags::ANY)
-                .map_err(bpf("write the LPM trie")),
-            None => self.dp_delete_route(key).map(|_| ()),
+        let Some(mut v) = old else {
+            return self.dp_delete_route(key).map(|_| ());
+        };
+        let cur_slot = self.dp_get_route(key)?.map_or(0, |c| c.stats_slot);
+        // Its slot was folded and released when it lost the entry: take it back if still free.
+        if v.stats_slot != 0 && v.stats_slot != cur_slot && !self.slot_claim(v.stats_slot) {
+            v.stats_slot = 0;
         }
+        self.map(l.map_name())?
+            .update(l.bytes(), v.as_bytes(), MapFlags::ANY)
+            .map_err(bpf("write the LPM trie"))?;
+        if cur_slot != 0 && cur_slot != v.stats_slot {
+            self.slot_release(cur_slot);
+        }
+        Ok(())
     }
 
     /// Remove the prefix/table entry if it is this route's; returns the entry removed.
@@ -339,6 +384,7 @@ impl RouteState {
             }
             _ => {}
         }
+        self.slot_release(cur.stats_slot);
         let _ = self.map("mpt_stats")?.delete(key.as_bytes());
         let _ = self.map("mpt_pcpu")?.delete(key.as_bytes());
         Ok(Some(cur))
@@ -368,13 +414,205 @@ impl RouteState {
         self.dp_lpm_match(&key)
     }
 
-    /// Per-route and per-nexthop counters summed over CPUs.
+    /// Per-route and per-nexthop counters summed over CPUs: the route's `mpt_stats` entry plus
+    /// its counter slot, if its LPM entry holds one. `None` if it has neither.
     pub fn dp_stats(&self, key: &MptRouteKey) -> Result<Option<MptRouteStats>, StateError> {
-        let v = self
+        let hashed = self
             .map("mpt_stats")?
             .lookup_percpu(key.as_bytes(), MapFlags::ANY)
-            .map_err(bpf("read mpt_stats"))?;
-        Ok(v.and_then(|v| MptRouteStats::sum_percpu(&v)))
+            .map_err(bpf("read mpt_stats"))?
+            .and_then(|v| MptRouteStats::sum_percpu(&v));
+        let slotted = match self.dp_get_route(key)? {
+            Some(r) if r.id == *key && r.stats_slot != 0 => self
+                .map("mpt_slot_stats")?
+                .lookup_percpu(&u32::from(r.stats_slot).to_ne_bytes(), MapFlags::ANY)
+                .map_err(bpf("read mpt_slot_stats"))?
+                .and_then(|v| MptRouteStats::sum_percpu(&v)),
+            _ => None,
+        };
+        Ok(match (hashed, slotted) {
+            (Some(a), Some(b)) => {
+                MptRouteStats::sum_percpu(&[a.as_bytes().to_vec(), b.as_bytes().to_vec()])
+            }
+            (a, b) => a.or(b),
+        })
+    }
+
+    /// The slots the LPM entries hold, from the tries themselves (slot 0, "none", taken).
+    fn scan_slots(&self) -> Result<Vec<bool>, StateError> {
+        let mut used = vec![false; STATS_SLOTS as usize];
+        used[0] = true;
+        for name in ["mpt_lpm4", "mpt_lpm6"] {
+            let map = self.map(name)?;
+            for k in map.keys() {
+                let v = map
+                    .lookup(&k, MapFlags::ANY)
+                    .map_err(bpf("read the LPM trie"))?;
+                if let Some(r) = v.and_then(|v| MptDpRoute::from_bytes(&v)) {
+                    if let Some(u) = used.get_mut(usize::from(r.stats_slot)) {
+                        *u = true;
+                    }
+                }
+            }
+        }
+        Ok(used)
+    }
+
+    /// The slot table as recorded: CPU 0's copy of slot 0, which no route uses, holds it as a
+    /// bitmap (bit `i % 8` of byte `i / 8`: slot `i` is taken).
+    fn load_slots(&self) -> Result<Vec<bool>, StateError> {
+        let v = self
+            .map("mpt_slot_stats")?
+            .lookup_percpu(&0u32.to_ne_bytes(), MapFlags::ANY)
+            .map_err(bpf("read mpt_slot_stats"))?;
+        let bits = v
+            .as_ref()
+            .and_then(|v| v.first())
+            .map_or(&[][..], |b| &b[..]);
+        Ok((0..STATS_SLOTS as usize)
+            .map(|i| i == 0 || bits.get(i / 8).is_some_and(|b| b & (1 << (i % 8)) != 0))
+            .collect())
+    }
+
+    fn store_slots(&self, used: &[bool]) -> Result<(), StateError> {
+        let cpus = libbpf_rs::num_possible_cpus().map_err(bpf("count the possible CPUs"))?;
+        let mut v = vec![vec![0u8; MptRouteStats::SIZE]; cpus.max(1)];
+        for (i, _) in used.iter().enumerate().filter(|(_, u)| **u) {
+            v[0][i / 8] |= 1 << (i % 8);
+        }
+        self.map("mpt_slot_stats")?
+            .update_percpu(&0u32.to_ne_bytes(), &v, MapFlags::ANY)
+            .map_err(bpf("write mpt_slot_stats"))
+    }
+
+    /// Run `f` on the slot table (read once per handle, which lives while the namespace lock is
+    /// held) and record it again if `f` says it changed it.
+    fn with_slots<T>(&self, f: impl FnOnce(&mut [bool]) -> (T, bool)) -> Result<T, StateError> {
+        let mut g = self.slots.lock().unwrap_or_else(|e| e.into_inner());
+        let used = match &mut *g {
+            Some(u) => u,
+            none => none.insert(self.load_slots()?),
+        };
+        let (out, changed) = f(used);
+        if changed {
+            if let Err(e) = self.store_slots(used) {
+                // What is recorded is what counts: read it again next time.
+                *g = None;
+                return Err(e);
+            }
+        }
+        Ok(out)
+    }
+
+    /// Record again which slots the LPM entries hold (`mproute sync`): slots lost to a crash
+    /// between two writes come back. Returns how many were recorded as taken but held by none.
+    pub fn dp_rescan_slots(&self) -> Result<usize, StateError> {
+        let held = self.scan_slots()?;
+        self.with_slots(|u| {
+            let lost = u.iter().zip(&held).filter(|(r, h)| **r && !**h).count();
+            let changed = u != held.as_slice();
+            u.copy_from_slice(&held);
+            (lost, changed)
+        })
+    }
+
+    /// Counter slots taken by routes and how many there are (slot 0 is nobody's).
+    pub fn dp_slots_used(&self) -> Result<(usize, usize), StateError> {
+        let used = self.with_slots(|u| (u.iter().skip(1).filter(|x| **x).count(), false))?;
+        Ok((used, STATS_SLOTS as usize - 1))
+    }
+
+    /// The lowest free slot, recorded as taken, its counters zeroed; 0 (count in `mpt_stats`)
+    /// if none is free or the slots cannot be read or written: the slot only saves time.
+    fn slot_alloc(&self) -> u16 {
+        let taken = self.with_slots(|u| match u.iter().position(|x| !x) {
+            Some(i) => {
+                u[i] = true;
+                (u16::try_from(i).ok(), true)
+            }
+            None => (None, false),
+        });
+        let Ok(Some(slot)) = taken else {
+            return 0;
+        };
+        if self.slot_zero(slot).is_err() {
+            self.slot_release(slot);
+            return 0;
+        }
+        slot
+    }
+
+    /// Take `slot` if it is free.
+    fn slot_claim(&self, slot: u16) -> bool {
+        self.with_slots(|u| match u.get_mut(usize::from(slot)) {
+            Some(x) if !*x => {
+                *x = true;
+                (true, true)
+            }
+            _ => (false, false),
+        })
+        .unwrap_or(false)
+    }
+
+    /// Free `slot` (its counters are zeroed when it is taken again). Best effort: a slot that
+    /// stays recorded as taken is only lost until `mproute sync`.
+    fn slot_release(&self, slot: u16) {
+        if slot == 0 {
+            return;
+        }
+        let _ = self.with_slots(|u| match u.get_mut(usize::from(slot)) {
+            Some(x) if *x => {
+                *x = false;
+                ((), true)
+            }
+            _ => ((), false),
+        });
+    }
+
+    fn slot_zero(&self, slot: u16) -> Result<(), StateError> {
+        let cpus = libbpf_rs::num_possible_cpus().map_err(bpf("count the possible CPUs"))?;
+        let zero = vec![vec![0u8; MptRouteStats::SIZE]; cpus];
+        self.map("mpt_slot_stats")?
+            .update_percpu(&u32::from(slot).to_ne_bytes(), &zero, MapFlags::ANY)
+            .map_err(bpf("zero a counter slot"))
+    }
+
+    /// Add what `slot` counted to the `mpt_stats` entry of `id`, CPU by CPU, and zero the slot.
+    /// Best effort: the route no longer has the LPM entry, a failure loses only its counts.
+    fn slot_fold(&self, id: &MptRouteKey, slot: u16) {
+        let fold = || -> Result<(), StateError> {
+            let slots = self.map("mpt_slot_stats")?;
+            let Some(counted) = slots
+                .lookup_percpu(&u32::from(slot).to_ne_bytes(), MapFlags::ANY)
+                .map_err(bpf("read mpt_slot_stats"))?
+            else {
+                return Ok(());
+            };
+            if counted.iter().all(|v| v.iter().all(|b| *b == 0)) {
+                return Ok(());
+            }
+            let stats = self.map("mpt_stats")?;
+            let had = stats
+                .lookup_percpu(id.as_bytes(), MapFlags::ANY)
+                .map_err(bpf("read mpt_stats"))?;
+            let zero = vec![0u8; MptRouteStats::SIZE];
+            let sum: Vec<Vec<u8>> = counted
+                .iter()
+                .enumerate()
+                .map(|(cpu, c)| {
+                    let h = had.as_ref().and_then(|h| h.get(cpu)).unwrap_or(&zero);
+                    MptRouteStats::sum_percpu(&[c.clone(), h.clone()])
+                        .unwrap_or_default()
+                        .as_bytes()
+                        .to_vec()
+                })
+                .collect();
+            stats
+                .update_percpu(id.as_bytes(), &sum, MapFlags::ANY)
+                .map_err(bpf("write mpt_stats"))?;
+            self.slot_zero(slot)
+        };
+        let _ = fold();
     }
 
     /// The group a route points at.

@@ -46,6 +46,7 @@ pub const STATE_MAPS: &[&str] = &[
     "mpt_lpm6",
     "mpt_groups",
     "mpt_stats",
+    "mpt_slot_stats",
     "mpt_pcpu",
     "mpt_reasons",
 ];
@@ -138,6 +139,9 @@ pub struct RouteState {
     pub cookie: u64,
     /// Id of the anchor program.
     pub anchor_id: u32,
+    /// Which `mpt_slot_stats` slots are taken, as recorded in slot 0 (see `dpmaps.rs`): read on
+    /// first use, written through (commands hold the namespace lock while they write).
+    pub(crate) slots: std::sync::Mutex<Option<Vec<bool>>>,
 }
 
 /// The netns cookie of the calling thread (`SO_NETNS_COOKIE`).
@@ -343,6 +347,7 @@ impl RouteState {
             maps,
             cookie,
             anchor_id,
+            slots: std::sync::Mutex::new(None),
         })
     }
 

@@ -224,7 +224,7 @@ fn mpt_dp_route_matches_btf() {
             id,
             algo,
             flags,
-            reserved,
+            stats_slot,
             group
         }),
     );
@@ -379,6 +379,14 @@ fn map_definitions_match_abi() {
             flags: BPF_F_NO_PREALLOC,
         },
         MapDef {
+            name: "mpt_slot_stats",
+            ty: MapType::PercpuArray,
+            key_size: u32_size,
+            value_size: MptRouteStats::SIZE,
+            max_entries: abi::STATS_SLOTS,
+            flags: 0,
+        },
+        MapDef {
             name: "mpt_pcpu",
             ty: MapType::PercpuHash,
             key_size: MptRouteKey::SIZE,
@@ -531,6 +539,10 @@ fn dp_header_constants_match_rust() {
         u64::from(abi::MAX_DP_ROUTES)
     );
     assert_eq!(header_define("MPT_MAX_GROUPS"), u64::from(abi::MAX_GROUPS));
+    assert_eq!(
+        header_define("MPT_STATS_SLOTS"),
+        u64::from(abi::STATS_SLOTS)
+    );
     assert_eq!(
         header_define("MPT_NH_F_ONLINK"),
         u64::from(abi::NH_F_ONLINK)

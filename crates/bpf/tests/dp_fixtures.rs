@@ -734,7 +734,7 @@ impl<'obj> Fx<'obj> {
                 id,
                 algo: r.algo,
                 flags: 0,
-                reserved: [0; 2],
+                stats_slot: 0,
                 group: r.group,
             };
             let res = match addr {
@@ -837,8 +837,16 @@ impl<'obj> Fx<'obj> {
         out
     }
 
-    /// `mpt_stats` of a route (zero if absent), summed over CPUs.
+    /// A route's counters, summed over CPUs: its `mpt_stats` entry plus its counter slot.
     fn stats(&self, prefix: &str) -> MptRouteStats {
+        let slot = self.lpm_entry(prefix).stats_slot;
+        let (a, b) = (self.hashed_stats(prefix), self.slot_stats(slot));
+        MptRouteStats::sum_percpu(&[a.as_bytes().to_vec(), b.as_bytes().to_vec()])
+            .expect("two values")
+    }
+
+    /// `mpt_stats` of a route (zero if absent), summed over CPUs.
+    fn hashed_stats(&self, prefix: &str) -> MptRouteStats {
         let key = self.route_key(prefix);
         self.skel
             .maps
@@ -846,6 +854,20 @@ impl<'obj> Fx<'obj> {
             .lookup_percpu(key.as_bytes(), MapFlags::ANY)
             .expect("read mpt_stats")
             .map(|v| MptRouteStats::sum_percpu(&v).expect("mpt_stats value size"))
+            .unwrap_or_default()
+    }
+
+    /// `mpt_slot_stats[slot]` summed over CPUs (zero for slot 0, which no route uses).
+    fn slot_stats(&self, slot: u16) -> MptRouteStats {
+        if slot == 0 {
+            return MptRouteStats::default();
+        }
+        self.skel
+            .maps
+            .mpt_slot_stats
+            .lookup_percpu(&u32::from(slot).to_ne_bytes(), MapFlags::ANY)
+            .expect("read mpt_slot_stats")
+            .map(|v| MptRouteStats::sum_percpu(&v).expect("mpt_slot_stats value size"))
             .unwrap_or_default()
     }
 
@@ -2906,8 +2928,14 @@ impl Fx<'_> {
             generation,
             mpt_bpf::state::netns_cookie().expect("netns cookie"),
         );
+        self.edit_lpm_entry(prefix, |v| {
+            v.flags = if sole { mpt_bpf::abi::DPR_F_SOLE } else { 0 }
+        });
+    }
+
+    fn lpm_slot(&self, prefix: &str) -> (&libbpf_rs::Map<'_>, Vec<u8>) {
         let (addr, len) = parse_prefix(prefix);
-        let (map, key) = match addr {
+        match addr {
             IpAddr::V4(a) => (
                 &self.skel.maps.mpt_lpm4,
                 MptLpm4Key::new(TABLE, len, a.octets()).as_bytes().to_vec(),
@@ -2916,13 +2944,23 @@ impl Fx<'_> {
                 &self.skel.maps.mpt_lpm6,
                 MptLpm6Key::new(TABLE, len, a.octets()).as_bytes().to_vec(),
             ),
-        };
+        }
+    }
+
+    /// The managed route's LPM entry.
+    fn lpm_entry(&self, prefix: &str) -> MptDpRoute {
+        let (map, key) = self.lpm_slot(prefix);
         let cur = map
             .lookup(&key, MapFlags::ANY)
             .expect("read the LPM entry")
             .expect("the managed route's LPM entry");
-        let mut v = MptDpRoute::from_bytes(&cur).expect("an LPM value");
-        v.flags = if sole { mpt_bpf::abi::DPR_F_SOLE } else { 0 };
+        MptDpRoute::from_bytes(&cur).expect("an LPM value")
+    }
+
+    fn edit_lpm_entry(&self, prefix: &str, f: impl FnOnce(&mut MptDpRoute)) {
+        let mut v = self.lpm_entry(prefix);
+        f(&mut v);
+        let (map, key) = self.lpm_slot(prefix);
         map.update(&key, v.as_bytes(), MapFlags::EXIST)
             .expect("write the LPM entry");
     }
@@ -3033,5 +3071,47 @@ fn verified_routes_skip_the_kernel_lookup_only_at_their_generation() {
             Expect::Pass(Reason::NoRoute),
             "SOLE recorded before an unrelated route add: looked up again",
         );
+    });
+}
+
+/// A route whose LPM entry holds a counter slot counts in that element of the per-CPU array
+/// `mpt_slot_stats` and leaves `mpt_stats` alone; slot 0 means the hash map. (`fwd_batch`
+/// checks that the sum of both is exact per route and nexthop.)
+#[test]
+fn a_counter_slot_takes_the_routes_counts() {
+    with_fixture(|fx| {
+        let route = ("198.51.100.32/28", G4_11);
+        let frames: Vec<Vec<u8>> = (0..8u16)
+            .map(|i| {
+                let dst = format!("198.51.100.{}", 33 + i);
+                udp_frame("10.0.0.10", &dst, 4000 + i, 53, 18)
+            })
+            .collect();
+        fx.edit_lpm_entry(route.0, |v| v.stats_slot = 7);
+        for hook in HOOKS {
+            let (hashed, slotted) = (fx.hashed_stats(route.0), fx.slot_stats(7));
+            fwd_batch(fx, hook, route, &frames, "slot 7");
+            assert_eq!(
+                fx.hashed_stats(route.0),
+                hashed,
+                "[{hook:?}] mpt_stats untouched"
+            );
+            assert_eq!(
+                fx.slot_stats(7).route.packets,
+                slotted.route.packets + 8,
+                "[{hook:?}] counted in slot 7"
+            );
+        }
+        fx.edit_lpm_entry(route.0, |v| v.stats_slot = 0);
+        for hook in HOOKS {
+            let (hashed, slotted) = (fx.hashed_stats(route.0), fx.slot_stats(7));
+            fwd_batch(fx, hook, route, &frames, "no slot");
+            assert_eq!(fx.slot_stats(7), slotted, "[{hook:?}] slot 7 untouched");
+            assert_eq!(
+                fx.hashed_stats(route.0).route.packets,
+                hashed.route.packets + 8,
+                "[{hook:?}] counted in mpt_stats"
+            );
+        }
     });
 }

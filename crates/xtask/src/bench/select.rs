@@ -310,7 +310,7 @@ fn put_route(lpm: &impl MapCore, net: [u8; 4], len: u8, algo: Algo, flags: u8) -
         },
         algo: abi_algo(algo),
         flags,
-        reserved: [0; 2],
+        stats_slot: 0,
         group: GROUP,
     };
     lpm.update(
