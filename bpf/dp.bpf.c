@@ -158,7 +158,6 @@ struct pkt {
 	__u16 csum_off;   /* XDP checksum check: offset of the TCP/UDP header, 0 = nothing to check */
 	__u8 unverifiable; /* a checksum or an inner one XDP cannot verify (see mpt_local_stacks) */
 	__u16 csum_len;   /* its length with payload */
-	__u32 pseudo;     /* pseudo-header sum (host order, unfolded) */
 };
 
 static __always_inline void count_reason(__u32 r)
@@ -494,7 +493,6 @@ static __always_inline __u32 parse(struct pkt *p)
 
 				p->csum_off = off + sizeof(*ip);
 				p->csum_len = l4len;
-				p->pseudo = csum_words(&ip->saddr, 8) + ip->protocol + l4len;
 			}
 		} else if (ip->protocol == 4 || ip->protocol == 41 || ip->protocol == 47) {
 			p->unverifiable = 1; /* IPIP, SIT, GRE */
@@ -544,7 +542,6 @@ static __always_inline __u32 parse(struct pkt *p)
 
 				p->csum_off = off + sizeof(*ip6);
 				p->csum_len = l4len;
-				p->pseudo = csum_words(&ip6->saddr, 32) + nh + l4len;
 			}
 		} else if (nh == 4 || nh == 41 || nh == 47) {
 			p->unverifiable = 1; /* IPv4/IPv6 in IPv6, GRE */
@@ -558,6 +555,28 @@ static __always_inline __u32 parse(struct pkt *p)
 		return 0;
 	}
 	return MPT_R_NOT_IP;
+}
+
+/*
+ * The pseudo-header sum (host order, unfolded) of the TCP/UDP header parse()
+ * found (csum_off), taken only when a checksum is verified in software: on a
+ * veth the skb says whether it is complete, and tc never verifies.
+ */
+static __always_inline __u32 pseudo_sum(struct pkt *p)
+{
+	if (p->family == AF_INET) {
+		struct iphdr *ip = p->l3;
+
+		if ((void *)(ip + 1) > p->data_end)
+			return 0;
+		return csum_words(&ip->saddr, 8) + ip->protocol + p->csum_len;
+	} else {
+		struct ipv6hdr *ip6 = p->l3;
+
+		if ((void *)(ip6 + 1) > p->data_end)
+			return 0;
+		return csum_words(&ip6->saddr, 32) + ip6->nexthdr + p->csum_len;
+	}
 }
 
 static __always_inline struct mpt_dp_route *lookup_route(struct pkt *p)
@@ -1089,7 +1108,8 @@ static __always_inline int decide(void *ctx, struct xdp_md *xdp, struct pkt *p,
 			goto csum_done;
 		if (p->unverifiable || p->key.proto == IPPROTO_SCTP)
 			return -MPT_R_L4_CSUM;
-		if (p->csum_off && !mpt_l4_csum_ok(xdp, p->csum_off, p->csum_len, p->pseudo))
+		if (p->csum_off &&
+		    !mpt_l4_csum_ok(xdp, p->csum_off, p->csum_len, pseudo_sum(p)))
 			return -MPT_R_L4_CSUM;
 	}
 csum_done:
