@@ -408,6 +408,59 @@ fn counters_stay_exact_across_replace_shadowing_and_full_slots() {
     assert_eq!(shown_per_nexthop(&t, 20), m20, "metric 20 promoted again");
     assert_eq!(counter_slots(&t).0, 2);
 
+    // A shadowed route deleted and added again starts from nothing.
+    mp_four_way(&t.r, "add", Some(10));
+    mp_ok(&t.r, &["del", "198.51.100.0/24", "metric", "20"]);
+    mp_four_way(&t.r, "add", Some(20));
+    mp_ok(&t.r, &["del", "198.51.100.0/24", "metric", "10"]);
+    assert_eq!(shown_per_nexthop(&t, 20), vec![0; 4], "a new route");
+
+    // A forced batch: a refused line, then a lower metric that the kernel takes. The refused
+    // line's undo must not put the metric-20 entry back over the metric-5 one.
+    let mut bad = vec!["add".to_string()];
+    bad.extend(four_way_args(Some(10)));
+    let bad = bad
+        .join(" ")
+        .replacen(&FourPaths::nexthop_v4(0), "192.0.2.99", 1);
+    let mut good = vec!["add".to_string()];
+    good.extend(four_way_args(Some(5)));
+    let file = std::env::temp_dir().join(format!("mpt-force-{}.batch", std::process::id()));
+    std::fs::write(&file, format!("{bad}\n{}\n", good.join(" "))).expect("write the batch file");
+    let out = mp(&t.r, &["--force", "-b", file.to_str().expect("path")]);
+    let _ = std::fs::remove_file(&file);
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "one line refused by the kernel: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let kernel: Value =
+        serde_json::from_str(&t.r.ip_ok(&["-j", "route", "show", "198.51.100.0/24"]))
+            .expect("ip -j");
+    let metrics: Vec<u64> = kernel
+        .as_array()
+        .expect("routes")
+        .iter()
+        .map(|r| r["metric"].as_u64().unwrap_or(0))
+        .collect();
+    assert!(
+        metrics.contains(&5) && !metrics.contains(&10),
+        "the kernel took metric 5, refused 10: {kernel}"
+    );
+    let f = run_flows(&t, &flows, 1, false);
+    assert_eq!(
+        shown_per_nexthop(&t, 5),
+        sum_per_nexthop(&[f]),
+        "metric 5 counts"
+    );
+    assert_eq!(
+        shown_per_nexthop(&t, 20),
+        vec![0; 4],
+        "metric 20 is shadowed"
+    );
+    mp_ok(&t.r, &["del", "198.51.100.0/24", "metric", "5"]);
+    assert_eq!(counter_slots(&t).0, 2);
+
     // Every slot taken (one batch of /32 routes), then the route again: no slot for it, its
     // counters are in the hash map, still exact.
     let (used, total) = counter_slots(&t);

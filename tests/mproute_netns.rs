@@ -1048,3 +1048,101 @@ fn deleting_the_preferred_route_hands_the_dataplane_to_the_next_metric() {
     );
     assert_eq!(sync_changes(&t.r), Vec::<Value>::new(), "nothing to repair");
 }
+
+/// `bpftool` on one pinned state map of `ns` (maps are global: by name it could be another
+/// test's namespace).
+fn bpftool_pinned(ns: &Netns, args: &[&str], map: &str) -> Value {
+    let cookie = ns.cookie().expect("cookie");
+    let path = format!("/sys/fs/bpf/mproute/{cookie}/{map}");
+    let mut a = vec!["-j", "map"];
+    a.extend_from_slice(args);
+    a.extend(["pinned", path.as_str()]);
+    let out = mpt_testkit::run("bpftool", &a);
+    assert!(
+        out.status.success(),
+        "bpftool {}: {}",
+        a.join(" "),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("bpftool JSON")
+}
+
+/// The counter slot of every IPv4 LPM entry, by its first address byte triple.
+fn lpm4_slots(ns: &Netns) -> Vec<([u64; 3], u64)> {
+    let v = bpftool_pinned(ns, &["dump"], "mpt_lpm4");
+    let mut out: Vec<([u64; 3], u64)> = v
+        .as_array()
+        .expect("entries")
+        .iter()
+        .map(|e| {
+            let val = &e["formatted"]["value"];
+            let d = &val["id"]["dst_be"];
+            let b = |i: usize| d[i].as_u64().expect("byte");
+            (
+                [b(0), b(1), b(2)],
+                val["stats_slot"].as_u64().expect("slot"),
+            )
+        })
+        .collect();
+    out.sort_unstable();
+    out
+}
+
+/// Counter slots are recorded in the state; when that record is lost (a state map re-created
+/// from pins), the slots the LPM entries hold are read back: no slot ever serves two routes.
+/// A route deleted behind mproute's back and then deleted with mproute frees its slot too.
+#[test]
+fn counter_slots_are_never_shared_even_when_their_record_is_lost() {
+    require_root();
+    let t = TwoPaths::new("slotrec");
+    let add = |p: &str| mp_ok(&t.r, &["add", p, "nexthop", "via", "10.1.0.2", "dev", "va"]);
+    for p in ["10.9.1.0/24", "10.9.2.0/24", "10.9.3.0/24"] {
+        add(p);
+    }
+    assert_eq!(
+        lpm4_slots(&t.r),
+        vec![([10, 9, 1], 1), ([10, 9, 2], 2), ([10, 9, 3], 3)]
+    );
+    // The record (slot 0's first copy) wiped, as in a map re-created empty.
+    let zero: Vec<String> = std::iter::repeat_n("0".to_string(), 528).collect();
+    let mut a = vec!["map", "update", "pinned"];
+    let path = format!(
+        "/sys/fs/bpf/mproute/{}/mpt_slot_stats",
+        t.r.cookie().expect("cookie")
+    );
+    a.push(&path);
+    a.extend(["key", "0", "0", "0", "0", "value"]);
+    a.extend(zero.iter().map(String::as_str));
+    let out = mpt_testkit::run("bpftool", &a);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    add("10.9.4.0/24");
+    assert_eq!(
+        lpm4_slots(&t.r),
+        vec![
+            ([10, 9, 1], 1),
+            ([10, 9, 2], 2),
+            ([10, 9, 3], 3),
+            ([10, 9, 4], 4)
+        ],
+        "read back from the LPM entries"
+    );
+    // Deleted with ip route, then with mproute: its dataplane entry and slot go.
+    t.r.ip_ok(&["route", "del", "10.9.2.0/24"]);
+    mp_ok(&t.r, &["del", "10.9.2.0/24"]);
+    add("10.9.5.0/24");
+    assert_eq!(
+        lpm4_slots(&t.r),
+        vec![
+            ([10, 9, 1], 1),
+            ([10, 9, 3], 3),
+            ([10, 9, 4], 4),
+            ([10, 9, 5], 2)
+        ]
+    );
+    let v = mp_json(&t.r, &["dataplane", "show"]);
+    assert_eq!(v["counter_slots"]["used"], 4, "{v}");
+}

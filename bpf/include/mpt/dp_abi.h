@@ -31,7 +31,8 @@
  * this path the difference was 11 % of the packet rate of a managed route.
  * Preallocated (256 x 528 bytes per CPU), so bounded; routes beyond it count
  * in the mpt_stats hash map. Slot 0 is no route's: user space keeps there, in
- * CPU 0's copy, which slots are taken (bit i % 8 of byte i / 8 for slot i).
+ * CPU 0's copy, which slots are taken (bit i % 8 of byte i / 8 for slot i),
+ * then 0x5a in the byte after the bitmap (without it the LPM tries are read).
  */
 #define MPT_STATS_SLOTS 256
 

@@ -25,6 +25,11 @@ use crate::abi::{
 };
 use crate::state::{RouteState, StateError};
 
+/// Byte of slot 0's CPU 0 copy (after the bitmap of [`STATS_SLOTS`] bits) that says the
+/// bitmap is kept, and its value.
+const SLOTS_MARK_AT: usize = STATS_SLOTS as usize / 8;
+const SLOTS_KEPT: u8 = 0x5a;
+
 /// First id of the private groups.
 pub const PRIVATE_GROUP_BASE: u32 = 0x8000_0000;
 
@@ -245,45 +250,25 @@ impl RouteState {
     ) -> Result<Option<MptDpRoute>, StateError> {
         let l = Lpm::of(key);
         let map = self.map(l.map_name())?;
-        let mut v = MptDpRoute {
+        let old = self.dp_get_route(key)?;
+        if let Some(o) = &old {
+            if o.id.metric < key.metric {
+                return Ok(old);
+            }
+        }
+        // The same route written again (nexthops, algorithm) keeps its slot: its counters go on.
+        let kept = old
+            .filter(|o| o.id == *key && o.stats_slot != 0)
+            .map(|o| o.stats_slot);
+        let v = MptDpRoute {
             id: *key,
             algo,
             flags: 0,
-            stats_slot: self.slot_alloc(),
+            stats_slot: kept.unwrap_or_else(|| self.slot_alloc()),
             group,
         };
-        // The common case, a new prefix, in one system call (after the slot's zeroing).
-        match map.update(l.bytes(), v.as_bytes(), MapFlags::NO_EXIST) {
-            Ok(()) => return Ok(None),
-            Err(e) if e.kind() == libbpf_rs::ErrorKind::AlreadyExists => {}
-            Err(e) => {
-                self.slot_release(v.stats_slot);
-                return Err(StateError::Bpf {
-                    what: "write the LPM trie".into(),
-                    source: e,
-                });
-            }
-        }
-        let old = match self.dp_get_route(key) {
-            Ok(o) => o,
-            Err(e) => {
-                self.slot_release(v.stats_slot);
-                return Err(e);
-            }
-        };
-        if let Some(o) = &old {
-            if o.id.metric < key.metric {
-                self.slot_release(v.stats_slot);
-                return Ok(old);
-            }
-            if o.id == *key && o.stats_slot != 0 {
-                // The same route written again (nexthops, algorithm): its counters go on.
-                self.slot_release(v.stats_slot);
-                v.stats_slot = o.stats_slot;
-            }
-        }
         if let Err(e) = map.update(l.bytes(), v.as_bytes(), MapFlags::ANY) {
-            if old.is_none_or(|o| o.stats_slot != v.stats_slot) {
+            if kept.is_none() {
                 self.slot_release(v.stats_slot);
             }
             return Err(StateError::Bpf {
@@ -342,52 +327,60 @@ impl RouteState {
         Ok(out)
     }
 
-    /// Put back an entry returned by [`RouteState::dp_put_route`] (or remove it for `None`).
+    /// Undo [`RouteState::dp_put_route`] of `key`, which returned `old`: put `old` back (or remove
+    /// the entry for `None`), if the entry is still the one `key`'s write left (a later write of
+    /// another route to the prefix stands).
     pub fn dp_restore_route(
         &self,
         key: &MptRouteKey,
         old: Option<MptDpRoute>,
     ) -> Result<(), StateError> {
         let l = Lpm::of(key);
+        let Some(cur) = self.dp_get_route(key)?.filter(|c| c.id == *key) else {
+            return Ok(());
+        };
         let Some(mut v) = old else {
             return self.dp_delete_route(key).map(|_| ());
         };
-        let cur_slot = self.dp_get_route(key)?.map_or(0, |c| c.stats_slot);
-        // Its slot was folded and released when it lost the entry: take it back if still free.
-        if v.stats_slot != 0 && v.stats_slot != cur_slot && !self.slot_claim(v.stats_slot) {
+        if v.id == cur.id {
+            // The same route: it keeps the slot it has now, with what it counted meanwhile.
+            v.stats_slot = cur.stats_slot;
+        } else if v.stats_slot != 0 && !self.slot_claim(v.stats_slot) {
+            // Its slot was folded into mpt_stats and freed when it lost the entry.
             v.stats_slot = 0;
         }
         self.map(l.map_name())?
             .update(l.bytes(), v.as_bytes(), MapFlags::ANY)
             .map_err(bpf("write the LPM trie"))?;
-        if cur_slot != 0 && cur_slot != v.stats_slot {
-            self.slot_release(cur_slot);
+        if v.id != cur.id {
+            // The route being undone: gone with what it counted.
+            self.slot_release(cur.stats_slot);
+            let _ = self.map("mpt_stats")?.delete(cur.id.as_bytes());
+            let _ = self.map("mpt_pcpu")?.delete(cur.id.as_bytes());
         }
         Ok(())
     }
 
-    /// Remove the prefix/table entry if it is this route's; returns the entry removed.
+    /// Remove the prefix/table entry if it is this route's; returns the entry removed. The
+    /// route's `mpt_stats` and `mpt_pcpu` entries go either way (a shadowed route has them too).
     pub fn dp_delete_route(&self, key: &MptRouteKey) -> Result<Option<MptDpRoute>, StateError> {
         let l = Lpm::of(key);
-        let Some(cur) = self.dp_get_route(key)? else {
-            return Ok(None);
-        };
-        if cur.id != *key {
-            return Ok(None);
-        }
-        match self.map(l.map_name())?.delete(l.bytes()) {
-            Err(e) if e.kind() != libbpf_rs::ErrorKind::NotFound => {
-                return Err(StateError::Bpf {
-                    what: "delete from the LPM trie".into(),
-                    source: e,
-                })
+        let held = self.dp_get_route(key)?.filter(|c| c.id == *key);
+        if let Some(cur) = &held {
+            match self.map(l.map_name())?.delete(l.bytes()) {
+                Err(e) if e.kind() != libbpf_rs::ErrorKind::NotFound => {
+                    return Err(StateError::Bpf {
+                        what: "delete from the LPM trie".into(),
+                        source: e,
+                    })
+                }
+                _ => {}
             }
-            _ => {}
+            self.slot_release(cur.stats_slot);
         }
-        self.slot_release(cur.stats_slot);
         let _ = self.map("mpt_stats")?.delete(key.as_bytes());
         let _ = self.map("mpt_pcpu")?.delete(key.as_bytes());
-        Ok(Some(cur))
+        Ok(held)
     }
 
     /// Longest-prefix match of an address in a table, as the dataplane looks it up.
@@ -459,8 +452,10 @@ impl RouteState {
     }
 
     /// The slot table as recorded: CPU 0's copy of slot 0, which no route uses, holds it as a
-    /// bitmap (bit `i % 8` of byte `i / 8`: slot `i` is taken).
-    fn load_slots(&self) -> Result<Vec<bool>, StateError> {
+    /// bitmap (bit `i % 8` of byte `i / 8`: slot `i` is taken), then [`SLOTS_KEPT`]. Without that
+    /// mark (a new map, re-created under existing tries) it is read from the tries: the second
+    /// value says so, and that it must be recorded.
+    fn load_slots(&self) -> Result<(Vec<bool>, bool), StateError> {
         let v = self
             .map("mpt_slot_stats")?
             .lookup_percpu(&0u32.to_ne_bytes(), MapFlags::ANY)
@@ -469,17 +464,25 @@ impl RouteState {
             .as_ref()
             .and_then(|v| v.first())
             .map_or(&[][..], |b| &b[..]);
-        Ok((0..STATS_SLOTS as usize)
+        if bits.get(SLOTS_MARK_AT) != Some(&SLOTS_KEPT) {
+            return Ok((self.scan_slots()?, true));
+        }
+        let used = (0..STATS_SLOTS as usize)
             .map(|i| i == 0 || bits.get(i / 8).is_some_and(|b| b & (1 << (i % 8)) != 0))
-            .collect())
+            .collect();
+        Ok((used, false))
     }
 
     fn store_slots(&self, used: &[bool]) -> Result<(), StateError> {
         let cpus = libbpf_rs::num_possible_cpus().map_err(bpf("count the possible CPUs"))?;
-        let mut v = vec![vec![0u8; MptRouteStats::SIZE]; cpus.max(1)];
+        let mut v = vec![vec![0u8; MptRouteStats::SIZE]; cpus];
+        let Some(first) = v.first_mut() else {
+            return Ok(());
+        };
         for (i, _) in used.iter().enumerate().filter(|(_, u)| **u) {
-            v[0][i / 8] |= 1 << (i % 8);
+            first[i / 8] |= 1 << (i % 8);
         }
+        first[SLOTS_MARK_AT] = SLOTS_KEPT;
         self.map("mpt_slot_stats")?
             .update_percpu(&0u32.to_ne_bytes(), &v, MapFlags::ANY)
             .map_err(bpf("write mpt_slot_stats"))
@@ -489,12 +492,17 @@ impl RouteState {
     /// held) and record it again if `f` says it changed it.
     fn with_slots<T>(&self, f: impl FnOnce(&mut [bool]) -> (T, bool)) -> Result<T, StateError> {
         let mut g = self.slots.lock().unwrap_or_else(|e| e.into_inner());
+        let mut scanned = false;
         let used = match &mut *g {
             Some(u) => u,
-            none => none.insert(self.load_slots()?),
+            none => {
+                let (u, from_tries) = self.load_slots()?;
+                scanned = from_tries;
+                none.insert(u)
+            }
         };
         let (out, changed) = f(used);
-        if changed {
+        if changed || scanned {
             if let Err(e) = self.store_slots(used) {
                 // What is recorded is what counts: read it again next time.
                 *g = None;
@@ -542,16 +550,22 @@ impl RouteState {
         slot
     }
 
-    /// Take `slot` if it is free.
+    /// Take `slot` if it is free, zeroed (it may have counted for another route meanwhile).
     fn slot_claim(&self, slot: u16) -> bool {
-        self.with_slots(|u| match u.get_mut(usize::from(slot)) {
-            Some(x) if !*x => {
-                *x = true;
-                (true, true)
-            }
-            _ => (false, false),
-        })
-        .unwrap_or(false)
+        let free = self
+            .with_slots(|u| match u.get_mut(usize::from(slot)) {
+                Some(x) if !*x => {
+                    *x = true;
+                    (true, true)
+                }
+                _ => (false, false),
+            })
+            .unwrap_or(false);
+        if free && self.slot_zero(slot).is_err() {
+            self.slot_release(slot);
+            return false;
+        }
+        free
     }
 
     /// Free `slot` (its counters are zeroed when it is taken again). Best effort: a slot that
