@@ -81,6 +81,8 @@ const volatile __u32 mpt_if_index = 0;
 const volatile __u8 mpt_if_mac[6] __attribute__((aligned(4))) = {};
 /* All zero: the first value of a route's counters (too large for the stack). */
 const volatile struct mpt_route_stats mpt_zero_stats = {};
+/* All zero: the first value of a route's round-robin and DRR state (kept off the stack). */
+const volatile struct mpt_pcpu_state mpt_zero_pcpu = {};
 
 /*
  * XDP egress devices by ifindex, private to this loaded object (not state):
@@ -785,9 +787,7 @@ static __always_inline int select_nh(struct pkt *p, struct mpt_dp_route *rt, str
 	}
 	st = bpf_map_lookup_elem(&mpt_pcpu, &rt->id);
 	if (!st) {
-		struct mpt_pcpu_state init = {};
-
-		bpf_map_update_elem(&mpt_pcpu, &rt->id, &init, BPF_NOEXIST);
+		bpf_map_update_elem(&mpt_pcpu, &rt->id, (void *)&mpt_zero_pcpu, BPF_NOEXIST);
 		st = bpf_map_lookup_elem(&mpt_pcpu, &rt->id);
 		if (!st)
 			return -1;
