@@ -359,6 +359,44 @@ fn sum_per_nexthop(seen: &[Vec<Vec<u64>>]) -> Vec<u64> {
         .collect()
 }
 
+/// `mproute --force -b`: the four-way route at metric `refused` with a gateway off its link
+/// (the kernel refuses it), then at metric `applied`.
+fn force_batch(t: &FourPaths, refused: u32, applied: u32) {
+    let line = |m: u32| {
+        let mut a = vec!["add".to_string()];
+        a.extend(four_way_args(Some(m)));
+        a.join(" ")
+    };
+    let bad = line(refused).replacen(&FourPaths::nexthop_v4(0), "192.0.2.99", 1);
+    let file = std::env::temp_dir().join(format!(
+        "mpt-force-{}-{refused}-{applied}.batch",
+        std::process::id()
+    ));
+    std::fs::write(&file, format!("{bad}\n{}\n", line(applied))).expect("write the batch file");
+    let out = mp(&t.r, &["--force", "-b", file.to_str().expect("path")]);
+    let _ = std::fs::remove_file(&file);
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "one line refused by the kernel: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// Metrics of the kernel's routes for the four-way prefix, ascending.
+fn kernel_metrics(t: &FourPaths) -> Vec<u64> {
+    let v: Value = serde_json::from_str(&t.r.ip_ok(&["-j", "route", "show", "198.51.100.0/24"]))
+        .expect("ip -j");
+    let mut m: Vec<u64> = v
+        .as_array()
+        .expect("routes")
+        .iter()
+        .map(|r| r["metric"].as_u64().unwrap_or(0))
+        .collect();
+    m.sort_unstable();
+    m
+}
+
 fn counter_slots(t: &FourPaths) -> (u64, u64) {
     let v = mp_json(&t.r, &["dataplane", "show"]);
     let c = &v["counter_slots"];
@@ -415,37 +453,14 @@ fn counters_stay_exact_across_replace_shadowing_and_full_slots() {
     mp_ok(&t.r, &["del", "198.51.100.0/24", "metric", "10"]);
     assert_eq!(shown_per_nexthop(&t, 20), vec![0; 4], "a new route");
 
-    // A forced batch: a refused line, then a lower metric that the kernel takes. The refused
-    // line's undo must not put the metric-20 entry back over the metric-5 one.
-    let mut bad = vec!["add".to_string()];
-    bad.extend(four_way_args(Some(10)));
-    let bad = bad
-        .join(" ")
-        .replacen(&FourPaths::nexthop_v4(0), "192.0.2.99", 1);
-    let mut good = vec!["add".to_string()];
-    good.extend(four_way_args(Some(5)));
-    let file = std::env::temp_dir().join(format!("mpt-force-{}.batch", std::process::id()));
-    std::fs::write(&file, format!("{bad}\n{}\n", good.join(" "))).expect("write the batch file");
-    let out = mp(&t.r, &["--force", "-b", file.to_str().expect("path")]);
-    let _ = std::fs::remove_file(&file);
+    // Forced batches (--force): a refused line, then one the kernel takes. The refused line's
+    // undo must leave the dataplane entry to the applied line's route: a lower metric (5), a
+    // higher one than the refused line's (15), the same route (10, with its algorithm).
+    force_batch(&t, 10, 5);
     assert_eq!(
-        out.status.code(),
-        Some(2),
-        "one line refused by the kernel: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let kernel: Value =
-        serde_json::from_str(&t.r.ip_ok(&["-j", "route", "show", "198.51.100.0/24"]))
-            .expect("ip -j");
-    let metrics: Vec<u64> = kernel
-        .as_array()
-        .expect("routes")
-        .iter()
-        .map(|r| r["metric"].as_u64().unwrap_or(0))
-        .collect();
-    assert!(
-        metrics.contains(&5) && !metrics.contains(&10),
-        "the kernel took metric 5, refused 10: {kernel}"
+        kernel_metrics(&t),
+        vec![5, 20],
+        "the kernel took 5, refused 10"
     );
     let f = run_flows(&t, &flows, 1, false);
     assert_eq!(
@@ -459,6 +474,33 @@ fn counters_stay_exact_across_replace_shadowing_and_full_slots() {
         "metric 20 is shadowed"
     );
     mp_ok(&t.r, &["del", "198.51.100.0/24", "metric", "5"]);
+    assert_eq!(counter_slots(&t).0, 2);
+    for (refused, applied) in [(10u32, 15u32), (10, 10)] {
+        force_batch(&t, refused, applied);
+        assert_eq!(
+            kernel_metrics(&t),
+            vec![u64::from(applied), 20],
+            "batch {refused}/{applied}"
+        );
+        let v = mp_json(&t.r, &["show", "198.51.100.0/24"]);
+        let row = v
+            .as_array()
+            .expect("rows")
+            .iter()
+            .find(|r| r["metric"].as_u64() == Some(u64::from(applied)))
+            .unwrap_or_else(|| panic!("metric {applied} not managed any more: {v}"));
+        assert_eq!(row["algo"], "l4-hash", "{row}");
+        let f = run_flows(&t, &flows, 1, false);
+        assert_eq!(
+            shown_per_nexthop(&t, u64::from(applied)),
+            sum_per_nexthop(&[f]),
+            "batch {refused}/{applied}: metric {applied} holds the dataplane entry"
+        );
+        mp_ok(
+            &t.r,
+            &["del", "198.51.100.0/24", "metric", &applied.to_string()],
+        );
+    }
     assert_eq!(counter_slots(&t).0, 2);
 
     // Every slot taken (one batch of /32 routes), then the route again: no slot for it, its

@@ -638,11 +638,19 @@ impl Ctx {
             });
         }
         // Undo newest first: two lines of one key each saved the state the other wrote.
+        let mut unsettled: Vec<RouteKey> = Vec::new();
         for i in (0..pending.len()).rev() {
             if verdict[i] == V::Applied {
                 continue;
             }
             let p = &pending[i].1;
+            unsettled.push(p.key);
+            if (i + 1..pending.len()).any(|j| verdict[j] == V::Applied && pending[j].1.key == p.key)
+            {
+                // A later line of the same route stands (--force): its state is the route's.
+                self.gc_needed = true;
+                continue;
+            }
             if verdict[i] == V::RolledBack && results[i].is_ok() {
                 let del = rmsg::encode(&RouteRequest {
                     verb: Verb::Del,
@@ -662,6 +670,15 @@ impl Ctx {
             // Objects this line created may be used by applied lines: collect at the end.
             self.gc_needed = true;
         }
+        // With --force, a refused line's entry may have kept a later applied line of the same
+        // prefix out of the LPM trie (a lower metric wins there): each prefix an undone line
+        // touched goes to its lowest-metric managed route again, as the FIB has it.
+        if let Err(f) = self.resettle_lpm(&unsettled) {
+            if let Some((line, _)) = pending.first() {
+                emit(*line, Err(f));
+            }
+            stopped = true;
+        }
         for ((i, (line, p)), res) in pending.into_iter().enumerate().zip(results) {
             match (verdict[i], res) {
                 (V::Applied, _) => emit(line, self.settle_ok(p)),
@@ -672,6 +689,44 @@ impl Ctx {
             }
         }
         !stopped
+    }
+
+    /// Point the LPM entry of each of these routes' prefix (and table) at the lowest-metric
+    /// managed route of it in our state, or remove it if none is left.
+    fn resettle_lpm(&mut self, keys: &[RouteKey]) -> Result<(), Failure> {
+        if keys.is_empty() {
+            return Ok(());
+        }
+        let Some(s) = self.store(false)? else {
+            return Ok(());
+        };
+        let ctx = |e| crate::state::fail("write dataplane state", e);
+        let all = s.all()?;
+        let raw = s.raw();
+        let mut done: Vec<(ipnet::IpNet, u32)> = Vec::new();
+        for k in keys {
+            if done.contains(&(k.dst, k.table)) {
+                continue;
+            }
+            done.push((k.dst, k.table));
+            let best = all
+                .iter()
+                .filter(|(o, _)| o.dst == k.dst && o.table == k.table)
+                .min_by_key(|(o, _)| o.metric);
+            let cur = raw.dp_get_route(&crate::state::to_key(k)).map_err(ctx)?;
+            // An entry of no managed route (an undone line's) goes first: dp_put_route would
+            // keep it if its metric is lower. One of a managed route is folded by the put.
+            if let Some(c) = cur {
+                if !all.iter().any(|(o, _)| crate::state::to_key(o) == c.id) {
+                    raw.dp_delete_route(&c.id).map_err(ctx)?;
+                }
+            }
+            if let Some((o, m)) = best {
+                raw.dp_put_route(&crate::state::to_key(o), m.algo.as_u32() as u8, m.group)
+                    .map_err(ctx)?;
+            }
+        }
+        Ok(())
     }
 
     /// Work left at the end of an invocation: collect nexthop objects no route uses any more,
