@@ -1145,4 +1145,129 @@ fn counter_slots_are_never_shared_even_when_their_record_is_lost() {
     );
     let v = mp_json(&t.r, &["dataplane", "show"]);
     assert_eq!(v["counter_slots"]["used"], 4, "{v}");
+
+    // An LPM entry lost behind mproute's back: sync writes it again (with the lowest free slot)
+    // and takes back the slot the lost entry held.
+    let path = format!(
+        "/sys/fs/bpf/mproute/{}/mpt_lpm4",
+        t.r.cookie().expect("cookie")
+    );
+    // struct mpt_lpm4_key: prefixlen 32 + 24 (host order), table 254 (network order), 10.9.3.0
+    let key = [
+        "56", "0", "0", "0", "0", "0", "0", "254", "10", "9", "3", "0",
+    ];
+    let mut a = vec!["map", "delete", "pinned", path.as_str(), "key"];
+    a.extend(key);
+    let out = mpt_testkit::run("bpftool", &a);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let actions: Vec<(String, String)> = sync_changes(&t.r)
+        .iter()
+        .map(|a| {
+            (
+                a["action"].as_str().unwrap_or("").to_string(),
+                a["dst"].as_str().unwrap_or("").to_string(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        actions,
+        vec![
+            ("repaired-dataplane".to_string(), "10.9.3.0/24".to_string()),
+            ("reclaimed-counter-slots".to_string(), "1".to_string()),
+        ]
+    );
+    assert_eq!(
+        lpm4_slots(&t.r),
+        vec![
+            ([10, 9, 1], 1),
+            ([10, 9, 3], 5),
+            ([10, 9, 4], 4),
+            ([10, 9, 5], 2)
+        ]
+    );
+    assert_eq!(
+        sync_changes(&t.r),
+        Vec::<Value>::new(),
+        "nothing left to repair"
+    );
+    let v = mp_json(&t.r, &["dataplane", "show"]);
+    assert_eq!(v["counter_slots"]["used"], 4, "slot 3 is free again: {v}");
+
+    // An entry of no managed route, with a lower metric, in a managed route's place: sync
+    // removes it and puts the route's own back.
+    mp_ok(
+        &t.r,
+        &[
+            "add",
+            "10.9.6.0/24",
+            "metric",
+            "50",
+            "nexthop",
+            "via",
+            "10.1.0.2",
+            "dev",
+            "va",
+        ],
+    );
+    let key = [
+        "56", "0", "0", "0", "0", "0", "0", "254", "10", "9", "6", "0",
+    ];
+    // struct mpt_dp_route: family 2, /24, table 254, metric 10, 10.9.6.0, l3-hash, group 1
+    let mut value: Vec<String> = [
+        "2", "24", "0", "0", "254", "0", "0", "0", "10", "0", "0", "0",
+    ]
+    .iter()
+    .map(|b| b.to_string())
+    .collect();
+    value.extend(["10", "9", "6", "0"].iter().map(|b| b.to_string()));
+    value.extend(std::iter::repeat_n("0".to_string(), 12));
+    value.extend(
+        ["0", "0", "0", "0", "1", "0", "0", "0"]
+            .iter()
+            .map(|b| b.to_string()),
+    );
+    let mut a = vec!["map", "update", "pinned", path.as_str(), "key"];
+    a.extend(key);
+    a.push("value");
+    a.extend(value.iter().map(String::as_str));
+    let out = mpt_testkit::run("bpftool", &a);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let metric_of_6 = || {
+        bpftool_pinned(&t.r, &["dump"], "mpt_lpm4")
+            .as_array()
+            .expect("entries")
+            .iter()
+            .map(|e| e["formatted"]["value"]["id"].clone())
+            .find(|id| id["dst_be"][2] == 6)
+            .map(|id| id["metric"].clone())
+    };
+    assert_eq!(metric_of_6(), Some(Value::from(10)), "the stray entry");
+    // (the stray entry took the route's slot with it: reclaimed)
+    let actions: Vec<(Value, Value)> = sync_changes(&t.r)
+        .iter()
+        .map(|a| (a["action"].clone(), a["dst"].clone()))
+        .collect();
+    assert_eq!(
+        actions,
+        vec![
+            (
+                Value::from("repaired-dataplane"),
+                Value::from("10.9.6.0/24")
+            ),
+            (Value::from("reclaimed-counter-slots"), Value::from("1")),
+        ]
+    );
+    assert_eq!(
+        metric_of_6(),
+        Some(Value::from(50)),
+        "the route's own entry"
+    );
 }

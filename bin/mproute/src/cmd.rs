@@ -950,13 +950,13 @@ impl Ctx {
     /// Rewrite the LPM entry and group of every managed route whose dataplane entry is
     /// missing or points at a missing group.
     fn repair_dataplane(&mut self, fib: &[Route]) -> Result<Vec<ActionRow>, Failure> {
-        let mut rows = Vec::new();
         let Some(s) = self.store(false)? else {
-            return Ok(rows);
+            return Ok(Vec::new());
         };
         let raw = s.raw();
         let ctx = |e| crate::state::fail("repair dataplane state", e);
         let all = s.all()?;
+        let mut broken = Vec::new();
         for (k, m) in &all {
             let key = crate::state::to_key(k);
             let shadowed = all
@@ -980,14 +980,27 @@ impl Ctx {
                 raw.dp_put_group(m.group, &dp_nexthops(&r.nexthops))
                     .map_err(ctx)?;
             }
-            // Written over, not deleted first: the route keeps its counters (and slot).
-            raw.dp_put_route(&key, m.algo.as_u32() as u8, m.group)
-                .map_err(ctx)?;
-            rows.push(action(
-                "repaired-dataplane",
-                k,
-                "its dataplane entry was missing",
-            ));
+            broken.push(*k);
+        }
+        // Written over, not deleted first (the route keeps its counters and slot); an entry
+        // of no managed route in the way goes.
+        self.resettle_lpm(&broken)?;
+        let mut rows = Vec::new();
+        if let Some(s) = self.store(false)? {
+            for k in &broken {
+                let key = crate::state::to_key(k);
+                if s.raw()
+                    .dp_get_route(&key)
+                    .map_err(ctx)?
+                    .is_some_and(|e| e.id == key)
+                {
+                    rows.push(action(
+                        "repaired-dataplane",
+                        k,
+                        "its dataplane entry was missing",
+                    ));
+                }
+            }
         }
         Ok(rows)
     }
