@@ -555,6 +555,52 @@ fn counters_stay_exact_across_replace_shadowing_and_full_slots() {
     );
 }
 
+/// A route of another owner inside a managed prefix, through one of its gateways and with its
+/// metric: the per-packet kernel check cannot tell it from the managed route, so the dataplane
+/// must leave its destinations to the kernel (a hole in the LPM trie, entered when mproute
+/// verifies: at the end of a command, or by `dataplane watch`). The kernel sends them all by
+/// that route's one nexthop.
+#[test]
+fn a_foreign_route_inside_a_managed_prefix_is_left_to_the_kernel() {
+    require_root();
+    let t = setup("hole", "l4-hash", [1, 1, 1, 1], "tc");
+    let flows = traffic::flows(64, false, 35000);
+    let used = |seen: &[Vec<u64>]| -> Vec<u64> { sum_per_nexthop(&[seen.to_vec()]) };
+    let spread = used(&run_flows(&t, &flows, 1, false));
+    assert!(
+        spread.iter().filter(|n| **n > 0).count() >= 3,
+        "l4-hash spreads the flows: {spread:?}"
+    );
+    // 198.51.100.1 (every flow's destination) by ip route, via nexthop 0, metric 0 like ours.
+    t.r.ip_ok(&[
+        "route",
+        "add",
+        "198.51.100.0/28",
+        "via",
+        &FourPaths::nexthop_v4(0),
+        "dev",
+        &FourPaths::dev(0),
+    ]);
+    mp_ok(&t.r, &["sync"]);
+    let pinned = used(&run_flows(&t, &flows, 1, false));
+    assert_eq!(
+        pinned,
+        vec![64, 0, 0, 0],
+        "the kernel's route takes every flow"
+    );
+    let out = mp(&t.r, &["get", "198.51.100.1"]);
+    assert!(
+        !out.status.success()
+            && String::from_utf8_lossy(&out.stderr).contains("no route managed by mproute"),
+        "get: not a managed destination any more: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // It goes: the hole goes at the next verification, and the flows spread again.
+    t.r.ip_ok(&["route", "del", "198.51.100.0/28"]);
+    mp_ok(&t.r, &["sync"]);
+    assert_eq!(used(&run_flows(&t, &flows, 1, false)), spread, "as before");
+}
+
 fn csum(b: &[u8]) -> u16 {
     let mut s: u32 = 0;
     for c in b.chunks(2) {

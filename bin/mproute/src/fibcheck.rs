@@ -201,6 +201,8 @@ pub fn arm(
         .map_err(|e| fail("read the dataplane's routes", e))?
         .is_empty()
     {
+        raw.dp_sync_holes4(&[])
+            .map_err(|e| fail("write the dataplane's routes", e))?;
         clear(raw)?;
         return Ok(0);
     }
@@ -211,6 +213,7 @@ pub fn arm(
             .read()
             .map_err(|e| fail("read the FIB generation", e))?;
         let mut v = verify(sock, raw)?;
+        sync_holes(raw, &v)?;
         if before.custom_rules4 {
             for vd in v.verdicts.iter_mut() {
                 *vd = Verdict::Not("the namespace has custom rules".into());
@@ -251,6 +254,29 @@ pub fn arm(
     }
     clear(raw)?;
     Ok(0)
+}
+
+/// Enter in the LPM trie, as holes, the routes of other owners inside managed prefixes that the
+/// per-packet check would take for the managed route ([`sole::holes`]), and drop stale ones.
+fn sync_holes(raw: &RouteState, v: &Verified) -> Result<(), Failure> {
+    let want: Vec<mpt_bpf::abi::MptRouteKey> = sole::holes(&v.managed, &v.fib)
+        .into_iter()
+        .map(|(net, metric)| {
+            let mut dst_be = [0u8; 16];
+            dst_be[..4].copy_from_slice(&net.network().octets());
+            mpt_bpf::abi::MptRouteKey {
+                family: mpt_bpf::abi::AF_INET,
+                dst_len: net.prefix_len(),
+                reserved: 0,
+                table: sole::TABLE_MAIN,
+                metric,
+                dst_be,
+            }
+        })
+        .collect();
+    raw.dp_sync_holes4(&want)
+        .map_err(|e| fail("write the dataplane's routes", e))?;
+    Ok(())
 }
 
 /// One managed route the dataplane checks packet by packet, and why.

@@ -72,6 +72,14 @@ struct mpt_dp_route {
  * route overlapping the prefix but managed ones, lowest metric, no TOS).
  */
 #define MPT_DPR_F_SOLE 0x1
+/*
+ * FOREIGN: not a managed route but a hole in one: a kernel route of another
+ * owner inside a managed prefix that the per-packet check would take for the
+ * managed route (same metric, a gateway of its group). The dataplane treats
+ * the destination as unmanaged (the kernel FIB decides). group and
+ * stats_slot are 0.
+ */
+#define MPT_DPR_F_FOREIGN 0x2
 
 /* One nexthop of a group. */
 struct mpt_nh {

@@ -65,6 +65,9 @@ pub const META_F_FIB4_GEN: u32 = 0x4;
 /// `MPT_DPR_F_SOLE`: a flag of [`MptDpRoute::flags`]: at generation [`MptMeta::fib4_gen`]
 /// the kernel's FIB answers with this route for every address the LPM trie gives it for.
 pub const DPR_F_SOLE: u8 = 0x1;
+/// `MPT_DPR_F_FOREIGN`: the LPM entry is a hole, another owner's route inside a managed prefix
+/// (the dataplane leaves its destinations to the kernel FIB).
+pub const DPR_F_FOREIGN: u8 = 0x2;
 
 /// `struct mpt_route_key`: key of the `mpt_routes` hash map.
 #[repr(C)]

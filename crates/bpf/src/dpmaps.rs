@@ -21,7 +21,7 @@ use libbpf_rs::{MapCore, MapFlags, MapHandle};
 
 use crate::abi::{
     MptDpRoute, MptGroup, MptLpm4Key, MptLpm6Key, MptNh, MptRouteKey, MptRouteStats, AF_INET,
-    AF_INET6, DPR_F_SOLE, MAX_NH, STATS_SLOTS,
+    AF_INET6, DPR_F_FOREIGN, DPR_F_SOLE, MAX_NH, STATS_SLOTS,
 };
 use crate::state::{RouteState, StateError};
 
@@ -310,8 +310,8 @@ impl RouteState {
         Ok(true)
     }
 
-    /// Every entry of the IPv4 LPM trie (the managed prefixes the dataplane knows).
-    pub fn dp_routes4(&self) -> Result<Vec<MptDpRoute>, StateError> {
+    /// Every entry of the IPv4 LPM trie, holes included.
+    fn lpm4_entries(&self) -> Result<Vec<MptDpRoute>, StateError> {
         let map = self.map("mpt_lpm4")?;
         let mut out = Vec::new();
         for k in map.keys() {
@@ -325,6 +325,69 @@ impl RouteState {
             }
         }
         Ok(out)
+    }
+
+    /// The managed IPv4 routes of the LPM trie (the prefixes the dataplane knows, holes left out).
+    pub fn dp_routes4(&self) -> Result<Vec<MptDpRoute>, StateError> {
+        let mut v = self.lpm4_entries()?;
+        v.retain(|r| r.flags & DPR_F_FOREIGN == 0);
+        Ok(v)
+    }
+
+    /// The IPv4 holes of the LPM trie (see `DPR_F_FOREIGN`).
+    pub fn dp_holes4(&self) -> Result<Vec<MptRouteKey>, StateError> {
+        Ok(self
+            .lpm4_entries()?
+            .into_iter()
+            .filter(|r| r.flags & DPR_F_FOREIGN != 0)
+            .map(|r| r.id)
+            .collect())
+    }
+
+    /// Make the IPv4 holes exactly `want` (main-table prefixes): stale ones go, missing ones are
+    /// added where the prefix has no entry (a managed route's is never replaced). Returns how
+    /// many holes there are now.
+    pub fn dp_sync_holes4(&self, want: &[MptRouteKey]) -> Result<usize, StateError> {
+        let same = |a: &MptRouteKey, b: &MptRouteKey| {
+            a.dst_len == b.dst_len && a.table == b.table && a.dst_be == b.dst_be
+        };
+        let have = self.dp_holes4()?;
+        let map = self.map("mpt_lpm4")?;
+        for h in have.iter().filter(|h| !want.iter().any(|w| same(h, w))) {
+            match map.delete(Lpm::of(h).bytes()) {
+                Err(e) if e.kind() != libbpf_rs::ErrorKind::NotFound => {
+                    return Err(StateError::Bpf {
+                        what: "delete from the LPM trie".into(),
+                        source: e,
+                    })
+                }
+                _ => {}
+            }
+        }
+        let mut n = have
+            .iter()
+            .filter(|h| want.iter().any(|w| same(h, w)))
+            .count();
+        for w in want.iter().filter(|w| !have.iter().any(|h| same(h, w))) {
+            let v = MptDpRoute {
+                id: *w,
+                algo: 0,
+                flags: DPR_F_FOREIGN,
+                stats_slot: 0,
+                group: 0,
+            };
+            match map.update(Lpm::of(w).bytes(), v.as_bytes(), MapFlags::NO_EXIST) {
+                Ok(()) => n += 1,
+                Err(e) if e.kind() == libbpf_rs::ErrorKind::AlreadyExists => {}
+                Err(e) => {
+                    return Err(StateError::Bpf {
+                        what: "write the LPM trie".into(),
+                        source: e,
+                    })
+                }
+            }
+        }
+        Ok(n)
     }
 
     /// Undo [`RouteState::dp_put_route`] of `key`, which returned `old`: put `old` back (or remove
@@ -404,7 +467,10 @@ impl RouteState {
             metric: 0,
             dst_be,
         };
-        self.dp_lpm_match(&key)
+        // a hole: the kernel FIB decides there, as for any unmanaged destination
+        Ok(self
+            .dp_lpm_match(&key)?
+            .filter(|r| r.flags & DPR_F_FOREIGN == 0))
     }
 
     /// Per-route and per-nexthop counters summed over CPUs: the route's `mpt_stats` entry plus

@@ -549,6 +549,10 @@ fn dp_header_constants_match_rust() {
     );
     assert_eq!(header_define("MPT_DPR_F_SOLE"), u64::from(abi::DPR_F_SOLE));
     assert_eq!(
+        header_define("MPT_DPR_F_FOREIGN"),
+        u64::from(abi::DPR_F_FOREIGN)
+    );
+    assert_eq!(
         header_define("MPT_META_F_FIB4_GEN"),
         u64::from(abi::META_F_FIB4_GEN)
     );

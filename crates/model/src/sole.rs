@@ -186,6 +186,51 @@ fn own_entry_problem(m: &Managed, e: &FibEntry) -> Option<String> {
     None
 }
 
+/// Most "holes" the dataplane's LPM trie takes (see [`holes`]).
+pub const MAX_HOLES: usize = 1024;
+
+/// Routes of another owner that the dataplane's per-packet kernel check cannot tell from a
+/// managed route, to be entered in the LPM trie as holes (destinations left to the kernel FIB).
+///
+/// For a packet of a managed route the dataplane asks the kernel's FIB and accepts the answer
+/// as its own route if the metric is the managed route's and the nexthop the kernel chose is one
+/// of the group's. A main-table unicast route strictly inside a managed prefix, not itself a
+/// managed prefix, with that metric and a nexthop of that group (the default case: `ip route
+/// add` inside a managed prefix through one of its gateways) passes that check, and the
+/// dataplane would spread its packets over the whole group where the kernel sends them by that
+/// route. (prefix, metric), sorted, at most [`MAX_HOLES`].
+pub fn holes(managed: &[Managed], fib: &[FibEntry]) -> Vec<(Ipv4Net, u32)> {
+    let managed_prefixes: HashSet<Ipv4Net> = managed
+        .iter()
+        .filter(|m| m.table == TABLE_MAIN)
+        .map(|m| m.dst)
+        .collect();
+    let in_group = |m: &Managed, n: &(u32, Option<IpAddr>)| {
+        m.nexthops
+            .iter()
+            .any(|g| g.0 == n.0 && (g.1.is_none() || g.1 == n.1))
+    };
+    let mut out: Vec<(Ipv4Net, u32)> = fib
+        .iter()
+        .filter(|e| e.table == TABLE_MAIN && e.rtype == RTN_UNICAST)
+        .filter(|e| !managed_prefixes.contains(&e.dst))
+        .filter(|e| {
+            managed.iter().any(|m| {
+                m.table == TABLE_MAIN
+                    && m.dst.prefix_len() < e.dst.prefix_len()
+                    && m.dst.contains(&e.dst)
+                    && m.metric == e.metric
+                    && e.nexthops.iter().any(|n| in_group(m, n))
+            })
+        })
+        .map(|e| (e.dst, e.metric))
+        .collect();
+    out.sort_unstable();
+    out.dedup_by_key(|h| h.0);
+    out.truncate(MAX_HOLES);
+    out
+}
+
 /// An address of `net` that no more specific managed prefix covers and that an output route
 /// lookup treats as an ordinary destination.
 fn probe(net: Ipv4Net, managed: &HashSet<Ipv4Net>) -> Option<Ipv4Addr> {
@@ -456,5 +501,48 @@ mod tests {
             probe(net("203.0.113.8/31"), &inner),
             Some("203.0.113.8".parse().expect("a"))
         );
+    }
+
+    #[test]
+    fn holes_are_foreign_routes_the_per_packet_check_would_take_for_ours() {
+        let m = [managed("10.0.0.0/8", 0), managed("10.9.0.0/16", 0)];
+        let mut other_gw = entry("10.2.0.0/16", TABLE_MAIN, 0);
+        other_gw.nexthops = vec![(E1, gw("10.1.0.99"))];
+        let mut blackhole = entry("10.3.0.0/16", TABLE_MAIN, 0);
+        blackhole.rtype = 6;
+        let mut one_of_ours = entry("10.4.0.0/16", TABLE_MAIN, 0);
+        one_of_ours.nexthops = vec![(E2, gw("10.2.0.2"))];
+        let fib = [
+            entry("10.0.0.0/8", TABLE_MAIN, 0),
+            entry("10.9.0.0/16", TABLE_MAIN, 0),
+            entry("10.1.0.0/16", TABLE_MAIN, 0),
+            other_gw,
+            blackhole,
+            one_of_ours,
+            entry("10.5.0.0/16", TABLE_MAIN, 7),
+            entry("10.6.0.0/16", TABLE_LOCAL, 0),
+            entry("10.9.1.0/24", TABLE_MAIN, 0),
+            entry("10.1.0.0/16", TABLE_MAIN, 0),
+            entry("192.0.2.0/24", TABLE_MAIN, 0),
+        ];
+        assert_eq!(
+            holes(&m, &fib),
+            vec![
+                (net("10.1.0.0/16"), 0),
+                (net("10.4.0.0/16"), 0),
+                (net("10.9.1.0/24"), 0)
+            ],
+            "same metric and a gateway of the group; not: another gateway, a blackhole, \
+             another metric, the local table, the managed prefixes, outside"
+        );
+        // A device nexthop of the group matches any gateway on that device.
+        let dev = [Managed {
+            nexthops: vec![(E1, None)],
+            ..managed("10.0.0.0/8", 0)
+        }];
+        let mut via = entry("10.7.0.0/16", TABLE_MAIN, 0);
+        via.nexthops = vec![(E1, gw("10.1.0.77"))];
+        assert_eq!(holes(&dev, &[via]), vec![(net("10.7.0.0/16"), 0)]);
+        assert!(holes(&[], &fib).is_empty());
     }
 }
