@@ -599,6 +599,37 @@ fn a_foreign_route_inside_a_managed_prefix_is_left_to_the_kernel() {
     t.r.ip_ok(&["route", "del", "198.51.100.0/28"]);
     mp_ok(&t.r, &["sync"]);
     assert_eq!(used(&run_flows(&t, &flows, 1, false)), spread, "as before");
+
+    // IPv6 (never verified: every packet takes the per-packet check), metric 1024 like ours.
+    let flows6 = traffic::flows(64, true, 36000);
+    let spread6 = used(&run_flows(&t, &flows6, 1, false));
+    assert!(
+        spread6.iter().filter(|n| **n > 0).count() >= 3,
+        "IPv6: l4-hash spreads the flows: {spread6:?}"
+    );
+    t.r.ip_ok(&[
+        "-6",
+        "route",
+        "add",
+        "2001:db8:100::/80",
+        "via",
+        &FourPaths::nexthop_v6(1),
+        "dev",
+        &FourPaths::dev(1),
+    ]);
+    mp_ok(&t.r, &["sync"]);
+    assert_eq!(
+        used(&run_flows(&t, &flows6, 1, false)),
+        vec![0, 64, 0, 0],
+        "IPv6: the kernel's route takes every flow"
+    );
+    t.r.ip_ok(&["-6", "route", "del", "2001:db8:100::/80"]);
+    mp_ok(&t.r, &["sync"]);
+    assert_eq!(
+        used(&run_flows(&t, &flows6, 1, false)),
+        spread6,
+        "IPv6: as before"
+    );
 }
 
 fn csum(b: &[u8]) -> u16 {

@@ -91,26 +91,7 @@ fn verify(sock: &mut Socket, raw: &RouteState) -> Result<Verified, Failure> {
     let mut managed = Vec::new();
     for r in routes {
         let Some(dst) = key_net(&r.id) else { continue };
-        let g = raw
-            .dp_group(r.group)
-            .map_err(|e| fail("read a dataplane group", e))?;
-        let nexthops = g
-            .map(|g| {
-                g.nh.iter()
-                    .take(g.nh_count as usize)
-                    .map(|n| {
-                        let gw = match n.family {
-                            mpt_bpf::abi::AF_INET => {
-                                Some(std::net::IpAddr::from([n.gw[0], n.gw[1], n.gw[2], n.gw[3]]))
-                            }
-                            mpt_bpf::abi::AF_INET6 => Some(std::net::IpAddr::from(n.gw)),
-                            _ => None,
-                        };
-                        (n.ifindex, gw)
-                    })
-                    .collect()
-            })
-            .unwrap_or_default();
+        let nexthops = group_paths(raw, r.group)?;
         keys.push(r.id);
         flagged.push(r.flags & mpt_bpf::abi::DPR_F_SOLE != 0);
         managed.push(Managed {
@@ -196,12 +177,13 @@ pub fn arm(
         raw.set_fib4_gen(None)
             .map_err(|e| fail("write the FIB generation", e))
     };
+    sync_holes6(sock, raw)?;
     if raw
         .dp_routes4()
         .map_err(|e| fail("read the dataplane's routes", e))?
         .is_empty()
     {
-        raw.dp_sync_holes4(&[])
+        raw.dp_sync_holes(false, &[])
             .map_err(|e| fail("write the dataplane's routes", e))?;
         clear(raw)?;
         return Ok(0);
@@ -274,7 +256,102 @@ fn sync_holes(raw: &RouteState, v: &Verified) -> Result<(), Failure> {
             }
         })
         .collect();
-    raw.dp_sync_holes4(&want)
+    raw.dp_sync_holes(false, &want)
+        .map_err(|e| fail("write the dataplane's routes", e))?;
+    Ok(())
+}
+
+/// The paths of a dataplane group: (device, gateway).
+fn group_paths(
+    raw: &RouteState,
+    group: u32,
+) -> Result<Vec<(u32, Option<std::net::IpAddr>)>, Failure> {
+    let g = raw
+        .dp_group(group)
+        .map_err(|e| fail("read a dataplane group", e))?;
+    Ok(g.map(|g| {
+        g.nh.iter()
+            .take(g.nh_count as usize)
+            .map(|n| {
+                let gw = match n.family {
+                    mpt_bpf::abi::AF_INET => {
+                        Some(std::net::IpAddr::from([n.gw[0], n.gw[1], n.gw[2], n.gw[3]]))
+                    }
+                    mpt_bpf::abi::AF_INET6 => Some(std::net::IpAddr::from(n.gw)),
+                    _ => None,
+                };
+                (n.ifindex, gw)
+            })
+            .collect()
+    })
+    .unwrap_or_default())
+}
+
+/// IPv6: the same holes as [`sync_holes`] (IPv6 routes are never verified, so every managed
+/// IPv6 packet takes the per-packet check, and the holes matter all the more).
+fn sync_holes6(sock: &mut Socket, raw: &RouteState) -> Result<(), Failure> {
+    let ctx = |e| fail("read the dataplane's routes", e);
+    let routes = raw.dp_routes(true).map_err(ctx)?;
+    let mut managed = Vec::new();
+    for r in routes.iter().filter(|r| r.id.table == sole::TABLE_MAIN) {
+        let Ok(dst) = ipnet::Ipv6Net::new(std::net::Ipv6Addr::from(r.id.dst_be), r.id.dst_len)
+        else {
+            continue;
+        };
+        managed.push(sole::Span {
+            dst: ipnet::IpNet::V6(dst),
+            metric: r.id.metric,
+            unicast: true,
+            nexthops: group_paths(raw, r.group)?,
+        });
+    }
+    let mut fib = Vec::new();
+    if !managed.is_empty() {
+        let what = "list the IPv6 routes of the main table";
+        let payloads = match sock.dump(
+            &rmsg::dump_request(Some(Family::V6), Some(sole::TABLE_MAIN)),
+            what,
+        ) {
+            Ok(p) => p,
+            Err(e) if e.errno() == Some(libc::ENOENT) => Vec::new(),
+            Err(e) => return Err(Failure::from(e)),
+        };
+        for p in payloads {
+            let Some(m) = rmsg::decode(&p).map_err(|e| Failure::system(format!("{what}: {e}")))?
+            else {
+                continue;
+            };
+            if m.rtm_flags & 0x200 != 0 || m.route.key.table != sole::TABLE_MAIN {
+                continue;
+            }
+            fib.push(sole::Span {
+                dst: m.route.key.dst,
+                metric: m.route.key.metric,
+                unicast: m.route.rtype == sole::RTN_UNICAST,
+                nexthops: m
+                    .route
+                    .nexthops
+                    .iter()
+                    .map(|n| (n.ifindex, n.gateway))
+                    .collect(),
+            });
+        }
+    }
+    let want: Vec<mpt_bpf::abi::MptRouteKey> = sole::holes_any(&managed, &fib)
+        .into_iter()
+        .filter_map(|(net, metric)| match net {
+            ipnet::IpNet::V6(n) => Some(mpt_bpf::abi::MptRouteKey {
+                family: mpt_bpf::abi::AF_INET6,
+                dst_len: n.prefix_len(),
+                reserved: 0,
+                table: sole::TABLE_MAIN,
+                metric,
+                dst_be: n.network().octets(),
+            }),
+            ipnet::IpNet::V4(_) => None,
+        })
+        .collect();
+    raw.dp_sync_holes(true, &want)
         .map_err(|e| fail("write the dataplane's routes", e))?;
     Ok(())
 }

@@ -310,9 +310,9 @@ impl RouteState {
         Ok(true)
     }
 
-    /// Every entry of the IPv4 LPM trie, holes included.
-    fn lpm4_entries(&self) -> Result<Vec<MptDpRoute>, StateError> {
-        let map = self.map("mpt_lpm4")?;
+    /// Every entry of one LPM trie, holes included.
+    fn lpm_entries(&self, v6: bool) -> Result<Vec<MptDpRoute>, StateError> {
+        let map = self.map(if v6 { "mpt_lpm6" } else { "mpt_lpm4" })?;
         let mut out = Vec::new();
         for k in map.keys() {
             if let Some(v) = map
@@ -329,30 +329,35 @@ impl RouteState {
 
     /// The managed IPv4 routes of the LPM trie (the prefixes the dataplane knows, holes left out).
     pub fn dp_routes4(&self) -> Result<Vec<MptDpRoute>, StateError> {
-        let mut v = self.lpm4_entries()?;
+        self.dp_routes(false)
+    }
+
+    /// The managed routes of one family's LPM trie (holes left out).
+    pub fn dp_routes(&self, v6: bool) -> Result<Vec<MptDpRoute>, StateError> {
+        let mut v = self.lpm_entries(v6)?;
         v.retain(|r| r.flags & DPR_F_FOREIGN == 0);
         Ok(v)
     }
 
-    /// The IPv4 holes of the LPM trie (see `DPR_F_FOREIGN`).
-    pub fn dp_holes4(&self) -> Result<Vec<MptRouteKey>, StateError> {
+    /// The holes of one family's LPM trie (see `DPR_F_FOREIGN`).
+    pub fn dp_holes(&self, v6: bool) -> Result<Vec<MptRouteKey>, StateError> {
         Ok(self
-            .lpm4_entries()?
+            .lpm_entries(v6)?
             .into_iter()
             .filter(|r| r.flags & DPR_F_FOREIGN != 0)
             .map(|r| r.id)
             .collect())
     }
 
-    /// Make the IPv4 holes exactly `want` (main-table prefixes): stale ones go, missing ones are
-    /// added where the prefix has no entry (a managed route's is never replaced). Returns how
-    /// many holes there are now.
-    pub fn dp_sync_holes4(&self, want: &[MptRouteKey]) -> Result<usize, StateError> {
+    /// Make one family's holes exactly `want` (main-table prefixes): stale ones go, missing
+    /// ones are added where the prefix has no entry (a managed route's is never replaced).
+    /// Returns how many holes there are now.
+    pub fn dp_sync_holes(&self, v6: bool, want: &[MptRouteKey]) -> Result<usize, StateError> {
         let same = |a: &MptRouteKey, b: &MptRouteKey| {
             a.dst_len == b.dst_len && a.table == b.table && a.dst_be == b.dst_be
         };
-        let have = self.dp_holes4()?;
-        let map = self.map("mpt_lpm4")?;
+        let have = self.dp_holes(v6)?;
+        let map = self.map(if v6 { "mpt_lpm6" } else { "mpt_lpm4" })?;
         for h in have.iter().filter(|h| !want.iter().any(|w| same(h, w))) {
             match map.delete(Lpm::of(h).bytes()) {
                 Err(e) if e.kind() != libbpf_rs::ErrorKind::NotFound => {

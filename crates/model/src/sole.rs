@@ -22,7 +22,7 @@
 use std::collections::{HashMap, HashSet};
 use std::net::{IpAddr, Ipv4Addr};
 
-use ipnet::Ipv4Net;
+use ipnet::{IpNet, Ipv4Net};
 
 /// `RT_TABLE_MAIN`.
 pub const TABLE_MAIN: u32 = 254;
@@ -189,35 +189,42 @@ fn own_entry_problem(m: &Managed, e: &FibEntry) -> Option<String> {
 /// Most "holes" the dataplane's LPM trie takes (see [`holes`]).
 pub const MAX_HOLES: usize = 1024;
 
+/// A main-table route as [`holes_any`] sees it, of either family.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Span {
+    /// Prefix.
+    pub dst: IpNet,
+    /// Metric.
+    pub metric: u32,
+    /// `RTN_UNICAST`.
+    pub unicast: bool,
+    /// Paths: (device, gateway); for a managed route, its dataplane group's.
+    pub nexthops: Vec<(u32, Option<IpAddr>)>,
+}
+
 /// Routes of another owner that the dataplane's per-packet kernel check cannot tell from a
 /// managed route, to be entered in the LPM trie as holes (destinations left to the kernel FIB).
 ///
 /// For a packet of a managed route the dataplane asks the kernel's FIB and accepts the answer
 /// as its own route if the metric is the managed route's and the nexthop the kernel chose is one
-/// of the group's. A main-table unicast route strictly inside a managed prefix, not itself a
-/// managed prefix, with that metric and a nexthop of that group (the default case: `ip route
-/// add` inside a managed prefix through one of its gateways) passes that check, and the
-/// dataplane would spread its packets over the whole group where the kernel sends them by that
-/// route. (prefix, metric), sorted, at most [`MAX_HOLES`].
-pub fn holes(managed: &[Managed], fib: &[FibEntry]) -> Vec<(Ipv4Net, u32)> {
-    let managed_prefixes: HashSet<Ipv4Net> = managed
-        .iter()
-        .filter(|m| m.table == TABLE_MAIN)
-        .map(|m| m.dst)
-        .collect();
-    let in_group = |m: &Managed, n: &(u32, Option<IpAddr>)| {
+/// of the group's. A unicast route strictly inside a managed prefix, not itself a managed
+/// prefix, with that metric and a nexthop of that group (the default case: `ip route add`
+/// inside a managed prefix through one of its gateways) passes that check, and the dataplane
+/// would spread its packets over the whole group where the kernel sends them by that route.
+/// Both inputs are one table's (main). (prefix, metric), sorted, at most [`MAX_HOLES`].
+pub fn holes_any(managed: &[Span], fib: &[Span]) -> Vec<(IpNet, u32)> {
+    let managed_prefixes: HashSet<IpNet> = managed.iter().map(|m| m.dst).collect();
+    let in_group = |m: &Span, n: &(u32, Option<IpAddr>)| {
         m.nexthops
             .iter()
             .any(|g| g.0 == n.0 && (g.1.is_none() || g.1 == n.1))
     };
-    let mut out: Vec<(Ipv4Net, u32)> = fib
+    let mut out: Vec<(IpNet, u32)> = fib
         .iter()
-        .filter(|e| e.table == TABLE_MAIN && e.rtype == RTN_UNICAST)
-        .filter(|e| !managed_prefixes.contains(&e.dst))
+        .filter(|e| e.unicast && !managed_prefixes.contains(&e.dst))
         .filter(|e| {
             managed.iter().any(|m| {
-                m.table == TABLE_MAIN
-                    && m.dst.prefix_len() < e.dst.prefix_len()
+                m.dst.prefix_len() < e.dst.prefix_len()
                     && m.dst.contains(&e.dst)
                     && m.metric == e.metric
                     && e.nexthops.iter().any(|n| in_group(m, n))
@@ -229,6 +236,37 @@ pub fn holes(managed: &[Managed], fib: &[FibEntry]) -> Vec<(Ipv4Net, u32)> {
     out.dedup_by_key(|h| h.0);
     out.truncate(MAX_HOLES);
     out
+}
+
+/// [`holes_any`] for the IPv4 routes [`verify`] works on.
+pub fn holes(managed: &[Managed], fib: &[FibEntry]) -> Vec<(Ipv4Net, u32)> {
+    let m: Vec<Span> = managed
+        .iter()
+        .filter(|m| m.table == TABLE_MAIN)
+        .map(|m| Span {
+            dst: IpNet::V4(m.dst),
+            metric: m.metric,
+            unicast: true,
+            nexthops: m.nexthops.clone(),
+        })
+        .collect();
+    let f: Vec<Span> = fib
+        .iter()
+        .filter(|e| e.table == TABLE_MAIN)
+        .map(|e| Span {
+            dst: IpNet::V4(e.dst),
+            metric: e.metric,
+            unicast: e.rtype == RTN_UNICAST,
+            nexthops: e.nexthops.clone(),
+        })
+        .collect();
+    holes_any(&m, &f)
+        .into_iter()
+        .filter_map(|(n, metric)| match n {
+            IpNet::V4(n) => Some((n, metric)),
+            IpNet::V6(_) => None,
+        })
+        .collect()
 }
 
 /// An address of `net` that no more specific managed prefix covers and that an output route
@@ -544,5 +582,28 @@ mod tests {
         via.nexthops = vec![(E1, gw("10.1.0.77"))];
         assert_eq!(holes(&dev, &[via]), vec![(net("10.7.0.0/16"), 0)]);
         assert!(holes(&[], &fib).is_empty());
+    }
+
+    #[test]
+    fn holes_for_ipv6_too() {
+        let g = |s: &str| Some(s.parse::<IpAddr>().expect("address"));
+        let span = |p: &str, metric, nexthops: Vec<(u32, Option<IpAddr>)>| Span {
+            dst: p.parse().expect("prefix"),
+            metric,
+            unicast: true,
+            nexthops,
+        };
+        let ours = vec![(E1, g("2001:db8:1::2")), (E2, g("2001:db8:2::2"))];
+        let m = [span("2001:db8:100::/56", 1024, ours.clone())];
+        let fib = [
+            span("2001:db8:100::/56", 1024, ours.clone()),
+            span("2001:db8:100:7::/64", 1024, vec![(E2, g("2001:db8:2::2"))]),
+            span("2001:db8:100:8::/64", 1, vec![(E2, g("2001:db8:2::2"))]),
+            span("2001:db8:100:9::/64", 1024, vec![(E2, g("2001:db8:2::99"))]),
+        ];
+        assert_eq!(
+            holes_any(&m, &fib),
+            vec![("2001:db8:100:7::/64".parse().expect("prefix"), 1024)]
+        );
     }
 }
