@@ -1199,10 +1199,14 @@ impl Ctx {
         }
         if !att.is_empty() {
             if attach {
-                // verify now, for the report (the end of the invocation verifies again: in a
-                // batch, later lines may change routes without going through run())
+                // verify now, for the report; in a batch the end of the invocation verifies
+                // again (later lines may change routes without going through run()), a lone
+                // attach is done with it
                 if let Some(w) = self.arm() {
                     view.notes.push(w);
+                }
+                if self.opts.batch.is_none() {
+                    self.arm_needed = false;
                 }
             }
             self.sock()?;
