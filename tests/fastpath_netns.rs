@@ -197,6 +197,14 @@ fn attach(r: &Netns, devs: &[&str], mode: &str, peers: &[(&Netns, &str)]) -> Val
         }
     }
     if mode == "xdp" {
+        // how it tells checksums left to offload: from the sender's skb on a veth
+        for x in att.iter().filter(|x| x["mode"] == "xdp") {
+            let why = x["why"].as_str().unwrap_or("");
+            assert!(
+                why.contains("checksum state read from the sender's skb"),
+                "xdp on a veth: {why}"
+            );
+        }
         for (ns, dev) in peers {
             assert!(
                 gro_on(ns, dev),

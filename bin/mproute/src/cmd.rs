@@ -1192,6 +1192,13 @@ impl Ctx {
         let links = crate::dpmode::links(self.sock()?)?;
         let mut view =
             crate::view::DataplaneView::new(&att, &reasons, ignore_linkdown(), &links, notes);
+        for (row, a) in view.attachments.iter_mut().zip(&att) {
+            if a.mode == mpt_bpf::dp::Mode::Xdp {
+                if let Ok(Some(how)) = mpt_bpf::dp::xdp_checksum_handling(a.prog_id) {
+                    row.why = format!("{}; {how}", row.why);
+                }
+            }
+        }
         if let Some(s) = self.store(false)? {
             if let Ok((used, total)) = s.raw().dp_slots_used() {
                 view.counter_slots = Some(crate::view::CounterSlots { used, total });

@@ -263,10 +263,8 @@ fn reuse_state_maps<'a, 'o: 'a>(
     Ok(())
 }
 
-/// Whether the XDP program `prog_id` on `ifindex` was loaded with another MAC address than the
-/// device has now: it then forwards only frames sent to the old address (its `.rodata`
-/// `mpt_if_mac`, see `bpf/dp.bpf.c`). `false` for a program loaded without one.
-pub fn xdp_mac_stale(prog_id: u32, ifindex: u32) -> Result<bool, StateError> {
+/// The load-time constants (`.rodata`) of the dataplane program `prog_id`, if it has them.
+fn loaded_rodata(prog_id: u32) -> Result<Option<crate::skel::dp::types::rodata>, StateError> {
     let (_, ids) = crate::state::prog_name_maps(prog_id)?;
     for id in &ids {
         let Ok(map) = libbpf_rs::MapHandle::from_map_id(*id) else {
@@ -279,21 +277,50 @@ pub fn xdp_mac_stale(prog_id: u32, ifindex: u32) -> Result<bool, StateError> {
             .lookup(&0u32.to_ne_bytes(), libbpf_rs::MapFlags::ANY)
             .map_err(bpf("read the dataplane's .rodata"))?
         else {
-            return Ok(false);
+            return Ok(None);
         };
         type Ro = crate::skel::dp::types::rodata;
         if v.len() < std::mem::size_of::<Ro>() {
-            return Ok(false);
+            return Ok(None);
         }
         // SAFETY: v holds at least size_of::<Ro>() bytes of the section Ro describes (plain
         // integers and arrays, any bit pattern valid); read_unaligned copes with the alignment.
-        let ro: Ro = unsafe { std::ptr::read_unaligned(v.as_ptr().cast::<Ro>()) };
-        if ro.mpt_if_index == 0 || ro.mpt_if_index != ifindex {
-            return Ok(false);
-        }
-        return Ok(ether_addr(ifindex)? != Some(ro.mpt_if_mac));
+        return Ok(Some(unsafe {
+            std::ptr::read_unaligned(v.as_ptr().cast::<Ro>())
+        }));
     }
-    Ok(false)
+    Ok(None)
+}
+
+/// Whether the XDP program `prog_id` on `ifindex` was loaded with another MAC address than the
+/// device has now: it then forwards only frames sent to the old address (its `.rodata`
+/// `mpt_if_mac`, see `bpf/dp.bpf.c`). `false` for a program loaded without one.
+pub fn xdp_mac_stale(prog_id: u32, ifindex: u32) -> Result<bool, StateError> {
+    let Some(ro) = loaded_rodata(prog_id)? else {
+        return Ok(false);
+    };
+    if ro.mpt_if_index == 0 || ro.mpt_if_index != ifindex {
+        return Ok(false);
+    }
+    Ok(ether_addr(ifindex)? != Some(ro.mpt_if_mac))
+}
+
+/// How the native XDP program `prog_id` tells a TCP/UDP checksum left to offload (its load-time
+/// constants, see `mpt_local_stacks` and `mpt_veth_skb` in `bpf/dp.bpf.c`); `None` for generic
+/// XDP, tc or a program without them.
+pub fn xdp_checksum_handling(prog_id: u32) -> Result<Option<&'static str>, StateError> {
+    let Some(ro) = loaded_rodata(prog_id)? else {
+        return Ok(None);
+    };
+    Ok(Some(
+        match (ro.mpt_xdp_generic, ro.mpt_local_stacks, ro.mpt_veth_skb) {
+            (0, 0, _) => "checksums taken as complete (frames from a wire)",
+            (0, _, 2) => "checksum state read from the sender's skb (direct read)",
+            (0, _, 1) => "checksum state read from the sender's skb (probe read)",
+            (0, _, _) => "TCP/UDP checksums verified in software",
+            _ => return Ok(None),
+        },
+    ))
 }
 
 /// Pins of the two drop-counting links of `ifindex` (`bpf/drops.bpf.c`), next to the state's
