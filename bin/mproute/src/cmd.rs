@@ -722,8 +722,12 @@ impl Ctx {
                 }
             }
             if let Some((o, m)) = best {
-                raw.dp_put_route(&crate::state::to_key(o), m.algo.as_u32() as u8, m.group)
-                    .map_err(ctx)?;
+                let (key, algo) = (crate::state::to_key(o), m.algo.as_u32() as u8);
+                // already the best route's, as it should be (most undone lines): leave it
+                if cur.is_some_and(|c| c.id == key && c.algo == algo && c.group == m.group) {
+                    continue;
+                }
+                raw.dp_put_route(&key, algo, m.group).map_err(ctx)?;
             }
         }
         Ok(())

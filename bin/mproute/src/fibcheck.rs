@@ -32,6 +32,8 @@ struct Verified {
     verdicts: Vec<Verdict>,
     /// The dump the verdicts are based on.
     fib: Vec<FibEntry>,
+    /// The holes the trie has (`DPR_F_FOREIGN` entries), from the same reading.
+    holes: Vec<mpt_bpf::abi::MptRouteKey>,
 }
 
 fn key_net(k: &mpt_bpf::abi::MptRouteKey) -> Option<ipnet::Ipv4Net> {
@@ -39,25 +41,41 @@ fn key_net(k: &mpt_bpf::abi::MptRouteKey) -> Option<ipnet::Ipv4Net> {
     ipnet::Ipv4Net::new(a, k.dst_len).ok()
 }
 
+/// The routes of one table of one family (route cache entries left out).
+fn dump_table(
+    sock: &mut Socket,
+    family: Family,
+    table: u32,
+) -> Result<Vec<rmsg::RouteMsg>, Failure> {
+    let fam = match family {
+        Family::V4 => "IPv4",
+        Family::V6 => "IPv6",
+    };
+    let what = format!("list the {fam} routes of table {table}");
+    let payloads = match sock.dump(&rmsg::dump_request(Some(family), Some(table)), &what) {
+        Ok(p) => p,
+        Err(e) if e.errno() == Some(libc::ENOENT) => Vec::new(),
+        Err(e) => return Err(Failure::from(e)),
+    };
+    let mut out = Vec::new();
+    for p in payloads {
+        let Some(m) = rmsg::decode(&p).map_err(|e| Failure::system(format!("{what}: {e}")))? else {
+            continue;
+        };
+        // RTM_F_CLONED: route cache entries are not routes
+        if m.rtm_flags & 0x200 != 0 || m.route.key.table != table {
+            continue;
+        }
+        out.push(m);
+    }
+    Ok(out)
+}
+
 /// The main and local tables' IPv4 entries.
 fn fib4(sock: &mut Socket) -> Result<Vec<FibEntry>, Failure> {
     let mut out = Vec::new();
     for table in [sole::TABLE_MAIN, sole::TABLE_LOCAL] {
-        let what = format!("list the IPv4 routes of table {table}");
-        let payloads = match sock.dump(&rmsg::dump_request(Some(Family::V4), Some(table)), &what) {
-            Ok(p) => p,
-            Err(e) if e.errno() == Some(libc::ENOENT) => Vec::new(),
-            Err(e) => return Err(Failure::from(e)),
-        };
-        for p in payloads {
-            let Some(m) = rmsg::decode(&p).map_err(|e| Failure::system(format!("{what}: {e}")))?
-            else {
-                continue;
-            };
-            // RTM_F_CLONED: route cache entries are not routes
-            if m.rtm_flags & 0x200 != 0 || m.route.key.table != table {
-                continue;
-            }
+        for m in dump_table(sock, Family::V4, table)? {
             let ipnet::IpNet::V4(dst) = m.route.key.dst else {
                 continue;
             };
@@ -83,9 +101,7 @@ fn fib4(sock: &mut Socket) -> Result<Vec<FibEntry>, Failure> {
 
 /// Verify the LPM trie's IPv4 routes against the FIB now (no probes, nothing written).
 fn verify(sock: &mut Socket, raw: &RouteState) -> Result<Verified, Failure> {
-    let routes = raw
-        .dp_routes4()
-        .map_err(|e| fail("read the dataplane's routes", e))?;
+    let (routes, holes) = entries(raw, false)?;
     let mut keys = Vec::new();
     let mut flagged = Vec::new();
     let mut managed = Vec::new();
@@ -113,7 +129,27 @@ fn verify(sock: &mut Socket, raw: &RouteState) -> Result<Verified, Failure> {
         managed,
         verdicts,
         fib,
+        holes,
     })
+}
+
+/// One LPM trie, read once: its managed routes, and the keys of its holes.
+fn entries(
+    raw: &RouteState,
+    v6: bool,
+) -> Result<
+    (
+        Vec<mpt_bpf::abi::MptDpRoute>,
+        Vec<mpt_bpf::abi::MptRouteKey>,
+    ),
+    Failure,
+> {
+    let (holes, routes): (Vec<_>, Vec<_>) = raw
+        .dp_entries(v6)
+        .map_err(|e| fail("read the dataplane's routes", e))?
+        .into_iter()
+        .partition(|r| r.flags & mpt_bpf::abi::DPR_F_FOREIGN != 0);
+    Ok((routes, holes.into_iter().map(|r| r.id).collect()))
 }
 
 /// Look `probe` up as `ip route get PROBE fibmatch` does: whether the kernel's answer is `m`'s
@@ -178,16 +214,6 @@ pub fn arm(
             .map_err(|e| fail("write the FIB generation", e))
     };
     sync_holes6(sock, raw)?;
-    if raw
-        .dp_routes4()
-        .map_err(|e| fail("read the dataplane's routes", e))?
-        .is_empty()
-    {
-        raw.dp_sync_holes(false, &[])
-            .map_err(|e| fail("write the dataplane's routes", e))?;
-        clear(raw)?;
-        return Ok(0);
-    }
     // A change between the two readings (another tool's, a link event) ends the attempt: try
     // again, a few times.
     for _ in 0..3 {
@@ -196,6 +222,10 @@ pub fn arm(
             .map_err(|e| fail("read the FIB generation", e))?;
         let mut v = verify(sock, raw)?;
         sync_holes(raw, &v)?;
+        if v.managed.is_empty() {
+            clear(raw)?;
+            return Ok(0);
+        }
         if before.custom_rules4 {
             for vd in v.verdicts.iter_mut() {
                 *vd = Verdict::Not("the namespace has custom rules".into());
@@ -256,7 +286,7 @@ fn sync_holes(raw: &RouteState, v: &Verified) -> Result<(), Failure> {
             }
         })
         .collect();
-    raw.dp_sync_holes(false, &want)
+    raw.dp_sync_holes(false, &v.holes, &want)
         .map_err(|e| fail("write the dataplane's routes", e))?;
     Ok(())
 }
@@ -290,8 +320,7 @@ fn group_paths(
 /// IPv6: the same holes as [`sync_holes`] (IPv6 routes are never verified, so every managed
 /// IPv6 packet takes the per-packet check, and the holes matter all the more).
 fn sync_holes6(sock: &mut Socket, raw: &RouteState) -> Result<(), Failure> {
-    let ctx = |e| fail("read the dataplane's routes", e);
-    let routes = raw.dp_routes(true).map_err(ctx)?;
+    let (routes, have) = entries(raw, true)?;
     let mut managed = Vec::new();
     for r in routes.iter().filter(|r| r.id.table == sole::TABLE_MAIN) {
         let Ok(dst) = ipnet::Ipv6Net::new(std::net::Ipv6Addr::from(r.id.dst_be), r.id.dst_len)
@@ -305,26 +334,12 @@ fn sync_holes6(sock: &mut Socket, raw: &RouteState) -> Result<(), Failure> {
             nexthops: group_paths(raw, r.group)?,
         });
     }
-    let mut fib = Vec::new();
-    if !managed.is_empty() {
-        let what = "list the IPv6 routes of the main table";
-        let payloads = match sock.dump(
-            &rmsg::dump_request(Some(Family::V6), Some(sole::TABLE_MAIN)),
-            what,
-        ) {
-            Ok(p) => p,
-            Err(e) if e.errno() == Some(libc::ENOENT) => Vec::new(),
-            Err(e) => return Err(Failure::from(e)),
-        };
-        for p in payloads {
-            let Some(m) = rmsg::decode(&p).map_err(|e| Failure::system(format!("{what}: {e}")))?
-            else {
-                continue;
-            };
-            if m.rtm_flags & 0x200 != 0 || m.route.key.table != sole::TABLE_MAIN {
-                continue;
-            }
-            fib.push(sole::Span {
+    let fib: Vec<sole::Span> = if managed.is_empty() {
+        Vec::new()
+    } else {
+        dump_table(sock, Family::V6, sole::TABLE_MAIN)?
+            .into_iter()
+            .map(|m| sole::Span {
                 dst: m.route.key.dst,
                 metric: m.route.key.metric,
                 unicast: m.route.rtype == sole::RTN_UNICAST,
@@ -334,9 +349,9 @@ fn sync_holes6(sock: &mut Socket, raw: &RouteState) -> Result<(), Failure> {
                     .iter()
                     .map(|n| (n.ifindex, n.gateway))
                     .collect(),
-            });
-        }
-    }
+            })
+            .collect()
+    };
     let want: Vec<mpt_bpf::abi::MptRouteKey> = sole::holes_any(&managed, &fib)
         .into_iter()
         .filter_map(|(net, metric)| match net {
@@ -351,7 +366,7 @@ fn sync_holes6(sock: &mut Socket, raw: &RouteState) -> Result<(), Failure> {
             ipnet::IpNet::V4(_) => None,
         })
         .collect();
-    raw.dp_sync_holes(true, &want)
+    raw.dp_sync_holes(true, &have, &want)
         .map_err(|e| fail("write the dataplane's routes", e))?;
     Ok(())
 }

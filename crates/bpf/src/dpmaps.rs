@@ -310,8 +310,8 @@ impl RouteState {
         Ok(true)
     }
 
-    /// Every entry of one LPM trie, holes included.
-    fn lpm_entries(&self, v6: bool) -> Result<Vec<MptDpRoute>, StateError> {
+    /// Every entry of one LPM trie, holes (`DPR_F_FOREIGN`) included.
+    pub fn dp_entries(&self, v6: bool) -> Result<Vec<MptDpRoute>, StateError> {
         let map = self.map(if v6 { "mpt_lpm6" } else { "mpt_lpm4" })?;
         let mut out = Vec::new();
         for k in map.keys() {
@@ -334,29 +334,23 @@ impl RouteState {
 
     /// The managed routes of one family's LPM trie (holes left out).
     pub fn dp_routes(&self, v6: bool) -> Result<Vec<MptDpRoute>, StateError> {
-        let mut v = self.lpm_entries(v6)?;
+        let mut v = self.dp_entries(v6)?;
         v.retain(|r| r.flags & DPR_F_FOREIGN == 0);
         Ok(v)
     }
 
-    /// The holes of one family's LPM trie (see `DPR_F_FOREIGN`).
-    pub fn dp_holes(&self, v6: bool) -> Result<Vec<MptRouteKey>, StateError> {
-        Ok(self
-            .lpm_entries(v6)?
-            .into_iter()
-            .filter(|r| r.flags & DPR_F_FOREIGN != 0)
-            .map(|r| r.id)
-            .collect())
-    }
-
-    /// Make one family's holes exactly `want` (main-table prefixes): stale ones go, missing
-    /// ones are added where the prefix has no entry (a managed route's is never replaced).
-    /// Returns how many holes there are now.
-    pub fn dp_sync_holes(&self, v6: bool, want: &[MptRouteKey]) -> Result<usize, StateError> {
+    /// Make one family's holes exactly `want` (main-table prefixes), given the ones it `have`s
+    /// (from [`RouteState::dp_entries`]): stale ones go, missing ones are added where the prefix
+    /// has no entry (a managed route's is never replaced). Returns how many holes there are now.
+    pub fn dp_sync_holes(
+        &self,
+        v6: bool,
+        have: &[MptRouteKey],
+        want: &[MptRouteKey],
+    ) -> Result<usize, StateError> {
         let same = |a: &MptRouteKey, b: &MptRouteKey| {
             a.dst_len == b.dst_len && a.table == b.table && a.dst_be == b.dst_be
         };
-        let have = self.dp_holes(v6)?;
         let map = self.map(if v6 { "mpt_lpm6" } else { "mpt_lpm4" })?;
         for h in have.iter().filter(|h| !want.iter().any(|w| same(h, w))) {
             match map.delete(Lpm::of(h).bytes()) {
@@ -506,16 +500,10 @@ impl RouteState {
     fn scan_slots(&self) -> Result<Vec<bool>, StateError> {
         let mut used = vec![false; STATS_SLOTS as usize];
         used[0] = true;
-        for name in ["mpt_lpm4", "mpt_lpm6"] {
-            let map = self.map(name)?;
-            for k in map.keys() {
-                let v = map
-                    .lookup(&k, MapFlags::ANY)
-                    .map_err(bpf("read the LPM trie"))?;
-                if let Some(r) = v.and_then(|v| MptDpRoute::from_bytes(&v)) {
-                    if let Some(u) = used.get_mut(usize::from(r.stats_slot)) {
-                        *u = true;
-                    }
+        for v6 in [false, true] {
+            for r in self.dp_entries(v6)? {
+                if let Some(u) = used.get_mut(usize::from(r.stats_slot)) {
+                    *u = true;
                 }
             }
         }
