@@ -85,8 +85,11 @@ enum BenchWhat {
         #[arg(long)]
         zero_udp_checksum: bool,
         /// Leave out the TCP throughput part.
-        #[arg(long)]
+        #[arg(long, conflicts_with = "tcp_only")]
         no_tcp: bool,
+        /// Only the TCP throughput part.
+        #[arg(long)]
+        tcp_only: bool,
     },
 }
 
@@ -130,6 +133,7 @@ fn run(task: Task) -> Result<bool> {
                     threads,
                     zero_udp_checksum,
                     no_tcp,
+                    tcp_only,
                 },
         } => bench::forward::run(&bench::forward::Opts {
             seconds,
@@ -137,6 +141,7 @@ fn run(task: Task) -> Result<bool> {
             threads,
             udp_csum: !zero_udp_checksum,
             tcp: !no_tcp,
+            rate: !tcp_only,
         }),
     }
 }

@@ -36,8 +36,9 @@
 //!   about 60 ns here, included; that is why the rates are taken without them).
 //! - CPU: `/proc/stat` deltas over each case's runs (all CPUs): on veth the whole receive
 //!   chain, R and H2 included, runs on the sending CPU.
-//! - TCP (unless `--no-tcp`): one stream from H1 to H2, default offloads, kernel forwarding
-//!   against mproute auto, xdp-generic and xdp.
+//! - TCP (unless `--no-tcp`; `--tcp-only` runs only this part): one stream from H1 to H2,
+//!   default offloads, kernel forwarding against mproute auto, xdp-generic and xdp, sender and
+//!   receiver pinned to one CPU so that every run has the same split.
 
 use std::collections::BTreeMap;
 use std::fs::File;
@@ -448,12 +449,15 @@ fn open_gen<'o>(
 fn load_gen<'o>(obj: &'o mut MaybeUninit<OpenObject>, spec: &GenSpec) -> Result<GenSkel<'o>> {
     let file = File::open(&spec.ns_path).with_context(|| format!("open {}", spec.ns_path))?;
     setns(&file, CloneFlags::CLONE_NEWNET).with_context(|| format!("setns {}", spec.ns_path))?;
-    let mut cpus = CpuSet::new();
-    cpus.set(spec.cpu)
-        .with_context(|| format!("CPU {}", spec.cpu))?;
-    sched_setaffinity(Pid::from_raw(0), &cpus)
-        .with_context(|| format!("pin the generator thread to CPU {}", spec.cpu))?;
+    pin_this_thread(spec.cpu, "the generator thread")?;
     open_gen(obj, &spec.frame, spec.udp_csum)
+}
+
+/// Pins the calling thread to CPU `cpu`.
+fn pin_this_thread(cpu: usize, what: &str) -> Result<()> {
+    let mut cpus = CpuSet::new();
+    cpus.set(cpu).with_context(|| format!("CPU {cpu}"))?;
+    sched_setaffinity(Pid::from_raw(0), &cpus).with_context(|| format!("pin {what} to CPU {cpu}"))
 }
 
 /// One generator thread: enter H1, load, wait for the others, then send until `stop`.
@@ -970,6 +974,12 @@ fn print_results(
     all_flowed
 }
 
+/// CPU of the TCP sender and receiver. Left to the scheduler, they were sometimes apart and
+/// sometimes together, and runs ranged over 2× (11.6–24.5 Gbit/s); pinned apart they moved
+/// ~9 Gbit/s, pinned together ~14. Together, the whole path runs on one CPU, as in the packet
+/// rate figures, so the figure is the CPU time per byte of each router.
+const TCP_CPU: usize = 0;
+
 /// One TCP stream H1 → H2 through R for `seconds`, from hosts with default offloads; returns
 /// Gbit/s received by H2.
 fn tcp_stream(topo: &Topology, seconds: u32) -> Result<f64> {
@@ -980,6 +990,7 @@ fn tcp_stream(topo: &Topology, seconds: u32) -> Result<f64> {
     })?;
     let dur = std::time::Duration::from_secs(u64::from(seconds));
     let server = std::thread::spawn(move || -> Result<u64> {
+        pin_this_thread(TCP_CPU, "the TCP receiver")?;
         let (mut c, _) = listener.accept().context("accept in H2")?;
         let mut buf = vec![0u8; 1 << 16];
         let mut total = 0u64;
@@ -993,6 +1004,7 @@ fn tcp_stream(topo: &Topology, seconds: u32) -> Result<f64> {
     });
     let start = std::time::Instant::now();
     let sent = std::thread::spawn(move || -> Result<()> {
+        pin_this_thread(TCP_CPU, "the TCP sender")?;
         let mut s = on_this_thread_in(&h1, || {
             std::net::TcpStream::connect_timeout(
                 &"10.20.0.2:5201".parse().context("address")?,
@@ -1046,7 +1058,10 @@ fn tcp_figures(bin: &Path, seconds: u32, runs: u32) -> Result<()> {
         }
     }
     println!();
-    println!("TCP, one stream H1 → H2, hosts with default offloads, {runs} runs × {seconds} s:");
+    println!(
+        "TCP, one stream H1 → H2, hosts with default offloads, {runs} runs × {seconds} s, \
+         sender and receiver on CPU {TCP_CPU}:"
+    );
     let kernel = crate::bench::median(&results[0].1);
     for (name, v) in &results {
         let med = crate::bench::median(v);
@@ -1076,17 +1091,20 @@ pub struct Opts {
     pub udp_csum: bool,
     /// Also measure TCP throughput.
     pub tcp: bool,
+    /// Measure the packet rate (`false`: TCP only).
+    pub rate: bool,
 }
 
 /// `cargo xtask bench forward [--seconds S] [--runs K] [--threads T] [--zero-udp-checksum]
-/// [--no-tcp]`; `Ok(false)`: some run delivered nothing.
+/// [--no-tcp | --tcp-only]`; `Ok(false)`: some run delivered nothing.
 pub fn run(o: &Opts) -> Result<bool> {
     let Opts {
         seconds,
         runs,
         threads,
-        udp_csum,
         tcp,
+        rate,
+        ..
     } = *o;
     util::require_root("bench forward")?;
     ensure!(
@@ -1099,8 +1117,23 @@ pub fn run(o: &Opts) -> Result<bool> {
     let bin: PathBuf = util::target_dir(&root).join("release/mproute");
     ensure!(bin.is_file(), "{} not found after the build", bin.display());
     netns::sweep_stale();
-    install_sigusr1()?;
+    let ok = if rate { packet_rate(&bin, o)? } else { true };
+    if tcp {
+        tcp_figures(&bin, seconds, runs)?;
+    }
+    Ok(ok)
+}
 
+/// The packet-rate part of `run`; `Ok(false)`: some run delivered nothing.
+fn packet_rate(bin: &Path, o: &Opts) -> Result<bool> {
+    let Opts {
+        seconds,
+        runs,
+        threads,
+        udp_csum,
+        ..
+    } = *o;
+    install_sigusr1()?;
     let topo = Topology::build()?;
     check_gen(
         &frame(topo.h1_eth0.mac, topo.vin.mac, MANAGED_DST, udp_csum),
@@ -1129,7 +1162,7 @@ pub fn run(o: &Opts) -> Result<bool> {
             .context("put R's vout into the minimal forwarder's devmap")
     })?;
     let mproute = Mproute {
-        bin: &bin,
+        bin,
         ns: topo.r.name(),
     };
     mproute
@@ -1180,9 +1213,6 @@ pub fn run(o: &Opts) -> Result<bool> {
     // The packet-rate topology (its sink on H2 drops everything) goes before the TCP one.
     let _ = bench;
     drop(topo);
-    if tcp {
-        tcp_figures(&bin, seconds, runs)?;
-    }
     Ok(ok)
 }
 
