@@ -1114,8 +1114,11 @@ static __always_inline int decide(void *ctx, struct xdp_md *xdp, struct pkt *p,
 	}
 csum_done:
 	rt = lookup_route(p);
-	/* a hole in a managed prefix (another owner's route there) is not ours */
-	if (rt && (rt->flags & MPT_DPR_F_FOREIGN))
+	/*
+	 * a hole in a managed prefix (another owner's route there), or a managed
+	 * route the kernel no longer has as installed: the kernel decides
+	 */
+	if (rt && (rt->flags & (MPT_DPR_F_FOREIGN | MPT_DPR_F_DRIFT)))
 		rt = 0;
 	if (!rt)
 		return mpt_fastpath ? fast_path(ctx, p, fib, neigh) : -MPT_R_NO_ROUTE;

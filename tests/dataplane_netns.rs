@@ -632,6 +632,193 @@ fn a_foreign_route_inside_a_managed_prefix_is_left_to_the_kernel() {
     );
 }
 
+/// A managed route replaced with ip route behind mproute's back (other nexthops): from the next
+/// verification (any mproute change) its packets are the kernel's, `show` says nothing enforces
+/// it and `get` refuses; `sync` then takes the FIB's nexthops with the algorithm kept (protocol
+/// mproute) or forgets the route (another protocol). Oracle: AF_PACKET counters at the nexthops.
+#[test]
+fn a_route_changed_behind_our_back_is_left_to_the_kernel_until_sync_settles_it() {
+    require_root();
+    let t = setup("drift", "l4-hash", [1, 1, 1, 1], "tc");
+    let flows = traffic::flows(64, false, 37000);
+    let used = |seen: &[Vec<u64>]| -> Vec<u64> { sum_per_nexthop(&[seen.to_vec()]) };
+    let spread = used(&run_flows(&t, &flows, 1, false));
+    assert!(
+        spread.iter().filter(|n| **n > 0).count() >= 3,
+        "l4-hash spreads the flows: {spread:?}"
+    );
+    let (nh0, nh1, nh3) = (
+        FourPaths::nexthop_v4(0),
+        FourPaths::nexthop_v4(1),
+        FourPaths::nexthop_v4(3),
+    );
+    let (d0, d1, d3) = (FourPaths::dev(0), FourPaths::dev(1), FourPaths::dev(3));
+    t.r.ip_ok(&[
+        "route",
+        "replace",
+        "198.51.100.0/24",
+        "proto",
+        "245",
+        "nexthop",
+        "via",
+        &nh0,
+        "dev",
+        &d0,
+        "nexthop",
+        "via",
+        &nh1,
+        "dev",
+        &d1,
+    ]);
+    // Any mproute change verifies the dataplane's routes: here an unrelated one.
+    mp_ok(&t.r, &["add", "203.0.113.0/24", "via", &nh3, "dev", &d3]);
+    let kernel = used(&run_flows(&t, &flows, 1, false));
+    assert_eq!(
+        (kernel[0] + kernel[1], kernel[2] + kernel[3]),
+        (64, 0),
+        "only the kernel's two nexthops: {kernel:?}"
+    );
+    let row = &mp_json(&t.r, &["show", "198.51.100.0/24"])[0];
+    assert_eq!(
+        (&row["managed"], &row["enforced_by"]),
+        (&Value::Bool(true), &Value::from("none")),
+        "{row}"
+    );
+    let out = mp(&t.r, &["get", "198.51.100.1"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.code() == Some(2) && err.contains("no longer the one mproute installed"),
+        "get: {err}"
+    );
+    let s = mp_json(&t.r, &["sync"]);
+    assert!(
+        s["actions"].as_array().is_some_and(|a| a
+            .iter()
+            .any(|a| a["action"] == "updated" && a["dst"] == "198.51.100.0/24")),
+        "{s}"
+    );
+    let row = &mp_json(&t.r, &["show", "198.51.100.0/24"])[0];
+    assert_eq!(
+        (&row["algo"], &row["enforced_by"]),
+        (&Value::from("l4-hash"), &Value::from("tc")),
+        "{row}"
+    );
+    let two = used(&run_flows(&t, &flows, 1, false));
+    assert!(
+        two[0] > 0 && two[1] > 0 && two[2] + two[3] == 0,
+        "l4-hash over the FIB's two nexthops: {two:?}"
+    );
+    // Another protocol: not mproute's route any more.
+    t.r.ip_ok(&[
+        "route",
+        "replace",
+        "198.51.100.0/24",
+        "via",
+        &nh3,
+        "dev",
+        &d3,
+    ]);
+    let s = mp_json(&t.r, &["sync"]);
+    assert!(
+        s["actions"].as_array().is_some_and(|a| a
+            .iter()
+            .any(|a| a["action"] == "forgotten" && a["dst"] == "198.51.100.0/24")),
+        "{s}"
+    );
+    let row = &mp_json(&t.r, &["show", "198.51.100.0/24"])[0];
+    assert_eq!(row["managed"], false, "{row}");
+    assert_eq!(used(&run_flows(&t, &flows, 1, false)), vec![0, 0, 0, 64]);
+}
+
+/// `show` tells what the dataplane enforces route by route: a route of another table (the
+/// dataplane looks up the main table) and a protocol-mproute route added with ip route (not in
+/// the state until sync adopts it) are not; `replace` installs the route as given (no `algo`:
+/// l3-hash) and a route with other nexthops counts from zero.
+#[test]
+fn show_tells_route_by_route_what_the_dataplane_enforces() {
+    require_root();
+    let t = setup("enf", "per-packet", [1, 1, 1, 1], "tc");
+    let (nh0, nh1, nh2) = (
+        FourPaths::nexthop_v4(0),
+        FourPaths::nexthop_v4(1),
+        FourPaths::nexthop_v4(2),
+    );
+    let (d0, d1, d2) = (FourPaths::dev(0), FourPaths::dev(1), FourPaths::dev(2));
+    t.r.ip_ok(&[
+        "route",
+        "add",
+        "192.0.2.0/24",
+        "proto",
+        "245",
+        "via",
+        &nh0,
+        "dev",
+        &d0,
+    ]);
+    mp_ok(
+        &t.r,
+        &[
+            "add",
+            "198.18.5.0/24",
+            "table",
+            "100",
+            "algo",
+            "per-packet",
+            "nexthop",
+            "via",
+            &nh0,
+            "dev",
+            &d0,
+            "nexthop",
+            "via",
+            &nh1,
+            "dev",
+            &d1,
+        ],
+    );
+    let show = |args: &[&str]| mp_json(&t.r, args)[0].clone();
+    let orphan = show(&["show", "192.0.2.0/24"]);
+    assert_eq!(
+        (&orphan["managed"], &orphan["algo"], &orphan["enforced_by"]),
+        (&Value::Bool(false), &Value::Null, &Value::Null),
+        "{orphan}"
+    );
+    let other_table = show(&["show", "198.18.5.0/24", "table", "100"]);
+    assert_eq!(other_table["enforced_by"], "none", "{other_table}");
+    assert_eq!(show(&["show", "198.51.100.0/24"])["enforced_by"], "tc");
+
+    let flows = traffic::flows(8, false, 38000);
+    run_flows(&t, &flows, 4, false);
+    let counted = show(&["-s", "show", "198.51.100.0/24"]);
+    let packets = |row: &Value| -> Vec<u64> {
+        row["nexthops"]
+            .as_array()
+            .map(|a| a.iter().filter_map(|n| n["packets"].as_u64()).collect())
+            .unwrap_or_default()
+    };
+    assert!(packets(&counted).iter().sum::<u64>() > 0, "{counted}");
+    mp_ok(
+        &t.r,
+        &[
+            "replace",
+            "198.51.100.0/24",
+            "nexthop",
+            "via",
+            &nh1,
+            "dev",
+            &d1,
+            "nexthop",
+            "via",
+            &nh2,
+            "dev",
+            &d2,
+        ],
+    );
+    let replaced = show(&["-s", "show", "198.51.100.0/24"]);
+    assert_eq!(replaced["algo"], "l3-hash", "{replaced}");
+    assert_eq!(packets(&replaced), vec![0, 0], "{replaced}");
+}
+
 fn csum(b: &[u8]) -> u16 {
     let mut s: u32 = 0;
     for c in b.chunks(2) {

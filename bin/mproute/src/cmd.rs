@@ -287,8 +287,9 @@ impl Ctx {
             None
         } else {
             let old = store.get(&r.key)?;
-            // An algorithm not typed on replace/change/append keeps the route's current one.
-            if !r.algo_given {
+            // replace and change install the route as given, as ip route does (no algo: the
+            // default, l3-hash); append adds nexthops to a route and keeps its algorithm.
+            if !r.algo_given && spec.verb == Verb::Append {
                 new_state.algo = old.map_or(Algo::L3Hash, |m| m.algo);
             }
             if matches!(spec.verb, Verb::Replace | Verb::Change) {
@@ -481,6 +482,16 @@ impl Ctx {
     }
 
     fn settle_ok(&mut self, p: Pending) -> Result<Output, Failure> {
+        // The same route with other nexthops (another group): its per-nexthop counters, kept
+        // by position, would be the old nexthops' ones.
+        let key = crate::state::to_key(&p.key);
+        if p.old_lpm.is_some_and(|o| o.id == key && o.group != p.group) {
+            if let Some(s) = self.store(false)? {
+                s.raw()
+                    .dp_reset_stats(&key)
+                    .map_err(|e| crate::state::fail("reset the route's counters", e))?;
+            }
+        }
         let needs_kernel_view =
             p.verb == Verb::Append || p.route.nexthops.iter().any(|n| n.ifindex == 0);
         if needs_kernel_view {
@@ -1031,6 +1042,39 @@ impl Ctx {
         })
     }
 
+    /// Who enforces one managed route, given who enforces the namespace's (`enforced`): the
+    /// dataplane only for a main-table route whose LPM entry is its own (not shadowed by a lower
+    /// metric) and not set aside as drifted from the kernel's route.
+    fn route_enforced_by(
+        &mut self,
+        enforced: &'static str,
+        k: &RouteKey,
+    ) -> Result<&'static str, Failure> {
+        if !matches!(enforced, "xdp" | "tc") {
+            return Ok(enforced);
+        }
+        if k.table != mpt_model::sole::TABLE_MAIN {
+            return Ok("none");
+        }
+        let Some(s) = self.store(false)? else {
+            return Ok("none");
+        };
+        let key = crate::state::to_key(k);
+        let e = s
+            .raw()
+            .dp_get_route(&key)
+            .map_err(|e| crate::state::fail("read the dataplane's routes", e))?;
+        Ok(match e {
+            Some(e)
+                if e.id == key
+                    && e.flags & (mpt_bpf::abi::DPR_F_DRIFT | mpt_bpf::abi::DPR_F_FOREIGN) == 0 =>
+            {
+                enforced
+            }
+            _ => "none",
+        })
+    }
+
     fn get(&mut self, args: &[String]) -> Result<Output, Failure> {
         let g = parse::parse_get(args).map_err(|e| Failure::usage(format!("get: {e}")))?;
         let table = resolve::table(g.table.as_deref())?;
@@ -1051,6 +1095,15 @@ impl Ctx {
         let seed = raw.meta().map_err(ctx)?.hash_seed;
         let key = crate::state::from_key(&rt.id)
             .ok_or_else(|| Failure::system(format!("{what}: unreadable route key")))?;
+        if rt.flags & mpt_bpf::abi::DPR_F_DRIFT != 0 {
+            return Err(Failure::system(format!(
+                "{what}: the kernel's route {} (metric {}) is no longer the one mproute installed, \
+                 so the kernel forwards it",
+                key.dst, key.metric
+            ))
+            .hint("\"mproute sync\" takes its nexthops from the FIB or forgets it"));
+        }
+        let enforced = self.route_enforced_by(enforced, &key)?;
         let algo = Algo::from_u32(u32::from(rt.algo)).unwrap_or_default();
         let src = g.src.unwrap_or(match g.dst {
             std::net::IpAddr::V4(_) => std::net::IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED),
@@ -1275,14 +1328,20 @@ impl Ctx {
                 if m.is_some() {
                     r.algo = m.map(|m| m.algo);
                 }
-                let is_managed = m.is_some() || r.protocol == MPROUTE_PROTO;
+                // Managed: in mproute's state. A protocol-mproute route that is not (added
+                // with ip route, or left by a lost state) is not, until sync adopts it.
+                let is_managed = m.is_some();
                 if let Some(a) = f.algo {
                     if !is_managed || r.algo.unwrap_or_default() != a {
                         continue;
                     }
                 }
-                let mut row =
-                    RouteRow::new(&r, is_managed, is_managed.then_some(enforced), &mut ifname);
+                let by = if is_managed {
+                    Some(self.route_enforced_by(enforced, &r.key)?)
+                } else {
+                    None
+                };
+                let mut row = RouteRow::new(&r, is_managed, by, &mut ifname);
                 if self.opts.stats && m.is_some() {
                     if let Some(s) = self.store(false)? {
                         let st = s
@@ -1387,15 +1446,40 @@ impl Ctx {
             });
         }
         let all = dump(self.sock()?, None, None)?;
-        let fib_keys: HashSet<RouteKey> = all.iter().map(|r| r.key).collect();
+        let fib: HashMap<RouteKey, &Route> = all.iter().map(|r| (r.key, r)).collect();
+        // Routes whose kernel route changed behind mproute's back with protocol mproute: taken
+        // again below from the FIB, with the algorithm they had.
+        let mut retake: HashMap<RouteKey, Algo> = HashMap::new();
         if let Some(s) = self.store(false)? {
-            for (k, _) in s.all()? {
-                if !fib_keys.contains(&k) {
+            for (k, m) in s.all()? {
+                let Some(r) = fib.get(&k) else {
                     forget_in(s, &k, true)?;
                     rows.push(action(
                         "forgotten",
                         &k,
                         "route was deleted behind mproute's back",
+                    ));
+                    continue;
+                };
+                if r.nh_id.is_some() {
+                    continue;
+                }
+                let ours = crate::fibcheck::group_paths(s.raw(), m.group)?;
+                let kernel: Vec<_> = r.nexthops.iter().map(|n| (n.ifindex, n.gateway)).collect();
+                let Some(why) = mpt_model::sole::paths_differ(&ours, &kernel) else {
+                    continue;
+                };
+                forget_in(s, &k, true)?;
+                if r.protocol == MPROUTE_PROTO {
+                    retake.insert(k, m.algo);
+                } else {
+                    rows.push(action(
+                        "forgotten",
+                        &k,
+                        &format!(
+                            "route was replaced behind mproute's back (protocol {}): {why}",
+                            names::proto_name(r.protocol)
+                        ),
                     ));
                 }
             }
@@ -1408,6 +1492,8 @@ impl Ctx {
                 .ok_or_else(|| Failure::system("sync: cannot create mproute state"))?;
             for r in orphans {
                 if s.get(&r.key)?.is_none() {
+                    let retaken = retake.get(&r.key).copied();
+                    let algo = retaken.unwrap_or(Algo::L3Hash);
                     let raw = s.raw();
                     let ctx = |e| crate::state::fail("write dataplane state", e);
                     let group = match r.nh_id {
@@ -1416,25 +1502,32 @@ impl Ctx {
                     };
                     raw.dp_put_group(group, &dp_nexthops(&r.nexthops))
                         .map_err(ctx)?;
-                    raw.dp_put_route(
-                        &crate::state::to_key(&r.key),
-                        Algo::L3Hash.as_u32() as u8,
-                        group,
-                    )
-                    .map_err(ctx)?;
+                    raw.dp_put_route(&crate::state::to_key(&r.key), algo.as_u32() as u8, group)
+                        .map_err(ctx)?;
                     s.put(
                         &r.key,
                         Managed {
-                            algo: Algo::L3Hash,
+                            algo,
                             nh_count: r.nexthops.len().min(255) as u8,
                             group,
                         },
                     )?;
-                    rows.push(action(
-                        "adopted",
-                        &r.key,
-                        "protocol mproute but not in state (algorithm l3-hash)",
-                    ));
+                    rows.push(match retaken {
+                        Some(a) => action(
+                            "updated",
+                            &r.key,
+                            &format!(
+                                "nexthops changed behind mproute's back: taken from the FIB \
+                                 (algorithm {} kept)",
+                                a.name()
+                            ),
+                        ),
+                        None => action(
+                            "adopted",
+                            &r.key,
+                            "protocol mproute but not in state (algorithm l3-hash)",
+                        ),
+                    });
                 }
             }
         }

@@ -222,6 +222,7 @@ pub fn arm(
             .map_err(|e| fail("read the FIB generation", e))?;
         let mut v = verify(sock, raw)?;
         sync_holes(raw, &v)?;
+        sync_drift4(raw, &v)?;
         if v.managed.is_empty() {
             clear(raw)?;
             return Ok(0);
@@ -291,8 +292,26 @@ fn sync_holes(raw: &RouteState, v: &Verified) -> Result<(), Failure> {
     Ok(())
 }
 
+/// Flag the managed IPv4 routes whose kernel route is gone or has other paths
+/// ([`sole::drift`]): the dataplane leaves their packets to the kernel. Clear the others.
+fn sync_drift4(raw: &RouteState, v: &Verified) -> Result<(), Failure> {
+    for (k, m) in v.keys.iter().zip(&v.managed) {
+        let why = if m.table == sole::TABLE_MAIN {
+            let own = v.fib.iter().find(|e| {
+                e.dst == m.dst && e.table == sole::TABLE_MAIN && e.metric == m.metric && e.tos == 0
+            });
+            sole::drift(&m.nexthops, own.map(|e| (&e.nexthops[..], e.nh_object)))
+        } else {
+            None
+        };
+        raw.dp_set_drift(k, why.is_some())
+            .map_err(|e| fail("write the dataplane's routes", e))?;
+    }
+    Ok(())
+}
+
 /// The paths of a dataplane group: (device, gateway).
-fn group_paths(
+pub(crate) fn group_paths(
     raw: &RouteState,
     group: u32,
 ) -> Result<Vec<(u32, Option<std::net::IpAddr>)>, Failure> {
@@ -317,6 +336,11 @@ fn group_paths(
     .unwrap_or_default())
 }
 
+/// A kernel route's paths: (device, gateway).
+fn paths(r: &mpt_model::route::Route) -> Vec<(u32, Option<std::net::IpAddr>)> {
+    r.nexthops.iter().map(|n| (n.ifindex, n.gateway)).collect()
+}
+
 /// IPv6: the same holes as [`sync_holes`] (IPv6 routes are never verified, so every managed
 /// IPv6 packet takes the per-packet check, and the holes matter all the more).
 fn sync_holes6(sock: &mut Socket, raw: &RouteState) -> Result<(), Failure> {
@@ -334,24 +358,34 @@ fn sync_holes6(sock: &mut Socket, raw: &RouteState) -> Result<(), Failure> {
             nexthops: group_paths(raw, r.group)?,
         });
     }
-    let fib: Vec<sole::Span> = if managed.is_empty() {
+    let dumped = if managed.is_empty() {
         Vec::new()
     } else {
         dump_table(sock, Family::V6, sole::TABLE_MAIN)?
-            .into_iter()
-            .map(|m| sole::Span {
-                dst: m.route.key.dst,
-                metric: m.route.key.metric,
-                unicast: m.route.rtype == sole::RTN_UNICAST,
-                nexthops: m
-                    .route
-                    .nexthops
-                    .iter()
-                    .map(|n| (n.ifindex, n.gateway))
-                    .collect(),
-            })
-            .collect()
     };
+    // drift, as for IPv4 (sync_drift4)
+    for (r, span) in routes
+        .iter()
+        .filter(|r| r.id.table == sole::TABLE_MAIN)
+        .zip(&managed)
+    {
+        let own = dumped
+            .iter()
+            .find(|m| m.route.key.dst == span.dst && m.route.key.metric == span.metric)
+            .map(|m| (paths(&m.route), m.route.nh_id.is_some()));
+        let why = sole::drift(&span.nexthops, own.as_ref().map(|(p, obj)| (&p[..], *obj)));
+        raw.dp_set_drift(&r.id, why.is_some())
+            .map_err(|e| fail("write the dataplane's routes", e))?;
+    }
+    let fib: Vec<sole::Span> = dumped
+        .into_iter()
+        .map(|m| sole::Span {
+            dst: m.route.key.dst,
+            metric: m.route.key.metric,
+            unicast: m.route.rtype == sole::RTN_UNICAST,
+            nexthops: paths(&m.route),
+        })
+        .collect();
     let want: Vec<mpt_bpf::abi::MptRouteKey> = sole::holes_any(&managed, &fib)
         .into_iter()
         .filter_map(|(net, metric)| match net {

@@ -80,6 +80,14 @@ struct mpt_dp_route {
  * stats_slot are 0.
  */
 #define MPT_DPR_F_FOREIGN 0x2
+/*
+ * DRIFT: a managed route whose kernel route is no longer what mproute
+ * installed (deleted, or its nexthops changed with ip route): the dataplane
+ * treats its destinations as unmanaged (the kernel FIB decides) until the
+ * route is written again or mproute sync settles it. Set and cleared by the
+ * verification at the end of every mproute change, attach and watch tick.
+ */
+#define MPT_DPR_F_DRIFT 0x4
 
 /* One nexthop of a group. */
 struct mpt_nh {

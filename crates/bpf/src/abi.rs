@@ -21,7 +21,7 @@ use core::mem::{offset_of, size_of};
 use crate::skel::state::types as btf;
 
 /// `MPT_ABI_VERSION`: layout version of every struct in this module.
-pub const ABI_VERSION: u32 = 6;
+pub const ABI_VERSION: u32 = 7;
 /// `MPT_MAX_ROUTES`: `max_entries` of the `mpt_routes` map.
 pub const MAX_ROUTES: u32 = 1 << 20;
 
@@ -68,6 +68,9 @@ pub const DPR_F_SOLE: u8 = 0x1;
 /// `MPT_DPR_F_FOREIGN`: the LPM entry is a hole, another owner's route inside a managed prefix
 /// (the dataplane leaves its destinations to the kernel FIB).
 pub const DPR_F_FOREIGN: u8 = 0x2;
+/// `MPT_DPR_F_DRIFT`: a managed route whose kernel route is no longer the one mproute installed
+/// (gone, or other nexthops): the dataplane leaves its destinations to the kernel FIB.
+pub const DPR_F_DRIFT: u8 = 0x4;
 
 /// `struct mpt_route_key`: key of the `mpt_routes` hash map.
 #[repr(C)]

@@ -21,7 +21,7 @@ use libbpf_rs::{MapCore, MapFlags, MapHandle};
 
 use crate::abi::{
     MptDpRoute, MptGroup, MptLpm4Key, MptLpm6Key, MptNh, MptRouteKey, MptRouteStats, AF_INET,
-    AF_INET6, DPR_F_FOREIGN, DPR_F_SOLE, MAX_NH, STATS_SLOTS,
+    AF_INET6, DPR_F_DRIFT, DPR_F_FOREIGN, DPR_F_SOLE, MAX_NH, STATS_SLOTS,
 };
 use crate::state::{RouteState, StateError};
 
@@ -286,9 +286,32 @@ impl RouteState {
         Ok(old)
     }
 
+    /// Start the route's counters again from zero (its nexthops changed: the per-nexthop
+    /// counters are by position in the group).
+    pub fn dp_reset_stats(&self, key: &MptRouteKey) -> Result<(), StateError> {
+        if let Some(cur) = self.dp_get_route(key)? {
+            if cur.id == *key && cur.stats_slot != 0 {
+                self.slot_zero(cur.stats_slot)?;
+            }
+        }
+        // absent when the route counts in its slot only
+        let _ = self.map("mpt_stats")?.delete(key.as_bytes());
+        Ok(())
+    }
+
     /// Set or clear `DPR_F_SOLE` on the route's LPM entry, if the entry is this route's.
     /// Returns whether it was.
     pub fn dp_set_sole(&self, key: &MptRouteKey, sole: bool) -> Result<bool, StateError> {
+        self.dp_set_flag(key, DPR_F_SOLE, sole)
+    }
+
+    /// Set or clear `DPR_F_DRIFT` on the route's LPM entry, if the entry is this route's.
+    /// Returns whether it was.
+    pub fn dp_set_drift(&self, key: &MptRouteKey, drift: bool) -> Result<bool, StateError> {
+        self.dp_set_flag(key, DPR_F_DRIFT, drift)
+    }
+
+    fn dp_set_flag(&self, key: &MptRouteKey, flag: u8, on: bool) -> Result<bool, StateError> {
         let l = Lpm::of(key);
         let Some(mut cur) = self.dp_get_route(key)? else {
             return Ok(false);
@@ -296,10 +319,10 @@ impl RouteState {
         if cur.id != *key {
             return Ok(false);
         }
-        let want = if sole {
-            cur.flags | DPR_F_SOLE
+        let want = if on {
+            cur.flags | flag
         } else {
-            cur.flags & !DPR_F_SOLE
+            cur.flags & !flag
         };
         if want != cur.flags {
             cur.flags = want;

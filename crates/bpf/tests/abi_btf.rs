@@ -553,6 +553,10 @@ fn dp_header_constants_match_rust() {
         u64::from(abi::DPR_F_FOREIGN)
     );
     assert_eq!(
+        header_define("MPT_DPR_F_DRIFT"),
+        u64::from(abi::DPR_F_DRIFT)
+    );
+    assert_eq!(
         header_define("MPT_META_F_FIB4_GEN"),
         u64::from(abi::META_F_FIB4_GEN)
     );

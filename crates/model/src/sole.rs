@@ -174,16 +174,49 @@ fn own_entry_problem(m: &Managed, e: &FibEntry) -> Option<String> {
     if e.nexthops.is_empty() {
         return Some("the kernel's route has no nexthops".into());
     }
-    if let Some(n) = e.nexthops.iter().find(|n| !m.nexthops.contains(n)) {
-        let dev = n.0;
-        return Some(match n.1 {
-            Some(gw) => {
-                format!("the kernel's route has nexthop via {gw} (ifindex {dev}), not ours")
-            }
-            None => format!("the kernel's route has nexthop dev ifindex {dev}, not ours"),
-        });
+    paths_differ(&m.nexthops, &e.nexthops)
+}
+
+/// One path of a route: (device, gateway).
+pub type Path = (u32, Option<IpAddr>);
+
+/// A path for a message: `via GW (ifindex N)` or `dev ifindex N`.
+fn path_text(n: &Path) -> String {
+    match n.1 {
+        Some(gw) => format!("via {gw} (ifindex {})", n.0),
+        None => format!("dev ifindex {}", n.0),
+    }
+}
+
+/// How the kernel's route's paths differ from the dataplane group's (compared as sets: the
+/// order and the weights do not matter), if they do.
+pub fn paths_differ(ours: &[Path], kernel: &[Path]) -> Option<String> {
+    if let Some(n) = kernel.iter().find(|n| !ours.contains(n)) {
+        return Some(format!(
+            "the kernel's route has nexthop {}, not ours",
+            path_text(n)
+        ));
+    }
+    if let Some(n) = ours.iter().find(|n| !kernel.contains(n)) {
+        return Some(format!(
+            "the kernel's route lacks our nexthop {}",
+            path_text(n)
+        ));
     }
     None
+}
+
+/// Whether a managed route has drifted from the kernel's: its own FIB entry (same prefix,
+/// table and metric; `None`: there is none) is gone, or has other paths than the dataplane's
+/// group. Such a route is not the managed route any more, whoever changed it: the dataplane
+/// leaves its packets to the kernel. Entries with a nexthop object (no paths in a dump) are
+/// not compared.
+pub fn drift(ours: &[Path], kernel: Option<(&[Path], bool)>) -> Option<String> {
+    match kernel {
+        None => Some("not in the kernel's FIB".into()),
+        Some((_, true)) => None,
+        Some((paths, false)) => paths_differ(ours, paths),
+    }
 }
 
 /// Most "holes" the dataplane's LPM trie takes (see [`holes`]).
@@ -479,15 +512,37 @@ mod tests {
             fib.push(e);
             not(&verify(std::slice::from_ref(&m), &fib)[0], what);
         }
-        // a subset of our nexthops (one path of the group gone from the kernel's route) is fine
+        // a subset of our nexthops (ip route replace with fewer paths) is not ours any more
         let mut fib = base();
         fib.push(FibEntry {
             nexthops: vec![(E2, gw("10.2.0.2"))],
             ..entry("198.18.0.0/24", TABLE_MAIN, 0)
         });
-        assert!(verify(std::slice::from_ref(&m), &fib)[0].is_sole());
+        not(
+            &verify(std::slice::from_ref(&m), &fib)[0],
+            "lacks our nexthop",
+        );
         let other_table = Managed { table: 100, ..m };
         not(&verify(&[other_table], &fib)[0], "main table");
+    }
+
+    #[test]
+    fn drift_is_a_gone_route_or_other_paths_in_any_order() {
+        let ours = nhs();
+        let mut reversed = nhs();
+        reversed.reverse();
+        assert_eq!(drift(&ours, Some((&reversed, false))), None);
+        // a nexthop object's paths are not in the dump: not compared
+        assert_eq!(drift(&ours, Some((&[], true))), None);
+        let gone = drift(&ours, None).unwrap_or_default();
+        assert!(gone.contains("not in the kernel's FIB"), "{gone}");
+        let fewer = drift(&ours, Some((&ours[..1], false))).unwrap_or_default();
+        assert!(fewer.contains("lacks our nexthop via"), "{fewer}");
+        let other = vec![ours[0], (E1, gw("10.1.0.99"))];
+        let why = drift(&ours, Some((&other, false))).unwrap_or_default();
+        assert!(why.contains("has nexthop via 10.1.0.99"), "{why}");
+        let more = vec![ours[0], ours[1], (E2, gw("10.2.0.9"))];
+        assert!(drift(&ours, Some((&more, false))).is_some());
     }
 
     #[test]
