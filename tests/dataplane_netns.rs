@@ -1231,4 +1231,25 @@ fn dataplane_watch_verifies_again_after_foreign_changes() {
             .is_some_and(|s| s.contains("inside it")),
         "{v}"
     );
+
+    // IPv6 (the IPv4 generation does not move): a route with the managed route's metric and
+    // one of its gateways (link 3: the flap took link 1's IPv6 address) inside its prefix, which the per-packet check cannot tell from it;
+    // the watcher verifies again on the kernel's notification and enters the hole
+    t.r.ip_ok(&[
+        "-6",
+        "route",
+        "add",
+        "2001:db8:100::/80",
+        "via",
+        &FourPaths::nexthop_v6(3),
+        "dev",
+        &FourPaths::dev(3),
+    ]);
+    w.next("after an IPv6 route");
+    let flows6 = traffic::flows(64, true, 39000);
+    assert_eq!(
+        sum_per_nexthop(&[run_flows(&t, &flows6, 1, false)]),
+        vec![0, 0, 0, 64],
+        "IPv6: the kernel's route takes every flow"
+    );
 }

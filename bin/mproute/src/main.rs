@@ -144,6 +144,10 @@ fn watch(ctx: &mut Ctx, style: Style) -> Result<(), Failure> {
         ev::RTNLGRP_IPV4_ROUTE,
         ev::RTNLGRP_IPV4_RULE,
         ev::RTNLGRP_IPV4_NETCONF,
+        // IPv6: its holes and drift are verified too (the IPv4 generation does not move)
+        ev::RTNLGRP_IPV6_IFADDR,
+        ev::RTNLGRP_IPV6_ROUTE,
+        ev::RTNLGRP_IPV6_RULE,
         ev::RTNLGRP_NEXTHOP,
     ])
     .map_err(Failure::from)?;

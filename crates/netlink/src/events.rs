@@ -15,6 +15,12 @@ pub const RTNLGRP_IPV4_IFADDR: u32 = 5;
 pub const RTNLGRP_IPV4_ROUTE: u32 = 7;
 /// `RTNLGRP_IPV4_RULE`: IPv4 rules.
 pub const RTNLGRP_IPV4_RULE: u32 = 8;
+/// `RTNLGRP_IPV6_IFADDR`: IPv6 addresses.
+pub const RTNLGRP_IPV6_IFADDR: u32 = 9;
+/// `RTNLGRP_IPV6_ROUTE`: IPv6 routes.
+pub const RTNLGRP_IPV6_ROUTE: u32 = 11;
+/// `RTNLGRP_IPV6_RULE`: IPv6 rules.
+pub const RTNLGRP_IPV6_RULE: u32 = 19;
 /// `RTNLGRP_IPV4_NETCONF`: IPv4 per-device settings (forwarding).
 pub const RTNLGRP_IPV4_NETCONF: u32 = 24;
 /// `RTNLGRP_NEXTHOP`: nexthop objects.
