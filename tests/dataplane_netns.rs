@@ -931,10 +931,16 @@ fn link_down_case(tag: &str, carrier: bool) {
     let counters: Vec<FlowCounter> = t.n.iter().map(|n| FlowCounter::start(n, "eth0")).collect();
     const ROUNDS: u32 = 240;
     let start = std::time::Instant::now();
-    std::thread::scope(|s| {
-        s.spawn(|| {
+    let dead_flag = std::thread::scope(|s| {
+        let h = s.spawn(|| {
+            let mut dead_flag = None;
             for round in 0..ROUNDS {
                 traffic::send_udp_flows(&t.c, &flows, 1);
+                if round == 120 {
+                    // get names the kernel's flags of the nexthop that is down
+                    let g = mp_json(&t.r, &["get", &traffic::DEST_V4.to_string()]);
+                    dead_flag = Some(g[0]["nexthops"][1]["flags"].clone());
+                }
                 if round == 80 {
                     if carrier {
                         t.n[1].ip_ok(&["link", "set", "eth0", "down"]);
@@ -952,9 +958,18 @@ fn link_down_case(tag: &str, carrier: bool) {
                 }
                 std::thread::sleep(std::time::Duration::from_millis(8));
             }
+            dead_flag
         });
+        h.join().expect("sender thread")
     });
     let elapsed = start.elapsed().as_secs_f64();
+    assert!(
+        dead_flag
+            .as_ref()
+            .and_then(Value::as_array)
+            .is_some_and(|f| f.iter().any(|x| x == "dead")),
+        "get while the link is down: {dead_flag:?}"
+    );
     let counts = FlowCounter::stop_all(counters);
     let per_flow = traffic::per_flow_counts(&flows, 17, &counts);
     let per_round = elapsed / f64::from(ROUNDS);

@@ -1123,17 +1123,16 @@ impl Ctx {
         } else {
             (None, None)
         };
+        let nhs = nhs.to_vec();
         let mut ifname = |i: u32| mpt_netlink::netns::ifname(i);
-        Ok(Output::Get(Box::new(crate::view::GetRow::new(
-            g.dst,
-            &key,
-            algo,
-            hash,
-            index,
-            nhs,
-            enforced,
-            &mut ifname,
-        ))))
+        let mut row =
+            crate::view::GetRow::new(g.dst, &key, algo, hash, index, &nhs, enforced, &mut ifname);
+        // The kernel's flags of each path (dead, linkdown): a packet for a dead nexthop is
+        // handed to the kernel, which forwards it by a live one.
+        if let Some(r) = self.find(&key)? {
+            row.set_flags(&nhs, &r);
+        }
+        Ok(Output::Get(Box::new(row)))
     }
 
     fn dataplane(&mut self, args: &[String]) -> Result<Output, Failure> {

@@ -267,12 +267,40 @@ impl GetRow {
     }
 }
 
+impl GetRow {
+    /// Take the flags of each nexthop (`nhs`, in row order) from the kernel's route `r`.
+    pub fn set_flags(&mut self, nhs: &[mpt_bpf::abi::MptNh], r: &Route) {
+        for (row, n) in self.nexthops.iter_mut().zip(nhs) {
+            let gw = match n.family {
+                2 => Some(std::net::IpAddr::from([n.gw[0], n.gw[1], n.gw[2], n.gw[3]])),
+                10 => Some(std::net::IpAddr::from(n.gw)),
+                _ => None,
+            };
+            if let Some(k) = r
+                .nexthops
+                .iter()
+                .find(|k| k.ifindex == n.ifindex && k.gateway == gw)
+            {
+                row.flags = k.flag_names().into_iter().map(String::from).collect();
+            }
+        }
+        if let Some(i) = self.index {
+            self.nexthop = self.nexthops.get(i).cloned();
+        }
+    }
+}
+
 impl TableRow for GetRow {
     fn headers() -> Vec<&'static str> {
         vec!["ADDR", "ROUTE", "ALGO", "HASH", "NEXTHOP", "ENFORCED"]
     }
     fn cells(&self) -> Vec<String> {
         let nh = match &self.nexthop {
+            Some(n) if n.flags.iter().any(|f| f == "dead") => format!(
+                "via {} dev {} (dead: the kernel forwards by a live nexthop)",
+                n.gateway.as_deref().unwrap_or("-"),
+                n.dev.as_deref().unwrap_or("-")
+            ),
             Some(n) => format!(
                 "via {} dev {}",
                 n.gateway.as_deref().unwrap_or("-"),
