@@ -152,7 +152,7 @@ struct pkt {
 	__u8 vlan;        /* carries one VLAN tag */
 	__u16 tot_len;    /* L3 length, for the MTU check (0: skip) */
 	__u8 gso;         /* a GSO skb: its segments, not its length, meet the MTU */
-	__u8 not_host;    /* not sent to the ingress device's own address (reported after parse) */
+	__u8 not_host;    /* not sent to the ingress device's own address (reported before what parse finds in an IP packet) */
 	struct mpt_flow_key key;
 	int l4;           /* hash ports too */
 	__be16 sport_be;  /* the packet's own ports (the key may hold an ICMP error's inner ones) */
@@ -1090,10 +1090,15 @@ static __always_inline int decide(void *ctx, struct xdp_md *xdp, struct pkt *p,
 	int nh;
 
 	r = parse(p);
+	/*
+	 * An IP frame not sent to this host (another host's, broadcast,
+	 * multicast) is not-host whatever else it has (a multicast with hop
+	 * limit 1, say): the kernel would not forward it anyway.
+	 */
+	if (p->not_host && r != MPT_R_NOT_IP)
+		return -MPT_R_NOT_HOST;
 	if (r)
 		return -(int)r;
-	if (p->not_host)
-		return -MPT_R_NOT_HOST;
 	/*
 	 * XDP: a packet whose TCP/UDP checksum is not complete goes up as an skb before
 	 * anything is chosen for it (the per-CPU round robin and DRR state must count it

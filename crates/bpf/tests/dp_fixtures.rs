@@ -2449,6 +2449,27 @@ fn frames_not_sent_to_the_device_are_not_forwarded() {
                 "IPv6: multicast MAC",
             );
         }
+        // not for this host whatever else the packet has: an MLD-like hop limit 1 multicast,
+        // a broadcast with TTL 1
+        let mut hop1 = Ip6::new("2001:db8:aa::10", "2001:db8:100::5", 17, udp(4000, 53, 18))
+            .hop(1)
+            .frame();
+        hop1[..6].copy_from_slice(&[0x33, 0x33, 0, 0, 0, 0x01]);
+        let mut ttl1 = Ip4::new("10.0.0.10", "198.51.100.5", 17, udp(4000, 53, 18))
+            .ttl(1)
+            .frame();
+        ttl1[..6].copy_from_slice(&[0xff; 6]);
+        for hook in HOOKS {
+            for (f, what) in [(&hop1, "IPv6 hop limit 1"), (&ttl1, "IPv4 TTL 1")] {
+                fx.check(
+                    hook,
+                    f,
+                    IN0,
+                    Expect::Pass(Reason::NotHost),
+                    &format!("{what} to a group address"),
+                );
+            }
+        }
     });
 }
 
