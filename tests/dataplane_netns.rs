@@ -819,6 +819,37 @@ fn show_tells_route_by_route_what_the_dataplane_enforces() {
     assert_eq!(packets(&replaced), vec![0, 0], "{replaced}");
 }
 
+/// A closed standard output (`mproute dataplane show | head -1`) ends nothing badly: exit 0,
+/// no panic message.
+#[test]
+fn a_closed_stdout_is_not_a_crash() {
+    require_root();
+    let t = setup("pipe", "l3-hash", [1, 1, 1, 1], "tc");
+    let mut fds = [0i32; 2];
+    // SAFETY: pipe(2) fills two fds we own from here on.
+    assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0, "pipe");
+    // SAFETY: fresh fds from pipe(2), each wrapped once.
+    let (read, write) = unsafe {
+        use std::os::fd::FromRawFd;
+        (
+            std::os::fd::OwnedFd::from_raw_fd(fds[0]),
+            std::os::fd::OwnedFd::from_raw_fd(fds[1]),
+        )
+    };
+    drop(read);
+    let out = std::process::Command::new(MPROUTE)
+        .args(["-n", t.r.name(), "dataplane", "show"])
+        .stdout(std::process::Stdio::from(write))
+        .output()
+        .expect("run mproute");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success() && !err.contains("panicked"),
+        "{:?}: {err}",
+        out.status
+    );
+}
+
 fn csum(b: &[u8]) -> u16 {
     let mut s: u32 = 0;
     for c in b.chunks(2) {

@@ -6,7 +6,7 @@ use clap::Parser;
 use mproute::cmd::{Ctx, Output};
 use mproute::Cli;
 use mpt_cli::batch;
-use mpt_cli::render::{print_json, print_rows, Style};
+use mpt_cli::render::{print_json, print_line, print_rows, Style};
 use mpt_cli::{Failure, EXIT_OK, EXIT_SYSTEM, EXIT_USAGE};
 
 const TOOL: &str = "mproute";
@@ -27,19 +27,19 @@ fn print(out: &Output, style: Style) {
                     .map(|(k, n)| format!("{k} {n}"))
                     .collect();
                 if !c.is_empty() {
-                    println!("counters: {}", c.join(", "));
+                    print_line(&format!("counters: {}", c.join(", ")));
                 }
                 if let Some(c) = &v.counter_slots {
-                    println!("{}", c.line());
+                    print_line(&c.line());
                 }
                 if let Some(f) = &v.fib_check {
-                    println!("{}", f.line());
+                    print_line(&f.line());
                     for u in &f.unverified {
-                        println!("  {} metric {}: {}", u.dst, u.metric, u.why);
+                        print_line(&format!("  {} metric {}: {}", u.dst, u.metric, u.why));
                     }
                 }
                 for n in &v.notes {
-                    println!("note: {n}");
+                    print_line(&format!("note: {n}"));
                 }
             }
         }

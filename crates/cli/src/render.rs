@@ -67,6 +67,13 @@ pub fn print_rows<R: TableRow>(rows: &[R], style: Style) {
     let _ = writeln!(out, "{s}");
 }
 
+/// Print one line of text. A closed standard output (`| head`) is not an error: the
+/// command's work is done either way, and a batch goes on.
+pub fn print_line(line: &str) {
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(out, "{line}");
+}
+
 /// Print one JSON value (change reports).
 pub fn print_json<T: Serialize>(v: &T, pretty: bool) {
     let mut out = std::io::stdout().lock();
