@@ -1442,9 +1442,10 @@ fn xdp_redirect_drops_are_counted() {
     // show says why, as attach did
     let v = mp_json(&l.r, &["dataplane", "show"]);
     assert!(
-        v["notes"]
-            .to_string()
-            .contains("neither an XDP program nor GRO"),
+        v["notes"].to_string().contains(&format!(
+            "its peer eth0 in namespace {} has neither an XDP program nor GRO",
+            l.h2.name()
+        )) && v["notes"].to_string().contains("ethtool -K eth0 gro on"),
         "dataplane show does not name the unprepared peer: {v}"
     );
 

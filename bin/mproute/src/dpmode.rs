@@ -147,14 +147,13 @@ pub fn check_peers(sock: &mut Socket, prepare: bool) -> Result<Vec<String>, Fail
                 if has_xdp || has_gro {
                     continue;
                 }
+                let pname =
+                    mpt_netlink::netns::ifname(peer).unwrap_or_else(|| format!("ifindex {peer}"));
                 if prepare && gro(peer, Some(true)).is_ok() {
-                    notes.push(format!(
-                        "{}: enabled GRO on its peer (ifindex {peer})",
-                        l.name
-                    ));
+                    notes.push(format!("{}: enabled GRO on its peer {pname}", l.name));
                 } else {
                     notes.push(format!(
-                        "{}: its peer (ifindex {peer}) has neither an XDP program nor GRO: redirected XDP frames are dropped (ethtool -K PEER gro on, or --prepare-peers)",
+                        "{}: its peer {pname} has neither an XDP program nor GRO: redirected XDP frames are dropped (ethtool -K {pname} gro on, or --prepare-peers)",
                         l.name
                     ));
                 }
@@ -165,15 +164,17 @@ pub fn check_peers(sock: &mut Socket, prepare: bool) -> Result<Vec<String>, Fail
                     Some(name) => {
                         let name = name.clone();
                         mpt_netlink::netns::run_in(&name, move || {
+                            let pname = mpt_netlink::netns::ifname(peer)
+                                .unwrap_or_else(|| format!("ifindex {peer}"));
                             let has_xdp = mpt_bpf::dp::xdp_prog(peer).ok().flatten().is_some();
                             let has_gro = gro(peer, None).unwrap_or(false);
                             if has_xdp || has_gro {
-                                return Ok(Some(true));
+                                return Ok(Some((true, pname)));
                             }
                             if prepare {
-                                return Ok(Some(gro(peer, Some(true)).is_ok()));
+                                return Ok(Some((gro(peer, Some(true)).is_ok(), pname)));
                             }
-                            Ok(Some(false))
+                            Ok(Some((false, pname)))
                         })
                         .ok()
                         .flatten()
@@ -181,13 +182,13 @@ pub fn check_peers(sock: &mut Socket, prepare: bool) -> Result<Vec<String>, Fail
                     None => None,
                 };
                 match (state, ns) {
-                    (Some(true), Some(name)) if prepare => notes.push(format!(
-                        "{}: peer in namespace {name} is ready (XDP program or GRO)",
+                    (Some((true, pname)), Some(name)) if prepare => notes.push(format!(
+                        "{}: its peer {pname} in namespace {name} is ready (XDP program or GRO)",
                         l.name
                     )),
-                    (Some(true), _) => {}
-                    (Some(false), Some(name)) => notes.push(format!(
-                        "{}: its peer in namespace {name} has neither an XDP program nor GRO: redirected XDP frames are dropped (ip netns exec {name} ethtool -K PEER gro on, or --prepare-peers)",
+                    (Some((true, _)), _) => {}
+                    (Some((false, pname)), Some(name)) => notes.push(format!(
+                        "{}: its peer {pname} in namespace {name} has neither an XDP program nor GRO: redirected XDP frames are dropped (ip netns exec {name} ethtool -K {pname} gro on, or --prepare-peers)",
                         l.name
                     )),
                     _ => notes.push(format!(
