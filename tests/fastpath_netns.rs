@@ -1388,6 +1388,52 @@ per_mode!(mtu_exceeded);
 per_mode!(neighbour_resolution);
 per_mode!(local_delivery);
 
+/// Attaching in another mode replaces the earlier one: tc (asked for, or auto's pick on a veth)
+/// over native or generic XDP leaves tc alone on the device, XDP over tc adds XDP next to it.
+#[test]
+fn attaching_in_another_mode_replaces_the_earlier_one() {
+    require_root();
+    let l = Line::new("remode", true);
+    let modes = |dev: &str| -> Vec<String> {
+        let v = mp_json(&l.r, &["dataplane", "show"]);
+        let mut m: Vec<String> = v["attachments"]
+            .as_array()
+            .map(|a| {
+                a.iter()
+                    .filter(|a| a["dev"] == dev)
+                    .filter_map(|a| a["mode"].as_str().map(String::from))
+                    .collect()
+            })
+            .unwrap_or_default();
+        m.sort();
+        m
+    };
+    let xdp_on = |dev: &str| l.r.ip_ok(&["link", "show", "dev", dev]).contains(" xdp");
+    for (first, then) in [
+        ("xdp", "tc"),
+        ("xdp-generic", "tc"),
+        ("xdp", "auto"),
+        ("xdp-generic", "auto"),
+    ] {
+        l.attach(first);
+        let mut both = vec![first.to_string(), "tc".to_string()];
+        both.sort();
+        assert_eq!(modes("va"), both, "{first}");
+        l.attach(then);
+        assert_eq!(modes("va"), vec!["tc".to_string()], "{first} then {then}");
+        assert!(
+            !xdp_on("va"),
+            "{first} then {then}: an XDP program is left on va"
+        );
+    }
+    l.attach("xdp");
+    assert_eq!(
+        modes("vb"),
+        vec!["tc".to_string(), "xdp".to_string()],
+        "tc then xdp"
+    );
+}
+
 /// Native XDP into a veth whose peer is not prepared: the kernel drops every frame the dataplane
 /// redirects, and `dataplane show` says so (`dropped`, from the kernel's XDP tracepoints). After
 /// `prepare-peers` the same traffic arrives and `dropped` stands still. Detaching removes the

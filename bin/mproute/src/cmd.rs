@@ -1170,12 +1170,30 @@ impl Ctx {
                 })?;
                 for (i, d, m, local) in &ifs {
                     let r = mpt_bpf::dp::attach(store.raw(), *i, *m, fastpath, *local);
+                    let xdp_refused = auto && *m == mpt_bpf::dp::Mode::Xdp && r.is_err();
                     match r {
                         // auto: a driver without native XDP gets tc.
                         Err(_) if auto && *m == mpt_bpf::dp::Mode::Xdp => {}
                         r => {
                             r.map_err(fail(format!("dataplane attach dev {d} {}", m.name())))?;
                         }
+                    }
+                    // tc asked for (or picked) over an earlier XDP attachment: tc alone now
+                    // (attached first, so that no packet goes unhandled meanwhile).
+                    if *m == mpt_bpf::dp::Mode::Tc || xdp_refused {
+                        if xdp_refused {
+                            mpt_bpf::dp::attach(
+                                store.raw(),
+                                *i,
+                                mpt_bpf::dp::Mode::Tc,
+                                fastpath,
+                                *local,
+                            )
+                            .map_err(fail(format!("dataplane attach dev {d} tc")))?;
+                        }
+                        mpt_bpf::dp::detach_xdp_only(*i)
+                            .map_err(fail(format!("dataplane attach dev {d} tc")))?;
+                        continue;
                     }
                     // XDP forwards what it can forward safely; a packet whose TCP/UDP checksum
                     // a local stack left to offload (CHECKSUM_PARTIAL) goes up as an skb, and

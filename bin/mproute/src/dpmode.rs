@@ -61,7 +61,12 @@ pub fn why(l: Option<&LinkMsg>, mode: Mode) -> String {
     let veth = l.is_some_and(is_veth);
     match (mode, veth) {
         (Mode::Tc, true) => "veth: tc keeps local stacks' TCP checksum state and GSO".into(),
-        (Mode::Tc, false) => "tc (skb): keeps checksum state and GSO".into(),
+        (Mode::Tc, false) => match l.and_then(|l| l.kind.as_deref()) {
+            Some(kind) => format!(
+                "{kind}, a virtual device: tc keeps the checksum state and GSO of the local stacks behind it (native XDP only when asked for)"
+            ),
+            None => "tc (skb): keeps checksum state and GSO".into(),
+        },
         (Mode::Xdp, true) => {
             "native XDP on veth: packets with a checksum left to offload go up to tc".into()
         }

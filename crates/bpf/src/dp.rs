@@ -659,6 +659,22 @@ fn detach_tcx_id(ifindex: u32, id: u32) -> Result<(), StateError> {
     Ok(())
 }
 
+/// Remove our XDP program (native or generic) from a device, leaving tc: attaching in tc mode
+/// over an earlier XDP attachment. Returns what was removed.
+pub fn detach_xdp_only(ifindex: u32) -> Result<Vec<Attachment>, StateError> {
+    let found: Vec<Attachment> = attachments_on(ifindex)?
+        .into_iter()
+        .filter(|a| a.mode != Mode::Tc)
+        .collect();
+    if !found.is_empty() {
+        detach_drops(crate::state::netns_cookie()?, ifindex);
+    }
+    for a in &found {
+        detach_xdp(ifindex, a.mode == Mode::XdpGeneric)?;
+    }
+    Ok(found)
+}
+
 /// Remove our attachments from a device (all hooks); returns what was removed.
 pub fn detach(ifindex: u32) -> Result<Vec<Attachment>, StateError> {
     let found = attachments_on(ifindex)?;
