@@ -79,6 +79,14 @@ const volatile __u32 mpt_fastpath = 1;
  */
 const volatile __u32 mpt_if_index = 0;
 const volatile __u8 mpt_if_mac[6] __attribute__((aligned(4))) = {};
+/*
+ * XDP: the tc program runs on the same device (attach always adds it), so a
+ * packet XDP passes up is counted by tc's own verdict on it; XDP counts what
+ * it redirects and its hand-overs, the packets tc can still forward that XDP
+ * cannot (l4-csum, no-neigh), not the verdicts tc reaches again (ttl, local,
+ * not-host, ...). 0 (test runs): XDP counts every reason itself.
+ */
+const volatile __u32 mpt_tc_follows = 0;
 /* All zero: the first value of a route's counters (too large for the stack). */
 const volatile struct mpt_route_stats mpt_zero_stats = {};
 /* All zero: the first value of a route's round-robin and DRR state (kept off the stack). */
@@ -1235,6 +1243,13 @@ ours:
 	}
 }
 
+/* XDP hands a packet up to the stack (and to tc there) for reason r: see mpt_tc_follows. */
+static __always_inline void xdp_pass_reason(__u32 r)
+{
+	if (!mpt_tc_follows || r == MPT_R_L4_CSUM || r == MPT_R_NO_NEIGH)
+		count_reason(r);
+}
+
 SEC("xdp")
 int mpt_dp_xdp(struct xdp_md *ctx)
 {
@@ -1254,7 +1269,7 @@ int mpt_dp_xdp(struct xdp_md *ctx)
 		struct ethhdr *eth = p.data;
 
 		if ((void *)(eth + 1) > p.data_end) {
-			count_reason(MPT_R_MALFORMED);
+			xdp_pass_reason(MPT_R_MALFORMED);
 			return XDP_PASS;
 		}
 		p.not_host = *(__u32 *)eth->h_dest != *(const volatile __u32 *)mpt_if_mac ||
@@ -1262,7 +1277,7 @@ int mpt_dp_xdp(struct xdp_md *ctx)
 	}
 	ifindex = decide(ctx, ctx, &p, &fib, &nh, &rt, &neigh);
 	if (ifindex <= 0 || neigh) {
-		count_reason(ifindex <= 0 ? (__u32)-ifindex : MPT_R_NO_NEIGH);
+		xdp_pass_reason(ifindex <= 0 ? (__u32)-ifindex : MPT_R_NO_NEIGH);
 		return XDP_PASS;
 	}
 	if (p.vlan) {
@@ -1271,13 +1286,13 @@ int mpt_dp_xdp(struct xdp_md *ctx)
 		__u8 macs[12];
 
 		if ((void *)(eth + 1) + 4 > p.data_end) {
-			count_reason(MPT_R_VLAN);
+			xdp_pass_reason(MPT_R_VLAN);
 			return XDP_PASS;
 		}
 		__builtin_memcpy(macs, eth, 12);
 		__builtin_memcpy((void *)eth + 4, macs, 12);
 		if (bpf_xdp_adjust_head(ctx, 4)) {
-			count_reason(MPT_R_VLAN);
+			xdp_pass_reason(MPT_R_VLAN);
 			return XDP_PASS;
 		}
 		p.data = (void *)(long)ctx->data;
@@ -1286,7 +1301,7 @@ int mpt_dp_xdp(struct xdp_md *ctx)
 		p.vlan = 0;
 	}
 	if (rewrite(&p, &fib)) {
-		count_reason(MPT_R_MALFORMED);
+		xdp_pass_reason(MPT_R_MALFORMED);
 		return XDP_PASS;
 	}
 	count_route(rt, nh, p.len);

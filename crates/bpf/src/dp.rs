@@ -469,8 +469,10 @@ fn load_dp<'o>(
             } else {
                 0
             };
-            // XDP forwards only frames sent to the device's own MAC (tc reads pkt_type).
+            // XDP forwards only frames sent to the device's own MAC (tc reads pkt_type), and
+            // leaves counting what it passes up to the tc program attach puts next to it.
             if mode != Mode::Tc {
+                ro.mpt_tc_follows = 1;
                 if let Some(mac) = ether_addr(ifindex)? {
                     ro.mpt_if_index = ifindex;
                     ro.mpt_if_mac = mac;
