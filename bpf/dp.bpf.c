@@ -87,6 +87,16 @@ const volatile __u8 mpt_if_mac[6] __attribute__((aligned(4))) = {};
  * not-host, ...). 0 (test runs): XDP counts every reason itself.
  */
 const volatile __u32 mpt_tc_follows = 0;
+/*
+ * XDP: once a second per neighbour (and CPU) hand one packet over to the
+ * stack instead of redirecting it (neigh-check), so that the kernel's own
+ * neighbour output sees the neighbour in use: bpf_fib_lookup answers with a
+ * STALE entry's old address and never moves it on, and without this a
+ * neighbour that changed its MAC would stay unreachable for good. (tc always
+ * redirects through the neighbour output, bpf_redirect_neigh.) 0 for test
+ * runs: every packet is redirected.
+ */
+const volatile __u32 mpt_neigh_check = 0;
 /* All zero: the first value of a route's counters (too large for the stack). */
 const volatile struct mpt_route_stats mpt_zero_stats = {};
 /* All zero: the first value of a route's round-robin and DRR state (kept off the stack). */
@@ -148,6 +158,24 @@ struct {
 	__type(key, __u32);
 	__type(value, struct nh_cache_slot);
 } mpt_nh_cache SEC(".maps");
+
+/* When XDP last handed a packet for a neighbour to the kernel (see mpt_neigh_check). */
+struct neigh_seen {
+	__u32 ifindex;
+	__u32 family;
+	__u8 addr[16];
+	__u64 ns;
+};
+
+#define MPT_NEIGH_SLOTS_LOG2 10
+#define MPT_NEIGH_CHECK_NS 1000000000ull
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1 << MPT_NEIGH_SLOTS_LOG2);
+	__type(key, __u32);
+	__type(value, struct neigh_seen);
+} mpt_neigh_seen SEC(".maps");
 
 struct pkt {
 	struct net_device *dev; /* the ingress device (kernel struct; 0: unknown) */
@@ -1197,8 +1225,15 @@ ours:
 		idx &= MPT_MAX_NH - 1;
 		n = &g->nh[idx];
 
-		if (n->family && mpt_nh_cached(n, p->gso ? 0 : p->tot_len, fib))
+		if (n->family && mpt_nh_cached(n, p->gso ? 0 : p->tot_len, fib)) {
+			/* the neighbour, for bpf_redirect_neigh and the neighbour check */
+			fib->family = n->family;
+			if (n->family == AF_INET)
+				__builtin_memcpy(&fib->ipv4_dst, n->gw, 4);
+			else
+				__builtin_memcpy(fib->ipv6_dst, n->gw, 16);
 			return n->ifindex;
+		}
 		__builtin_memset(fib, 0, sizeof(*fib));
 		fib->ifindex = n->ifindex;
 		fib->tot_len = p->gso ? 0 : p->tot_len;
@@ -1246,8 +1281,45 @@ ours:
 /* XDP hands a packet up to the stack (and to tc there) for reason r: see mpt_tc_follows. */
 static __always_inline void xdp_pass_reason(__u32 r)
 {
-	if (!mpt_tc_follows || r == MPT_R_L4_CSUM || r == MPT_R_NO_NEIGH)
+	if (!mpt_tc_follows || r == MPT_R_L4_CSUM || r == MPT_R_NO_NEIGH ||
+	    r == MPT_R_NEIGH_CHECK)
 		count_reason(r);
+}
+
+/*
+ * Whether this packet, for the neighbour f names (family and address after a
+ * successful lookup) on ifindex, is the one a second that goes through the
+ * kernel's neighbour output (mpt_neigh_check). A slot first taken by a
+ * neighbour, or taken over from another one, starts the second.
+ */
+static __always_inline int neigh_due(__u32 ifindex, const struct bpf_fib_lookup *f)
+{
+	struct neigh_seen *s;
+	__u32 w[4] = {}, h, i;
+	__u64 now;
+
+	if (f->family == AF_INET)
+		w[0] = f->ipv4_dst;
+	else
+		__builtin_memcpy(w, f->ipv6_dst, 16);
+	h = (w[0] ^ w[1] ^ w[2] ^ w[3]) ^ (ifindex * 0x9E3779B1u);
+	i = (h * 0x85EBCA6Bu) >> (32 - MPT_NEIGH_SLOTS_LOG2);
+	s = bpf_map_lookup_elem(&mpt_neigh_seen, &i);
+	if (!s)
+		return 0;
+	now = bpf_ktime_get_coarse_ns();
+	if (s->ifindex != ifindex || s->family != f->family ||
+	    __builtin_memcmp(s->addr, w, 16) != 0) {
+		s->ifindex = ifindex;
+		s->family = f->family;
+		__builtin_memcpy(s->addr, w, 16);
+		s->ns = now;
+		return 0;
+	}
+	if (now - s->ns < MPT_NEIGH_CHECK_NS)
+		return 0;
+	s->ns = now;
+	return 1;
 }
 
 SEC("xdp")
@@ -1278,6 +1350,10 @@ int mpt_dp_xdp(struct xdp_md *ctx)
 	ifindex = decide(ctx, ctx, &p, &fib, &nh, &rt, &neigh);
 	if (ifindex <= 0 || neigh) {
 		xdp_pass_reason(ifindex <= 0 ? (__u32)-ifindex : MPT_R_NO_NEIGH);
+		return XDP_PASS;
+	}
+	if (mpt_neigh_check && neigh_due((__u32)ifindex, &fib)) {
+		xdp_pass_reason(MPT_R_NEIGH_CHECK);
 		return XDP_PASS;
 	}
 	if (p.vlan) {
@@ -1392,7 +1468,20 @@ int mpt_dp_tc(struct __sk_buff *skb)
 	}
 	count_route(rt, nh, p.len);
 	count_reason(MPT_R_REDIRECTED);
-	return bpf_redirect(ifindex, 0);
+	/*
+	 * Through the kernel's neighbour output, as its own forwarding: a STALE
+	 * neighbour is probed and a changed address learnt (the MACs written above
+	 * are the lookup's, which the output writes again).
+	 */
+	{
+		struct bpf_redir_neigh nb = { .nh_family = fib.family };
+
+		if (fib.family == AF_INET)
+			nb.ipv4_nh = fib.ipv4_dst;
+		else
+			__builtin_memcpy(nb.ipv6_nh, fib.ipv6_dst, 16);
+		return bpf_redirect_neigh(ifindex, &nb, sizeof(nb), 0);
+	}
 }
 
 char LICENSE[] SEC("license") = "Dual MIT/GPL";

@@ -1359,6 +1359,72 @@ fn local_delivery(mode: &str) {
 // ---------------------------------------------------------------------------------------------
 
 /// One test per mode: `NAME::auto`, `NAME::tc`, `NAME::xdp_generic`, `NAME::xdp`.
+/// A neighbour that changes its MAC (no gratuitous ARP) is learnt again as the kernel alone
+/// learns it: a STALE entry must see traffic through the kernel's neighbour output to be probed
+/// (tc redirects through it; XDP hands it one packet a second per neighbour, `neigh-check`).
+/// Short neighbour timers on r; UDP with complete checksums, so that XDP forwards it itself.
+fn neighbour_changes_its_mac(mode: &str) {
+    require_root();
+    let l = Line::new(&format!("nmac{}", tag(mode)), false);
+    for (k, v) in [
+        ("base_reachable_time_ms", "1000"),
+        ("delay_first_probe_time", "1"),
+    ] {
+        traffic::sysctl(&l.r, &format!("net.ipv4.neigh.vb.{k}"), v);
+    }
+    // r learns h2 by forwarding a ping itself, before the dataplane is there
+    mpt_testkit::run_ok(
+        "ip",
+        &[
+            "netns",
+            "exec",
+            l.h1.name(),
+            "ping",
+            "-c1",
+            "-W2",
+            &h2_addr(false).to_string(),
+        ],
+    );
+    l.attach(mode);
+    let to = SocketAddr::new(h2_addr(false), fresh_port());
+    let rx = udp_listen(&l.h2, to);
+    // one second of a slow flow (5 packets); how many arrived
+    let second = |what: &str| -> usize {
+        for p in payloads(what, 5, 64) {
+            send(&l.h1, Kind::Complete, h1_addr(false), to, &[p]);
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        recv_datagrams(&rx, 5, Duration::from_millis(300)).len()
+    };
+    assert!(
+        second("before 0") + second("before 1") >= 9,
+        "{mode}: traffic flows before the change"
+    );
+    l.h2.ip_ok(&["link", "set", "eth0", "address", "02:00:00:00:aa:01"]);
+    let start = Instant::now();
+    let mut back = None;
+    for i in 0..15 {
+        if second(&format!("after {i}")) >= 4 {
+            back = Some(start.elapsed());
+            break;
+        }
+    }
+    let n = neighbour(&l.r, h2_addr(false), "vb");
+    let back = back.unwrap_or_else(|| {
+        panic!(
+            "{mode}: h2 unreachable for 15 s after its MAC changed; r's neighbour {n:?}; \
+             counters {:?}",
+            counters(&l.r)
+        )
+    });
+    eprintln!("{mode}: traffic back {back:?} after the MAC change; neighbour {n:?}");
+    assert_eq!(
+        n.map(|n| n.0),
+        Some("02:00:00:00:aa:01".to_string()),
+        "{mode}: r learnt the new address"
+    );
+}
+
 macro_rules! per_mode {
     ($name:ident) => {
         mod $name {
@@ -1389,6 +1455,7 @@ per_mode!(ttl_expiry);
 per_mode!(mtu_exceeded);
 per_mode!(neighbour_resolution);
 per_mode!(local_delivery);
+per_mode!(neighbour_changes_its_mac);
 
 /// Attaching in another mode replaces the earlier one: tc (asked for, or auto's pick on a veth)
 /// over native or generic XDP leaves tc alone on the device, XDP over tc adds XDP next to it.

@@ -150,7 +150,8 @@ enum mpt_reason {
 	MPT_R_L4_CSUM = 14,     /* XDP: TCP/UDP checksum not complete (CHECKSUM_PARTIAL from a local stack) */
 	MPT_R_NOT_HOST = 15,    /* Ethernet destination not the device's own address (other host, broadcast, multicast) */
 	MPT_R_DROPPED = 16,     /* XDP: redirected, then dropped by the kernel (counted by drops.bpf.c) */
-	MPT_R_MAX = 17,
+	MPT_R_NEIGH_CHECK = 17, /* XDP: handed to the kernel's neighbour output, once a second per neighbour */
+	MPT_R_MAX = 18,
 };
 
 #define MPT__ABI_ASSERT(cond, msg) _Static_assert(cond, "mpt ABI: " msg)

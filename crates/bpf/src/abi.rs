@@ -233,7 +233,7 @@ pub struct MptPcpuState {
 }
 
 /// `MPT_R_MAX`: number of [`Reason`]s, `max_entries` of `mpt_reasons`.
-pub const R_MAX: u32 = 17;
+pub const R_MAX: u32 = 18;
 
 /// `enum mpt_reason`: why a packet went to the stack; the index of the
 /// per-CPU `mpt_reasons` array (`u64` packet counters). Index 0 counts the
@@ -278,6 +278,10 @@ pub enum Reason {
     /// `MPT_R_DROPPED`: of the packets XDP redirected, those the kernel then failed to deliver
     /// (redirect errors, frames a target device did not take); counted by `bpf/drops.bpf.c`.
     Dropped = 16,
+    /// `MPT_R_NEIGH_CHECK`: XDP handed the packet to the kernel's neighbour output instead of
+    /// redirecting it, once a second per neighbour, so that the kernel keeps the neighbour's
+    /// state (a STALE entry is confirmed or learns a changed address).
+    NeighCheck = 17,
 }
 
 impl Reason {
@@ -300,6 +304,7 @@ impl Reason {
         Reason::L4Csum,
         Reason::NotHost,
         Reason::Dropped,
+        Reason::NeighCheck,
     ];
 
     /// The `mpt_reasons` index (`MPT_R_*` value).
@@ -336,6 +341,7 @@ impl Reason {
             Reason::L4Csum => "l4-csum",
             Reason::NotHost => "not-host",
             Reason::Dropped => "dropped",
+            Reason::NeighCheck => "neigh-check",
         }
     }
 }

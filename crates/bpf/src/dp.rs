@@ -473,6 +473,7 @@ fn load_dp<'o>(
             // leaves counting what it passes up to the tc program attach puts next to it.
             if mode != Mode::Tc {
                 ro.mpt_tc_follows = 1;
+                ro.mpt_neigh_check = 1;
                 if let Some(mac) = ether_addr(ifindex)? {
                     ro.mpt_if_index = ifindex;
                     ro.mpt_if_mac = mac;
