@@ -43,7 +43,16 @@ pub fn fail(what: &str, e: StateError) -> Failure {
                 }
                 _ => "mproute needs root, BPF and tcx (Linux 6.6+)",
             };
-            Failure::system(format!("{what}: {w}: {source}")).hint(hint)
+            // the kernel's words and the errno's name, as for netlink errors
+            let words = match source.raw_os_error() {
+                Some(n) => format!(
+                    "{} [{}]",
+                    nix::errno::Errno::from_raw(n).desc(),
+                    mpt_netlink::error::errno_name(n)
+                ),
+                None => source.to_string(),
+            };
+            Failure::system(format!("{what}: {w}: {words}")).hint(hint)
         }
         e => Failure::system(format!("{what}: {e}"))
             .hint("mproute needs root, BPF and tcx (Linux 6.6+)"),
