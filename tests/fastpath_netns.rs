@@ -1629,7 +1629,10 @@ fn xdp_attach_without_native_xdp_fails_cleanly() {
     let o = mp(&l.r, &["dataplane", "attach", "dev", "lo", "xdp"]);
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(2), "exit code: {err}");
-    assert!(err.contains("Operation not supported [EOPNOTSUPP]"), "{err}");
+    assert!(
+        err.contains("Operation not supported [EOPNOTSUPP]"),
+        "{err}"
+    );
     assert!(!err.contains("os error"), "Rust's errno wording: {err}");
     assert!(err.contains("no native XDP"), "no hint: {err}");
     let v = mp_json(&l.r, &["dataplane", "show"]);

@@ -45,11 +45,12 @@ pub fn fail(what: &str, e: StateError) -> Failure {
             };
             // the kernel's words and the errno's name, as for netlink errors
             let words = match source.raw_os_error() {
-                Some(n) => format!(
-                    "{} [{}]",
-                    nix::errno::Errno::from_raw(n).desc(),
-                    mpt_netlink::error::errno_name(n)
-                ),
+                Some(n) => {
+                    // strerror's words, without Rust's " (os error N)"
+                    let s = source.to_string();
+                    let words = s.split(" (os error").next().unwrap_or(&s).to_string();
+                    format!("{words} [{}]", mpt_netlink::error::errno_name(n))
+                }
                 None => source.to_string(),
             };
             Failure::system(format!("{what}: {w}: {words}")).hint(hint)
