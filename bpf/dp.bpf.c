@@ -163,7 +163,7 @@ struct {
 struct neigh_seen {
 	__u32 ifindex;
 	__u32 family;
-	__u8 addr[16];
+	__u32 addr[4]; /* IPv4: addr[0], the rest 0 */
 	__u64 ns;
 };
 
@@ -1294,32 +1294,37 @@ static __always_inline void xdp_pass_reason(__u32 r)
  */
 static __always_inline int neigh_due(__u32 ifindex, const struct bpf_fib_lookup *f)
 {
+	__u32 a0 = f->ipv4_dst, a1 = 0, a2 = 0, a3 = 0, h, i;
 	struct neigh_seen *s;
-	__u32 w[4] = {}, h, i;
 	__u64 now;
 
-	if (f->family == AF_INET)
-		w[0] = f->ipv4_dst;
-	else
-		__builtin_memcpy(w, f->ipv6_dst, 16);
-	h = (w[0] ^ w[1] ^ w[2] ^ w[3]) ^ (ifindex * 0x9E3779B1u);
+	if (f->family != AF_INET) {
+		a0 = f->ipv6_dst[0];
+		a1 = f->ipv6_dst[1];
+		a2 = f->ipv6_dst[2];
+		a3 = f->ipv6_dst[3];
+	}
+	h = (a0 ^ a1 ^ a2 ^ a3) ^ (ifindex * 0x9E3779B1u);
 	i = (h * 0x85EBCA6Bu) >> (32 - MPT_NEIGH_SLOTS_LOG2);
 	s = bpf_map_lookup_elem(&mpt_neigh_seen, &i);
 	if (!s)
 		return 0;
 	now = bpf_ktime_get_coarse_ns();
-	if (s->ifindex != ifindex || s->family != f->family ||
-	    __builtin_memcmp(s->addr, w, 16) != 0) {
-		s->ifindex = ifindex;
-		s->family = f->family;
-		__builtin_memcpy(s->addr, w, 16);
+	if (s->ifindex == ifindex && s->family == f->family && s->addr[0] == a0 && s->addr[1] == a1 &&
+	    s->addr[2] == a2 && s->addr[3] == a3) {
+		if (now - s->ns < MPT_NEIGH_CHECK_NS)
+			return 0;
 		s->ns = now;
-		return 0;
+		return 1;
 	}
-	if (now - s->ns < MPT_NEIGH_CHECK_NS)
-		return 0;
+	s->ifindex = ifindex;
+	s->family = f->family;
+	s->addr[0] = a0;
+	s->addr[1] = a1;
+	s->addr[2] = a2;
+	s->addr[3] = a3;
 	s->ns = now;
-	return 1;
+	return 0;
 }
 
 SEC("xdp")
