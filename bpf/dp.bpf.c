@@ -161,13 +161,10 @@ struct {
 
 /* When XDP last handed a packet for a neighbour to the kernel (see mpt_neigh_check). */
 struct neigh_seen {
-	__u32 ifindex;
-	__u32 family;
-	__u32 addr[4]; /* IPv4: addr[0], the rest 0 */
 	__u64 ns;
 };
 
-#define MPT_NEIGH_SLOTS_LOG2 10
+#define MPT_NEIGH_SLOTS_LOG2 12
 #define MPT_NEIGH_CHECK_NS 1000000000ull
 
 struct {
@@ -1289,8 +1286,10 @@ static __always_inline void xdp_pass_reason(__u32 r)
 /*
  * Whether this packet, for the neighbour f names (family and address after a
  * successful lookup) on ifindex, is the one a second that goes through the
- * kernel's neighbour output (mpt_neigh_check). A slot first taken by a
- * neighbour, or taken over from another one, starts the second.
+ * kernel's neighbour output (mpt_neigh_check). Slots are direct-mapped and the
+ * second is the slot's, not the neighbour's: neighbours that share a slot
+ * share its one check a second (whichever packet comes when it is due), so
+ * none of them starves; a neighbour's first packet in an unused slot is due.
  */
 static __always_inline int neigh_due(__u32 ifindex, const struct bpf_fib_lookup *f)
 {
@@ -1310,21 +1309,10 @@ static __always_inline int neigh_due(__u32 ifindex, const struct bpf_fib_lookup 
 	if (!s)
 		return 0;
 	now = bpf_ktime_get_coarse_ns();
-	if (s->ifindex == ifindex && s->family == f->family && s->addr[0] == a0 && s->addr[1] == a1 &&
-	    s->addr[2] == a2 && s->addr[3] == a3) {
-		if (now - s->ns < MPT_NEIGH_CHECK_NS)
-			return 0;
-		s->ns = now;
-		return 1;
-	}
-	s->ifindex = ifindex;
-	s->family = f->family;
-	s->addr[0] = a0;
-	s->addr[1] = a1;
-	s->addr[2] = a2;
-	s->addr[3] = a3;
+	if (now - s->ns < MPT_NEIGH_CHECK_NS)
+		return 0;
 	s->ns = now;
-	return 0;
+	return 1;
 }
 
 SEC("xdp")

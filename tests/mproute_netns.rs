@@ -894,6 +894,12 @@ fn route_object_word_and_ipv4_append() {
     let routes =
         t.r.ip_json(&["-4", "route", "show", "exact", "198.51.100.0/24"]);
     assert_eq!(routes.as_array().map(Vec::len), Some(2), "{routes}");
+    // two kernel routes of one key, both mproute's: no drift (the kernel uses the first)
+    assert_eq!(
+        sync_changes(&t.r),
+        Vec::<Value>::new(),
+        "sync after an IPv4 append"
+    );
     mp_ok(&t.r, &["del", "198.51.100.0/24"]);
     let r = row(&t.r, "198.51.100.0/24", "main").expect("the alternative remains");
     assert_eq!(

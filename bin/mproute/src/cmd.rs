@@ -294,7 +294,11 @@ impl Ctx {
             }
             if matches!(spec.verb, Verb::Replace | Verb::Change) {
                 if let Some(cur) = &old_fib {
-                    if same_paths(cur, &r, protocol) && old.map(|m| m.algo) == Some(new_state.algo)
+                    // Unchanged only if the dataplane's group is the kernel's route too: a
+                    // route changed behind mproute's back is settled by writing it again.
+                    if same_paths(cur, &r, protocol)
+                        && old.map(|m| m.algo) == Some(new_state.algo)
+                        && old.is_some_and(|m| group_is_route(store.raw(), m.group, cur))
                     {
                         return Ok(Planned::Unchanged(Output::Change(report(
                             false,
@@ -486,10 +490,9 @@ impl Ctx {
         // by position, would be the old nexthops' ones.
         let key = crate::state::to_key(&p.key);
         if p.old_lpm.is_some_and(|o| o.id == key && o.group != p.group) {
+            // best effort: the route is in place; counters only
             if let Some(s) = self.store(false)? {
-                s.raw()
-                    .dp_reset_stats(&key)
-                    .map_err(|e| crate::state::fail("reset the route's counters", e))?;
+                let _ = s.raw().dp_reset_stats(&key);
             }
         }
         let needs_kernel_view =
@@ -1095,7 +1098,8 @@ impl Ctx {
         let seed = raw.meta().map_err(ctx)?.hash_seed;
         let key = crate::state::from_key(&rt.id)
             .ok_or_else(|| Failure::system(format!("{what}: unreadable route key")))?;
-        if rt.flags & mpt_bpf::abi::DPR_F_DRIFT != 0 {
+        // (the flag is kept by verifications, which run while a dataplane is attached)
+        if rt.flags & mpt_bpf::abi::DPR_F_DRIFT != 0 && matches!(enforced, "xdp" | "tc") {
             return Err(Failure::system(format!(
                 "{what}: the kernel's route {} (metric {}) is no longer the one mproute installed, \
                  so the kernel forwards it",
@@ -1463,7 +1467,12 @@ impl Ctx {
             });
         }
         let all = dump(self.sock()?, None, None)?;
-        let fib: HashMap<RouteKey, &Route> = all.iter().map(|r| (r.key, r)).collect();
+        // the first route of a key: the one the kernel uses (IPv4 alternatives added with
+        // append share it)
+        let mut fib: HashMap<RouteKey, &Route> = HashMap::new();
+        for r in &all {
+            fib.entry(r.key).or_insert(r);
+        }
         // Routes whose kernel route changed behind mproute's back with protocol mproute: taken
         // again below from the FIB, with the algorithm they had.
         let mut retake: HashMap<RouteKey, Algo> = HashMap::new();
@@ -1478,13 +1487,24 @@ impl Ctx {
                     ));
                     continue;
                 };
-                if r.nh_id.is_some() {
-                    continue;
-                }
-                let ours = crate::fibcheck::group_paths(s.raw(), m.group)?;
-                let kernel: Vec<_> = r.nexthops.iter().map(|n| (n.ifindex, n.gateway)).collect();
-                let Some(why) = mpt_model::sole::paths_differ(&ours, &kernel) else {
-                    continue;
+                let why = match r.nh_id {
+                    // a route on a kernel nexthop object: its group is that object
+                    Some(id) if id != m.group => format!("it uses nexthop object {id} now"),
+                    Some(_) => continue,
+                    None => {
+                        // a group gone missing (a crash between two writes) is repaired below
+                        if !matches!(s.raw().dp_group(m.group), Ok(Some(_))) {
+                            continue;
+                        }
+                        if group_is_route(s.raw(), m.group, r) {
+                            continue;
+                        }
+                        let ours = crate::fibcheck::group_paths(s.raw(), m.group)?;
+                        let kernel: Vec<_> =
+                            r.nexthops.iter().map(|n| (n.ifindex, n.gateway)).collect();
+                        mpt_model::sole::paths_differ(&ours, &kernel)
+                            .unwrap_or_else(|| "its nexthops have other weights".into())
+                    }
                 };
                 forget_in(s, &k, true)?;
                 if r.protocol == MPROUTE_PROTO {
@@ -1691,6 +1711,36 @@ fn report(changed: bool, verb: Verb, k: &RouteKey, algo: Option<Algo>) -> Change
 }
 
 /// Whether the FIB route already has exactly the requested paths and protocol.
+/// Whether dataplane group `group` holds exactly the paths and weights of kernel route `cur`
+/// (as sets). An unreadable or missing group is not.
+fn group_is_route(raw: &mpt_bpf::state::RouteState, group: u32, cur: &Route) -> bool {
+    let Ok(Some(g)) = raw.dp_group(group) else {
+        return false;
+    };
+    let mut ours: Vec<(u32, Option<std::net::IpAddr>, u16)> = g
+        .nexthops()
+        .iter()
+        .map(|n| (n.ifindex, nh_gateway(n), n.weight))
+        .collect();
+    let mut kernel: Vec<(u32, Option<std::net::IpAddr>, u16)> = cur
+        .nexthops
+        .iter()
+        .map(|n| (n.ifindex, n.gateway, n.weight))
+        .collect();
+    ours.sort();
+    kernel.sort();
+    ours == kernel
+}
+
+/// A dataplane nexthop's gateway.
+fn nh_gateway(n: &mpt_bpf::abi::MptNh) -> Option<std::net::IpAddr> {
+    match n.family {
+        mpt_bpf::abi::AF_INET => Some(std::net::IpAddr::from([n.gw[0], n.gw[1], n.gw[2], n.gw[3]])),
+        mpt_bpf::abi::AF_INET6 => Some(std::net::IpAddr::from(n.gw)),
+        _ => None,
+    }
+}
+
 fn same_paths(cur: &Route, want: &Resolved, protocol: u8) -> bool {
     if cur.protocol != protocol || cur.nexthops.len() != want.nexthops.len() {
         return false;

@@ -91,6 +91,7 @@ fn fib4(sock: &mut Socket) -> Result<Vec<FibEntry>, Failure> {
                     .iter()
                     .map(|n| (n.ifindex, n.gateway))
                     .collect(),
+                weights: m.route.nexthops.iter().map(|n| n.weight).collect(),
                 nh_object: m.route.nh_id.is_some(),
                 encap: m.other.iter().any(|(t, _)| *t == RTA_ENCAP),
             });
@@ -108,6 +109,7 @@ fn verify(sock: &mut Socket, raw: &RouteState) -> Result<Verified, Failure> {
     for r in routes {
         let Some(dst) = key_net(&r.id) else { continue };
         let nexthops = group_paths(raw, r.group)?;
+        let weights = group_weights(raw, r.group)?;
         keys.push(r.id);
         flagged.push(r.flags & mpt_bpf::abi::DPR_F_SOLE != 0);
         managed.push(Managed {
@@ -115,6 +117,7 @@ fn verify(sock: &mut Socket, raw: &RouteState) -> Result<Verified, Failure> {
             table: r.id.table,
             metric: r.id.metric,
             nexthops,
+            weights,
         });
     }
     let fib = if managed.is_empty() {
@@ -300,7 +303,13 @@ fn sync_drift4(raw: &RouteState, v: &Verified) -> Result<(), Failure> {
             let own = v.fib.iter().find(|e| {
                 e.dst == m.dst && e.table == sole::TABLE_MAIN && e.metric == m.metric && e.tos == 0
             });
-            sole::drift(&m.nexthops, own.map(|e| (&e.nexthops[..], e.nh_object)))
+            sole::drift(&m.nexthops, own.map(|e| (&e.nexthops[..], e.nh_object))).or_else(|| {
+                own.filter(|e| {
+                    !e.nh_object
+                        && sole::weights_differ(&m.nexthops, &m.weights, &e.nexthops, &e.weights)
+                })
+                .map(|_| "the kernel's route has other weights".to_string())
+            })
         } else {
             None
         };
@@ -308,6 +317,20 @@ fn sync_drift4(raw: &RouteState, v: &Verified) -> Result<(), Failure> {
             .map_err(|e| fail("write the dataplane's routes", e))?;
     }
     Ok(())
+}
+
+/// The weights of a dataplane group's paths, in [`group_paths`]' order.
+fn group_weights(raw: &RouteState, group: u32) -> Result<Vec<u16>, Failure> {
+    let g = raw
+        .dp_group(group)
+        .map_err(|e| fail("read a dataplane group", e))?;
+    Ok(g.map(|g| {
+        g.nh.iter()
+            .take(g.nh_count as usize)
+            .map(|n| n.weight)
+            .collect()
+    })
+    .unwrap_or_default())
 }
 
 /// The paths of a dataplane group: (device, gateway).
@@ -334,6 +357,11 @@ pub(crate) fn group_paths(
             .collect()
     })
     .unwrap_or_default())
+}
+
+/// A kernel route's weights, in its paths' order.
+fn weights(r: &mpt_model::route::Route) -> Vec<u16> {
+    r.nexthops.iter().map(|n| n.weight).collect()
 }
 
 /// A kernel route's paths: (device, gateway).
@@ -372,8 +400,17 @@ fn sync_holes6(sock: &mut Socket, raw: &RouteState) -> Result<(), Failure> {
         let own = dumped
             .iter()
             .find(|m| m.route.key.dst == span.dst && m.route.key.metric == span.metric)
-            .map(|m| (paths(&m.route), m.route.nh_id.is_some()));
-        let why = sole::drift(&span.nexthops, own.as_ref().map(|(p, obj)| (&p[..], *obj)));
+            .map(|m| (paths(&m.route), m.route.nh_id.is_some(), weights(&m.route)));
+        let ours_w = group_weights(raw, r.group)?;
+        let why = sole::drift(
+            &span.nexthops,
+            own.as_ref().map(|(p, obj, _)| (&p[..], *obj)),
+        )
+        .or_else(|| {
+            own.as_ref()
+                .filter(|(p, obj, w)| !*obj && sole::weights_differ(&span.nexthops, &ours_w, p, w))
+                .map(|_| "the kernel's route has other weights".to_string())
+        });
         raw.dp_set_drift(&r.id, why.is_some())
             .map_err(|e| fail("write the dataplane's routes", e))?;
     }

@@ -46,6 +46,8 @@ pub struct FibEntry {
     pub rtype: u8,
     /// Paths: (device, gateway).
     pub nexthops: Vec<(u32, Option<IpAddr>)>,
+    /// The paths' weights, in the same order (empty where unknown).
+    pub weights: Vec<u16>,
     /// References a kernel nexthop object.
     pub nh_object: bool,
     /// Has a lightweight tunnel encapsulation.
@@ -63,6 +65,8 @@ pub struct Managed {
     pub metric: u32,
     /// The dataplane group's paths: (device, gateway).
     pub nexthops: Vec<(u32, Option<IpAddr>)>,
+    /// Their weights, in the same order (empty where unknown).
+    pub weights: Vec<u16>,
 }
 
 /// The verdict for one managed route.
@@ -204,6 +208,23 @@ pub fn paths_differ(ours: &[Path], kernel: &[Path]) -> Option<String> {
         ));
     }
     None
+}
+
+/// Whether two routes' weighted paths differ, compared as sets of (path, weight); `None`
+/// where either side's weights are unknown (empty).
+pub fn weights_differ(ours: &[Path], ours_w: &[u16], kernel: &[Path], kernel_w: &[u16]) -> bool {
+    if ours_w.len() != ours.len() || kernel_w.len() != kernel.len() {
+        return false;
+    }
+    let mut a: Vec<(Path, u16)> = ours.iter().copied().zip(ours_w.iter().copied()).collect();
+    let mut b: Vec<(Path, u16)> = kernel
+        .iter()
+        .copied()
+        .zip(kernel_w.iter().copied())
+        .collect();
+    a.sort();
+    b.sort();
+    a != b
 }
 
 /// Whether a managed route has drifted from the kernel's: its own FIB entry (same prefix,
@@ -354,6 +375,7 @@ mod tests {
             table: TABLE_MAIN,
             metric,
             nexthops: nhs(),
+            weights: vec![1, 1],
         }
     }
 
@@ -365,6 +387,7 @@ mod tests {
             tos: 0,
             rtype: RTN_UNICAST,
             nexthops: nhs(),
+            weights: vec![1, 1],
             nh_object: false,
             encap: false,
         }
@@ -524,6 +547,22 @@ mod tests {
         );
         let other_table = Managed { table: 100, ..m };
         not(&verify(&[other_table], &fib)[0], "main table");
+    }
+
+    #[test]
+    fn weights_differ_as_sets_of_weighted_paths() {
+        let ours = nhs();
+        let mut rev = nhs();
+        rev.reverse();
+        assert!(
+            !weights_differ(&ours, &[3, 1], &rev, &[1, 3]),
+            "same, other order"
+        );
+        assert!(weights_differ(&ours, &[3, 1], &ours, &[1, 1]));
+        assert!(
+            !weights_differ(&ours, &[3, 1], &ours, &[]),
+            "unknown: not compared"
+        );
     }
 
     #[test]
