@@ -1289,7 +1289,7 @@ static __always_inline void xdp_pass_reason(__u32 r)
  * kernel's neighbour output (mpt_neigh_check). Slots are direct-mapped and the
  * second is the slot's, not the neighbour's: neighbours that share a slot
  * share its one check a second (whichever packet comes when it is due), so
- * none of them starves; a neighbour's first packet in an unused slot is due.
+ * none of them starves.
  */
 static __always_inline int neigh_due(__u32 ifindex, const struct bpf_fib_lookup *f)
 {
@@ -1309,6 +1309,11 @@ static __always_inline int neigh_due(__u32 ifindex, const struct bpf_fib_lookup 
 	if (!s)
 		return 0;
 	now = bpf_ktime_get_coarse_ns();
+	/* an unused slot starts its second now: a fresh neighbour was just resolved */
+	if (s->ns == 0) {
+		s->ns = now;
+		return 0;
+	}
 	if (now - s->ns < MPT_NEIGH_CHECK_NS)
 		return 0;
 	s->ns = now;
