@@ -551,6 +551,82 @@ fn flush_removes_only_our_routes_and_sync_repairs_drift() {
     assert!(managed.is_empty(), "{managed:?}");
 }
 
+/// A managed route replaced with ip route under another protocol, same paths, is its new
+/// owner's: del refuses it, flush leaves it, sync forgets it (mproute records the protocol it
+/// installed a route with).
+#[test]
+fn a_route_taken_over_by_another_protocol_is_not_ours_any_more() {
+    require_root();
+    let t = TwoPaths::new("owner");
+    let add = |proto: &str| {
+        mp_ok(
+            &t.r,
+            &[
+                "add",
+                "198.51.100.0/24",
+                "proto",
+                proto,
+                "nexthop",
+                "via",
+                "10.1.0.2",
+                "dev",
+                "va",
+                "nexthop",
+                "via",
+                "10.2.0.2",
+                "dev",
+                "vb",
+            ],
+        );
+    };
+    add("static");
+    let take_over = || {
+        t.r.ip_ok(&[
+            "route",
+            "replace",
+            "198.51.100.0/24",
+            "proto",
+            "bird",
+            "nexthop",
+            "via",
+            "10.1.0.2",
+            "dev",
+            "va",
+            "nexthop",
+            "via",
+            "10.2.0.2",
+            "dev",
+            "vb",
+        ]);
+    };
+    take_over();
+    let o = mp(&t.r, &["del", "198.51.100.0/24"]);
+    assert_eq!(o.status.code(), Some(2), "del of bird's route");
+    mp_ok(&t.r, &["flush"]);
+    assert!(
+        ip_route(&t.r, "-4", "198.51.100.0/24", "main").is_some(),
+        "flush removed bird's route"
+    );
+    let s = sync_changes(&t.r);
+    assert!(
+        s.iter().any(|a| a["action"] == "forgotten"
+            && a["dst"] == "198.51.100.0/24"
+            && a["reason"]
+                .as_str()
+                .is_some_and(|r| r.contains("protocol bird"))),
+        "{s:?}"
+    );
+    assert_eq!(
+        row(&t.r, "198.51.100.0/24", "main").map(|r| r["managed"].clone()),
+        Some(Value::Bool(false))
+    );
+    // with the protocol it was installed with, it stays ours
+    t.r.ip_ok(&["route", "del", "198.51.100.0/24"]);
+    add("static");
+    assert_eq!(sync_changes(&t.r), Vec::<Value>::new());
+    mp_ok(&t.r, &["del", "198.51.100.0/24"]);
+}
+
 #[test]
 fn two_namespaces_never_mix_state() {
     require_root();

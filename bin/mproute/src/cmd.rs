@@ -281,6 +281,7 @@ impl Ctx {
             algo: r.algo,
             nh_count: r.nexthops.len().min(255) as u8,
             group: 0,
+            protocol,
         };
         // 1. state (then 2. FIB, 3. undo the state if the FIB refused, in settle()).
         let old_state = if spec.verb == Verb::Add && store.put_new(&r.key, new_state)? {
@@ -896,8 +897,10 @@ impl Ctx {
         candidates.sort_by_key(|r| r.key.metric);
         let mut owned = None;
         for r in &candidates {
+            // ours: in the state with the protocol it was installed with (a route replaced
+            // with ip route under another protocol is its new owner's), or protocol mproute
             let in_state = match self.store(false)? {
-                Some(s) => s.get(&r.key)?.is_some(),
+                Some(s) => s.get(&r.key)?.is_some_and(|m| installed_as(&m, r)),
                 None => false,
             };
             if in_state || r.protocol == MPROUTE_PROTO {
@@ -1391,10 +1394,11 @@ impl Ctx {
         };
         let mut rows = Vec::new();
         let all = dump(self.sock()?, None, table)?;
-        let managed_keys: HashSet<RouteKey> = managed.iter().map(|(k, _)| *k).collect();
+        let managed_keys: HashMap<RouteKey, &Managed> =
+            managed.iter().map(|(k, m)| (*k, m)).collect();
         let fib_keys: HashSet<RouteKey> = all.iter().map(|r| r.key).collect();
         for r in &all {
-            let in_state = managed_keys.contains(&r.key);
+            let in_state = managed_keys.get(&r.key).is_some_and(|m| installed_as(m, r));
             if !(in_state || r.protocol == MPROUTE_PROTO) {
                 continue;
             }
@@ -1488,6 +1492,12 @@ impl Ctx {
                     continue;
                 };
                 let why = match r.nh_id {
+                    // installed with another protocol than the kernel's route has now
+                    _ if m.protocol != 0 && m.protocol != r.protocol => format!(
+                        "its protocol is {} now, not {}",
+                        names::proto_name(r.protocol),
+                        names::proto_name(m.protocol)
+                    ),
                     // a route on a kernel nexthop object: its group is that object
                     Some(id) if id != m.group => format!("it uses nexthop object {id} now"),
                     Some(_) => continue,
@@ -1547,6 +1557,7 @@ impl Ctx {
                             algo,
                             nh_count: r.nexthops.len().min(255) as u8,
                             group,
+                            protocol: r.protocol,
                         },
                     )?;
                     rows.push(match retaken {
@@ -1711,6 +1722,12 @@ fn report(changed: bool, verb: Verb, k: &RouteKey, algo: Option<Algo>) -> Change
 }
 
 /// Whether the FIB route already has exactly the requested paths and protocol.
+/// Whether kernel route `r` has the protocol state `m` was installed with (always, for a state
+/// that did not record it).
+fn installed_as(m: &Managed, r: &Route) -> bool {
+    m.protocol == 0 || m.protocol == r.protocol
+}
+
 /// Whether dataplane group `group` holds exactly the paths and weights of kernel route `cur`
 /// (as sets). An unreadable or missing group is not.
 fn group_is_route(raw: &mpt_bpf::state::RouteState, group: u32, cur: &Route) -> bool {

@@ -17,6 +17,8 @@ pub struct Managed {
     pub nh_count: u8,
     /// Dataplane group the route points at (0 = none yet).
     pub group: u32,
+    /// `rtm_protocol` it was installed with (0: not recorded, an older state).
+    pub protocol: u8,
 }
 
 /// The open, locked state of the namespace.
@@ -113,6 +115,7 @@ impl Store {
             algo: Algo::from_u32(u32::from(v.algo)).unwrap_or_default(),
             nh_count: v.nh_count,
             group: v.nh_group,
+            protocol: v.protocol,
         }))
     }
 
@@ -122,7 +125,7 @@ impl Store {
             algo: m.algo.as_u32() as u8,
             flags: 0,
             nh_count: m.nh_count,
-            reserved: 0,
+            protocol: m.protocol,
             nh_group: m.group,
         };
         self.inner
@@ -136,7 +139,7 @@ impl Store {
             algo: m.algo.as_u32() as u8,
             flags: 0,
             nh_count: m.nh_count,
-            reserved: 0,
+            protocol: m.protocol,
             nh_group: m.group,
         };
         self.inner
@@ -173,6 +176,7 @@ impl Store {
                         algo: Algo::from_u32(u32::from(v.algo)).unwrap_or_default(),
                         nh_count: v.nh_count,
                         group: v.nh_group,
+                        protocol: v.protocol,
                     },
                 ))
             })

@@ -87,7 +87,7 @@ struct mpt_route_val {
 	__u8  algo;      /* MPT_ALGO_* */
 	__u8  flags;     /* reserved for future flags, 0 for now */
 	__u8  nh_count;  /* number of nexthops in the group */
-	__u8  reserved;  /* must be 0 */
+	__u8  protocol;  /* rtm_protocol the route was installed with (0: not recorded) */
 	__u32 nh_group;  /* kernel nexthop group id */
 };
 
@@ -113,7 +113,7 @@ MPT__ABI_ASSERT(sizeof(struct mpt_route_val) == 8, "sizeof(struct mpt_route_val)
 MPT__ABI_ASSERT(MPT__OFF(mpt_route_val, algo) == 0, "mpt_route_val.algo offset");
 MPT__ABI_ASSERT(MPT__OFF(mpt_route_val, flags) == 1, "mpt_route_val.flags offset");
 MPT__ABI_ASSERT(MPT__OFF(mpt_route_val, nh_count) == 2, "mpt_route_val.nh_count offset");
-MPT__ABI_ASSERT(MPT__OFF(mpt_route_val, reserved) == 3, "mpt_route_val.reserved offset");
+MPT__ABI_ASSERT(MPT__OFF(mpt_route_val, protocol) == 3, "mpt_route_val.protocol offset");
 MPT__ABI_ASSERT(MPT__OFF(mpt_route_val, nh_group) == 4, "mpt_route_val.nh_group offset");
 
 #undef MPT__OFF

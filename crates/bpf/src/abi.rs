@@ -101,8 +101,8 @@ pub struct MptRouteVal {
     pub flags: u8,
     /// Number of nexthops in the group.
     pub nh_count: u8,
-    /// Must be 0.
-    pub reserved: u8,
+    /// `rtm_protocol` the route was installed with (0: not recorded).
+    pub protocol: u8,
     /// Kernel nexthop group id.
     pub nh_group: u32,
 }
@@ -398,7 +398,7 @@ assert_layout!(MptRouteVal, btf::mpt_route_val, 8, {
     algo: u8 = 0,
     flags: u8 = 1,
     nh_count: u8 = 2,
-    reserved: u8 = 3,
+    protocol: u8 = 3,
     nh_group: u32 = 4,
 });
 
@@ -569,7 +569,7 @@ impl_bytes!(MptRouteVal {
     algo: u8,
     flags: u8,
     nh_count: u8,
-    reserved: u8,
+    protocol: u8,
     nh_group: u32,
 });
 
@@ -774,7 +774,7 @@ mod tests {
             algo: ALGO_WRANDOM,
             flags: 0x80,
             nh_count: 3,
-            reserved: 7,
+            protocol: 7,
             nh_group: 0x1234_5678,
         }
     }

@@ -180,7 +180,7 @@ fn mpt_route_val_matches_btf() {
             algo,
             flags,
             nh_count,
-            reserved,
+            protocol,
             nh_group
         }),
     );
