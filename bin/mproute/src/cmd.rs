@@ -1503,17 +1503,14 @@ impl Ctx {
                     Some(_) => continue,
                     None => {
                         // a group gone missing (a crash between two writes) is repaired below
-                        if !matches!(s.raw().dp_group(m.group), Ok(Some(_))) {
+                        let Some((ours, ours_w)) = crate::fibcheck::group_of(s.raw(), m.group)?
+                        else {
                             continue;
+                        };
+                        match route_drift(&ours, &ours_w, r) {
+                            Some(why) => why,
+                            None => continue,
                         }
-                        if group_is_route(s.raw(), m.group, r) {
-                            continue;
-                        }
-                        let ours = crate::fibcheck::group_paths(s.raw(), m.group)?;
-                        let kernel: Vec<_> =
-                            r.nexthops.iter().map(|n| (n.ifindex, n.gateway)).collect();
-                        mpt_model::sole::paths_differ(&ours, &kernel)
-                            .unwrap_or_else(|| "its nexthops have other weights".into())
                     }
                 };
                 forget_in(s, &k, true)?;
@@ -1728,34 +1725,20 @@ fn installed_as(m: &Managed, r: &Route) -> bool {
     m.protocol == 0 || m.protocol == r.protocol
 }
 
-/// Whether dataplane group `group` holds exactly the paths and weights of kernel route `cur`
-/// (as sets). An unreadable or missing group is not.
-fn group_is_route(raw: &mpt_bpf::state::RouteState, group: u32, cur: &Route) -> bool {
-    let Ok(Some(g)) = raw.dp_group(group) else {
-        return false;
-    };
-    let mut ours: Vec<(u32, Option<std::net::IpAddr>, u16)> = g
-        .nexthops()
-        .iter()
-        .map(|n| (n.ifindex, nh_gateway(n), n.weight))
-        .collect();
-    let mut kernel: Vec<(u32, Option<std::net::IpAddr>, u16)> = cur
-        .nexthops
-        .iter()
-        .map(|n| (n.ifindex, n.gateway, n.weight))
-        .collect();
-    ours.sort();
-    kernel.sort();
-    ours == kernel
+/// How kernel route `r` differs from the group paths (and weights) mproute gave it, if it does
+/// ([`mpt_model::sole::drift_weighted`]).
+fn route_drift(ours: &[mpt_model::sole::Path], ours_w: &[u16], r: &Route) -> Option<String> {
+    let (p, w) = (crate::fibcheck::paths(r), crate::fibcheck::weights(r));
+    mpt_model::sole::drift_weighted(ours, ours_w, Some((&p, &w, false)))
 }
 
-/// A dataplane nexthop's gateway.
-fn nh_gateway(n: &mpt_bpf::abi::MptNh) -> Option<std::net::IpAddr> {
-    match n.family {
-        mpt_bpf::abi::AF_INET => Some(std::net::IpAddr::from([n.gw[0], n.gw[1], n.gw[2], n.gw[3]])),
-        mpt_bpf::abi::AF_INET6 => Some(std::net::IpAddr::from(n.gw)),
-        _ => None,
-    }
+/// Whether dataplane group `group` holds exactly the paths and weights of kernel route `cur`.
+/// An unreadable or missing group is not.
+fn group_is_route(raw: &mpt_bpf::state::RouteState, group: u32, cur: &Route) -> bool {
+    matches!(
+        crate::fibcheck::group_of(raw, group),
+        Ok(Some((p, w))) if route_drift(&p, &w, cur).is_none()
+    )
 }
 
 fn same_paths(cur: &Route, want: &Resolved, protocol: u8) -> bool {

@@ -28,6 +28,8 @@ struct Verified {
     keys: Vec<mpt_bpf::abi::MptRouteKey>,
     /// SOLE flags as found.
     flagged: Vec<bool>,
+    /// DRIFT flags as found.
+    drifted: Vec<bool>,
     managed: Vec<Managed>,
     verdicts: Vec<Verdict>,
     /// The dump the verdicts are based on.
@@ -85,13 +87,8 @@ fn fib4(sock: &mut Socket) -> Result<Vec<FibEntry>, Failure> {
                 metric: m.route.key.metric,
                 tos: m.tos,
                 rtype: m.route.rtype,
-                nexthops: m
-                    .route
-                    .nexthops
-                    .iter()
-                    .map(|n| (n.ifindex, n.gateway))
-                    .collect(),
-                weights: m.route.nexthops.iter().map(|n| n.weight).collect(),
+                nexthops: paths(&m.route),
+                weights: weights(&m.route),
                 nh_object: m.route.nh_id.is_some(),
                 encap: m.other.iter().any(|(t, _)| *t == RTA_ENCAP),
             });
@@ -105,13 +102,14 @@ fn verify(sock: &mut Socket, raw: &RouteState) -> Result<Verified, Failure> {
     let (routes, holes) = entries(raw, false)?;
     let mut keys = Vec::new();
     let mut flagged = Vec::new();
+    let mut drifted = Vec::new();
     let mut managed = Vec::new();
     for r in routes {
         let Some(dst) = key_net(&r.id) else { continue };
-        let nexthops = group_paths(raw, r.group)?;
-        let weights = group_weights(raw, r.group)?;
+        let (nexthops, weights) = group_of(raw, r.group)?.unwrap_or_default();
         keys.push(r.id);
         flagged.push(r.flags & mpt_bpf::abi::DPR_F_SOLE != 0);
+        drifted.push(r.flags & mpt_bpf::abi::DPR_F_DRIFT != 0);
         managed.push(Managed {
             dst,
             table: r.id.table,
@@ -129,6 +127,7 @@ fn verify(sock: &mut Socket, raw: &RouteState) -> Result<Verified, Failure> {
     Ok(Verified {
         keys,
         flagged,
+        drifted,
         managed,
         verdicts,
         fib,
@@ -297,75 +296,53 @@ fn sync_holes(raw: &RouteState, v: &Verified) -> Result<(), Failure> {
 
 /// Flag the managed IPv4 routes whose kernel route is gone or has other paths
 /// ([`sole::drift`]): the dataplane leaves their packets to the kernel. Clear the others.
+/// Only flags that change are written (the trie was read once, by [`verify`]).
 fn sync_drift4(raw: &RouteState, v: &Verified) -> Result<(), Failure> {
-    for (k, m) in v.keys.iter().zip(&v.managed) {
+    for ((k, m), was) in v.keys.iter().zip(&v.managed).zip(&v.drifted) {
         let why = if m.table == sole::TABLE_MAIN {
             let own = v.fib.iter().find(|e| {
                 e.dst == m.dst && e.table == sole::TABLE_MAIN && e.metric == m.metric && e.tos == 0
             });
-            sole::drift(&m.nexthops, own.map(|e| (&e.nexthops[..], e.nh_object))).or_else(|| {
-                own.filter(|e| {
-                    !e.nh_object
-                        && sole::weights_differ(&m.nexthops, &m.weights, &e.nexthops, &e.weights)
-                })
-                .map(|_| "the kernel's route has other weights".to_string())
-            })
+            sole::drift_weighted(
+                &m.nexthops,
+                &m.weights,
+                own.map(|e| (&e.nexthops[..], &e.weights[..], e.nh_object)),
+            )
         } else {
             None
         };
-        raw.dp_set_drift(k, why.is_some())
-            .map_err(|e| fail("write the dataplane's routes", e))?;
+        if why.is_some() != *was {
+            raw.dp_set_drift(k, why.is_some())
+                .map_err(|e| fail("write the dataplane's routes", e))?;
+        }
     }
     Ok(())
 }
 
-/// The weights of a dataplane group's paths, in [`group_paths`]' order.
-fn group_weights(raw: &RouteState, group: u32) -> Result<Vec<u16>, Failure> {
-    let g = raw
-        .dp_group(group)
-        .map_err(|e| fail("read a dataplane group", e))?;
-    Ok(g.map(|g| {
-        g.nh.iter()
-            .take(g.nh_count as usize)
-            .map(|n| n.weight)
-            .collect()
-    })
-    .unwrap_or_default())
-}
+/// A group's paths, (device, gateway), and their weights in the same order.
+pub(crate) type Weighted = (Vec<sole::Path>, Vec<u16>);
 
-/// The paths of a dataplane group: (device, gateway).
-pub(crate) fn group_paths(
-    raw: &RouteState,
-    group: u32,
-) -> Result<Vec<(u32, Option<std::net::IpAddr>)>, Failure> {
+/// The paths of a dataplane group and their weights, from one reading; `None` if there is no
+/// such group.
+pub(crate) fn group_of(raw: &RouteState, group: u32) -> Result<Option<Weighted>, Failure> {
     let g = raw
         .dp_group(group)
         .map_err(|e| fail("read a dataplane group", e))?;
     Ok(g.map(|g| {
         g.nh.iter()
             .take(g.nh_count as usize)
-            .map(|n| {
-                let gw = match n.family {
-                    mpt_bpf::abi::AF_INET => {
-                        Some(std::net::IpAddr::from([n.gw[0], n.gw[1], n.gw[2], n.gw[3]]))
-                    }
-                    mpt_bpf::abi::AF_INET6 => Some(std::net::IpAddr::from(n.gw)),
-                    _ => None,
-                };
-                (n.ifindex, gw)
-            })
-            .collect()
-    })
-    .unwrap_or_default())
+            .map(|n| ((n.ifindex, n.gateway()), n.weight))
+            .unzip()
+    }))
 }
 
 /// A kernel route's weights, in its paths' order.
-fn weights(r: &mpt_model::route::Route) -> Vec<u16> {
+pub(crate) fn weights(r: &mpt_model::route::Route) -> Vec<u16> {
     r.nexthops.iter().map(|n| n.weight).collect()
 }
 
 /// A kernel route's paths: (device, gateway).
-fn paths(r: &mpt_model::route::Route) -> Vec<(u32, Option<std::net::IpAddr>)> {
+pub(crate) fn paths(r: &mpt_model::route::Route) -> Vec<sole::Path> {
     r.nexthops.iter().map(|n| (n.ifindex, n.gateway)).collect()
 }
 
@@ -374,17 +351,20 @@ fn paths(r: &mpt_model::route::Route) -> Vec<(u32, Option<std::net::IpAddr>)> {
 fn sync_holes6(sock: &mut Socket, raw: &RouteState) -> Result<(), Failure> {
     let (routes, have) = entries(raw, true)?;
     let mut managed = Vec::new();
+    let mut managed_w = Vec::new();
     for r in routes.iter().filter(|r| r.id.table == sole::TABLE_MAIN) {
         let Ok(dst) = ipnet::Ipv6Net::new(std::net::Ipv6Addr::from(r.id.dst_be), r.id.dst_len)
         else {
             continue;
         };
+        let (nexthops, w) = group_of(raw, r.group)?.unwrap_or_default();
         managed.push(sole::Span {
             dst: ipnet::IpNet::V6(dst),
             metric: r.id.metric,
             unicast: true,
-            nexthops: group_paths(raw, r.group)?,
+            nexthops,
         });
+        managed_w.push((r.id, w, r.flags & mpt_bpf::abi::DPR_F_DRIFT != 0));
     }
     let dumped = if managed.is_empty() {
         Vec::new()
@@ -392,27 +372,20 @@ fn sync_holes6(sock: &mut Socket, raw: &RouteState) -> Result<(), Failure> {
         dump_table(sock, Family::V6, sole::TABLE_MAIN)?
     };
     // drift, as for IPv4 (sync_drift4)
-    for (r, span) in routes
-        .iter()
-        .filter(|r| r.id.table == sole::TABLE_MAIN)
-        .zip(&managed)
-    {
+    for ((id, ours_w, was), span) in managed_w.iter().zip(&managed) {
         let own = dumped
             .iter()
             .find(|m| m.route.key.dst == span.dst && m.route.key.metric == span.metric)
-            .map(|m| (paths(&m.route), m.route.nh_id.is_some(), weights(&m.route)));
-        let ours_w = group_weights(raw, r.group)?;
-        let why = sole::drift(
+            .map(|m| (paths(&m.route), weights(&m.route), m.route.nh_id.is_some()));
+        let why = sole::drift_weighted(
             &span.nexthops,
-            own.as_ref().map(|(p, obj, _)| (&p[..], *obj)),
-        )
-        .or_else(|| {
-            own.as_ref()
-                .filter(|(p, obj, w)| !*obj && sole::weights_differ(&span.nexthops, &ours_w, p, w))
-                .map(|_| "the kernel's route has other weights".to_string())
-        });
-        raw.dp_set_drift(&r.id, why.is_some())
-            .map_err(|e| fail("write the dataplane's routes", e))?;
+            ours_w,
+            own.as_ref().map(|(p, w, obj)| (&p[..], &w[..], *obj)),
+        );
+        if why.is_some() != *was {
+            raw.dp_set_drift(id, why.is_some())
+                .map_err(|e| fail("write the dataplane's routes", e))?;
+        }
     }
     let fib: Vec<sole::Span> = dumped
         .into_iter()

@@ -238,13 +238,7 @@ impl GetRow {
         let rows: Vec<NexthopRow> = nhs
             .iter()
             .map(|n| NexthopRow {
-                gateway: match n.family {
-                    2 => Some(
-                        std::net::Ipv4Addr::new(n.gw[0], n.gw[1], n.gw[2], n.gw[3]).to_string(),
-                    ),
-                    10 => Some(std::net::Ipv6Addr::from(n.gw).to_string()),
-                    _ => None,
-                },
+                gateway: n.gateway().map(|g| g.to_string()),
                 dev: ifname(n.ifindex),
                 weight: n.weight,
                 flags: Vec::new(),
@@ -271,11 +265,7 @@ impl GetRow {
     /// Take the flags of each nexthop (`nhs`, in row order) from the kernel's route `r`.
     pub fn set_flags(&mut self, nhs: &[mpt_bpf::abi::MptNh], r: &Route) {
         for (row, n) in self.nexthops.iter_mut().zip(nhs) {
-            let gw = match n.family {
-                2 => Some(std::net::IpAddr::from([n.gw[0], n.gw[1], n.gw[2], n.gw[3]])),
-                10 => Some(std::net::IpAddr::from(n.gw)),
-                _ => None,
-            };
+            let gw = n.gateway();
             if let Some(k) = r
                 .nexthops
                 .iter()

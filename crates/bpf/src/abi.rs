@@ -658,6 +658,16 @@ impl MptLpm6Key {
 }
 
 impl MptNh {
+    /// Its gateway (`None`: a device route).
+    pub fn gateway(&self) -> Option<std::net::IpAddr> {
+        let g = self.gw;
+        match self.family {
+            AF_INET => Some(std::net::IpAddr::from([g[0], g[1], g[2], g[3]])),
+            AF_INET6 => Some(std::net::IpAddr::from(g)),
+            _ => None,
+        }
+    }
+
     /// All fields zero.
     pub const fn zeroed() -> Self {
         Self {

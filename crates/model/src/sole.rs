@@ -227,6 +227,21 @@ pub fn weights_differ(ours: &[Path], ours_w: &[u16], kernel: &[Path], kernel_w: 
     a != b
 }
 
+/// [`drift`], and then the weights ([`weights_differ`]): the whole of what makes a managed
+/// route's kernel route another than the one mproute installed. `kernel`: its paths, their
+/// weights and whether it uses a nexthop object (not compared).
+pub fn drift_weighted(
+    ours: &[Path],
+    ours_w: &[u16],
+    kernel: Option<(&[Path], &[u16], bool)>,
+) -> Option<String> {
+    drift(ours, kernel.map(|(p, _, obj)| (p, obj))).or_else(|| {
+        kernel
+            .filter(|(p, w, obj)| !*obj && weights_differ(ours, ours_w, p, w))
+            .map(|_| "the kernel's route has other weights".to_string())
+    })
+}
+
 /// Whether a managed route has drifted from the kernel's: its own FIB entry (same prefix,
 /// table and metric; `None`: there is none) is gone, or has other paths than the dataplane's
 /// group. Such a route is not the managed route any more, whoever changed it: the dataplane
@@ -547,6 +562,23 @@ mod tests {
         );
         let other_table = Managed { table: 100, ..m };
         not(&verify(&[other_table], &fib)[0], "main table");
+    }
+
+    #[test]
+    fn drift_weighted_is_drift_then_weights() {
+        let ours = nhs();
+        assert_eq!(
+            drift_weighted(&ours, &[1, 1], Some((&ours, &[1, 1], false))),
+            None
+        );
+        let w = drift_weighted(&ours, &[1, 1], Some((&ours, &[2, 1], false))).unwrap_or_default();
+        assert!(w.contains("other weights"), "{w}");
+        assert_eq!(
+            drift_weighted(&ours, &[1, 1], Some((&ours, &[2, 1], true))),
+            None
+        );
+        let gone = drift_weighted(&ours, &[1, 1], None).unwrap_or_default();
+        assert!(gone.contains("not in the kernel's FIB"), "{gone}");
     }
 
     #[test]
