@@ -4,6 +4,7 @@ use clap::{CommandFactory, Parser};
 use ila::Cli;
 
 fn main() {
+    mpt_cli::docs::handle(<Cli as clap::CommandFactory>::command);
     let cli = match Cli::try_parse() {
         Ok(c) => c,
         Err(e) => {

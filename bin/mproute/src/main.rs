@@ -192,6 +192,7 @@ fn watch(ctx: &mut Ctx, style: Style) -> Result<(), Failure> {
 }
 
 fn main() {
+    mpt_cli::docs::handle(<Cli as clap::CommandFactory>::command);
     let cli = match Cli::try_parse() {
         Ok(c) => c,
         Err(e) => {

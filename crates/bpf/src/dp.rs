@@ -642,7 +642,7 @@ fn detach_xdp(ifindex: u32, generic: bool) -> Result<(), StateError> {
 }
 
 fn detach_tcx_id(ifindex: u32, id: u32) -> Result<(), StateError> {
-    let fd = crate::state::prog_fd(id)?;
+    let fd = crate::prog::fd(id)?;
     let opts = libbpf_sys::bpf_prog_detach_opts {
         sz: std::mem::size_of::<libbpf_sys::bpf_prog_detach_opts>() as _,
         ..Default::default()

@@ -9,6 +9,7 @@ pub mod abi;
 pub mod dp;
 pub mod dpmaps;
 pub mod fibgen;
+pub mod prog;
 pub mod skel;
 pub mod state;
 

@@ -207,49 +207,9 @@ fn tcx_ingress_progs(ifindex: i32) -> Result<Vec<u32>, StateError> {
     Ok(ids[..n.min(ids.len())].to_vec())
 }
 
-/// A descriptor of program `id`.
-pub(crate) fn prog_fd(id: u32) -> Result<OwnedFd, StateError> {
-    // SAFETY: always safe to call; returns an fd or a negative errno.
-    let fd = unsafe { libbpf_sys::bpf_prog_get_fd_by_id(id) };
-    if fd < 0 {
-        return Err(StateError::Sys {
-            what: format!("open program {id}"),
-            source: io::Error::from_raw_os_error(-fd),
-        });
-    }
-    // SAFETY: fd is a fresh descriptor we own.
-    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
-}
-
 /// Name and map ids of a program.
 pub(crate) fn prog_name_maps(id: u32) -> Result<(String, Vec<u32>), StateError> {
-    let fd = prog_fd(id)?;
-    let mut map_ids = [0u32; 32];
-    let mut info = libbpf_sys::bpf_prog_info {
-        nr_map_ids: map_ids.len() as u32,
-        map_ids: map_ids.as_mut_ptr() as u64,
-        ..Default::default()
-    };
-    let mut len = std::mem::size_of::<libbpf_sys::bpf_prog_info>() as u32;
-    // SAFETY: info and map_ids outlive the call; len is info's size.
-    let rc = unsafe { libbpf_sys::bpf_prog_get_info_by_fd(fd.as_raw_fd(), &mut info, &mut len) };
-    if rc < 0 {
-        return Err(StateError::Sys {
-            what: format!("info of program {id}"),
-            source: io::Error::from_raw_os_error(-rc),
-        });
-    }
-    let name: Vec<u8> = info
-        .name
-        .iter()
-        .take_while(|c| **c != 0)
-        .map(|c| *c as u8)
-        .collect();
-    let n = (info.nr_map_ids as usize).min(map_ids.len());
-    Ok((
-        String::from_utf8_lossy(&name).into_owned(),
-        map_ids[..n].to_vec(),
-    ))
+    crate::prog::info(id).map(|i| (i.name, i.map_ids))
 }
 
 fn find_anchor() -> Result<Option<(u32, Vec<u32>)>, StateError> {

@@ -4,6 +4,7 @@
 //! Commands never print; they return rows or a change report, and [`render`] prints them.
 
 pub mod batch;
+pub mod docs;
 pub mod error;
 pub mod names;
 pub mod opts;

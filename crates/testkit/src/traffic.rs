@@ -1,6 +1,6 @@
-//! Traffic for dataplane tests: a client → router → four nexthops topology ([`FourPaths`]), a
-//! per-namespace AF_PACKET flow counter ([`FlowCounter`]) and UDP/TCP flow generators
-//! ([`send_udp_flows`], [`send_tcp_syns`]).
+//! Traffic for dataplane tests: a per-namespace AF_PACKET flow counter ([`FlowCounter`]) and
+//! UDP/TCP flow generators ([`send_udp_flows`], [`send_tcp_syns`]) over the topologies of
+//! [`crate::topo`].
 //!
 //! Every thread that works inside a namespace enters it with `setns(CLONE_NEWNET)` on that thread
 //! only; the test's own threads never change namespace. Sockets created after the `setns` belong
@@ -11,7 +11,7 @@ use std::ffi::CString;
 use std::fs::File;
 use std::io;
 use std::mem;
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, UdpSocket};
+use std::net::{IpAddr, SocketAddr, UdpSocket};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
@@ -24,197 +24,11 @@ use nix::sys::socket::{
     bind, connect, setsockopt, socket, sockopt, AddressFamily, SockFlag, SockType, SockaddrStorage,
 };
 
-use crate::{run_ok, Netns};
-
-/// The client's IPv4 address (on `c:eth0`).
-pub const CLIENT_V4: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 2);
-/// The client's IPv6 address (on `c:eth0`).
-pub const CLIENT_V6: Ipv6Addr = Ipv6Addr::new(0x2001, 0xdb8, 0, 0, 0, 0, 0, 2);
-/// The managed IPv4 destination, a local address on `lo` of every nexthop namespace.
-pub const DEST_V4: Ipv4Addr = Ipv4Addr::new(198, 51, 100, 1);
-/// The managed IPv6 destination, a local address on `lo` of every nexthop namespace.
-pub const DEST_V6: Ipv6Addr = Ipv6Addr::new(0x2001, 0xdb8, 0x100, 0, 0, 0, 0, 1);
-/// The IPv4 prefix the router's multipath route should cover.
-pub const DEST_PREFIX_V4: &str = "198.51.100.0/24";
-/// The IPv6 prefix the router's multipath route should cover.
-pub const DEST_PREFIX_V6: &str = "2001:db8:100::/64";
-
-/// `ip netns exec NS sysctl -w KEY=VALUE`, which must succeed.
-pub fn sysctl(ns: &Netns, key: &str, value: &str) {
-    let kv = format!("{key}={value}");
-    run_ok(
-        "ip",
-        &["netns", "exec", ns.name(), "sysctl", "-q", "-w", &kv],
-    );
-}
-
-/// The MAC address of `dev` in `ns` (from `ip -j link show dev DEV`).
-pub fn mac(ns: &Netns, dev: &str) -> String {
-    let j = ns.ip_json(&["link", "show", "dev", dev]);
-    j.get(0)
-        .and_then(|l| l.get("address"))
-        .and_then(|a| a.as_str())
-        .unwrap_or_else(|| panic!("no MAC for {dev} in {}: {j}", ns.name()))
-        .to_string()
-}
-
-/// A permanent neighbour entry `addr lladdr mac dev dev nud permanent` in `ns`.
-fn neigh_permanent(ns: &Netns, addr: &str, mac: &str, dev: &str) {
-    ns.ip_ok(&[
-        "neigh",
-        "replace",
-        addr,
-        "lladdr",
-        mac,
-        "dev",
-        dev,
-        "nud",
-        "permanent",
-    ]);
-}
-
-/// Client `c` — router `r` — four nexthops `n[0..4]`.
-///
-/// * `c:eth0` 10.0.0.2/24, 2001:db8:0::2/64 ↔ `r:vc` 10.0.0.1/24, 2001:db8:0::1/64; the client's
-///   default routes (v4, v6) go via the router.
-/// * `r:v{i}` 10.{i+1}.0.1/24, 2001:db8:{i+1}::1/64 ↔ `n[i]:eth0` 10.{i+1}.0.2/24,
-///   2001:db8:{i+1}::2/64; each `n[i]` has default routes back via the router and the managed
-///   destinations [`DEST_V4`]/32 and [`DEST_V6`]/128 on its `lo`, so traffic terminates there.
-/// * Forwarding on in `r`; rp_filter off in `r` and every `n[i]`; permanent neighbour entries on
-///   every point-to-point link in both directions (no ARP/ND during tests).
-///
-/// The router's multipath route to [`DEST_PREFIX_V4`]/[`DEST_PREFIX_V6`] is the test's business.
-#[derive(Debug)]
-pub struct FourPaths {
-    /// The client.
-    pub c: Netns,
-    /// The router.
-    pub r: Netns,
-    /// The nexthops, reached from `r` over `v0..v3`.
-    pub n: [Netns; 4],
-}
-
-impl FourPaths {
-    /// Build it (namespaces are named `…-{tag}c`, `…-{tag}r`, `…-{tag}n0` … `…-{tag}n3`).
-    pub fn new(tag: &str) -> FourPaths {
-        let c = Netns::new(&format!("{tag}c"));
-        let r = Netns::new(&format!("{tag}r"));
-        let n = [0, 1, 2, 3].map(|i| Netns::new(&format!("{tag}n{i}")));
-
-        // The client's flows bind fixed source ports below 61000 (see `flows`): keep the
-        // kernel's ephemeral ports out of their way, or a bind can meet EADDRINUSE.
-        sysctl(&c, "net.ipv4.ip_local_port_range", "61000 65535");
-
-        // Client link.
-        crate::veth(&r, "vc", &c, "eth0");
-        c.ip_ok(&["addr", "add", "10.0.0.2/24", "dev", "eth0"]);
-        c.ip_ok(&["addr", "add", "2001:db8:0::2/64", "dev", "eth0", "nodad"]);
-        r.ip_ok(&["addr", "add", "10.0.0.1/24", "dev", "vc"]);
-        r.ip_ok(&["addr", "add", "2001:db8:0::1/64", "dev", "vc", "nodad"]);
-        c.ip_ok(&["route", "add", "default", "via", "10.0.0.1", "dev", "eth0"]);
-        c.ip_ok(&[
-            "-6",
-            "route",
-            "add",
-            "default",
-            "via",
-            "2001:db8:0::1",
-            "dev",
-            "eth0",
-        ]);
-        let (c_mac, vc_mac) = (mac(&c, "eth0"), mac(&r, "vc"));
-        neigh_permanent(&c, "10.0.0.1", &vc_mac, "eth0");
-        neigh_permanent(&c, "2001:db8:0::1", &vc_mac, "eth0");
-        neigh_permanent(&r, "10.0.0.2", &c_mac, "vc");
-        neigh_permanent(&r, "2001:db8:0::2", &c_mac, "vc");
-
-        // Nexthop links.
-        for (i, ni) in n.iter().enumerate() {
-            let k = i + 1;
-            let dev = format!("v{i}");
-            crate::veth(&r, &dev, ni, "eth0");
-            r.ip_ok(&["addr", "add", &format!("10.{k}.0.1/24"), "dev", &dev]);
-            r.ip_ok(&[
-                "addr",
-                "add",
-                &format!("2001:db8:{k}::1/64"),
-                "dev",
-                &dev,
-                "nodad",
-            ]);
-            ni.ip_ok(&["addr", "add", &format!("10.{k}.0.2/24"), "dev", "eth0"]);
-            ni.ip_ok(&[
-                "addr",
-                "add",
-                &format!("2001:db8:{k}::2/64"),
-                "dev",
-                "eth0",
-                "nodad",
-            ]);
-            ni.ip_ok(&["addr", "add", &format!("{DEST_V4}/32"), "dev", "lo"]);
-            ni.ip_ok(&[
-                "addr",
-                "add",
-                &format!("{DEST_V6}/128"),
-                "dev",
-                "lo",
-                "nodad",
-            ]);
-            ni.ip_ok(&[
-                "route",
-                "add",
-                "default",
-                "via",
-                &format!("10.{k}.0.1"),
-                "dev",
-                "eth0",
-            ]);
-            ni.ip_ok(&[
-                "-6",
-                "route",
-                "add",
-                "default",
-                "via",
-                &format!("2001:db8:{k}::1"),
-                "dev",
-                "eth0",
-            ]);
-            let (n_mac, v_mac) = (mac(ni, "eth0"), mac(&r, &dev));
-            neigh_permanent(&r, &format!("10.{k}.0.2"), &n_mac, &dev);
-            neigh_permanent(&r, &format!("2001:db8:{k}::2"), &n_mac, &dev);
-            neigh_permanent(ni, &format!("10.{k}.0.1"), &v_mac, "eth0");
-            neigh_permanent(ni, &format!("2001:db8:{k}::1"), &v_mac, "eth0");
-        }
-
-        // Forwarding and rp_filter. The effective rp_filter is max(all, dev), so the existing
-        // devices are switched off too, not only `all` and `default`.
-        sysctl(&r, "net.ipv4.ip_forward", "1");
-        sysctl(&r, "net.ipv6.conf.all.forwarding", "1");
-        let r_devs = ["vc", "v0", "v1", "v2", "v3"];
-        for (ns, devs) in [(&r, &r_devs[..])]
-            .into_iter()
-            .chain(n.iter().map(|ni| (ni, &["eth0"][..])))
-        {
-            for scope in ["all", "default"].iter().chain(devs) {
-                sysctl(ns, &format!("net.ipv4.conf.{scope}.rp_filter"), "0");
-            }
-        }
-        FourPaths { c, r, n }
-    }
-
-    /// The router's device towards `n[i]`: `v{i}`.
-    pub fn dev(i: usize) -> String {
-        format!("v{i}")
-    }
-    /// `n[i]`'s IPv4 address on the link to the router: `10.{i+1}.0.2`.
-    pub fn nexthop_v4(i: usize) -> String {
-        format!("10.{}.0.2", i + 1)
-    }
-    /// `n[i]`'s IPv6 address on the link to the router: `2001:db8:{i+1}::2`.
-    pub fn nexthop_v6(i: usize) -> String {
-        format!("2001:db8:{}::2", i + 1)
-    }
-}
+use crate::netns::Netns;
+pub use crate::packet::{parse_ethernet, parse_ip, FlowTuple};
+pub use crate::topo::{
+    mac, sysctl, FourPaths, CLIENT_V4, CLIENT_V6, DEST_PREFIX_V4, DEST_PREFIX_V6, DEST_V4, DEST_V6,
+};
 
 /// Enter `ns` (network namespace only) on the calling thread.
 fn enter(ns_name: &str) -> io::Result<()> {
@@ -236,21 +50,6 @@ pub fn in_netns<T: Send>(ns: &Netns, f: impl FnOnce() -> T + Send) -> T {
             Err(p) => std::panic::resume_unwind(p),
         }
     })
-}
-
-/// A flow's 5-tuple. Protocols without ports (ICMP, …) and fragments have ports 0.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct FlowTuple {
-    /// Source address.
-    pub src: IpAddr,
-    /// Destination address.
-    pub dst: IpAddr,
-    /// IP protocol (after IPv6 extension headers).
-    pub proto: u8,
-    /// Source port.
-    pub sport: u16,
-    /// Destination port.
-    pub dport: u16,
 }
 
 /// What a [`FlowCounter`] saw.
@@ -519,124 +318,6 @@ fn capture(fd: &OwnedFd, ifindex: i32, stop: &AtomicBool) -> FlowCounts {
     counts
 }
 
-fn be16(b: &[u8], at: usize) -> Option<u16> {
-    Some(u16::from_be_bytes([*b.get(at)?, *b.get(at + 1)?]))
-}
-
-/// Parse an Ethernet frame (one optional VLAN tag): the IPv4/IPv6 packet's 5-tuple and, for an
-/// ICMP/ICMPv6 error, the 5-tuple of the packet embedded in it. `None` for anything else.
-pub fn parse_ethernet(frame: &[u8]) -> Option<(FlowTuple, Option<FlowTuple>)> {
-    let mut ethertype = be16(frame, 12)?;
-    let mut off = 14;
-    if ethertype == 0x8100 || ethertype == 0x88a8 {
-        ethertype = be16(frame, 16)?;
-        off = 18;
-    }
-    let l3 = frame.get(off..)?;
-    match ethertype {
-        0x0800 | 0x86dd => parse_ip(l3),
-        _ => None,
-    }
-}
-
-/// Parse an IPv4/IPv6 packet (no link header): its 5-tuple and, for an ICMP/ICMPv6 error, the
-/// 5-tuple of the embedded packet.
-pub fn parse_ip(pkt: &[u8]) -> Option<(FlowTuple, Option<FlowTuple>)> {
-    let (t, l4) = ip_header(pkt, true)?;
-    let inner = match (t.proto, l4.first()) {
-        // ICMP: destination unreachable, source quench, redirect, time exceeded, parameter problem.
-        (1, Some(3 | 4 | 5 | 11 | 12)) | (58, Some(1..=4)) => {
-            let (it, _) = ip_header(l4.get(8..)?, false)?;
-            Some(it)
-        }
-        _ => None,
-    };
-    Some((t, inner))
-}
-
-/// The 5-tuple of an IP packet and its L4 bytes. `outer`: trim to the header's length (link
-/// padding); embedded packets are truncated, so their length field is not trusted.
-fn ip_header(pkt: &[u8], outer: bool) -> Option<(FlowTuple, &[u8])> {
-    let (src, dst, proto, l4, ports_ok) = match pkt.first()? >> 4 {
-        4 => {
-            let ihl = usize::from(pkt.first()? & 0x0f) * 4;
-            if ihl < 20 || pkt.len() < ihl {
-                return None;
-            }
-            let total = usize::from(be16(pkt, 2)?);
-            let end = if outer && total >= ihl && total <= pkt.len() {
-                total
-            } else {
-                pkt.len()
-            };
-            let src: [u8; 4] = pkt.get(12..16)?.try_into().ok()?;
-            let dst: [u8; 4] = pkt.get(16..20)?.try_into().ok()?;
-            let first_frag = be16(pkt, 6)? & 0x1fff == 0;
-            (
-                IpAddr::from(src),
-                IpAddr::from(dst),
-                pkt[9],
-                &pkt[ihl..end],
-                first_frag,
-            )
-        }
-        6 => {
-            if pkt.len() < 40 {
-                return None;
-            }
-            let plen = usize::from(be16(pkt, 4)?);
-            let end = if outer && plen != 0 && 40 + plen <= pkt.len() {
-                40 + plen
-            } else {
-                pkt.len()
-            };
-            let src: [u8; 16] = pkt.get(8..24)?.try_into().ok()?;
-            let dst: [u8; 16] = pkt.get(24..40)?.try_into().ok()?;
-            let mut nh = pkt[6];
-            let mut off = 40;
-            let mut first_frag = true;
-            for _ in 0..8 {
-                let hdr = pkt.get(off..end)?;
-                let len = match nh {
-                    0 | 43 | 60 => (usize::from(*hdr.get(1)?) + 1) * 8,
-                    44 => {
-                        first_frag &= be16(hdr, 2)? & 0xfff8 == 0;
-                        8
-                    }
-                    51 => (usize::from(*hdr.get(1)?) + 2) * 4,
-                    _ => break,
-                };
-                nh = *hdr.first()?;
-                off += len;
-            }
-            (
-                IpAddr::from(src),
-                IpAddr::from(dst),
-                nh,
-                pkt.get(off..end)?,
-                first_frag,
-            )
-        }
-        _ => return None,
-    };
-    // TCP, UDP, DCCP, SCTP, UDP-Lite: ports are the first 4 bytes.
-    let has_ports = matches!(proto, 6 | 17 | 33 | 132 | 136) && ports_ok;
-    let (sport, dport) = match (has_ports, be16(l4, 0), be16(l4, 2)) {
-        (true, Some(s), Some(d)) => (s, d),
-        _ => (0, 0),
-    };
-    Some((
-        FlowTuple {
-            src,
-            dst,
-            proto,
-            sport,
-            dport,
-        },
-        l4,
-    ))
-}
-
 /// One flow to generate.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct FlowSpec {
@@ -804,6 +485,7 @@ pub fn per_flow_counts(flows: &[FlowSpec], proto: u8, counts: &[FlowCounts]) -> 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::net::Ipv6Addr;
 
     fn eth(ethertype: u16, l3: &[u8]) -> Vec<u8> {
         let mut f = vec![0u8; 12];

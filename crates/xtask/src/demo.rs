@@ -11,10 +11,17 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{anyhow, bail, Context, Result};
+use mpt_testkit::Netns;
 
-use crate::netns::{self, Netns};
 use crate::util::{self, run};
+
+/// Name prefix of the demo's namespaces.
+const NS_PREFIX: &str = "mptdemo";
+
+fn netns(tag: &str) -> Result<Netns> {
+    Netns::try_create(NS_PREFIX, tag).map_err(|e| anyhow!(e))
+}
 
 const V4_ROUTE: &str =
     "198.51.100.0/24 algo l4-hash nexthop via 10.1.0.2 dev va weight 3 nexthop via 10.2.0.2 dev vb";
@@ -36,22 +43,22 @@ struct Topology {
 
 impl Topology {
     fn build() -> Result<Self> {
-        let r = Netns::create(netns::unique("mptdemo", "r"))?;
-        let a = Netns::create(netns::unique("mptdemo", "a"))?;
-        let b = Netns::create(netns::unique("mptdemo", "b"))?;
-        let c = Netns::create(netns::unique("mptdemo", "c"))?;
+        let r = netns("r")?;
+        let a = netns("a")?;
+        let b = netns("b")?;
+        let c = netns("c")?;
         {
             let (rn, cn) = (r.name(), c.name());
-            util::ip([
+            util::ip(&[
                 "-n", rn, "link", "add", "vc", "type", "veth", "peer", "name", "eth0", "netns", cn,
             ])?;
-            util::ip(["-n", rn, "addr", "add", "10.0.0.1/24", "dev", "vc"])?;
-            util::ip(["-n", cn, "addr", "add", "10.0.0.2/24", "dev", "eth0"])?;
-            util::ip(["-n", rn, "link", "set", "vc", "up"])?;
-            util::ip(["-n", cn, "link", "set", "eth0", "up"])?;
-            util::ip(["-n", cn, "link", "set", "lo", "up"])?;
-            util::ip(["-n", cn, "route", "add", "default", "via", "10.0.0.1"])?;
-            util::ip([
+            util::ip(&["-n", rn, "addr", "add", "10.0.0.1/24", "dev", "vc"])?;
+            util::ip(&["-n", cn, "addr", "add", "10.0.0.2/24", "dev", "eth0"])?;
+            util::ip(&["-n", rn, "link", "set", "vc", "up"])?;
+            util::ip(&["-n", cn, "link", "set", "eth0", "up"])?;
+            util::ip(&["-n", cn, "link", "set", "lo", "up"])?;
+            util::ip(&["-n", cn, "route", "add", "default", "via", "10.0.0.1"])?;
+            util::ip(&[
                 "netns",
                 "exec",
                 rn,
@@ -76,13 +83,13 @@ impl Topology {
             ),
         ] {
             let (rn, sn) = (r.name(), side.name());
-            util::ip([
+            util::ip(&[
                 "-n", rn, "link", "add", dev, "type", "veth", "peer", "name", "eth0", "netns", sn,
             ])?;
             for (ns, ifc, a4, a6) in [(rn, dev, v4[0], v6[0]), (sn, "eth0", v4[1], v6[1])] {
-                util::ip(["-n", ns, "addr", "add", a4, "dev", ifc])?;
-                util::ip(["-n", ns, "-6", "addr", "add", a6, "dev", ifc, "nodad"])?;
-                util::ip(["-n", ns, "link", "set", ifc, "up"])?;
+                util::ip(&["-n", ns, "addr", "add", a4, "dev", ifc])?;
+                util::ip(&["-n", ns, "-6", "addr", "add", a6, "dev", ifc, "nodad"])?;
+                util::ip(&["-n", ns, "link", "set", ifc, "up"])?;
             }
         }
         Ok(Topology { r, a, b, c })
@@ -103,7 +110,9 @@ pub fn demo() -> Result<()> {
     if !mproute.is_file() {
         bail!("{} not found after the build", mproute.display());
     }
-    netns::sweep_stale();
+    for n in mpt_testkit::netns::sweep(NS_PREFIX) {
+        println!("demo: removed stale namespace {n}");
+    }
 
     let topo = Topology::build()?;
     let r = topo.r.name();

@@ -1,79 +1,108 @@
-//! Man pages (clap_mangen, section 8) and shell completions (clap_complete) for the tools.
+//! Man pages and shell completions, as each tool prints them with its hidden
+//! `--generate man|bash|zsh|fish` (see `mpt_cli::docs`): `gen-docs` writes them into `man/` and
+//! `completions/`, `check-docs` fails when those differ. The tools are built first (debug).
 //!
-//! Everything is rendered into memory first, so gen-docs and check-docs see the same bytes.
+//! `--generate man` prints every page of a tool one after the other; each page starts with its
+//! `.TH TITLE SECTION` line, which names its file (`TITLE.SECTION`).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::process::Command;
 
-use anyhow::{Context, Result};
-use clap::CommandFactory;
-use clap_complete::{Generator, Shell};
+use anyhow::{bail, Context, Result};
 
-/// Directories (relative to the output root) that hold generated files.
+use crate::util;
+
+/// The tools, by binary name.
+const TOOLS: [&str; 3] = ["mproute", "ila", "pfanout"];
 const MAN_DIR: &str = "man";
 const COMPLETIONS_DIR: &str = "completions";
-const SHELLS: [Shell; 3] = [Shell::Bash, Shell::Zsh, Shell::Fish];
 
 /// Relative path → contents of every generated file.
 type Files = BTreeMap<PathBuf, Vec<u8>>;
 
-fn tools() -> [clap::Command; 3] {
-    [
-        mproute::Cli::command(),
-        ila::Cli::command(),
-        pfanout::Cli::command(),
-    ]
+/// Split the output of `--generate man` into pages: (file name, page). Every page starts with
+/// the same preamble (what precedes the first `.TH` line), then its `.TH TITLE SECTION` line.
+fn split_man(stream: &[u8]) -> Result<Vec<(String, Vec<u8>)>> {
+    let text = std::str::from_utf8(stream).context("man pages: not UTF-8")?;
+    let first = text
+        .find("\n.TH ")
+        .map(|i| i + 1)
+        .or_else(|| text.starts_with(".TH ").then_some(0))
+        .context("man pages: no .TH line")?;
+    let start = format!("{}.TH ", &text[..first]);
+    let mut bounds: Vec<usize> = text.match_indices(&start).map(|(i, _)| i).collect();
+    bounds.push(text.len());
+    let mut pages = Vec::new();
+    for w in bounds.windows(2) {
+        let page = &text[w[0]..w[1]];
+        let th = &page[start.len() - 4..];
+        let mut f = th[4..].split_whitespace();
+        let (Some(title), Some(section)) = (f.next(), f.next()) else {
+            bail!("man pages: a .TH line without title and section");
+        };
+        pages.push((format!("{title}.{section}"), page.as_bytes().to_vec()));
+    }
+    Ok(pages)
 }
 
-fn tool_names() -> Vec<String> {
-    tools().iter().map(|c| c.get_name().to_string()).collect()
+/// Conventional completion file names.
+fn completion_file(tool: &str, shell: &str) -> String {
+    match shell {
+        "bash" => format!("{tool}.bash"),
+        "zsh" => format!("_{tool}"),
+        _ => format!("{tool}.{shell}"),
+    }
 }
 
-/// Renders all man pages and completions.
-fn render() -> Result<Files> {
+/// `TOOL --generate KIND`.
+fn generate(bin: &Path, kind: &str) -> Result<Vec<u8>> {
+    let out = Command::new(bin)
+        .args(["--generate", kind])
+        .output()
+        .with_context(|| format!("cannot run {}", bin.display()))?;
+    if !out.status.success() {
+        bail!(
+            "{} --generate {kind} failed ({}): {}",
+            bin.display(),
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    Ok(out.stdout)
+}
+
+/// Build the tools and render every man page and completion.
+fn render(root: &Path) -> Result<Files> {
+    let mut args = vec!["build", "--quiet"];
+    for t in TOOLS {
+        args.extend(["-p", t]);
+    }
+    util::run_cargo(root, &args)?;
     let mut files = Files::new();
-    for cmd in tools() {
-        let name = cmd.get_name().to_string();
-        let source = format!("{name} {}", cmd.get_version().unwrap_or_default());
-        let mut built = cmd.clone().disable_help_subcommand(true);
-        built.build();
-        man_pages(&built, &source, &mut files)?;
-
-        for shell in SHELLS {
-            let mut buf = Vec::new();
-            let mut c = cmd.clone();
-            clap_complete::generate(shell, &mut c, &name, &mut buf);
-            files.insert(Path::new(COMPLETIONS_DIR).join(shell.file_name(&name)), buf);
+    for tool in TOOLS {
+        let bin = util::target_dir(root).join("debug").join(tool);
+        for (name, page) in split_man(&generate(&bin, "man")?)? {
+            files.insert(Path::new(MAN_DIR).join(name), page);
+        }
+        for shell in ["bash", "zsh", "fish"] {
+            files.insert(
+                Path::new(COMPLETIONS_DIR).join(completion_file(tool, shell)),
+                generate(&bin, shell)?,
+            );
         }
     }
     Ok(files)
 }
 
-/// One page for `cmd` (`man/NAME.8`) and, recursively, one per visible subcommand
-/// (`man/NAME-SUB.8`). `cmd` must be built, so subcommands carry their display names.
-fn man_pages(cmd: &clap::Command, source: &str, files: &mut Files) -> Result<()> {
-    for sub in cmd.get_subcommands().filter(|s| !s.is_hide_set()) {
-        man_pages(sub, source, files)?;
-    }
-    let man = clap_mangen::Man::new(cmd.clone())
-        .section("8")
-        .source(source.to_string());
-    let mut buf = Vec::new();
-    man.render(&mut buf)
-        .with_context(|| format!("render man page for {}", cmd.get_name()))?;
-    files.insert(Path::new(MAN_DIR).join(man.get_filename()), buf);
-    Ok(())
-}
-
 /// Files under `root`/man and `root`/completions that belong to our tools (by name), relative
 /// to `root`. Other files in those directories are not ours and are left alone.
 fn existing(root: &Path) -> Result<Vec<PathBuf>> {
-    let names = tool_names();
     let ours = |file: &str| {
-        names.iter().any(|n| {
+        TOOLS.iter().any(|n| {
             let f = file.strip_prefix('_').unwrap_or(file);
-            f == n.as_str()
-                || f.strip_prefix(n.as_str())
+            f == *n
+                || f.strip_prefix(n)
                     .is_some_and(|rest| rest.starts_with('.') || rest.starts_with('-'))
         })
     };
@@ -100,7 +129,7 @@ fn existing(root: &Path) -> Result<Vec<PathBuf>> {
 
 /// `cargo xtask gen-docs [--out DIR]`.
 pub fn gen_docs(out: &Path) -> Result<()> {
-    let files = render()?;
+    let files = render(&util::repo_root()?)?;
     let mut changed = 0;
     for (rel, bytes) in &files {
         let path = out.join(rel);
@@ -135,7 +164,7 @@ pub fn gen_docs(out: &Path) -> Result<()> {
 /// `cargo xtask check-docs`: `Ok(false)` (after listing the stale files) if the repository's
 /// man/ and completions/ differ from what gen-docs would write.
 pub fn check_docs(root: &Path) -> Result<bool> {
-    let files = render()?;
+    let files = render(root)?;
     let mut stale = Vec::new();
     for (rel, bytes) in &files {
         let path = root.join(rel);
@@ -163,4 +192,25 @@ pub fn check_docs(root: &Path) -> Result<bool> {
     }
     println!("run cargo xtask gen-docs");
     Ok(false)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::split_man;
+
+    #[test]
+    fn pages_split_at_their_th_lines_with_their_leading_comments() {
+        let stream = b".ie \\n(.g .ds Aq \\(aq\n.el .ds Aq '\n.TH tool 8 \"tool 1\"\n.SH NAME\ntool\n.ie \\n(.g .ds Aq \\(aq\n.el .ds Aq '\n.TH tool-add 8 \"tool-add 1\"\n.SH NAME\nadd\n";
+        let pages = split_man(stream).expect("splits");
+        let names: Vec<&str> = pages.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(names, ["tool.8", "tool-add.8"]);
+        let first = String::from_utf8_lossy(&pages[0].1).into_owned();
+        assert!(first.starts_with(".ie"), "{first}");
+        assert!(first.ends_with("tool\n"), "{first}");
+        let second = String::from_utf8_lossy(&pages[1].1).into_owned();
+        assert!(
+            second.starts_with(".ie") && second.contains(".TH tool-add 8"),
+            "{second}"
+        );
+    }
 }

@@ -1,14 +1,17 @@
-//! `cargo xtask`: machine setup, generated docs (man pages, shell completions), the full test
-//! run, a namespace demo of mproute, a route-installation benchmark against `ip -batch`, a
-//! dataplane nexthop-selection benchmark and a packet-rate benchmark of forwarding over veth.
+//! `cargo xtask`: set-up of this machine, the demo, the full test run, generated docs and the
+//! benchmarks.
+//!
+//! xtask depends on pure-Rust crates only, so that `cargo xtask demo` and `cargo xtask test`
+//! build and start on a machine that has nothing but rustup and gcc. They run set-up first
+//! (apt packages, bpffs) and only then build the rest of the workspace, as child `cargo`
+//! processes: the tools, the BPF programs (clang-19, bpftool, libelf) and the benchmarks.
 
-mod bench;
 mod demo;
 mod docs;
-mod netns;
 mod setup;
 mod util;
 
+use std::ffi::OsString;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
@@ -28,7 +31,8 @@ struct Args {
 enum Task {
     /// Prepare this machine (as root): apt packages, bpffs, the "mproute" route protocol name.
     Setup,
-    /// Generate man pages (man/) and shell completions (completions/).
+    /// Generate man pages (man/) and shell completions (completions/) with each tool's
+    /// `--generate`.
     GenDocs {
         /// Directory that receives man/ and completions/ (default: the repository root).
         #[arg(long, value_name = "DIR")]
@@ -38,58 +42,19 @@ enum Task {
     CheckDocs,
     /// setup, build and test the whole workspace, then check-docs.
     Test,
-    /// Show mproute at work in throwaway network namespaces.
+    /// Show the tools at work in throwaway network namespaces.
     Demo,
-    /// Benchmarks.
+    /// Benchmarks (setup, then the mpt-bench package in release mode): routes, select, forward;
+    /// `cargo xtask bench help` lists their options.
+    #[command(disable_help_flag = true)]
     Bench {
-        #[command(subcommand)]
-        what: BenchWhat,
-    },
-}
-
-#[derive(Debug, Subcommand)]
-enum BenchWhat {
-    /// Install N two-nexthop IPv4 routes with `mproute -b` and with `ip -batch`.
-    Routes {
-        /// Number of routes per run.
-        #[arg(long, default_value_t = 100_000)]
-        count: u32,
-        /// Runs per tool.
-        #[arg(long, default_value_t = 3)]
-        runs: u32,
-    },
-    /// Per-packet cost of each dataplane algorithm against a plain bpf_fib_lookup forward
-    /// (BPF_PROG_TEST_RUN), and the hash balance of 65,536 flows over 8 nexthops.
-    Select {
-        /// Packets per run and program.
-        #[arg(long, default_value_t = 1_000_000)]
-        repeat: u64,
-        /// Runs per program.
-        #[arg(long, default_value_t = 5)]
-        runs: u32,
-    },
-    /// Packet rate through a router namespace over veth (H1 - R - H2): the kernel's forwarding
-    /// against mproute's XDP and tc dataplane, with an XDP live-frames generator in H1 and an
-    /// XDP drop counter in H2, interleaved in one run.
-    Forward {
-        /// Seconds of generation per run and case.
-        #[arg(long, default_value_t = 3)]
-        seconds: u32,
-        /// Runs per case.
-        #[arg(long, default_value_t = 3)]
-        runs: u32,
-        /// Generator threads (thread i on CPU i mod CPUs).
-        #[arg(long, default_value_t = 1)]
-        threads: u32,
-        /// Send UDP without checksum (0) instead of with a valid one.
-        #[arg(long)]
-        zero_udp_checksum: bool,
-        /// Leave out the TCP throughput part.
-        #[arg(long, conflicts_with = "tcp_only")]
-        no_tcp: bool,
-        /// Only the TCP throughput part.
-        #[arg(long)]
-        tcp_only: bool,
+        /// What to measure and its options, passed to mpt-bench.
+        #[arg(
+            trailing_var_arg = true,
+            allow_hyphen_values = true,
+            value_name = "ARGS"
+        )]
+        args: Vec<OsString>,
     },
 }
 
@@ -119,30 +84,7 @@ fn run(task: Task) -> Result<bool> {
         Task::CheckDocs => docs::check_docs(&util::repo_root()?),
         Task::Test => test(),
         Task::Demo => demo::demo().map(|()| true),
-        Task::Bench {
-            what: BenchWhat::Routes { count, runs },
-        } => bench::routes(count, runs).map(|()| true),
-        Task::Bench {
-            what: BenchWhat::Select { repeat, runs },
-        } => bench::select::run(repeat, runs),
-        Task::Bench {
-            what:
-                BenchWhat::Forward {
-                    seconds,
-                    runs,
-                    threads,
-                    zero_udp_checksum,
-                    no_tcp,
-                    tcp_only,
-                },
-        } => bench::forward::run(&bench::forward::Opts {
-            seconds,
-            runs,
-            threads,
-            udp_csum: !zero_udp_checksum,
-            tcp: !no_tcp,
-            rate: !tcp_only,
-        }),
+        Task::Bench { args } => bench(&args),
     }
 }
 
@@ -185,4 +127,105 @@ fn test() -> Result<bool> {
         Err(e) => println!("xtask test: FAILED: {e:#} (passed: {passed}) in {secs:.1} s"),
     }
     result
+}
+
+/// `cargo xtask bench ARGS`: setup, build the tools and the benchmarks in release mode, run
+/// `mpt-bench ARGS`.
+fn bench(args: &[OsString]) -> Result<bool> {
+    let root = util::repo_root()?;
+    setup::setup()?;
+    util::run_cargo(
+        &root,
+        &["build", "--release", "-p", "mproute", "-p", "mpt-bench"],
+    )?;
+    let bin = util::target_dir(&root).join("release/mpt-bench");
+    let status = std::process::Command::new(&bin)
+        .args(args)
+        .status()
+        .map_err(|e| anyhow::anyhow!("cannot start {}: {e}", bin.display()))?;
+    Ok(status.success())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::process::Command;
+
+    /// What `cargo ARGS` prints (offline: everything was fetched by the build).
+    fn cargo(args: &[&str]) -> String {
+        let root = crate::util::repo_root().expect("repository root");
+        let out = Command::new(crate::util::cargo())
+            .args(args)
+            .arg("--offline")
+            .current_dir(root)
+            .output()
+            .expect("run cargo");
+        assert!(
+            out.status.success(),
+            "cargo {}: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// xtask must build on a machine with nothing but rustup and gcc, before `setup` installs
+    /// make, pkg-config and libelf: no crate in its build (normal and build dependencies, as
+    /// `cargo run -p xtask` resolves them) may be a `-sys` crate or link a native library.
+    #[test]
+    fn no_native_dependencies() {
+        let tree = cargo(&[
+            "tree",
+            "-p",
+            "xtask",
+            "-e",
+            "normal,build",
+            "--prefix",
+            "none",
+            "--format",
+            "{p}",
+        ]);
+        let names: std::collections::BTreeSet<(String, String)> = tree
+            .lines()
+            .filter_map(|l| {
+                let mut f = l.split_whitespace();
+                Some((
+                    f.next()?.to_string(),
+                    f.next()?.trim_start_matches('v').to_string(),
+                ))
+            })
+            .collect();
+        assert!(names.iter().any(|(n, _)| n == "clap"), "{tree}");
+        let host = format!("{}-unknown-linux-gnu", std::env::consts::ARCH);
+        let meta: serde_json::Value = serde_json::from_str(&cargo(&[
+            "metadata",
+            "--format-version",
+            "1",
+            "--filter-platform",
+            &host,
+        ]))
+        .expect("cargo metadata is JSON");
+        let links: Vec<(String, String)> = meta["packages"]
+            .as_array()
+            .expect("packages")
+            .iter()
+            .filter(|p| !p["links"].is_null())
+            .map(|p| {
+                (
+                    p["name"].as_str().unwrap_or_default().to_string(),
+                    p["version"].as_str().unwrap_or_default().to_string(),
+                )
+            })
+            .collect();
+        // the check can fail: the workspace has such crates (libbpf-sys links libbpf)
+        assert!(links.iter().any(|(n, _)| n == "libbpf-sys"), "{links:?}");
+        let bad: Vec<String> = names
+            .iter()
+            .filter(|(n, v)| n.ends_with("-sys") || links.contains(&(n.clone(), v.clone())))
+            .map(|(n, v)| format!("{n} {v}"))
+            .collect();
+        assert!(
+            bad.is_empty(),
+            "xtask's build would need native libraries before setup can install them: {bad:?}"
+        );
+    }
 }

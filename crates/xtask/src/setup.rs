@@ -5,7 +5,8 @@ use std::process::{Command, Stdio};
 
 use anyhow::{Context, Result};
 
-use crate::util::{require_root, run, show};
+use crate::util::{require_root, run};
+use mpt_testkit::cmd::show;
 
 /// Debian packages the build, the tests and the demo need.
 const PACKAGES: &[&str] = &[
@@ -19,6 +20,7 @@ const PACKAGES: &[&str] = &[
     "tcpdump",
     "strace",
     "iputils-ping",
+    "procps",
 ];
 
 const BPFFS: &str = "/sys/fs/bpf";

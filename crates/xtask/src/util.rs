@@ -1,10 +1,9 @@
 //! Paths and child processes.
 
-use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{anyhow, bail, Context, Result};
 
 /// The workspace root: crates/xtask → ../..
 pub fn repo_root() -> Result<PathBuf> {
@@ -26,38 +25,21 @@ pub fn cargo() -> std::ffi::OsString {
     std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into())
 }
 
-/// Shell-like rendering of a command line, for messages.
-pub fn show(cmd: &Command) -> String {
-    let mut s = cmd.get_program().to_string_lossy().into_owned();
-    for a in cmd.get_args() {
-        s.push(' ');
-        s.push_str(&a.to_string_lossy());
-    }
-    s
-}
-
 /// Runs `cmd` with inherited stdio; error unless it exits with status 0.
 pub fn run(cmd: &mut Command) -> Result<()> {
+    let shown = mpt_testkit::cmd::show(cmd);
     let status = cmd
         .status()
-        .with_context(|| format!("cannot start `{}`", show(cmd)))?;
+        .with_context(|| format!("cannot start `{shown}`"))?;
     if !status.success() {
-        bail!("`{}` failed ({status})", show(cmd));
+        bail!("`{shown}` failed ({status})");
     }
     Ok(())
 }
 
-/// Runs `cmd` capturing stdout (stderr inherited); error unless it exits with status 0.
+/// Runs `cmd` capturing stdout; error (with its stderr) unless it exits with status 0.
 pub fn output(cmd: &mut Command) -> Result<String> {
-    let out = cmd
-        .stdin(Stdio::null())
-        .stderr(Stdio::inherit())
-        .output()
-        .with_context(|| format!("cannot start `{}`", show(cmd)))?;
-    if !out.status.success() {
-        bail!("`{}` failed ({})", show(cmd), out.status);
-    }
-    String::from_utf8(out.stdout).with_context(|| format!("`{}`: output is not UTF-8", show(cmd)))
+    mpt_testkit::cmd::try_output(cmd).map_err(|e| anyhow!(e))
 }
 
 /// `cargo ARGS` in the repository root, stdio inherited.
@@ -69,28 +51,13 @@ pub fn run_cargo(root: &Path, args: &[&str]) -> Result<()> {
 }
 
 /// `ip ARGS`, output captured.
-pub fn ip<I, S>(args: I) -> Result<String>
-where
-    I: IntoIterator<Item = S>,
-    S: AsRef<OsStr>,
-{
-    output(Command::new("ip").args(args))
-}
-
-/// Whether the effective user is root (from /proc/self/status, `Uid: real effective ...`).
-pub fn is_root() -> Result<bool> {
-    let status = std::fs::read_to_string("/proc/self/status").context("read /proc/self/status")?;
-    let euid = status
-        .lines()
-        .find_map(|l| l.strip_prefix("Uid:"))
-        .and_then(|rest| rest.split_whitespace().nth(1))
-        .context("no Uid line in /proc/self/status")?;
-    Ok(euid == "0")
+pub fn ip(args: &[&str]) -> Result<String> {
+    mpt_testkit::cmd::try_ip(args).map_err(|e| anyhow!(e))
 }
 
 /// Error "run as root" unless we are.
 pub fn require_root(what: &str) -> Result<()> {
-    if !is_root()? {
+    if !mpt_testkit::is_root() {
         bail!("{what}: run as root");
     }
     Ok(())

@@ -62,10 +62,10 @@ use nix::sys::pthread::pthread_kill;
 use nix::sys::signal::{sigaction, SaFlags, SigAction, SigHandler, SigSet, Signal};
 use nix::unistd::Pid;
 
-use super::select::{ip_checksum, sysctl};
-use super::{median, met, spread};
-use crate::netns::{self, Netns};
-use crate::util;
+use mpt_testkit::Netns;
+
+use crate::select::ip_checksum;
+use crate::support::{self, median, met, spread, sysctl};
 
 /// Flows (UDP source ports) of the generator; a power of two.
 const FLOWS: u32 = 1024;
@@ -171,7 +171,7 @@ struct Dev {
 }
 
 fn link(ns: &str, dev: &str) -> Result<Dev> {
-    let out = util::ip(["-n", ns, "-j", "link", "show", "dev", dev])?;
+    let out = support::ip(["-n", ns, "-j", "link", "show", "dev", dev])?;
     let v: serde_json::Value = serde_json::from_str(&out).context("ip -j link: not JSON")?;
     let l = v.get(0).with_context(|| format!("{ns}: no device {dev}"))?;
     let ifindex = l
@@ -216,9 +216,9 @@ struct Topology {
 
 impl Topology {
     fn build() -> Result<Self> {
-        let h1 = Netns::create(netns::unique("mptbench", "fwd-h1"))?;
-        let r = Netns::create(netns::unique("mptbench", "fwd-r"))?;
-        let h2 = Netns::create(netns::unique("mptbench", "fwd-h2"))?;
+        let h1 = support::netns("fwd-h1")?;
+        let r = support::netns("fwd-r")?;
+        let h2 = support::netns("fwd-h2")?;
         let (h1n, rn, h2n) = (h1.name(), r.name(), h2.name());
         // One queue per CPU: a veth puts what it is sent on the peer's queue of the sending
         // CPU, so each CPU has its own ring and NAPI instead of contending for one.
@@ -229,7 +229,7 @@ impl Topology {
             ("vin", "10.10.0.1/24", h1n, "10.10.0.2/24"),
             ("vout", "10.20.0.1/24", h2n, "10.20.0.2/24"),
         ] {
-            util::ip([
+            support::ip([
                 "-n",
                 rn,
                 "link",
@@ -251,14 +251,14 @@ impl Topology {
                 "netns",
                 host,
             ])?;
-            util::ip(["-n", rn, "addr", "add", raddr, "dev", rdev])?;
-            util::ip(["-n", host, "addr", "add", haddr, "dev", "eth0"])?;
-            util::ip(["-n", rn, "link", "set", rdev, "up"])?;
-            util::ip(["-n", host, "link", "set", "eth0", "up"])?;
+            support::ip(["-n", rn, "addr", "add", raddr, "dev", rdev])?;
+            support::ip(["-n", host, "addr", "add", haddr, "dev", "eth0"])?;
+            support::ip(["-n", rn, "link", "set", rdev, "up"])?;
+            support::ip(["-n", host, "link", "set", "eth0", "up"])?;
         }
         sysctl(rn, "net.ipv4.ip_forward=1")?;
-        util::ip(["-n", h1n, "route", "add", "default", "via", "10.10.0.1"])?;
-        util::ip(["-n", h2n, "route", "add", "default", "via", "10.20.0.1"])?;
+        support::ip(["-n", h1n, "route", "add", "default", "via", "10.10.0.1"])?;
+        support::ip(["-n", h2n, "route", "add", "default", "via", "10.20.0.1"])?;
         let h1_eth0 = link(h1n, "eth0")?;
         let vin = link(rn, "vin")?;
         let vout = link(rn, "vout")?;
@@ -269,7 +269,7 @@ impl Topology {
             (rn, "10.20.0.2", h2_eth0.mac, "vout"),
             (h2n, "10.20.0.1", vout.mac, "eth0"),
         ] {
-            util::ip([
+            support::ip([
                 "-n",
                 ns,
                 "neigh",
@@ -573,34 +573,16 @@ fn count(map: &impl MapCore, slot: u32) -> Result<u64> {
 /// Run time and run count (`BPF_ENABLE_STATS`) of the XDP program on `ifindex` in `ns`.
 fn xdp_prog_stats(ns: &str, ifindex: u32) -> Result<(u64, u64)> {
     on_this_thread_in(ns, || {
-        let mut id = 0u32;
-        // SAFETY: id is a valid out pointer.
-        let rc = unsafe { libbpf_sys::bpf_xdp_query_id(i32::try_from(ifindex)?, 0, &mut id) };
-        ensure!(
-            rc == 0 && id != 0,
-            "no XDP program on ifindex {ifindex} in {ns}"
-        );
-        // SAFETY: returns an fd or a negative errno.
-        let fd = unsafe { libbpf_sys::bpf_prog_get_fd_by_id(id) };
-        ensure!(fd >= 0, "open XDP program {id}: error {fd}");
-        // SAFETY: fd is ours, closed when `_owned` drops.
-        let _owned = unsafe { <std::os::fd::OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(fd) };
-        let mut info = libbpf_sys::bpf_prog_info::default();
-        let mut len = std::mem::size_of::<libbpf_sys::bpf_prog_info>() as u32;
-        // SAFETY: info and len describe a buffer of that size.
-        let rc = unsafe { libbpf_sys::bpf_prog_get_info_by_fd(fd, &mut info, &mut len) };
-        ensure!(rc == 0, "info of XDP program {id}: error {rc}");
+        let id = mpt_bpf::dp::xdp_prog(ifindex)?
+            .with_context(|| format!("no XDP program on ifindex {ifindex} in {ns}"))?;
+        let info = mpt_bpf::prog::info(id)?;
         Ok((info.run_time_ns, info.run_cnt))
     })
 }
 
 /// Turns the kernel's BPF run-time statistics on until the returned fd is closed.
 fn enable_bpf_stats() -> Result<std::os::fd::OwnedFd> {
-    // SAFETY: returns an fd or a negative errno.
-    let fd = unsafe { libbpf_sys::bpf_enable_stats(libbpf_sys::BPF_STATS_RUN_TIME) };
-    ensure!(fd >= 0, "BPF_ENABLE_STATS: error {fd}");
-    // SAFETY: a fresh fd we own.
-    Ok(unsafe { <std::os::fd::OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(fd) })
+    Ok(mpt_bpf::prog::enable_run_time_stats()?)
 }
 
 /// mproute in R.
@@ -612,7 +594,7 @@ struct Mproute<'a> {
 
 impl Mproute<'_> {
     fn run(&self, args: &[&str]) -> Result<String> {
-        util::output(Command::new(self.bin).args(["-n", self.ns]).args(args))
+        support::output(Command::new(self.bin).args(["-n", self.ns]).args(args))
     }
 
     /// `dataplane show`'s packets by verdict.
@@ -700,7 +682,7 @@ impl Bench<'_, '_> {
             // A route added and removed again: the FIB is as it was, its generation is not, so
             // the dataplane looks every managed packet up in the kernel's FIB again.
             for verb in ["add", "del"] {
-                util::ip(["-n", rn, "route", verb, "192.0.2.0/24", "via", "10.20.0.2"])?;
+                support::ip(["-n", rn, "route", verb, "192.0.2.0/24", "via", "10.20.0.2"])?;
             }
         }
         if matches!(case, Case::XdpManaged | Case::XdpManagedChecked) {
@@ -1062,9 +1044,9 @@ fn tcp_figures(bin: &Path, seconds: u32, runs: u32) -> Result<()> {
         "TCP, one stream H1 → H2, hosts with default offloads, {runs} runs × {seconds} s, \
          sender and receiver on CPU {TCP_CPU}:"
     );
-    let kernel = crate::bench::median(&results[0].1);
+    let kernel = median(&results[0].1);
     for (name, v) in &results {
-        let med = crate::bench::median(v);
+        let med = median(v);
         let runs_s = v
             .iter()
             .map(|g| format!("{g:.2}"))
@@ -1106,17 +1088,14 @@ pub fn run(o: &Opts) -> Result<bool> {
         rate,
         ..
     } = *o;
-    util::require_root("bench forward")?;
+    support::require_root("bench forward")?;
     ensure!(
         seconds > 0 && runs > 0 && threads > 0,
         "--seconds, --runs and --threads must be at least 1"
     );
     ensure!(threads <= 64, "--threads: at most 64");
-    let root = util::repo_root()?;
-    util::run_cargo(&root, &["build", "--release", "-p", "mproute"])?;
-    let bin: PathBuf = util::target_dir(&root).join("release/mproute");
-    ensure!(bin.is_file(), "{} not found after the build", bin.display());
-    netns::sweep_stale();
+    let bin: PathBuf = support::tool("mproute")?;
+    support::sweep_stale();
     let ok = if rate { packet_rate(&bin, o)? } else { true };
     if tcp {
         tcp_figures(&bin, seconds, runs)?;

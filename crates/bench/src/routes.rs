@@ -1,10 +1,5 @@
 //! `cargo xtask bench routes`: install N two-nexthop IPv4 routes into an empty table with
 //! `mproute -b` and with `ip -batch`, alternating, each run in a fresh namespace.
-//! `cargo xtask bench select`: see [`select`].
-//! `cargo xtask bench forward`: see [`forward`].
-
-pub mod forward;
-pub mod select;
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -13,8 +8,10 @@ use std::time::Instant;
 
 use anyhow::{bail, ensure, Context, Result};
 
-use crate::netns::{self, Netns};
-use crate::util::{self, show};
+use mpt_testkit::cmd::show;
+use mpt_testkit::Netns;
+
+use crate::support::{self, median};
 
 const NEXTHOPS: &str = "nexthop via 10.1.0.2 dev va nexthop via 10.2.0.2 dev vb";
 
@@ -70,22 +67,22 @@ impl Drop for BatchFiles {
 
 /// A fresh namespace with lo, va/va2 and vb/vb2 up, 10.1.0.1/24 on va and 10.2.0.1/24 on vb.
 fn fresh_ns(run: usize) -> Result<Netns> {
-    let ns = Netns::create(netns::unique("mptbench", &run.to_string()))?;
+    let ns = support::netns(&run.to_string())?;
     let n = ns.name();
     for (dev, peer, addr) in [("va", "va2", "10.1.0.1/24"), ("vb", "vb2", "10.2.0.1/24")] {
-        util::ip([
+        support::ip([
             "-n", n, "link", "add", dev, "type", "veth", "peer", "name", peer,
         ])?;
-        util::ip(["-n", n, "addr", "add", addr, "dev", dev])?;
-        util::ip(["-n", n, "link", "set", dev, "up"])?;
-        util::ip(["-n", n, "link", "set", peer, "up"])?;
+        support::ip(["-n", n, "addr", "add", addr, "dev", dev])?;
+        support::ip(["-n", n, "link", "set", dev, "up"])?;
+        support::ip(["-n", n, "link", "set", peer, "up"])?;
     }
     Ok(ns)
 }
 
 /// Number of IPv4 routes in the main table of `ns`.
 fn route_count(ns: &str) -> Result<usize> {
-    let out = util::ip(["-n", ns, "-j", "-4", "route", "show"])?;
+    let out = support::ip(["-n", ns, "-j", "-4", "route", "show"])?;
     let v: serde_json::Value =
         serde_json::from_str(&out).context("ip -j route show: output is not JSON")?;
     v.as_array()
@@ -161,47 +158,14 @@ fn one_run(tool: Tool, idx: usize, mproute: &Path, files: &BatchFiles, count: u3
     Ok(secs)
 }
 
-/// "min–max" of `v` with `decimals` digits after the point.
-pub(crate) fn spread(v: &[f64], decimals: usize) -> String {
-    let min = v.iter().copied().fold(f64::INFINITY, f64::min);
-    let max = v.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-    format!("{min:.decimals$}–{max:.decimals$}")
-}
-
-/// How a goal fares, as the reports print it.
-pub(crate) fn met(ok: bool) -> &'static str {
-    if ok {
-        "met"
-    } else {
-        "NOT met"
-    }
-}
-
-pub(crate) fn median(v: &[f64]) -> f64 {
-    let mut s = v.to_vec();
-    s.sort_by(f64::total_cmp);
-    match s.len() {
-        0 => f64::NAN,
-        n if n % 2 == 1 => s[n / 2],
-        n => (s[n / 2 - 1] + s[n / 2]) / 2.0,
-    }
-}
-
-pub fn routes(count: u32, runs: u32) -> Result<()> {
-    util::require_root("bench")?;
+pub fn run(count: u32, runs: u32) -> Result<()> {
+    support::require_root("bench routes")?;
     ensure!(
         count > 0 && runs > 0,
         "--count and --runs must be at least 1"
     );
-    let root = util::repo_root()?;
-    util::run_cargo(&root, &["build", "--release", "-p", "mproute"])?;
-    let mproute = util::target_dir(&root).join("release/mproute");
-    ensure!(
-        mproute.is_file(),
-        "{} not found after the build",
-        mproute.display()
-    );
-    netns::sweep_stale();
+    let mproute = support::tool("mproute")?;
+    support::sweep_stale();
 
     let files = BatchFiles::write(count)?;
     println!(
@@ -255,18 +219,12 @@ pub fn routes(count: u32, runs: u32) -> Result<()> {
 
 #[cfg(test)]
 mod tests {
-    use super::{median, prefix};
+    use super::prefix;
 
     #[test]
     fn prefixes() {
         assert_eq!(prefix(0), "11.0.0.0/24");
         assert_eq!(prefix(257), "11.1.1.0/24");
         assert_eq!(prefix(65536), "12.0.0.0/24");
-    }
-
-    #[test]
-    fn medians() {
-        assert_eq!(median(&[3.0, 1.0, 2.0]), 2.0);
-        assert_eq!(median(&[4.0, 1.0, 2.0, 3.0]), 2.5);
     }
 }

@@ -24,7 +24,6 @@ use std::collections::HashMap;
 use std::fs::File;
 use std::mem::MaybeUninit;
 use std::net::{IpAddr, Ipv4Addr};
-use std::process::Command;
 use std::time::Instant;
 
 use anyhow::{anyhow, ensure, Context, Result};
@@ -41,9 +40,9 @@ use mpt_model::threshold::{select, upper_bounds};
 use mpt_model::{Algo, Family};
 use nix::sched::{setns, CloneFlags};
 
-use super::{median, met, spread};
-use crate::netns::{self, Netns};
-use crate::util;
+use mpt_testkit::XorShift64;
+
+use crate::support::{self, median, met, spread};
 
 /// Nexthops of the managed route (and of the kernel's).
 const NH: usize = 8;
@@ -127,20 +126,13 @@ fn abi_algo(a: Algo) -> u8 {
     }
 }
 
-/// xorshift64 (Marsaglia): deterministic, no dependency.
-#[derive(Debug)]
-struct XorShift64(u64);
+/// Random flow fields from the test kit's PRNG.
+trait FlowFields {
+    fn addr(&mut self) -> Ipv4Addr;
+    fn port(&mut self) -> u16;
+}
 
-impl XorShift64 {
-    fn next(&mut self) -> u64 {
-        let mut x = self.0;
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        self.0 = x;
-        x
-    }
-
+impl FlowFields for XorShift64 {
     /// A random unicast address the namespace forwards: not 0/8, 10/8 (its own links),
     /// 127/8, 198.18/15 (the timing prefix), nor multicast/reserved (224/3).
     fn addr(&mut self) -> Ipv4Addr {
@@ -201,16 +193,7 @@ fn random_flows(n: usize) -> Vec<Flow> {
 }
 
 /// Internet checksum of an IPv4 header.
-pub(super) fn ip_checksum(h: &[u8]) -> u16 {
-    let mut sum: u32 = h
-        .chunks(2)
-        .map(|c| u32::from(u16::from_be_bytes([c[0], *c.get(1).unwrap_or(&0)])))
-        .sum();
-    while sum > 0xffff {
-        sum = (sum & 0xffff) + (sum >> 16);
-    }
-    !(sum as u16)
-}
+pub use mpt_testkit::packet::inet_csum as ip_checksum;
 
 /// A 64-byte Ethernet + IPv4 + UDP frame with a valid UDP checksum (which the XDP dataplane
 /// verifies, as it must for every packet it redirects).
@@ -369,7 +352,7 @@ fn max_over_avg(counts: &[u64]) -> f64 {
 
 /// The namespace's devices by name: ifindex.
 fn ifindexes(ns: &str) -> Result<HashMap<String, u32>> {
-    let out = util::ip(["-n", ns, "-j", "link", "show"])?;
+    let out = support::ip(["-n", ns, "-j", "link", "show"])?;
     let v: serde_json::Value = serde_json::from_str(&out).context("ip -j link: not JSON")?;
     let mut m = HashMap::new();
     for l in v.as_array().context("ip -j link: not an array")? {
@@ -383,25 +366,22 @@ fn ifindexes(ns: &str) -> Result<HashMap<String, u32>> {
     Ok(m)
 }
 
-pub(super) fn sysctl(ns: &str, kv: &str) -> Result<()> {
-    util::output(Command::new("ip").args(["netns", "exec", ns, "sysctl", "-q", "-w", kv]))
-        .map(|_| ())
-}
+use crate::support::sysctl;
 
 /// The throwaway namespace: veths, addresses, forwarding, the gateways' permanent neighbours and
 /// kernel multipath routes (the timing prefix and a default route for the balance flows), all
 /// over the same 8 gateways. Returns the devices' ifindexes.
 fn topology(ns: &str) -> Result<HashMap<String, u32>> {
     for (dev, peer, addr) in LINKS {
-        util::ip([
+        support::ip([
             "-n", ns, "link", "add", dev, "type", "veth", "peer", "name", peer,
         ])?;
-        util::ip(["-n", ns, "addr", "add", addr, "dev", dev])?;
-        util::ip(["-n", ns, "link", "set", dev, "up"])?;
-        util::ip(["-n", ns, "link", "set", peer, "up"])?;
+        support::ip(["-n", ns, "addr", "add", addr, "dev", dev])?;
+        support::ip(["-n", ns, "link", "set", dev, "up"])?;
+        support::ip(["-n", ns, "link", "set", peer, "up"])?;
     }
     // Where both programs stay attached (down, never sees a packet): see `measure`.
-    util::ip([
+    support::ip([
         "-n", ns, "link", "add", PARK.0, "type", "veth", "peer", "name", PARK.1,
     ])?;
     sysctl(ns, "net.ipv4.ip_forward=1")?;
@@ -412,7 +392,7 @@ fn topology(ns: &str) -> Result<HashMap<String, u32>> {
     for i in 0..NH {
         let (gw, dev) = gateway(i);
         let (gw, mac) = (gw.to_string(), mac_str(&gateway_mac(i)));
-        util::ip([
+        support::ip([
             "-n",
             ns,
             "neigh",
@@ -430,7 +410,7 @@ fn topology(ns: &str) -> Result<HashMap<String, u32>> {
     for prefix in [BENCH_PREFIX, "default"] {
         let mut args: Vec<&str> = vec!["-n", ns, "route", "add", prefix];
         args.extend(nexthops.iter().map(String::as_str));
-        util::ip(args)?;
+        support::ip(args)?;
     }
     ifindexes(ns)
 }
@@ -664,13 +644,13 @@ fn in_netns<T: Send>(ns: &str, f: impl FnOnce() -> Result<T> + Send) -> Result<T
 
 /// `cargo xtask bench select [--repeat N] [--runs K]`; `Ok(false)`: BPF and model disagree.
 pub fn run(repeat: u64, runs: u32) -> Result<bool> {
-    util::require_root("bench select")?;
+    support::require_root("bench select")?;
     ensure!(
         repeat > 0 && runs > 0,
         "--repeat and --runs must be at least 1"
     );
-    netns::sweep_stale();
-    let ns = Netns::create(netns::unique("mptbench", "select"))?;
+    support::sweep_stale();
+    let ns = support::netns("select")?;
     let ifx = topology(ns.name())?;
     println!(
         "bench: namespace {}, {NH} equal nexthops via {} … {}, packet {SRC}:{SPORT} -> \

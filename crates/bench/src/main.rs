@@ -1,0 +1,108 @@
+//! `mpt-bench`: the benchmarks `cargo xtask bench ...` runs (xtask builds this package and the
+//! tools in release mode, then runs it). Every figure is printed beside the alternative it is
+//! judged against, measured in the same run, and as a ratio:
+//!
+//! - `routes`: installing N two-nexthop routes with `mproute -b` against `ip -batch`;
+//! - `select`: the per-packet cost of each dataplane algorithm against a plain `bpf_fib_lookup`
+//!   forwarder (`BPF_PROG_TEST_RUN`), and the hash balance of 65,536 flows;
+//! - `forward`: packets per second and TCP throughput through a router namespace over veth, the
+//!   kernel's forwarding against mproute's XDP and tc dataplane.
+
+mod forward;
+mod routes;
+mod select;
+mod support;
+
+use std::process::ExitCode;
+
+use anyhow::Result;
+use clap::{Parser, Subcommand};
+
+/// Benchmarks of the mpt tools (run them with `cargo xtask bench ...`).
+#[derive(Debug, Parser)]
+#[command(name = "cargo xtask bench", bin_name = "cargo xtask bench")]
+struct Args {
+    #[command(subcommand)]
+    what: What,
+}
+
+#[derive(Debug, Subcommand)]
+enum What {
+    /// Install N two-nexthop IPv4 routes with `mproute -b` and with `ip -batch`.
+    Routes {
+        /// Number of routes per run.
+        #[arg(long, default_value_t = 100_000)]
+        count: u32,
+        /// Runs per tool.
+        #[arg(long, default_value_t = 3)]
+        runs: u32,
+    },
+    /// Per-packet cost of each dataplane algorithm against a plain bpf_fib_lookup forward
+    /// (BPF_PROG_TEST_RUN), and the hash balance of 65,536 flows over 8 nexthops.
+    Select {
+        /// Packets per run and program.
+        #[arg(long, default_value_t = 1_000_000)]
+        repeat: u64,
+        /// Runs per program.
+        #[arg(long, default_value_t = 5)]
+        runs: u32,
+    },
+    /// Packet rate through a router namespace over veth (H1 - R - H2): the kernel's forwarding
+    /// against mproute's XDP and tc dataplane, with an XDP live-frames generator in H1 and an
+    /// XDP drop counter in H2, interleaved in one run.
+    Forward {
+        /// Seconds of generation per run and case.
+        #[arg(long, default_value_t = 3)]
+        seconds: u32,
+        /// Runs per case.
+        #[arg(long, default_value_t = 3)]
+        runs: u32,
+        /// Generator threads (thread i on CPU i mod CPUs).
+        #[arg(long, default_value_t = 1)]
+        threads: u32,
+        /// Send UDP without checksum (0) instead of with a valid one.
+        #[arg(long)]
+        zero_udp_checksum: bool,
+        /// Leave out the TCP throughput part.
+        #[arg(long, conflicts_with = "tcp_only")]
+        no_tcp: bool,
+        /// Only the TCP throughput part.
+        #[arg(long)]
+        tcp_only: bool,
+    },
+}
+
+fn main() -> ExitCode {
+    let args = Args::parse();
+    match run(args.what) {
+        Ok(true) => ExitCode::SUCCESS,
+        Ok(false) => ExitCode::FAILURE,
+        Err(e) => {
+            eprintln!("bench: error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Runs a benchmark; `Ok(false)` is a failure that has already been reported.
+fn run(what: What) -> Result<bool> {
+    match what {
+        What::Routes { count, runs } => routes::run(count, runs).map(|()| true),
+        What::Select { repeat, runs } => select::run(repeat, runs),
+        What::Forward {
+            seconds,
+            runs,
+            threads,
+            zero_udp_checksum,
+            no_tcp,
+            tcp_only,
+        } => forward::run(&forward::Opts {
+            seconds,
+            runs,
+            threads,
+            udp_csum: !zero_udp_checksum,
+            tcp: !no_tcp,
+            rate: !tcp_only,
+        }),
+    }
+}

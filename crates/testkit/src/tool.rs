@@ -1,0 +1,92 @@
+//! Running one of our tools inside a test namespace, as an operator would: `TOOL -n NS ARGS`,
+//! its exit code, its one-line errors and its JSON (a contract, decoded here once for every
+//! test).
+
+use std::process::Output;
+
+use serde_json::Value;
+
+use crate::netns::Netns;
+
+/// A built tool binary (`env!("CARGO_BIN_EXE_mproute")`).
+#[derive(Debug, Clone, Copy)]
+pub struct Tool {
+    /// Path of the binary.
+    pub bin: &'static str,
+}
+
+impl Tool {
+    /// The tool at `bin`.
+    pub const fn new(bin: &'static str) -> Tool {
+        Tool { bin }
+    }
+
+    /// `TOOL ARGS` (no namespace).
+    pub fn run(&self, args: &[&str]) -> Output {
+        crate::cmd::run(self.bin, args)
+    }
+
+    /// `TOOL -n NS ARGS`.
+    pub fn at(&self, ns: &Netns, args: &[&str]) -> Output {
+        let mut a = vec!["-n", ns.name()];
+        a.extend_from_slice(args);
+        crate::cmd::run(self.bin, &a)
+    }
+
+    /// `TOOL -n NS ARGS`, which must succeed; its standard output.
+    pub fn ok(&self, ns: &Netns, args: &[&str]) -> String {
+        let o = self.at(ns, args);
+        assert!(
+            o.status.success(),
+            "{} {} failed ({:?}): {}",
+            self.name(),
+            args.join(" "),
+            o.status.code(),
+            String::from_utf8_lossy(&o.stderr)
+        );
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    }
+
+    /// `TOOL -n NS -j ARGS`, which must succeed, decoded.
+    pub fn json(&self, ns: &Netns, args: &[&str]) -> Value {
+        let mut a = vec!["-j"];
+        a.extend_from_slice(args);
+        let out = self.ok(ns, &a);
+        serde_json::from_str(&out)
+            .unwrap_or_else(|e| panic!("bad JSON from {} {}: {e}: {out}", self.name(), a.join(" ")))
+    }
+
+    /// `TOOL -n NS -j ARGS` printing one JSON value per line (batches, monitors), decoded.
+    pub fn json_lines(&self, ns: &Netns, args: &[&str]) -> Vec<Value> {
+        let mut a = vec!["-j"];
+        a.extend_from_slice(args);
+        json_lines(&self.ok(ns, &a), self.name())
+    }
+
+    /// The binary's file name.
+    pub fn name(&self) -> &str {
+        self.bin.rsplit('/').next().unwrap_or(self.bin)
+    }
+}
+
+/// Every non-empty line of `out` as JSON.
+pub fn json_lines(out: &str, what: &str) -> Vec<Value> {
+    out.lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{what}: bad JSON {e}: {l}")))
+        .collect()
+}
+
+/// Run `program ARGS`, feed it `lines` on standard input and parse every non-empty line it
+/// prints as JSON (`mproute -j -b -`, `ip -j -batch -`: one answer per command).
+pub fn batch_json_lines(program: &str, args: &[&str], lines: &[String]) -> Vec<Value> {
+    let mut input = String::new();
+    for l in lines {
+        input.push_str(l);
+        input.push('\n');
+    }
+    let mut cmd = std::process::Command::new(program);
+    cmd.args(args);
+    let out = crate::cmd::try_output_with_input(&mut cmd, &input).unwrap_or_else(|e| panic!("{e}"));
+    json_lines(&out, program)
+}
