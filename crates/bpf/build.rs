@@ -5,9 +5,12 @@
 //!   `bpftool btf dump file /sys/kernel/btf/vmlinux format c` (we deliberately
 //!   do not commit the 2.8 MB generated header). `BPFTOOL` and `VMLINUX_BTF`
 //!   override the tool and the BTF file.
-//! * Compiles every `bpf/*.bpf.c` of the repository with
+//! * Compiles every `bpf/<tool>/<name>.bpf.c` of the repository (`mproute/`,
+//!   then `ila/`, `pfanout/`, and `test/`, `bench/`) with
 //!   `libbpf_cargo::SkeletonBuilder` into `OUT_DIR/<name>.bpf.o` and
-//!   `OUT_DIR/<name>.skel.rs` (the skeleton `include_bytes!`s the object).
+//!   `OUT_DIR/<name>.skel.rs` (the skeleton `include_bytes!`s the object);
+//!   `<name>` is unique across the directories. `bpf/include/` holds the ABI
+//!   headers and the helpers every program shares (`mpt/lib/`).
 //!   The BPF compiler is `$BPF_CLANG`, default `clang-19`.
 //! * Compiles every ABI header `bpf/include/mpt/*.h` once with the host C
 //!   compiler (`$CC`, default `cc`) so its `_Static_assert`s are also checked
@@ -54,15 +57,26 @@ fn main() {
     let mut sources = Vec::new();
     let mut headers = Vec::new();
     collect_files(&bpf_dir, &mut sources, &mut headers);
-    // Only top-level `bpf/*.bpf.c` are programs; subdirectories hold headers.
-    sources.retain(|p| p.parent() == Some(bpf_dir.as_path()) && file_name(p).ends_with(".bpf.c"));
+    // Programs are `bpf/<tool>/*.bpf.c`; `bpf/include/` holds headers.
+    sources.retain(|p| {
+        p.parent().and_then(Path::parent) == Some(bpf_dir.as_path())
+            && file_name(p).ends_with(".bpf.c")
+    });
     sources.sort();
+    let mut names: Vec<String> = sources.iter().map(|p| file_name(p)).collect();
+    names.sort();
+    if let Some(w) = names.windows(2).find(|w| w[0] == w[1]) {
+        fail(format!(
+            "two BPF programs are called {} (skeleton names must be unique across bpf/*/)",
+            w[0]
+        ));
+    }
     headers.sort();
     for f in sources.iter().chain(headers.iter()) {
         println!("cargo:rerun-if-changed={}", f.display());
     }
     if sources.is_empty() {
-        fail(format!("no *.bpf.c files found in {}", bpf_dir.display()));
+        fail(format!("no */*.bpf.c files found in {}", bpf_dir.display()));
     }
 
     provide_vmlinux_h(&abi_include_dir, &out_include);

@@ -74,7 +74,7 @@ pub struct Ctx {
     /// FIB check at the end ([`crate::fibcheck::arm`]).
     arm_needed: bool,
     /// The FIB generation reader (a small BPF program), loaded on first use.
-    fibgen: Option<mpt_bpf::fibgen::FibGenReader>,
+    fibgen: Option<mpt_bpf::mproute::fib_generation::FibGenReader>,
 }
 
 /// A planned change whose FIB request is still to be sent.
@@ -94,7 +94,7 @@ struct Pending {
     group: u32,
     new_private: bool,
     /// LPM entry before the change, to put back if the kernel refuses.
-    old_lpm: Option<mpt_bpf::abi::MptDpRoute>,
+    old_lpm: Option<mpt_bpf::mproute::abi::MptDpRoute>,
 }
 
 #[derive(Debug)]
@@ -400,7 +400,7 @@ impl Ctx {
         nh_id: Option<u32>,
         old_state: Option<Managed>,
         algo: Algo,
-    ) -> Result<(u32, bool, Option<mpt_bpf::abi::MptDpRoute>), Failure> {
+    ) -> Result<(u32, bool, Option<mpt_bpf::mproute::abi::MptDpRoute>), Failure> {
         let known = nh_id.is_some_and(|id| self.dp_groups_known.contains(&id));
         let store = self
             .store(false)?
@@ -420,7 +420,7 @@ impl Ctx {
             // from the kernel's answer after the FIB took the route; private to the route.
             None if r.nexthops.iter().any(|n| n.ifindex == 0) => {
                 let g = match old_state.map(|m| m.group) {
-                    Some(g) if g >= mpt_bpf::dpmaps::PRIVATE_GROUP_BASE => g,
+                    Some(g) if g >= mpt_bpf::mproute::route_table::PRIVATE_GROUP_BASE => g,
                     _ => raw.dp_private_group(key_hash(&r.key)).map_err(ctx)?,
                 };
                 raw.dp_put_group(g, &nhs).map_err(ctx)?;
@@ -503,7 +503,7 @@ impl Ctx {
             // device got one from the kernel: learn the result and give it to the dataplane.
             self.invalidate(&p.key);
             if let Some(cur) = self.find(&p.key)? {
-                if p.group >= mpt_bpf::dpmaps::PRIVATE_GROUP_BASE {
+                if p.group >= mpt_bpf::mproute::route_table::PRIVATE_GROUP_BASE {
                     if let Some(s) = self.store(false)? {
                         s.raw()
                             .dp_put_group(p.group, &dp_nexthops(&cur.nexthops))
@@ -784,7 +784,7 @@ impl Ctx {
     /// [`Ctx::disarm`]) and the reason is returned for a warning.
     fn arm(&mut self) -> Option<String> {
         let r = (|| -> Result<(), Failure> {
-            let attached = !mpt_bpf::dp::attachments()
+            let attached = !mpt_bpf::mproute::dataplane::attachments()
                 .map_err(|e| crate::state::fail("list dataplane attachments", e))?
                 .is_empty();
             if !attached || self.store(false)?.is_none() {
@@ -1037,15 +1037,20 @@ impl Ctx {
         if self.store(false)?.and_then(Store::native) == Some(true) {
             return Ok("kernel");
         }
-        let att = mpt_bpf::dp::attachments()
+        let att = mpt_bpf::mproute::dataplane::attachments()
             .map_err(|e| crate::state::fail("list dataplane attachments", e))?;
-        Ok(if att.iter().any(|a| a.mode != mpt_bpf::dp::Mode::Tc) {
-            "xdp"
-        } else if att.is_empty() {
-            "none"
-        } else {
-            "tc"
-        })
+        Ok(
+            if att
+                .iter()
+                .any(|a| a.mode != mpt_bpf::mproute::dataplane::Mode::Tc)
+            {
+                "xdp"
+            } else if att.is_empty() {
+                "none"
+            } else {
+                "tc"
+            },
+        )
     }
 
     /// Who enforces one managed route, given who enforces the namespace's (`enforced`): the
@@ -1073,7 +1078,10 @@ impl Ctx {
         Ok(match e {
             Some(e)
                 if e.id == key
-                    && e.flags & (mpt_bpf::abi::DPR_F_DRIFT | mpt_bpf::abi::DPR_F_FOREIGN) == 0 =>
+                    && e.flags
+                        & (mpt_bpf::mproute::abi::DPR_F_DRIFT
+                            | mpt_bpf::mproute::abi::DPR_F_FOREIGN)
+                        == 0 =>
             {
                 enforced
             }
@@ -1102,7 +1110,7 @@ impl Ctx {
         let key = crate::state::from_key(&rt.id)
             .ok_or_else(|| Failure::system(format!("{what}: unreadable route key")))?;
         // (the flag is kept by verifications, which run while a dataplane is attached)
-        if rt.flags & mpt_bpf::abi::DPR_F_DRIFT != 0 && matches!(enforced, "xdp" | "tc") {
+        if rt.flags & mpt_bpf::mproute::abi::DPR_F_DRIFT != 0 && matches!(enforced, "xdp" | "tc") {
             return Err(Failure::system(format!(
                 "{what}: the kernel's route {} (metric {}) is no longer the one mproute installed, \
                  so the kernel forwards it",
@@ -1131,7 +1139,7 @@ impl Ctx {
             (None, None)
         };
         let nhs = nhs.to_vec();
-        let mut ifname = |i: u32| mpt_netlink::netns::ifname(i);
+        let mut ifname = |i: u32| mpt_sys::iface::name(i);
         let mut row =
             crate::view::GetRow::new(g.dst, &key, algo, hash, index, &nhs, enforced, &mut ifname);
         // The kernel's flags of each path (dead, linkdown): a packet for a dead nexthop is
@@ -1164,9 +1172,9 @@ impl Ctx {
                         )));
                     };
                     let (m, _) = match mode.as_str() {
-                        "xdp" => (mpt_bpf::dp::Mode::Xdp, ""),
-                        "xdp-generic" => (mpt_bpf::dp::Mode::XdpGeneric, ""),
-                        "tc" => (mpt_bpf::dp::Mode::Tc, ""),
+                        "xdp" => (mpt_bpf::mproute::dataplane::Mode::Xdp, ""),
+                        "xdp-generic" => (mpt_bpf::mproute::dataplane::Mode::XdpGeneric, ""),
+                        "tc" => (mpt_bpf::mproute::dataplane::Mode::Tc, ""),
                         _ => crate::dpmode::auto_mode(l),
                     };
                     ifs.push((l.ifindex, d.clone(), m, crate::dpmode::checksums(l)));
@@ -1176,40 +1184,42 @@ impl Ctx {
                     Failure::system("dataplane attach: cannot create mproute state")
                 })?;
                 for (i, d, m, local) in &ifs {
-                    let r = mpt_bpf::dp::attach(store.raw(), *i, *m, fastpath, *local);
-                    let xdp_refused = auto && *m == mpt_bpf::dp::Mode::Xdp && r.is_err();
+                    let r =
+                        mpt_bpf::mproute::dataplane::attach(store.raw(), *i, *m, fastpath, *local);
+                    let xdp_refused =
+                        auto && *m == mpt_bpf::mproute::dataplane::Mode::Xdp && r.is_err();
                     match r {
                         // auto: a driver without native XDP gets tc.
-                        Err(_) if auto && *m == mpt_bpf::dp::Mode::Xdp => {}
+                        Err(_) if auto && *m == mpt_bpf::mproute::dataplane::Mode::Xdp => {}
                         r => {
                             r.map_err(fail(format!("dataplane attach dev {d} {}", m.name())))?;
                         }
                     }
                     // tc asked for (or picked) over an earlier XDP attachment: tc alone now
                     // (attached first, so that no packet goes unhandled meanwhile).
-                    if *m == mpt_bpf::dp::Mode::Tc || xdp_refused {
+                    if *m == mpt_bpf::mproute::dataplane::Mode::Tc || xdp_refused {
                         if xdp_refused {
-                            mpt_bpf::dp::attach(
+                            mpt_bpf::mproute::dataplane::attach(
                                 store.raw(),
                                 *i,
-                                mpt_bpf::dp::Mode::Tc,
+                                mpt_bpf::mproute::dataplane::Mode::Tc,
                                 fastpath,
                                 *local,
                             )
                             .map_err(fail(format!("dataplane attach dev {d} tc")))?;
                         }
-                        mpt_bpf::dp::detach_xdp_only(*i)
+                        mpt_bpf::mproute::dataplane::detach_xdp_only(*i)
                             .map_err(fail(format!("dataplane attach dev {d} tc")))?;
                         continue;
                     }
                     // XDP forwards what it can forward safely; a packet whose TCP/UDP checksum
                     // a local stack left to offload (CHECKSUM_PARTIAL) goes up as an skb, and
                     // the tc program next to it carries out the same algorithm on it.
-                    if *m != mpt_bpf::dp::Mode::Tc {
-                        mpt_bpf::dp::attach(
+                    if *m != mpt_bpf::mproute::dataplane::Mode::Tc {
+                        mpt_bpf::mproute::dataplane::attach(
                             store.raw(),
                             *i,
-                            mpt_bpf::dp::Mode::Tc,
+                            mpt_bpf::mproute::dataplane::Mode::Tc,
                             fastpath,
                             *local,
                         )
@@ -1224,18 +1234,22 @@ impl Ctx {
                         "dataplane attach: set net.ipv{{4,6}}.conf.all.ignore_routes_with_linkdown: {e}"
                     ))
                 })?;
-                let att = mpt_bpf::dp::attachments()
+                let att = mpt_bpf::mproute::dataplane::attachments()
                     .map_err(fail("list dataplane attachments".into()))?;
-                if att.iter().any(|a| a.mode == mpt_bpf::dp::Mode::Xdp) {
+                if att
+                    .iter()
+                    .any(|a| a.mode == mpt_bpf::mproute::dataplane::Mode::Xdp)
+                {
                     notes = crate::dpmode::check_peers(self.sock()?, prepare_peers)?;
                 }
             }
             parse::DpSpec::Detach { devs } => {
                 for d in &devs {
-                    let i = mpt_netlink::netns::ifindex(d).map_err(|_| {
+                    let i = mpt_sys::iface::index(d).map_err(|_| {
                         Failure::system(format!("dataplane detach: cannot find device \"{d}\""))
                     })?;
-                    mpt_bpf::dp::detach(i).map_err(fail(format!("dataplane detach dev {d}")))?;
+                    mpt_bpf::mproute::dataplane::detach(i)
+                        .map_err(fail(format!("dataplane detach dev {d}")))?;
                 }
             }
             parse::DpSpec::Watch => {
@@ -1245,19 +1259,26 @@ impl Ctx {
             }
             parse::DpSpec::Show => {
                 // what attach would say about the veth peers native XDP redirects into
-                let att = mpt_bpf::dp::attachments()
+                let att = mpt_bpf::mproute::dataplane::attachments()
                     .map_err(fail("list dataplane attachments".into()))?;
-                if att.iter().any(|a| a.mode == mpt_bpf::dp::Mode::Xdp) {
+                if att
+                    .iter()
+                    .any(|a| a.mode == mpt_bpf::mproute::dataplane::Mode::Xdp)
+                {
                     notes = crate::dpmode::check_peers(self.sock()?, false)?;
                 }
             }
         }
-        let att = mpt_bpf::dp::attachments().map_err(fail("list dataplane attachments".into()))?;
-        for a in att.iter().filter(|a| a.mode != mpt_bpf::dp::Mode::Tc) {
-            if mpt_bpf::dp::xdp_mac_stale(a.prog_id, a.ifindex)
+        let att = mpt_bpf::mproute::dataplane::attachments()
+            .map_err(fail("list dataplane attachments".into()))?;
+        for a in att
+            .iter()
+            .filter(|a| a.mode != mpt_bpf::mproute::dataplane::Mode::Tc)
+        {
+            if mpt_bpf::mproute::dataplane::xdp_mac_stale(a.prog_id, a.ifindex)
                 .map_err(fail("read the dataplane's load-time constants".into()))?
             {
-                let dev = mpt_netlink::netns::ifname(a.ifindex)
+                let dev = mpt_sys::iface::name(a.ifindex)
                     .unwrap_or_else(|| format!("ifindex {}", a.ifindex));
                 notes.push(format!(
                     "{dev}: its MAC address changed since the dataplane was attached; XDP forwards only frames sent to the old one (the rest goes to the stack as not-host): run dataplane attach again"
@@ -1265,17 +1286,17 @@ impl Ctx {
             }
         }
         let reasons = match self.store(false)? {
-            Some(s) => {
-                mpt_bpf::dp::reasons(s.raw()).map_err(fail("read dataplane counters".into()))?
-            }
+            Some(s) => mpt_bpf::mproute::dataplane::reasons(s.raw())
+                .map_err(fail("read dataplane counters".into()))?,
             None => Vec::new(),
         };
         let links = crate::dpmode::links(self.sock()?)?;
         let mut view =
             crate::view::DataplaneView::new(&att, &reasons, ignore_linkdown(), &links, notes);
         for (row, a) in view.attachments.iter_mut().zip(&att) {
-            if a.mode == mpt_bpf::dp::Mode::Xdp {
-                if let Ok(Some(how)) = mpt_bpf::dp::xdp_checksum_handling(a.prog_id) {
+            if a.mode == mpt_bpf::mproute::dataplane::Mode::Xdp {
+                if let Ok(Some(how)) = mpt_bpf::mproute::dataplane::xdp_checksum_handling(a.prog_id)
+                {
                     row.why = format!("{}; {how}", row.why);
                 }
             }
@@ -1338,7 +1359,7 @@ impl Ctx {
         let mut ifname = |i: u32| {
             names_cache
                 .entry(i)
-                .or_insert_with(|| mpt_netlink::netns::ifname(i))
+                .or_insert_with(|| mpt_sys::iface::name(i))
                 .clone()
         };
         let mut rows = Vec::new();
@@ -1446,9 +1467,9 @@ impl Ctx {
         };
         let mut rows = Vec::new();
         if reset {
-            let cookie = mpt_bpf::state::netns_cookie()
+            let cookie = mpt_sys::netns::cookie()
                 .map_err(|e| Failure::system(format!("sync reset: {e}")))?;
-            if mpt_bpf::state::pin_dir(cookie).is_none() {
+            if mpt_bpf::pinned::pin_dir(&mpt_bpf::mproute::state::SUITE, cookie).is_none() {
                 // Under ip netns exec the host's bpffs is hidden: the pins would survive and a
                 // later invocation would bring the old state back from them.
                 return Err(Failure::system(
@@ -1457,7 +1478,8 @@ impl Ctx {
                 .hint("run it as \"mproute -n NAME sync --reset\" instead of under ip netns exec"));
             }
             self.store = None;
-            mpt_bpf::state::destroy().map_err(|e| Failure::system(format!("sync reset: {e}")))?;
+            mpt_bpf::mproute::state::destroy(cookie)
+                .map_err(|e| Failure::system(format!("sync reset: {e}")))?;
             rows.push(ActionRow {
                 action: "reset".into(),
                 dst: "-".into(),
@@ -1594,9 +1616,9 @@ impl Ctx {
             }
         }
         // State pinned for namespaces that no longer exist.
-        let live = live_cookies();
-        for dir in mpt_bpf::state::stale_pin_dirs(&live) {
-            if mpt_bpf::state::remove_pin_dir(&dir).is_ok() {
+        let live = mpt_sys::netns::reachable_cookies();
+        for dir in mpt_bpf::pinned::stale_pin_dirs(&mpt_bpf::mproute::state::SUITE, &live) {
+            if mpt_bpf::pinned::remove_pin_dir(&dir).is_ok() {
                 rows.push(ActionRow {
                     action: "removed-stale-state".into(),
                     dst: dir.display().to_string(),
@@ -1650,9 +1672,9 @@ fn changes_routes(verb: &str, args: &[String]) -> bool {
 
 /// The dataplane's nexthops (every one usable: a dead link shows up as a failed FIB lookup in
 /// the program, which then leaves the packet to the kernel).
-fn dp_nexthops(nhs: &[Nexthop]) -> Vec<mpt_bpf::dpmaps::DpNexthop> {
+fn dp_nexthops(nhs: &[Nexthop]) -> Vec<mpt_bpf::mproute::route_table::DpNexthop> {
     nhs.iter()
-        .map(|n| mpt_bpf::dpmaps::DpNexthop {
+        .map(|n| mpt_bpf::mproute::route_table::DpNexthop {
             ifindex: n.ifindex,
             gateway: n.gateway,
             weight: n.weight,
@@ -1664,10 +1686,10 @@ fn dp_nexthops(nhs: &[Nexthop]) -> Vec<mpt_bpf::dpmaps::DpNexthop> {
 
 /// `net.ipv4.conf.all.ignore_routes_with_linkdown` and its IPv6 twin, in the calling thread's
 /// namespace (/proc/sys/net follows the opener's network namespace).
-pub fn set_ignore_linkdown() -> std::io::Result<()> {
+pub fn set_ignore_linkdown() -> Result<(), mpt_sys::Error> {
     for fam in ["ipv4", "ipv6"] {
-        std::fs::write(
-            format!("/proc/sys/net/{fam}/conf/all/ignore_routes_with_linkdown"),
+        mpt_sys::sysctl::write(
+            &format!("net.{fam}.conf.all.ignore_routes_with_linkdown"),
             "1",
         )?;
     }
@@ -1676,8 +1698,7 @@ pub fn set_ignore_linkdown() -> std::io::Result<()> {
 
 /// Whether the namespace ignores routes whose link is down (IPv4 setting).
 pub fn ignore_linkdown() -> bool {
-    std::fs::read_to_string("/proc/sys/net/ipv4/conf/all/ignore_routes_with_linkdown")
-        .is_ok_and(|s| s.trim() == "1")
+    mpt_sys::sysctl::read("net.ipv4.conf.all.ignore_routes_with_linkdown").is_ok_and(|s| s == "1")
 }
 
 fn nh_content_hash(nhs: &[Nexthop]) -> u32 {
@@ -1734,7 +1755,7 @@ fn route_drift(ours: &[mpt_model::sole::Path], ours_w: &[u16], r: &Route) -> Opt
 
 /// Whether dataplane group `group` holds exactly the paths and weights of kernel route `cur`.
 /// An unreadable or missing group is not.
-fn group_is_route(raw: &mpt_bpf::state::RouteState, group: u32, cur: &Route) -> bool {
+fn group_is_route(raw: &mpt_bpf::mproute::state::RouteState, group: u32, cur: &Route) -> bool {
     matches!(
         crate::fibcheck::group_of(raw, group),
         Ok(Some((p, w))) if route_drift(&p, &w, cur).is_none()
@@ -1791,51 +1812,4 @@ pub fn dump(
         }
     }
     Ok(out)
-}
-
-/// Cookies of every namespace we can reach: our own, the named ones, and those of processes.
-pub fn live_cookies() -> Vec<u64> {
-    let mut v = Vec::new();
-    if let Ok(c) = mpt_bpf::state::netns_cookie() {
-        v.push(c);
-    }
-    let mut paths: Vec<std::path::PathBuf> = mpt_netlink::netns::list_named()
-        .into_iter()
-        .map(|n| mpt_netlink::netns::path(&n))
-        .collect();
-    if let Ok(rd) = std::fs::read_dir("/proc") {
-        for e in rd.filter_map(|e| e.ok()) {
-            if e.file_name()
-                .to_str()
-                .is_some_and(|s| s.bytes().all(|b| b.is_ascii_digit()))
-            {
-                paths.push(e.path().join("ns/net"));
-            }
-        }
-    }
-    let mut seen_ino = std::collections::HashSet::new();
-    for p in paths {
-        let Ok(md) = std::fs::metadata(&p) else {
-            continue;
-        };
-        use std::os::unix::fs::MetadataExt;
-        if !seen_ino.insert(md.ino()) {
-            continue;
-        }
-        let Ok(f) = std::fs::File::open(&p) else {
-            continue;
-        };
-        let c = std::thread::spawn(move || {
-            use std::os::fd::AsFd;
-            nix::sched::setns(f.as_fd(), nix::sched::CloneFlags::CLONE_NEWNET).ok()?;
-            mpt_bpf::state::netns_cookie().ok()
-        })
-        .join()
-        .ok()
-        .flatten();
-        if let Some(c) = c {
-            v.push(c);
-        }
-    }
-    v
 }

@@ -10,7 +10,7 @@
 
 use std::os::fd::{AsFd, AsRawFd};
 
-use mpt_bpf::dp::Mode;
+use mpt_bpf::mproute::dataplane::Mode;
 use mpt_cli::Failure;
 use mpt_netlink::msg::link::{self, LinkMsg};
 use mpt_netlink::sock::Socket;
@@ -29,11 +29,11 @@ pub fn links(sock: &mut Socket) -> Result<Vec<LinkMsg>, Failure> {
 
 /// What native XDP must do about checksums on a device: ask a veth's skbs, verify a tun's,
 /// nothing on a NIC.
-pub fn checksums(l: &LinkMsg) -> mpt_bpf::dp::Checksums {
+pub fn checksums(l: &LinkMsg) -> mpt_bpf::mproute::dataplane::Checksums {
     match l.kind.as_deref() {
-        Some("veth") => mpt_bpf::dp::Checksums::VethSkb,
-        Some("tun") => mpt_bpf::dp::Checksums::Verify,
-        _ => mpt_bpf::dp::Checksums::Complete,
+        Some("veth") => mpt_bpf::mproute::dataplane::Checksums::VethSkb,
+        Some("tun") => mpt_bpf::mproute::dataplane::Checksums::Verify,
+        _ => mpt_bpf::mproute::dataplane::Checksums::Complete,
     }
 }
 
@@ -77,8 +77,8 @@ pub fn why(l: Option<&LinkMsg>, mode: Mode) -> String {
 
 /// The named namespace whose id in ours is `nsid`.
 fn ns_by_nsid(sock: &mut Socket, nsid: i32) -> Option<String> {
-    for name in mpt_netlink::netns::list_named() {
-        let Ok(f) = std::fs::File::open(mpt_netlink::netns::path(&name)) else {
+    for name in mpt_sys::netns::list_named() {
+        let Ok(f) = std::fs::File::open(mpt_sys::netns::path(&name)) else {
             continue;
         };
         let req = link::nsid_request(f.as_fd().as_raw_fd() as u32);
@@ -95,46 +95,11 @@ fn ns_by_nsid(sock: &mut Socket, nsid: i32) -> Option<String> {
     None
 }
 
-const SIOCETHTOOL: libc::c_ulong = 0x8946;
-const ETHTOOL_GGRO: u32 = 0x2b;
-const ETHTOOL_SGRO: u32 = 0x2c;
-
-#[repr(C)]
-struct EthtoolValue {
-    cmd: u32,
-    data: u32,
-}
-
 /// GRO on a device of the calling thread's namespace: read (set = None) or write.
-fn gro(ifindex: u32, set: Option<bool>) -> std::io::Result<bool> {
-    let name = mpt_netlink::netns::ifname(ifindex)
-        .ok_or_else(|| std::io::Error::from_raw_os_error(libc::ENODEV))?;
-    // SAFETY: a datagram socket we own for the ioctl; ifreq and the ethtool value outlive it.
-    unsafe {
-        let fd = libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0);
-        if fd < 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-        let mut v = EthtoolValue {
-            cmd: if set.is_some() {
-                ETHTOOL_SGRO
-            } else {
-                ETHTOOL_GGRO
-            },
-            data: u32::from(set.unwrap_or(false)),
-        };
-        let mut ifr: libc::ifreq = std::mem::zeroed();
-        for (i, b) in name.bytes().take(libc::IFNAMSIZ - 1).enumerate() {
-            ifr.ifr_name[i] = b as libc::c_char;
-        }
-        ifr.ifr_ifru.ifru_data = (&mut v as *mut EthtoolValue).cast();
-        let rc = libc::ioctl(fd, SIOCETHTOOL, &mut ifr);
-        let err = std::io::Error::last_os_error();
-        libc::close(fd);
-        if rc < 0 {
-            return Err(err);
-        }
-        Ok(v.data != 0)
+fn gro(ifindex: u32, set: Option<bool>) -> Result<bool, mpt_sys::Error> {
+    match set {
+        None => mpt_sys::ethtool::gro(ifindex),
+        Some(on) => mpt_sys::ethtool::set_gro(ifindex, on).map(|()| on),
     }
 }
 
@@ -147,13 +112,15 @@ pub fn check_peers(sock: &mut Socket, prepare: bool) -> Result<Vec<String>, Fail
         match l.link_netnsid {
             None => {
                 // Peer in this namespace.
-                let has_xdp = mpt_bpf::dp::xdp_prog(peer).ok().flatten().is_some();
+                let has_xdp = mpt_bpf::mproute::dataplane::xdp_prog(peer)
+                    .ok()
+                    .flatten()
+                    .is_some();
                 let has_gro = gro(peer, None).unwrap_or(false);
                 if has_xdp || has_gro {
                     continue;
                 }
-                let pname =
-                    mpt_netlink::netns::ifname(peer).unwrap_or_else(|| format!("ifindex {peer}"));
+                let pname = mpt_sys::iface::name(peer).unwrap_or_else(|| format!("ifindex {peer}"));
                 if prepare && gro(peer, Some(true)).is_ok() {
                     notes.push(format!("{}: enabled GRO on its peer {pname}", l.name));
                 } else {
@@ -168,10 +135,13 @@ pub fn check_peers(sock: &mut Socket, prepare: bool) -> Result<Vec<String>, Fail
                 let state = match &ns {
                     Some(name) => {
                         let name = name.clone();
-                        mpt_netlink::netns::run_in(&name, move || {
-                            let pname = mpt_netlink::netns::ifname(peer)
+                        mpt_sys::netns::run_in(&name, move || -> Result<_, mpt_sys::Error> {
+                            let pname = mpt_sys::iface::name(peer)
                                 .unwrap_or_else(|| format!("ifindex {peer}"));
-                            let has_xdp = mpt_bpf::dp::xdp_prog(peer).ok().flatten().is_some();
+                            let has_xdp = mpt_bpf::mproute::dataplane::xdp_prog(peer)
+                                .ok()
+                                .flatten()
+                                .is_some();
                             let has_gro = gro(peer, None).unwrap_or(false);
                             if has_xdp || has_gro {
                                 return Ok(Some((true, pname)));

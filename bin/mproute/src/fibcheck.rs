@@ -9,8 +9,8 @@
 //! the kernel marks the route used and its own later delete or replace moves the generation),
 //! generation again; only an unchanged generation is recorded.
 
-use mpt_bpf::fibgen::FibGenReader;
-use mpt_bpf::state::RouteState;
+use mpt_bpf::mproute::fib_generation::FibGenReader;
+use mpt_bpf::mproute::state::RouteState;
 use mpt_cli::Failure;
 use mpt_model::sole::{self, FibEntry, Managed, Verdict};
 use mpt_model::Family;
@@ -25,7 +25,7 @@ const RTA_ENCAP: u16 = 22;
 
 /// The managed IPv4 routes of the LPM trie with their verdicts.
 struct Verified {
-    keys: Vec<mpt_bpf::abi::MptRouteKey>,
+    keys: Vec<mpt_bpf::mproute::abi::MptRouteKey>,
     /// SOLE flags as found.
     flagged: Vec<bool>,
     /// DRIFT flags as found.
@@ -35,10 +35,10 @@ struct Verified {
     /// The dump the verdicts are based on.
     fib: Vec<FibEntry>,
     /// The holes the trie has (`DPR_F_FOREIGN` entries), from the same reading.
-    holes: Vec<mpt_bpf::abi::MptRouteKey>,
+    holes: Vec<mpt_bpf::mproute::abi::MptRouteKey>,
 }
 
-fn key_net(k: &mpt_bpf::abi::MptRouteKey) -> Option<ipnet::Ipv4Net> {
+fn key_net(k: &mpt_bpf::mproute::abi::MptRouteKey) -> Option<ipnet::Ipv4Net> {
     let a = std::net::Ipv4Addr::new(k.dst_be[0], k.dst_be[1], k.dst_be[2], k.dst_be[3]);
     ipnet::Ipv4Net::new(a, k.dst_len).ok()
 }
@@ -108,8 +108,8 @@ fn verify(sock: &mut Socket, raw: &RouteState) -> Result<Verified, Failure> {
         let Some(dst) = key_net(&r.id) else { continue };
         let (nexthops, weights) = group_of(raw, r.group)?.unwrap_or_default();
         keys.push(r.id);
-        flagged.push(r.flags & mpt_bpf::abi::DPR_F_SOLE != 0);
-        drifted.push(r.flags & mpt_bpf::abi::DPR_F_DRIFT != 0);
+        flagged.push(r.flags & mpt_bpf::mproute::abi::DPR_F_SOLE != 0);
+        drifted.push(r.flags & mpt_bpf::mproute::abi::DPR_F_DRIFT != 0);
         managed.push(Managed {
             dst,
             table: r.id.table,
@@ -141,8 +141,8 @@ fn entries(
     v6: bool,
 ) -> Result<
     (
-        Vec<mpt_bpf::abi::MptDpRoute>,
-        Vec<mpt_bpf::abi::MptRouteKey>,
+        Vec<mpt_bpf::mproute::abi::MptDpRoute>,
+        Vec<mpt_bpf::mproute::abi::MptRouteKey>,
     ),
     Failure,
 > {
@@ -150,7 +150,7 @@ fn entries(
         .dp_entries(v6)
         .map_err(|e| fail("read the dataplane's routes", e))?
         .into_iter()
-        .partition(|r| r.flags & mpt_bpf::abi::DPR_F_FOREIGN != 0);
+        .partition(|r| r.flags & mpt_bpf::mproute::abi::DPR_F_FOREIGN != 0);
     Ok((routes, holes.into_iter().map(|r| r.id).collect()))
 }
 
@@ -274,13 +274,13 @@ pub fn arm(
 /// Enter in the LPM trie, as holes, the routes of other owners inside managed prefixes that the
 /// per-packet check would take for the managed route ([`sole::holes`]), and drop stale ones.
 fn sync_holes(raw: &RouteState, v: &Verified) -> Result<(), Failure> {
-    let want: Vec<mpt_bpf::abi::MptRouteKey> = sole::holes(&v.managed, &v.fib)
+    let want: Vec<mpt_bpf::mproute::abi::MptRouteKey> = sole::holes(&v.managed, &v.fib)
         .into_iter()
         .map(|(net, metric)| {
             let mut dst_be = [0u8; 16];
             dst_be[..4].copy_from_slice(&net.network().octets());
-            mpt_bpf::abi::MptRouteKey {
-                family: mpt_bpf::abi::AF_INET,
+            mpt_bpf::mproute::abi::MptRouteKey {
+                family: mpt_bpf::mproute::abi::AF_INET,
                 dst_len: net.prefix_len(),
                 reserved: 0,
                 table: sole::TABLE_MAIN,
@@ -364,7 +364,7 @@ fn sync_holes6(sock: &mut Socket, raw: &RouteState) -> Result<(), Failure> {
             unicast: true,
             nexthops,
         });
-        managed_w.push((r.id, w, r.flags & mpt_bpf::abi::DPR_F_DRIFT != 0));
+        managed_w.push((r.id, w, r.flags & mpt_bpf::mproute::abi::DPR_F_DRIFT != 0));
     }
     let dumped = if managed.is_empty() {
         Vec::new()
@@ -396,11 +396,11 @@ fn sync_holes6(sock: &mut Socket, raw: &RouteState) -> Result<(), Failure> {
             nexthops: paths(&m.route),
         })
         .collect();
-    let want: Vec<mpt_bpf::abi::MptRouteKey> = sole::holes_any(&managed, &fib)
+    let want: Vec<mpt_bpf::mproute::abi::MptRouteKey> = sole::holes_any(&managed, &fib)
         .into_iter()
         .filter_map(|(net, metric)| match net {
-            ipnet::IpNet::V6(n) => Some(mpt_bpf::abi::MptRouteKey {
-                family: mpt_bpf::abi::AF_INET6,
+            ipnet::IpNet::V6(n) => Some(mpt_bpf::mproute::abi::MptRouteKey {
+                family: mpt_bpf::mproute::abi::AF_INET6,
                 dst_len: n.prefix_len(),
                 reserved: 0,
                 table: sole::TABLE_MAIN,
@@ -481,7 +481,7 @@ pub fn status(
             .map_err(|e| fail("read the dataplane's routes", e))?;
         if routes
             .iter()
-            .all(|r| r.flags & mpt_bpf::abi::DPR_F_SOLE != 0)
+            .all(|r| r.flags & mpt_bpf::mproute::abi::DPR_F_SOLE != 0)
         {
             return Ok(FibCheck {
                 generation: now.v4,

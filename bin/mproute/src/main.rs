@@ -207,7 +207,7 @@ fn main() {
     };
     mpt_bpf::set_verbose(cli.global.verbose);
     if let Some(ns) = &cli.global.netns {
-        if let Err(e) = mpt_netlink::netns::enter(ns) {
+        if let Err(e) = mpt_sys::netns::enter(ns) {
             mpt_cli::exit(TOOL, Err(Failure::system(e.to_string())));
         }
     }

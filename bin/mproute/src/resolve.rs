@@ -43,7 +43,7 @@ pub fn table(t: Option<&str>) -> Result<u32, Failure> {
 
 /// ifindex of a device, cached for the life of the process (a batch names the same few devices
 /// in every line; `if_nametoindex` costs a socket, an ioctl and a close each time).
-fn ifindex_cached(dev: &str) -> Result<u32, mpt_netlink::Error> {
+fn ifindex_cached(dev: &str) -> Result<u32, mpt_sys::Error> {
     use std::collections::HashMap;
     use std::sync::Mutex;
     static CACHE: Mutex<Option<HashMap<String, u32>>> = Mutex::new(None);
@@ -54,7 +54,7 @@ fn ifindex_cached(dev: &str) -> Result<u32, mpt_netlink::Error> {
     {
         return Ok(i);
     }
-    let i = mpt_netlink::netns::ifindex(dev)?;
+    let i = mpt_sys::iface::index(dev)?;
     if let Ok(mut c) = CACHE.lock() {
         c.get_or_insert_with(HashMap::new)
             .insert(dev.to_string(), i);

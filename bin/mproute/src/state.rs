@@ -3,8 +3,10 @@
 use std::net::IpAddr;
 
 use ipnet::IpNet;
-use mpt_bpf::abi::{MptRouteKey, MptRouteVal};
-use mpt_bpf::state::{RouteState, StateError, META_F_NATIVE, META_F_NATIVE_CHECKED};
+use mpt_bpf::mproute::abi::{MptRouteKey, MptRouteVal};
+use mpt_bpf::mproute::state::{RouteState, META_F_NATIVE, META_F_NATIVE_CHECKED};
+use mpt_bpf::pinned::NsLock;
+use mpt_bpf::ErrorKind;
 use mpt_cli::Failure;
 use mpt_model::{Algo, Family, RouteKey};
 
@@ -25,41 +27,20 @@ pub struct Managed {
 #[derive(Debug)]
 pub struct Store {
     inner: RouteState,
-    _lock: mpt_bpf::state::NsLock,
+    _lock: NsLock,
 }
 
-/// Map a state error to an operator-facing failure.
-pub fn fail(what: &str, e: StateError) -> Failure {
-    match e {
-        StateError::Abi { found, ours } => Failure::system(format!(
-            "{what}: the namespace's mproute state has ABI version {found}, this mproute has {ours}"
-        ))
-        .hint("use the mproute version that wrote it to flush, or remove the state with \"mproute sync --reset\""),
-        StateError::Sys { what: w, source } => {
-            let hint = match source.raw_os_error() {
-                Some(libc::EOPNOTSUPP) if w.starts_with("attach xdp ") => {
-                    "the device's driver has no native XDP: use auto (tc where there is none), xdp-generic or tc"
-                }
-                Some(libc::EBUSY) if w.contains("another XDP program") => {
-                    "detach the other XDP program first (ip link set DEV xdp off)"
-                }
-                _ => "mproute needs root, BPF and tcx (Linux 6.6+)",
-            };
-            // the kernel's words and the errno's name, as for netlink errors
-            let words = match source.raw_os_error() {
-                Some(n) => {
-                    // strerror's words, without Rust's " (os error N)"
-                    let s = source.to_string();
-                    let words = s.split(" (os error").next().unwrap_or(&s).to_string();
-                    format!("{words} [{}]", mpt_netlink::error::errno_name(n))
-                }
-                None => source.to_string(),
-            };
-            Failure::system(format!("{what}: {w}: {words}")).hint(hint)
+/// Map a BPF-layer error to an operator-facing failure, with the hint its kind calls for.
+pub fn fail(what: &str, e: mpt_bpf::Error) -> Failure {
+    let hint = match &e.kind {
+        ErrorKind::Abi { .. } => "use the mproute version that wrote it to flush, or remove the state with \"mproute sync --reset\"",
+        ErrorKind::NoNativeXdp(_) => {
+            "the device's driver has no native XDP: use auto (tc where there is none), xdp-generic or tc"
         }
-        e => Failure::system(format!("{what}: {e}"))
-            .hint("mproute needs root, BPF and tcx (Linux 6.6+)"),
-    }
+        ErrorKind::ForeignXdp(_) => "detach the other XDP program first (ip link set DEV xdp off)",
+        _ => "mproute needs root, BPF and tcx (Linux 6.6+)",
+    };
+    Failure::system(format!("{what}: {e}")).hint(hint)
 }
 
 /// Encode a route identity as the BPF key.
@@ -96,9 +77,11 @@ pub fn from_key(k: &MptRouteKey) -> Option<RouteKey> {
 impl Store {
     /// Open (and with `create`, create) the state of the current namespace, holding its lock.
     pub fn open(create: bool) -> Result<Option<Store>, Failure> {
-        let cookie = mpt_bpf::state::netns_cookie().map_err(|e| fail("open state", e))?;
-        let lock = mpt_bpf::state::NsLock::take(cookie).map_err(|e| fail("lock state", e))?;
-        let Some(inner) = RouteState::open(create).map_err(|e| fail("open state", e))? else {
+        let cookie = mpt_sys::netns::cookie().map_err(|e| fail("open state", e.into()))?;
+        let lock = NsLock::take(&mpt_bpf::mproute::state::SUITE, cookie)
+            .map_err(|e| fail("lock state", e))?;
+        let Some(inner) = RouteState::open(cookie, create).map_err(|e| fail("open state", e))?
+        else {
             return Ok(None);
         };
         inner.ensure_pinned();

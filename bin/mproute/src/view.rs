@@ -113,7 +113,7 @@ impl RouteRow {
 
 impl RouteRow {
     /// Fill in the dataplane's per-nexthop counters.
-    pub fn set_stats(&mut self, st: &mpt_bpf::abi::MptRouteStats) {
+    pub fn set_stats(&mut self, st: &mpt_bpf::mproute::abi::MptRouteStats) {
         for (i, n) in self.nexthops.iter_mut().enumerate() {
             let c = st.nh.get(i).copied().unwrap_or_default();
             n.packets = Some(c.packets);
@@ -231,7 +231,7 @@ impl GetRow {
         algo: mpt_model::Algo,
         hash: Option<u32>,
         index: Option<usize>,
-        nhs: &[mpt_bpf::abi::MptNh],
+        nhs: &[mpt_bpf::mproute::abi::MptNh],
         enforced_by: &str,
         ifname: &mut dyn FnMut(u32) -> Option<String>,
     ) -> Self {
@@ -263,7 +263,7 @@ impl GetRow {
 
 impl GetRow {
     /// Take the flags of each nexthop (`nhs`, in row order) from the kernel's route `r`.
-    pub fn set_flags(&mut self, nhs: &[mpt_bpf::abi::MptNh], r: &Route) {
+    pub fn set_flags(&mut self, nhs: &[mpt_bpf::mproute::abi::MptNh], r: &Route) {
         for (row, n) in self.nexthops.iter_mut().zip(nhs) {
             let gw = n.gateway();
             if let Some(k) = r
@@ -383,7 +383,7 @@ impl CounterSlots {
 impl DataplaneView {
     /// Build the view.
     pub fn new(
-        att: &[mpt_bpf::dp::Attachment],
+        att: &[mpt_bpf::mproute::dataplane::Attachment],
         reasons: &[u64],
         ignore_linkdown: bool,
         links: &[mpt_netlink::msg::link::LinkMsg],
@@ -392,15 +392,14 @@ impl DataplaneView {
         let attachments = att
             .iter()
             .map(|a| AttachmentRow {
-                dev: mpt_netlink::netns::ifname(a.ifindex)
-                    .unwrap_or_else(|| format!("if{}", a.ifindex)),
+                dev: mpt_sys::iface::name(a.ifindex).unwrap_or_else(|| format!("if{}", a.ifindex)),
                 ifindex: a.ifindex,
                 mode: a.mode.name().to_string(),
                 prog_id: a.prog_id,
                 why: crate::dpmode::why(links.iter().find(|l| l.ifindex == a.ifindex), a.mode),
             })
             .collect();
-        let counters = mpt_bpf::abi::Reason::ALL
+        let counters = mpt_bpf::mproute::abi::Reason::ALL
             .iter()
             .map(|r| {
                 (

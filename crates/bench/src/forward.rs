@@ -54,9 +54,9 @@ use std::time::{Duration, Instant};
 use anyhow::{anyhow, ensure, Context, Result};
 use libbpf_rs::skel::{OpenSkel, SkelBuilder};
 use libbpf_rs::{ErrorKind, Link, MapCore, MapFlags, OpenObject, ProgramInput, ProgramMut};
-use mpt_bpf::skel::bench_fwd::{BenchFwdSkel, BenchFwdSkelBuilder};
-use mpt_bpf::skel::gen::{GenSkel, GenSkelBuilder};
-use mpt_bpf::skel::sink::SinkSkelBuilder;
+use mpt_bpf::skel::bench::bench_fwd::{BenchFwdSkel, BenchFwdSkelBuilder};
+use mpt_bpf::skel::bench::gen::{GenSkel, GenSkelBuilder};
+use mpt_bpf::skel::bench::sink::SinkSkelBuilder;
 use nix::sched::{sched_setaffinity, setns, CloneFlags, CpuSet};
 use nix::sys::pthread::pthread_kill;
 use nix::sys::signal::{sigaction, SaFlags, SigAction, SigHandler, SigSet, Signal};
@@ -573,7 +573,7 @@ fn count(map: &impl MapCore, slot: u32) -> Result<u64> {
 /// Run time and run count (`BPF_ENABLE_STATS`) of the XDP program on `ifindex` in `ns`.
 fn xdp_prog_stats(ns: &str, ifindex: u32) -> Result<(u64, u64)> {
     on_this_thread_in(ns, || {
-        let id = mpt_bpf::dp::xdp_prog(ifindex)?
+        let id = mpt_bpf::mproute::dataplane::xdp_prog(ifindex)?
             .with_context(|| format!("no XDP program on ifindex {ifindex} in {ns}"))?;
         let info = mpt_bpf::prog::info(id)?;
         Ok((info.run_time_ns, info.run_cnt))
@@ -640,7 +640,7 @@ struct Figures {
 /// Everything that stays loaded for the whole benchmark.
 struct Bench<'a, 'o> {
     topo: &'a Topology,
-    sink: &'a mpt_bpf::skel::sink::SinkSkel<'o>,
+    sink: &'a mpt_bpf::skel::bench::sink::SinkSkel<'o>,
     minimal: &'a BenchFwdSkel<'o>,
     mproute: Mproute<'a>,
     udp_csum: bool,

@@ -29,12 +29,12 @@ use std::time::Instant;
 use anyhow::{anyhow, ensure, Context, Result};
 use libbpf_rs::skel::{OpenSkel, SkelBuilder};
 use libbpf_rs::{MapCore, MapFlags, OpenObject, ProgramInput, ProgramMut};
-use mpt_bpf::abi::{
+use mpt_bpf::mproute::abi::{
     self, MptDpRoute, MptLpm4Key, MptMeta, MptRouteKey, MptRouteStats, ABI_VERSION, AF_INET,
 };
-use mpt_bpf::dpmaps::{build_group, DpNexthop};
-use mpt_bpf::skel::bench_fwd::BenchFwdSkelBuilder;
-use mpt_bpf::skel::dp::DpSkelBuilder;
+use mpt_bpf::mproute::route_table::{build_group, DpNexthop};
+use mpt_bpf::skel::bench::bench_fwd::BenchFwdSkelBuilder;
+use mpt_bpf::skel::mproute::dp::DpSkelBuilder;
 use mpt_model::hash::{flow_hash, FlowKey, IPPROTO_UDP};
 use mpt_model::threshold::{select, upper_bounds};
 use mpt_model::{Algo, Family};
@@ -482,14 +482,14 @@ fn measure(ifx: &HashMap<String, u32>, repeat: u64, runs: u32) -> Result<Results
     // The dataplane's own maps (standalone load): meta, one group, the managed /24. The meta
     // records this namespace's FIB generation, so a route flagged verified skips the kernel-view
     // lookup (the namespace's FIB does not change during the runs).
-    let generation = mpt_bpf::fibgen::FibGenReader::new()
+    let generation = mpt_bpf::mproute::fib_generation::FibGenReader::new()
         .and_then(|mut r| r.read())
         .context("read the FIB generation")?;
     let meta = MptMeta {
         abi_version: ABI_VERSION,
         hash_seed: SEED,
-        netns_cookie: mpt_bpf::state::netns_cookie().context("netns cookie")?,
-        flags: mpt_bpf::abi::META_F_FIB4_GEN,
+        netns_cookie: mpt_sys::netns::cookie().context("netns cookie")?,
+        flags: mpt_bpf::mproute::abi::META_F_FIB4_GEN,
         fib4_gen: generation.v4,
     };
     dp.maps
@@ -564,7 +564,7 @@ fn measure(ifx: &HashMap<String, u32>, repeat: u64, runs: u32) -> Result<Results
             BENCH_NET,
             24,
             Algo::L4Hash,
-            mpt_bpf::abi::DPR_F_SOLE,
+            mpt_bpf::mproute::abi::DPR_F_SOLE,
             1,
         )?;
         let ns = timed(dpx, &frame, ingress, repeat)?;

@@ -1,27 +1,27 @@
-//! `mpt-bpf`: the boundary between mproute and the kernel's BPF machinery.
+//! `mpt-bpf`: the boundary between our tools and the kernel's BPF machinery.
 //!
-//! Everything that loads BPF objects, pins or attaches programs and reads or
-//! writes BPF maps lives in this crate, behind typed maps whose layouts are
-//! defined once in `bpf/include/mpt/*.h` and mirrored in [`abi`]. Binaries
-//! never import `libbpf-rs` (or `libbpf-sys`) directly.
+//! Everything that loads BPF objects, pins or attaches programs and reads or writes BPF maps
+//! lives in this crate; the tools' binaries never import `libbpf-rs` (or `libbpf-sys`).
+//!
+//! Suite-neutral layers, one per concern, for every tool:
+//! - [`pinned`]: a suite's per-namespace state (its maps held by an anchor program on `lo`,
+//!   pinned under `/sys/fs/bpf/<suite>/<netns-cookie>/`, an ABI version, a per-namespace lock),
+//!   found the same way with `-n NAME` and under `ip netns exec NAME`;
+//! - [`attach`]: XDP and tcx attachments (legacy, found again by the next invocation);
+//! - [`prog`]: loaded programs by id; [`log`]: libbpf's messages;
+//! - [`error`]: typed errors with a kind to choose a hint from.
+//!
+//! Then one module per tool's programs and maps ([`mproute`]), whose structs are defined once in
+//! `bpf/include/mpt/*_abi.h` and mirrored with size and offset checks; and the generated
+//! skeletons ([`skel`]).
 
-pub mod abi;
-pub mod dp;
-pub mod dpmaps;
-pub mod fibgen;
+pub mod attach;
+pub mod error;
+pub mod log;
+pub mod mproute;
+pub mod pinned;
 pub mod prog;
 pub mod skel;
-pub mod state;
 
-/// Route libbpf's own messages: to standard error with `verbose` (verifier logs included),
-/// nowhere otherwise. Operators get one sentence from our error instead.
-pub fn set_verbose(verbose: bool) {
-    fn eprint(_: libbpf_rs::PrintLevel, msg: String) {
-        eprint!("{msg}");
-    }
-    if verbose {
-        libbpf_rs::set_print(Some((libbpf_rs::PrintLevel::Debug, eprint)));
-    } else {
-        libbpf_rs::set_print(None);
-    }
-}
+pub use error::{Error, ErrorKind};
+pub use log::set_verbose;

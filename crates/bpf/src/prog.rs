@@ -1,20 +1,16 @@
 //! Loaded programs, found by id: their descriptors, names, maps and run-time statistics, and the
 //! kernel's statistics switch (`BPF_ENABLE_STATS`).
 
-use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 
-use crate::state::StateError;
+use crate::error::Error;
 
 /// A descriptor of program `id`.
-pub fn fd(id: u32) -> Result<OwnedFd, StateError> {
+pub fn fd(id: u32) -> Result<OwnedFd, Error> {
     // SAFETY: always safe to call; returns an fd or a negative errno.
     let fd = unsafe { libbpf_sys::bpf_prog_get_fd_by_id(id) };
     if fd < 0 {
-        return Err(StateError::Sys {
-            what: format!("open program {id}"),
-            source: io::Error::from_raw_os_error(-fd),
-        });
+        return Err(Error::sys(format!("open program {id}"), -fd));
     }
     // SAFETY: fd is a fresh descriptor we own.
     Ok(unsafe { OwnedFd::from_raw_fd(fd) })
@@ -34,7 +30,7 @@ pub struct ProgInfo {
 }
 
 /// Name, maps and statistics of program `id`.
-pub fn info(id: u32) -> Result<ProgInfo, StateError> {
+pub fn info(id: u32) -> Result<ProgInfo, Error> {
     let fd = fd(id)?;
     let mut map_ids = [0u32; 32];
     let mut info = libbpf_sys::bpf_prog_info {
@@ -46,10 +42,7 @@ pub fn info(id: u32) -> Result<ProgInfo, StateError> {
     // SAFETY: info and map_ids outlive the call; len is info's size.
     let rc = unsafe { libbpf_sys::bpf_prog_get_info_by_fd(fd.as_raw_fd(), &mut info, &mut len) };
     if rc < 0 {
-        return Err(StateError::Sys {
-            what: format!("info of program {id}"),
-            source: io::Error::from_raw_os_error(-rc),
-        });
+        return Err(Error::sys(format!("info of program {id}"), -rc));
     }
     let name: Vec<u8> = info
         .name
@@ -68,14 +61,14 @@ pub fn info(id: u32) -> Result<ProgInfo, StateError> {
 
 /// Turn the kernel's BPF run-time statistics on until the returned descriptor is closed (they
 /// cost two clock reads per program run).
-pub fn enable_run_time_stats() -> Result<OwnedFd, StateError> {
+pub fn enable_run_time_stats() -> Result<OwnedFd, Error> {
     // SAFETY: returns an fd or a negative errno.
     let fd = unsafe { libbpf_sys::bpf_enable_stats(libbpf_sys::BPF_STATS_RUN_TIME) };
     if fd < 0 {
-        return Err(StateError::Sys {
-            what: "turn on BPF run-time statistics (BPF_ENABLE_STATS)".into(),
-            source: io::Error::from_raw_os_error(-fd),
-        });
+        return Err(Error::sys(
+            "turn on BPF run-time statistics (BPF_ENABLE_STATS)",
+            fd,
+        ));
     }
     // SAFETY: a fresh fd we own.
     Ok(unsafe { OwnedFd::from_raw_fd(fd) })

@@ -1,8 +1,8 @@
-//! Generated libbpf-rs skeletons for the programs in `bpf/*.bpf.c`.
+//! Generated libbpf-rs skeletons of the programs in `bpf/<dir>/*.bpf.c`, one module per
+//! directory.
 //!
-//! build.rs compiles each `bpf/<name>.bpf.c` into `OUT_DIR/<name>.bpf.o` and
-//! generates `OUT_DIR/<name>.skel.rs`, which `include_bytes!`s that object.
-//! Each skeleton lives in its own module here.
+//! build.rs compiles each `bpf/<dir>/<name>.bpf.c` into `OUT_DIR/<name>.bpf.o` and generates
+//! `OUT_DIR/<name>.skel.rs`, which `include_bytes!`s that object.
 
 /// A module holding the generated skeleton `OUT_DIR/<name>.skel.rs`, with the lints the
 /// generated code does not meet turned off.
@@ -30,64 +30,74 @@ macro_rules! skeleton {
     };
 }
 
-skeleton! {
-    /// Skeleton of `bpf/state.bpf.c`: the per-namespace state maps (`mpt_meta`,
-    /// `mpt_routes`) and their tcx anchor program `mpt_anchor`.
-    ///
-    /// Entry points: [`state::StateSkelBuilder`] → `open()` → [`state::OpenStateSkel`]
-    /// → `load()` → [`state::StateSkel`].
-    state
+/// mproute's programs (`bpf/mproute/`).
+pub mod mproute {
+    skeleton! {
+        /// Skeleton of `bpf/mproute/state.bpf.c`: the per-namespace state maps (`mpt_meta`,
+        /// `mpt_routes`, ...) and their tcx anchor program `mpt_anchor`.
+        ///
+        /// Entry points: [`state::StateSkelBuilder`] → `open()` → [`state::OpenStateSkel`]
+        /// → `load()` → [`state::StateSkel`].
+        state
+    }
+
+    /// The compiled BPF ELF object of `bpf/mproute/state.bpf.c`: the same file
+    /// (`OUT_DIR/state.bpf.o`) the skeleton embeds and opens, e.g. for reading its BTF. (The
+    /// skeleton's own copy is private to its generated module.)
+    pub static STATE_OBJ: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/state.bpf.o"));
+
+    skeleton! {
+        /// Skeleton of `bpf/mproute/dp.bpf.c`: the dataplane (`mpt_dp_xdp`, `mpt_dp_tc`),
+        /// loaded with the namespace's state maps reused (see [`crate::mproute::dataplane`]).
+        dp
+    }
+
+    skeleton! {
+        /// Skeleton of `bpf/mproute/drops.bpf.c`: the `dropped` verdict of the XDP dataplane
+        /// (two programs on the kernel's XDP tracepoints), loaded per attached device with
+        /// `mpt_reasons` reused.
+        drops
+    }
+
+    skeleton! {
+        /// Skeleton of `bpf/mproute/fibgen.bpf.c`: `mpt_fib_gen` (sched_cls), run once with
+        /// BPF_PROG_TEST_RUN to read the namespace's FIB generation (see
+        /// [`crate::mproute::fib_generation`]). Never attached.
+        fibgen
+    }
 }
 
-/// The compiled BPF ELF object of `bpf/state.bpf.c`: the same file
-/// (`OUT_DIR/state.bpf.o`) the skeleton embeds and opens, e.g. for reading
-/// its BTF. (The skeleton's own copy is private to its generated module.)
-pub static STATE_OBJ: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/state.bpf.o"));
-
-skeleton! {
-    /// Skeleton of `bpf/hash_test.bpf.c`: TEST ONLY. Its `mpt_hash_test` (sched_cls)
-    /// program returns `mpt_flow_hash()` of `bpf/include/mpt/flowhash.h` for a key
-    /// passed as BPF_PROG_TEST_RUN `data_in`, so `tests/hash_parity.rs` can hold
-    /// the C hash to `mpt_model::hash::flow_hash`. Never attached.
-    hash_test
+/// Test-only programs (`bpf/test/`): never attached.
+pub mod test {
+    skeleton! {
+        /// Skeleton of `bpf/test/hash_test.bpf.c`: its `mpt_hash_test` (sched_cls) program
+        /// returns `mpt_flow_hash()` of `bpf/include/mpt/flowhash.h` for a key passed as
+        /// BPF_PROG_TEST_RUN `data_in`, so `tests/hash_parity.rs` can hold the C hash to
+        /// `mpt_model::hash::flow_hash`.
+        hash_test
+    }
 }
 
-skeleton! {
-    /// Skeleton of `bpf/dp.bpf.c`: the dataplane (`mpt_dp_xdp`, `mpt_dp_tc`), loaded with the
-    /// namespace's state maps reused (see [`crate::dp`]).
-    dp
-}
+/// The benchmarks' programs (`bpf/bench/`), for `cargo xtask bench`: never attached by a tool.
+pub mod bench {
+    skeleton! {
+        /// Skeleton of `bpf/bench/bench_fwd.bpf.c`: its `mpt_bench_fwd` (XDP) program is a
+        /// minimal `bpf_fib_lookup` forwarder (xdp_fwd style), the baseline the benchmarks run
+        /// next to `mpt_dp_xdp`.
+        bench_fwd
+    }
 
-skeleton! {
-    /// Skeleton of `bpf/drops.bpf.c`: the `dropped` verdict of the XDP dataplane (two programs on
-    /// the kernel's XDP tracepoints), loaded per attached device with `mpt_reasons` reused.
-    drops
-}
+    skeleton! {
+        /// Skeleton of `bpf/bench/gen.bpf.c`: its `mpt_bench_gen` (XDP) program is the packet
+        /// generator of `cargo xtask bench forward`, run with BPF_PROG_TEST_RUN and
+        /// `BPF_F_TEST_XDP_LIVE_FRAMES` (it returns XDP_TX).
+        gen
+    }
 
-skeleton! {
-    /// Skeleton of `bpf/bench_fwd.bpf.c`: BENCHMARK ONLY. Its `mpt_bench_fwd` (XDP) program is a
-    /// minimal `bpf_fib_lookup` forwarder (xdp_fwd style), the baseline `cargo xtask bench select`
-    /// runs next to `mpt_dp_xdp` with BPF_PROG_TEST_RUN. Never attached.
-    bench_fwd
-}
-
-skeleton! {
-    /// Skeleton of `bpf/gen.bpf.c`: BENCHMARK ONLY. Its `mpt_bench_gen` (XDP) program is the
-    /// packet generator of `cargo xtask bench forward`, run with BPF_PROG_TEST_RUN and
-    /// `BPF_F_TEST_XDP_LIVE_FRAMES` (it returns XDP_TX). Never attached.
-    gen
-}
-
-skeleton! {
-    /// Skeleton of `bpf/sink.bpf.c`: BENCHMARK ONLY. XDP packet counters of
-    /// `cargo xtask bench forward`: `mpt_bench_sink` and `mpt_bench_drop` count and drop,
-    /// `mpt_bench_pass` counts and passes; one per-CPU slot each in `bench_cnt`.
-    sink
-}
-
-skeleton! {
-    /// Skeleton of `bpf/fibgen.bpf.c`: `mpt_fib_gen` (sched_cls), run once with
-    /// BPF_PROG_TEST_RUN to read the namespace's FIB generation (see [`crate::fibgen`]).
-    /// Never attached.
-    fibgen
+    skeleton! {
+        /// Skeleton of `bpf/bench/sink.bpf.c`: XDP packet counters of `cargo xtask bench
+        /// forward`: `mpt_bench_sink` and `mpt_bench_drop` count and drop, `mpt_bench_pass`
+        /// counts and passes; one per-CPU slot each in `bench_cnt`.
+        sink
+    }
 }

@@ -1,5 +1,5 @@
 //! The compiled BPF object's BTF must describe exactly the layouts of the Rust
-//! mirrors in `mpt_bpf::abi`.
+//! mirrors in `mpt_bpf::mproute::abi`.
 //!
 //! The BTF is what clang made of `bpf/include/mpt/state_abi.h` and
 //! `bpf/include/mpt/dp_abi.h` (the maps of `bpf/maps.bpf.h` use every ABI
@@ -16,11 +16,11 @@ use std::mem::{offset_of, size_of};
 use libbpf_rs::btf::types::{Array, MemberAttr, Struct};
 use libbpf_rs::btf::BtfType;
 use libbpf_rs::{AsRawLibbpf, Btf, HasSize, MapType, ObjectBuilder};
-use mpt_bpf::abi::{
+use mpt_bpf::mproute::abi::{
     self, MptCounter, MptDpRoute, MptGroup, MptLpm4Key, MptLpm6Key, MptMeta, MptNh, MptPcpuState,
     MptRouteKey, MptRouteStats, MptRouteVal, Reason,
 };
-use mpt_bpf::skel::STATE_OBJ;
+use mpt_bpf::skel::mproute::STATE_OBJ;
 
 /// One struct member as seen from either side: (name, byte offset, byte size).
 type Member = (String, usize, usize);
@@ -562,11 +562,11 @@ fn dp_header_constants_match_rust() {
     );
     assert_eq!(
         header_define("MPT_META_F_NATIVE_CHECKED"),
-        u64::from(mpt_bpf::state::META_F_NATIVE_CHECKED)
+        u64::from(mpt_bpf::mproute::state::META_F_NATIVE_CHECKED)
     );
     assert_eq!(
         header_define("MPT_META_F_NATIVE"),
-        u64::from(mpt_bpf::state::META_F_NATIVE)
+        u64::from(mpt_bpf::mproute::state::META_F_NATIVE)
     );
     // The nexthop arrays really have MPT_MAX_NH entries.
     assert_eq!(MptGroup::default().nh.len(), abi::MAX_NH);

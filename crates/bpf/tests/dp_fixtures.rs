@@ -50,13 +50,13 @@ use std::sync::Mutex;
 
 use libbpf_rs::skel::{OpenSkel, SkelBuilder};
 use libbpf_rs::{MapCore, MapFlags, OpenObject, ProgramInput};
-use mpt_bpf::abi::{
+use mpt_bpf::mproute::abi::{
     sum_percpu_u64, MptDpRoute, MptGroup, MptLpm4Key, MptLpm6Key, MptMeta, MptRouteKey,
     MptRouteStats, Reason, AF_INET, AF_INET6, ALGO_DRR, ALGO_L3_HASH, ALGO_L4_HASH,
     ALGO_PER_PACKET, ALGO_RANDOM, ALGO_WRANDOM, R_MAX,
 };
-use mpt_bpf::dpmaps::{build_group, DpNexthop};
-use mpt_bpf::skel::dp::{types, DpSkel, DpSkelBuilder};
+use mpt_bpf::mproute::route_table::{build_group, DpNexthop};
+use mpt_bpf::skel::mproute::dp::{types, DpSkel, DpSkelBuilder};
 use mpt_model::hash::{flow_hash, FlowKey};
 use mpt_model::threshold::select;
 
@@ -2931,7 +2931,7 @@ impl Fx<'_> {
     fn set_fib4_gen(&self, generation: Option<u32>, cookie: u64) {
         let mut meta = MptMeta::new(SEED, cookie);
         if let Some(g) = generation {
-            meta.flags |= mpt_bpf::abi::META_F_FIB4_GEN;
+            meta.flags |= mpt_bpf::mproute::abi::META_F_FIB4_GEN;
             meta.fib4_gen = g;
         }
         self.skel
@@ -2945,12 +2945,13 @@ impl Fx<'_> {
     /// IPv6 route's LPM entry.
     fn set_sole(&self, prefix: &str, sole: bool, generation: Option<u32>) {
         // the namespace's own cookie: the dataplane skips nothing for another namespace's state
-        self.set_fib4_gen(
-            generation,
-            mpt_bpf::state::netns_cookie().expect("netns cookie"),
-        );
+        self.set_fib4_gen(generation, mpt_sys::netns::cookie().expect("netns cookie"));
         self.edit_lpm_entry(prefix, |v| {
-            v.flags = if sole { mpt_bpf::abi::DPR_F_SOLE } else { 0 }
+            v.flags = if sole {
+                mpt_bpf::mproute::abi::DPR_F_SOLE
+            } else {
+                0
+            }
         });
     }
 
@@ -2995,7 +2996,8 @@ impl Fx<'_> {
 #[test]
 fn verified_routes_skip_the_kernel_lookup_only_at_their_generation() {
     with_fixture(|fx| {
-        let mut reader = mpt_bpf::fibgen::FibGenReader::new().expect("load the generation reader");
+        let mut reader = mpt_bpf::mproute::fib_generation::FibGenReader::new()
+            .expect("load the generation reader");
         let now = reader.read().expect("read the FIB generation");
         let both = |frame: &[u8], ctx: Ctx, expect: Expect, what: &str| {
             for hook in HOOKS {

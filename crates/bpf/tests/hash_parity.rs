@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use libbpf_rs::skel::{OpenSkel, SkelBuilder};
 use libbpf_rs::{OpenObject, ProgramInput, ProgramType};
-use mpt_bpf::skel::hash_test::HashTestSkelBuilder;
+use mpt_bpf::skel::test::hash_test::HashTestSkelBuilder;
 use mpt_model::hash::{flow_hash, FlowKey};
 use mpt_model::threshold::{select, upper_bounds};
 use mpt_model::Family;

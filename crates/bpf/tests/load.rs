@@ -12,10 +12,10 @@ use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
 use libbpf_rs::query::{ProgInfoIter, ProgInfoQueryOptions};
 use libbpf_rs::skel::{OpenSkel, SkelBuilder};
 use libbpf_rs::{libbpf_sys, Map, MapCore, MapHandle, OpenObject, Program, ProgramType};
-use mpt_bpf::abi::{
+use mpt_bpf::mproute::abi::{
     MptDpRoute, MptGroup, MptLpm4Key, MptMeta, MptRouteKey, MptRouteStats, MptRouteVal, ABI_VERSION,
 };
-use mpt_bpf::skel::state::StateSkelBuilder;
+use mpt_bpf::skel::mproute::state::StateSkelBuilder;
 
 fn require_root() {
     assert!(
@@ -155,12 +155,12 @@ fn state_skeleton_loads_and_anchor_references_all_maps() {
     // (prefixlen counts the table bits) is found by a longer lookup key ...
     let route = MptDpRoute {
         id: MptRouteKey {
-            family: mpt_bpf::abi::AF_INET,
+            family: mpt_bpf::mproute::abi::AF_INET,
             dst_len: 24,
             table: 254,
             ..MptRouteKey::default()
         },
-        algo: mpt_bpf::abi::ALGO_L3_HASH,
+        algo: mpt_bpf::mproute::abi::ALGO_L3_HASH,
         flags: 0,
         stats_slot: 0,
         group: 7,
@@ -250,12 +250,12 @@ fn state_skeleton_loads_and_anchor_references_all_maps() {
 fn dataplane_loads_with_each_veth_checksum_variant() {
     require_root();
     let mut variants = vec![0u32, 1];
-    if mpt_bpf::dp::veth_skb_read() == 2 {
+    if mpt_bpf::mproute::dataplane::veth_skb_read() == 2 {
         variants.push(2);
     }
     for veth_skb in variants {
         let mut obj = std::mem::MaybeUninit::uninit();
-        let mut open = mpt_bpf::skel::dp::DpSkelBuilder::default()
+        let mut open = mpt_bpf::skel::mproute::dp::DpSkelBuilder::default()
             .open(&mut obj)
             .expect("open the dataplane skeleton");
         let ro = open

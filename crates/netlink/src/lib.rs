@@ -9,7 +9,6 @@
 pub mod error;
 pub mod events;
 pub mod msg;
-pub mod netns;
 pub mod sock;
 
 pub use error::{Error, KernelError};

@@ -12,8 +12,8 @@ use std::mem::MaybeUninit;
 use libbpf_rs::skel::{OpenSkel, SkelBuilder};
 use libbpf_rs::{OpenObject, ProgramInput};
 
-use crate::skel::fibgen::FibgenSkelBuilder;
-use crate::state::StateError;
+use crate::error::Error;
+use crate::skel::mproute::fibgen::FibgenSkelBuilder;
 
 /// The calling thread's namespace's FIB generations.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -29,7 +29,7 @@ pub struct FibGen {
 
 /// A loaded reader: load once, read the generation as often as needed.
 pub struct FibGenReader {
-    skel: crate::skel::fibgen::FibgenSkel<'static>,
+    skel: crate::skel::mproute::fibgen::FibgenSkel<'static>,
 }
 
 impl std::fmt::Debug for FibGenReader {
@@ -40,26 +40,22 @@ impl std::fmt::Debug for FibGenReader {
 
 impl FibGenReader {
     /// Load the reader (a small never-attached program).
-    pub fn new() -> Result<Self, StateError> {
+    pub fn new() -> Result<Self, Error> {
         // The skeleton borrows its object storage for as long as it lives; one small
         // allocation per reader, kept with it.
         let storage: &'static mut MaybeUninit<OpenObject> =
             Box::leak(Box::new(MaybeUninit::uninit()));
         let open = FibgenSkelBuilder::default()
             .open(storage)
-            .map_err(|source| StateError::Bpf {
-                what: "open the FIB generation reader".into(),
-                source,
-            })?;
-        let skel = open.load().map_err(|source| StateError::Bpf {
-            what: "load the FIB generation reader".into(),
-            source,
-        })?;
+            .map_err(|source| Error::libbpf("open the FIB generation reader")(source))?;
+        let skel = open
+            .load()
+            .map_err(|source| Error::libbpf("load the FIB generation reader")(source))?;
         Ok(FibGenReader { skel })
     }
 
     /// The generations of the calling thread's network namespace now.
-    pub fn read(&mut self) -> Result<FibGen, StateError> {
+    pub fn read(&mut self) -> Result<FibGen, Error> {
         // An Ethernet-sized zero frame: the kernel hands it to the namespace's loopback device.
         let pkt = [0u8; 64];
         self.skel
@@ -70,24 +66,18 @@ impl FibGenReader {
                 repeat: 1,
                 ..Default::default()
             })
-            .map_err(|source| StateError::Bpf {
-                what: "run the FIB generation reader".into(),
-                source,
-            })?;
-        let bss = self
-            .skel
-            .maps
-            .bss_data
-            .as_deref_mut()
-            .ok_or_else(|| StateError::Sys {
-                what: "read the FIB generation".into(),
-                source: io::Error::other("the reader's .bss is not mapped"),
-            })?;
+            .map_err(|source| Error::libbpf("run the FIB generation reader")(source))?;
+        let bss = self.skel.maps.bss_data.as_deref_mut().ok_or_else(|| {
+            Error::io(
+                "read the FIB generation",
+                io::Error::other("the reader's .bss is not mapped"),
+            )
+        })?;
         if bss.mpt_fib_seen == 0 {
-            return Err(StateError::Sys {
-                what: "read the FIB generation".into(),
-                source: io::Error::other("the test run had no network namespace"),
-            });
+            return Err(Error::io(
+                "read the FIB generation",
+                io::Error::other("the test run had no network namespace"),
+            ));
         }
         bss.mpt_fib_seen = 0;
         Ok(FibGen {

@@ -17,13 +17,14 @@
 
 use std::net::IpAddr;
 
-use libbpf_rs::{MapCore, MapFlags, MapHandle};
+use libbpf_rs::{MapCore, MapFlags};
 
-use crate::abi::{
+use super::abi::{
     MptDpRoute, MptGroup, MptLpm4Key, MptLpm6Key, MptNh, MptRouteKey, MptRouteStats, AF_INET,
     AF_INET6, DPR_F_DRIFT, DPR_F_FOREIGN, DPR_F_SOLE, MAX_NH, STATS_SLOTS,
 };
-use crate::state::{RouteState, StateError};
+use super::state::RouteState;
+use crate::error::Error;
 
 /// Byte of slot 0's CPU 0 copy (after the bitmap of [`STATS_SLOTS`] bits) that says the
 /// bitmap is kept, and its value.
@@ -48,11 +49,8 @@ pub struct DpNexthop {
     pub usable: bool,
 }
 
-fn bpf(what: &str) -> impl FnOnce(libbpf_rs::Error) -> StateError + '_ {
-    move |source| StateError::Bpf {
-        what: what.to_string(),
-        source,
-    }
+fn bpf(what: &str) -> impl FnOnce(libbpf_rs::Error) -> Error + '_ {
+    Error::libbpf(what)
 }
 
 /// Build the group value: hash-threshold bounds and cumulative weights over the usable
@@ -131,15 +129,8 @@ impl Lpm {
 }
 
 impl RouteState {
-    fn map(&self, name: &str) -> Result<&MapHandle, StateError> {
-        self.maps.get(name).ok_or(StateError::Abi {
-            found: 0,
-            ours: crate::abi::ABI_VERSION,
-        })
-    }
-
     /// Write a group.
-    pub fn dp_put_group(&self, id: u32, nhs: &[DpNexthop]) -> Result<(), StateError> {
+    pub fn dp_put_group(&self, id: u32, nhs: &[DpNexthop]) -> Result<(), Error> {
         let g = build_group(nhs);
         self.map("mpt_groups")?
             .update(&id.to_ne_bytes(), g.as_bytes(), MapFlags::ANY)
@@ -147,7 +138,7 @@ impl RouteState {
     }
 
     /// Whether a group exists.
-    pub fn dp_has_group(&self, id: u32) -> Result<bool, StateError> {
+    pub fn dp_has_group(&self, id: u32) -> Result<bool, Error> {
         Ok(self
             .map("mpt_groups")?
             .lookup(&id.to_ne_bytes(), MapFlags::ANY)
@@ -156,18 +147,17 @@ impl RouteState {
     }
 
     /// Delete a group (absent is fine).
-    pub fn dp_delete_group(&self, id: u32) -> Result<(), StateError> {
+    pub fn dp_delete_group(&self, id: u32) -> Result<(), Error> {
         match self.map("mpt_groups")?.delete(&id.to_ne_bytes()) {
-            Err(e) if e.kind() != libbpf_rs::ErrorKind::NotFound => Err(StateError::Bpf {
-                what: "delete from mpt_groups".into(),
-                source: e,
-            }),
+            Err(e) if e.kind() != libbpf_rs::ErrorKind::NotFound => {
+                Err(Error::libbpf("delete from mpt_groups")(e))
+            }
             _ => Ok(()),
         }
     }
 
     /// Ids of every group.
-    pub fn dp_group_ids(&self) -> Result<Vec<u32>, StateError> {
+    pub fn dp_group_ids(&self) -> Result<Vec<u32>, Error> {
         Ok(self
             .map("mpt_groups")?
             .keys()
@@ -180,7 +170,7 @@ impl RouteState {
 
     /// The group holding exactly `nhs`, written if no group has them yet: routes with the same
     /// nexthops share it. Returns (id, whether it was created here).
-    pub fn dp_shared_group(&self, hint: u32, nhs: &[DpNexthop]) -> Result<(u32, bool), StateError> {
+    pub fn dp_shared_group(&self, hint: u32, nhs: &[DpNexthop]) -> Result<(u32, bool), Error> {
         let want = build_group(nhs);
         let map = self.map("mpt_groups")?;
         let mut id = PRIVATE_GROUP_BASE | (hint & 0x7fff_ffff);
@@ -198,14 +188,14 @@ impl RouteState {
                 Some(_) => id = PRIVATE_GROUP_BASE | (id.wrapping_add(1) & 0x7fff_ffff),
             }
         }
-        Err(StateError::Sys {
-            what: "allocate a dataplane group id".into(),
-            source: std::io::Error::from_raw_os_error(libc::ENOSPC),
-        })
+        Err(Error::io(
+            "allocate a dataplane group id",
+            std::io::Error::from_raw_os_error(libc::ENOSPC),
+        ))
     }
 
     /// A free private group id, trying `hint` first.
-    pub fn dp_private_group(&self, hint: u32) -> Result<u32, StateError> {
+    pub fn dp_private_group(&self, hint: u32) -> Result<u32, Error> {
         let mut id = PRIVATE_GROUP_BASE | (hint & 0x7fff_ffff);
         for _ in 0..1024 {
             if !self.dp_has_group(id)? {
@@ -213,15 +203,15 @@ impl RouteState {
             }
             id = PRIVATE_GROUP_BASE | (id.wrapping_add(1) & 0x7fff_ffff);
         }
-        Err(StateError::Sys {
-            what: "allocate a dataplane group id".into(),
-            source: std::io::Error::from_raw_os_error(libc::ENOSPC),
-        })
+        Err(Error::io(
+            "allocate a dataplane group id",
+            std::io::Error::from_raw_os_error(libc::ENOSPC),
+        ))
     }
 
     /// The dataplane entry of exactly this prefix/table (whichever metric it has); an LPM
     /// lookup alone would also answer with a shorter prefix that covers it.
-    pub fn dp_get_route(&self, key: &MptRouteKey) -> Result<Option<MptDpRoute>, StateError> {
+    pub fn dp_get_route(&self, key: &MptRouteKey) -> Result<Option<MptDpRoute>, Error> {
         Ok(self.dp_lpm_match(key)?.filter(|v| {
             v.id.family == key.family
                 && v.id.dst_len == key.dst_len
@@ -231,7 +221,7 @@ impl RouteState {
     }
 
     /// Longest-prefix match, as the dataplane does it.
-    fn dp_lpm_match(&self, key: &MptRouteKey) -> Result<Option<MptDpRoute>, StateError> {
+    fn dp_lpm_match(&self, key: &MptRouteKey) -> Result<Option<MptDpRoute>, Error> {
         let l = Lpm::of(key);
         Ok(self
             .map(l.map_name())?
@@ -247,7 +237,7 @@ impl RouteState {
         key: &MptRouteKey,
         algo: u8,
         group: u32,
-    ) -> Result<Option<MptDpRoute>, StateError> {
+    ) -> Result<Option<MptDpRoute>, Error> {
         let l = Lpm::of(key);
         let map = self.map(l.map_name())?;
         let old = self.dp_get_route(key)?;
@@ -271,10 +261,7 @@ impl RouteState {
             if kept.is_none() {
                 self.slot_release(v.stats_slot);
             }
-            return Err(StateError::Bpf {
-                what: "write the LPM trie".into(),
-                source: e,
-            });
+            return Err(Error::libbpf("write the LPM trie")(e));
         }
         if let Some(o) = &old {
             if o.stats_slot != 0 && o.stats_slot != v.stats_slot {
@@ -288,7 +275,7 @@ impl RouteState {
 
     /// Start the route's counters again from zero (its nexthops changed: the per-nexthop
     /// counters are by position in the group).
-    pub fn dp_reset_stats(&self, key: &MptRouteKey) -> Result<(), StateError> {
+    pub fn dp_reset_stats(&self, key: &MptRouteKey) -> Result<(), Error> {
         if let Some(cur) = self.dp_get_route(key)? {
             if cur.id == *key && cur.stats_slot != 0 {
                 self.slot_zero(cur.stats_slot)?;
@@ -301,17 +288,17 @@ impl RouteState {
 
     /// Set or clear `DPR_F_SOLE` on the route's LPM entry, if the entry is this route's.
     /// Returns whether it was.
-    pub fn dp_set_sole(&self, key: &MptRouteKey, sole: bool) -> Result<bool, StateError> {
+    pub fn dp_set_sole(&self, key: &MptRouteKey, sole: bool) -> Result<bool, Error> {
         self.dp_set_flag(key, DPR_F_SOLE, sole)
     }
 
     /// Set or clear `DPR_F_DRIFT` on the route's LPM entry, if the entry is this route's.
     /// Returns whether it was.
-    pub fn dp_set_drift(&self, key: &MptRouteKey, drift: bool) -> Result<bool, StateError> {
+    pub fn dp_set_drift(&self, key: &MptRouteKey, drift: bool) -> Result<bool, Error> {
         self.dp_set_flag(key, DPR_F_DRIFT, drift)
     }
 
-    fn dp_set_flag(&self, key: &MptRouteKey, flag: u8, on: bool) -> Result<bool, StateError> {
+    fn dp_set_flag(&self, key: &MptRouteKey, flag: u8, on: bool) -> Result<bool, Error> {
         let l = Lpm::of(key);
         let Some(mut cur) = self.dp_get_route(key)? else {
             return Ok(false);
@@ -334,7 +321,7 @@ impl RouteState {
     }
 
     /// Every entry of one LPM trie, holes (`DPR_F_FOREIGN`) included.
-    pub fn dp_entries(&self, v6: bool) -> Result<Vec<MptDpRoute>, StateError> {
+    pub fn dp_entries(&self, v6: bool) -> Result<Vec<MptDpRoute>, Error> {
         let map = self.map(if v6 { "mpt_lpm6" } else { "mpt_lpm4" })?;
         let mut out = Vec::new();
         for k in map.keys() {
@@ -351,12 +338,12 @@ impl RouteState {
     }
 
     /// The managed IPv4 routes of the LPM trie (the prefixes the dataplane knows, holes left out).
-    pub fn dp_routes4(&self) -> Result<Vec<MptDpRoute>, StateError> {
+    pub fn dp_routes4(&self) -> Result<Vec<MptDpRoute>, Error> {
         self.dp_routes(false)
     }
 
     /// The managed routes of one family's LPM trie (holes left out).
-    pub fn dp_routes(&self, v6: bool) -> Result<Vec<MptDpRoute>, StateError> {
+    pub fn dp_routes(&self, v6: bool) -> Result<Vec<MptDpRoute>, Error> {
         let mut v = self.dp_entries(v6)?;
         v.retain(|r| r.flags & DPR_F_FOREIGN == 0);
         Ok(v)
@@ -370,7 +357,7 @@ impl RouteState {
         v6: bool,
         have: &[MptRouteKey],
         want: &[MptRouteKey],
-    ) -> Result<usize, StateError> {
+    ) -> Result<usize, Error> {
         let same = |a: &MptRouteKey, b: &MptRouteKey| {
             a.dst_len == b.dst_len && a.table == b.table && a.dst_be == b.dst_be
         };
@@ -378,10 +365,7 @@ impl RouteState {
         for h in have.iter().filter(|h| !want.iter().any(|w| same(h, w))) {
             match map.delete(Lpm::of(h).bytes()) {
                 Err(e) if e.kind() != libbpf_rs::ErrorKind::NotFound => {
-                    return Err(StateError::Bpf {
-                        what: "delete from the LPM trie".into(),
-                        source: e,
-                    })
+                    return Err(Error::libbpf("delete from the LPM trie")(e))
                 }
                 _ => {}
             }
@@ -401,12 +385,7 @@ impl RouteState {
             match map.update(Lpm::of(w).bytes(), v.as_bytes(), MapFlags::NO_EXIST) {
                 Ok(()) => n += 1,
                 Err(e) if e.kind() == libbpf_rs::ErrorKind::AlreadyExists => {}
-                Err(e) => {
-                    return Err(StateError::Bpf {
-                        what: "write the LPM trie".into(),
-                        source: e,
-                    })
-                }
+                Err(e) => return Err(Error::libbpf("write the LPM trie")(e)),
             }
         }
         Ok(n)
@@ -419,7 +398,7 @@ impl RouteState {
         &self,
         key: &MptRouteKey,
         old: Option<MptDpRoute>,
-    ) -> Result<(), StateError> {
+    ) -> Result<(), Error> {
         let l = Lpm::of(key);
         let Some(cur) = self.dp_get_route(key)?.filter(|c| c.id == *key) else {
             return Ok(());
@@ -448,16 +427,13 @@ impl RouteState {
 
     /// Remove the prefix/table entry if it is this route's; returns the entry removed. The
     /// route's `mpt_stats` and `mpt_pcpu` entries go either way (a shadowed route has them too).
-    pub fn dp_delete_route(&self, key: &MptRouteKey) -> Result<Option<MptDpRoute>, StateError> {
+    pub fn dp_delete_route(&self, key: &MptRouteKey) -> Result<Option<MptDpRoute>, Error> {
         let l = Lpm::of(key);
         let held = self.dp_get_route(key)?.filter(|c| c.id == *key);
         if let Some(cur) = &held {
             match self.map(l.map_name())?.delete(l.bytes()) {
                 Err(e) if e.kind() != libbpf_rs::ErrorKind::NotFound => {
-                    return Err(StateError::Bpf {
-                        what: "delete from the LPM trie".into(),
-                        source: e,
-                    })
+                    return Err(Error::libbpf("delete from the LPM trie")(e))
                 }
                 _ => {}
             }
@@ -469,7 +445,7 @@ impl RouteState {
     }
 
     /// Longest-prefix match of an address in a table, as the dataplane looks it up.
-    pub fn dp_lookup(&self, table: u32, addr: IpAddr) -> Result<Option<MptDpRoute>, StateError> {
+    pub fn dp_lookup(&self, table: u32, addr: IpAddr) -> Result<Option<MptDpRoute>, Error> {
         let mut dst_be = [0u8; 16];
         let (family, len) = match addr {
             IpAddr::V4(a) => {
@@ -497,7 +473,7 @@ impl RouteState {
 
     /// Per-route and per-nexthop counters summed over CPUs: the route's `mpt_stats` entry plus
     /// its counter slot, if its LPM entry holds one. `None` if it has neither.
-    pub fn dp_stats(&self, key: &MptRouteKey) -> Result<Option<MptRouteStats>, StateError> {
+    pub fn dp_stats(&self, key: &MptRouteKey) -> Result<Option<MptRouteStats>, Error> {
         let hashed = self
             .map("mpt_stats")?
             .lookup_percpu(key.as_bytes(), MapFlags::ANY)
@@ -520,7 +496,7 @@ impl RouteState {
     }
 
     /// The slots the LPM entries hold, from the tries themselves (slot 0, "none", taken).
-    fn scan_slots(&self) -> Result<Vec<bool>, StateError> {
+    fn scan_slots(&self) -> Result<Vec<bool>, Error> {
         let mut used = vec![false; STATS_SLOTS as usize];
         used[0] = true;
         for v6 in [false, true] {
@@ -537,7 +513,7 @@ impl RouteState {
     /// bitmap (bit `i % 8` of byte `i / 8`: slot `i` is taken), then [`SLOTS_KEPT`]. Without that
     /// mark (a new map, re-created under existing tries) it is read from the tries: the second
     /// value says so, and that it must be recorded.
-    fn load_slots(&self) -> Result<(Vec<bool>, bool), StateError> {
+    fn load_slots(&self) -> Result<(Vec<bool>, bool), Error> {
         let v = self
             .map("mpt_slot_stats")?
             .lookup_percpu(&0u32.to_ne_bytes(), MapFlags::ANY)
@@ -555,7 +531,7 @@ impl RouteState {
         Ok((used, false))
     }
 
-    fn store_slots(&self, used: &[bool]) -> Result<(), StateError> {
+    fn store_slots(&self, used: &[bool]) -> Result<(), Error> {
         let cpus = libbpf_rs::num_possible_cpus().map_err(bpf("count the possible CPUs"))?;
         let mut v = vec![vec![0u8; MptRouteStats::SIZE]; cpus];
         let Some(first) = v.first_mut() else {
@@ -572,7 +548,7 @@ impl RouteState {
 
     /// Run `f` on the slot table (read once per handle, which lives while the namespace lock is
     /// held) and record it again if `f` says it changed it.
-    fn with_slots<T>(&self, f: impl FnOnce(&mut [bool]) -> (T, bool)) -> Result<T, StateError> {
+    fn with_slots<T>(&self, f: impl FnOnce(&mut [bool]) -> (T, bool)) -> Result<T, Error> {
         let mut g = self.slots.lock().unwrap_or_else(|e| e.into_inner());
         let mut scanned = false;
         let used = match &mut *g {
@@ -596,7 +572,7 @@ impl RouteState {
 
     /// Record again which slots the LPM entries hold (`mproute sync`): slots lost to a crash
     /// between two writes come back. Returns how many were recorded as taken but held by none.
-    pub fn dp_rescan_slots(&self) -> Result<usize, StateError> {
+    pub fn dp_rescan_slots(&self) -> Result<usize, Error> {
         let held = self.scan_slots()?;
         self.with_slots(|u| {
             let lost = u.iter().zip(&held).filter(|(r, h)| **r && !**h).count();
@@ -607,7 +583,7 @@ impl RouteState {
     }
 
     /// Counter slots taken by routes and how many there are (slot 0 is nobody's).
-    pub fn dp_slots_used(&self) -> Result<(usize, usize), StateError> {
+    pub fn dp_slots_used(&self) -> Result<(usize, usize), Error> {
         let used = self.with_slots(|u| (u.iter().skip(1).filter(|x| **x).count(), false))?;
         Ok((used, STATS_SLOTS as usize - 1))
     }
@@ -665,7 +641,7 @@ impl RouteState {
         });
     }
 
-    fn slot_zero(&self, slot: u16) -> Result<(), StateError> {
+    fn slot_zero(&self, slot: u16) -> Result<(), Error> {
         let cpus = libbpf_rs::num_possible_cpus().map_err(bpf("count the possible CPUs"))?;
         let zero = vec![vec![0u8; MptRouteStats::SIZE]; cpus];
         self.map("mpt_slot_stats")?
@@ -676,7 +652,7 @@ impl RouteState {
     /// Add what `slot` counted to the `mpt_stats` entry of `id`, CPU by CPU, and zero the slot.
     /// Best effort: the route no longer has the LPM entry, a failure loses only its counts.
     fn slot_fold(&self, id: &MptRouteKey, slot: u16) {
-        let fold = || -> Result<(), StateError> {
+        let fold = || -> Result<(), Error> {
             let slots = self.map("mpt_slot_stats")?;
             let Some(counted) = slots
                 .lookup_percpu(&u32::from(slot).to_ne_bytes(), MapFlags::ANY)
@@ -712,7 +688,7 @@ impl RouteState {
     }
 
     /// The group a route points at.
-    pub fn dp_group(&self, id: u32) -> Result<Option<MptGroup>, StateError> {
+    pub fn dp_group(&self, id: u32) -> Result<Option<MptGroup>, Error> {
         Ok(self
             .map("mpt_groups")?
             .lookup(&id.to_ne_bytes(), MapFlags::ANY)

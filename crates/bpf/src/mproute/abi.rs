@@ -7,7 +7,7 @@
 //!
 //! * the `const` asserts below (sizes, offsets, no padding) and a comparison
 //!   with the types libbpf-cargo generated from the object's BTF
-//!   ([`crate::skel::state::types`]) — a mismatch fails compilation;
+//!   ([`crate::skel::mproute::state::types`]) — a mismatch fails compilation;
 //! * `tests/abi_btf.rs`, which reads the compiled object's BTF at test time;
 //! * the `_Static_assert`s in the headers (BPF and host C compilers).
 //!
@@ -18,7 +18,7 @@
 
 use core::mem::{offset_of, size_of};
 
-use crate::skel::state::types as btf;
+use crate::skel::mproute::state::types as btf;
 
 /// `MPT_ABI_VERSION`: layout version of every struct in this module.
 pub const ABI_VERSION: u32 = 7;

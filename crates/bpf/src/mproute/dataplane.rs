@@ -4,24 +4,21 @@
 
 use std::io;
 use std::mem::MaybeUninit;
-use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::AsFd;
 
 use libbpf_rs::skel::{OpenSkel, SkelBuilder};
 use libbpf_rs::{MapCore, OpenObject};
 
-use crate::skel::dp::{DpSkel, DpSkelBuilder};
-use crate::skel::drops::DropsSkelBuilder;
-use crate::state::{RouteState, StateError};
+use super::state::RouteState;
+use crate::attach::{self, TcxDir, XdpMode};
+use crate::error::{Error, ErrorKind};
+use crate::skel::mproute::dp::{DpSkel, DpSkelBuilder};
+use crate::skel::mproute::drops::DropsSkelBuilder;
 
 /// Program names as the kernel reports them.
 pub const XDP_PROG: &str = "mpt_dp_xdp";
 /// Program names as the kernel reports them.
 pub const TC_PROG: &str = "mpt_dp_tc";
-
-const XDP_FLAGS_UPDATE_IF_NOEXIST: u32 = 1;
-const XDP_FLAGS_SKB_MODE: u32 = 2;
-const XDP_FLAGS_DRV_MODE: u32 = 4;
-const XDP_FLAGS_REPLACE: u32 = 16;
 
 /// Where the dataplane runs on a device.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -63,170 +60,42 @@ pub struct Attachment {
     pub prog_id: u32,
 }
 
-fn sys(what: impl Into<String>, rc: i32) -> StateError {
-    StateError::Sys {
-        what: what.into(),
-        source: io::Error::from_raw_os_error(rc.saturating_abs()),
-    }
-}
-
-fn bpf(what: &str) -> impl FnOnce(libbpf_rs::Error) -> StateError + '_ {
-    move |source| StateError::Bpf {
-        what: what.to_string(),
-        source,
-    }
+fn bpf(what: &str) -> impl FnOnce(libbpf_rs::Error) -> Error + '_ {
+    Error::libbpf(what)
 }
 
 fn prog_name(id: u32) -> Option<String> {
-    crate::state::prog_name_maps(id).ok().map(|(name, _)| name)
-}
-
-/// The XDP program on a device: (id, generic?) if any.
-fn xdp_query(ifindex: u32) -> Result<Option<(u32, bool)>, StateError> {
-    let mut opts = libbpf_sys::bpf_xdp_query_opts {
-        sz: std::mem::size_of::<libbpf_sys::bpf_xdp_query_opts>() as _,
-        ..Default::default()
-    };
-    // SAFETY: opts is correctly sized.
-    let rc = unsafe { libbpf_sys::bpf_xdp_query(ifindex as i32, 0, &mut opts) };
-    if rc < 0 {
-        return Err(sys(format!("query XDP on ifindex {ifindex}"), rc));
-    }
-    if opts.drv_prog_id != 0 {
-        return Ok(Some((opts.drv_prog_id, false)));
-    }
-    if opts.skb_prog_id != 0 {
-        return Ok(Some((opts.skb_prog_id, true)));
-    }
-    Ok(None)
-}
-
-fn tcx_query(ifindex: u32) -> Result<Vec<u32>, StateError> {
-    let mut ids = [0u32; 64];
-    let mut opts = libbpf_sys::bpf_prog_query_opts {
-        sz: std::mem::size_of::<libbpf_sys::bpf_prog_query_opts>() as _,
-        prog_ids: ids.as_mut_ptr(),
-        __bindgen_anon_1: libbpf_sys::bpf_prog_query_opts__bindgen_ty_1 {
-            count: ids.len() as u32,
-        },
-        ..Default::default()
-    };
-    // SAFETY: opts and ids outlive the call.
-    let rc = unsafe {
-        libbpf_sys::bpf_prog_query_opts(ifindex as i32, libbpf_sys::BPF_TCX_INGRESS, &mut opts)
-    };
-    if rc < 0 {
-        if -rc == libc::ENOENT {
-            return Ok(Vec::new());
-        }
-        return Err(sys(format!("query tcx on ifindex {ifindex}"), rc));
-    }
-    // SAFETY: both union members are the same u32.
-    let n = unsafe { opts.__bindgen_anon_1.count } as usize;
-    Ok(ids[..n.min(ids.len())].to_vec())
+    crate::prog::info(id).ok().map(|i| i.name)
 }
 
 /// The id of whatever XDP program (ours or not) runs on a device.
-pub fn xdp_prog(ifindex: u32) -> Result<Option<u32>, StateError> {
-    Ok(xdp_query(ifindex)?.map(|(id, _)| id))
+pub fn xdp_prog(ifindex: u32) -> Result<Option<u32>, Error> {
+    Ok(attach::xdp_query(ifindex)?.map(|(id, _)| id))
 }
 
 /// Our attachments on one device.
-pub fn attachments_on(ifindex: u32) -> Result<Vec<Attachment>, StateError> {
+pub fn attachments_on(ifindex: u32) -> Result<Vec<Attachment>, Error> {
     let mut v = Vec::new();
-    if let Some((id, generic)) = xdp_query(ifindex)? {
+    if let Some((id, mode)) = attach::xdp_query(ifindex)? {
         if prog_name(id).as_deref() == Some(XDP_PROG) {
             v.push(Attachment {
                 ifindex,
-                mode: if generic { Mode::XdpGeneric } else { Mode::Xdp },
+                mode: match mode {
+                    XdpMode::Native => Mode::Xdp,
+                    XdpMode::Generic => Mode::XdpGeneric,
+                },
                 prog_id: id,
             });
         }
     }
-    for id in tcx_query(ifindex)? {
-        if prog_name(id).as_deref() == Some(TC_PROG) {
-            v.push(Attachment {
-                ifindex,
-                mode: Mode::Tc,
-                prog_id: id,
-            });
-        }
+    for id in attach::named(&attach::tcx_query(ifindex, TcxDir::Ingress)?, TC_PROG) {
+        v.push(Attachment {
+            ifindex,
+            mode: Mode::Tc,
+            prog_id: id,
+        });
     }
     Ok(v)
-}
-
-/// The Ethernet address of device `ifindex` in the calling thread's namespace; `None` for a
-/// device that has none (not ARPHRD_ETHER).
-pub fn ether_addr(ifindex: u32) -> Result<Option<[u8; 6]>, StateError> {
-    let mut name = [0 as libc::c_char; libc::IF_NAMESIZE];
-    // SAFETY: name has IF_NAMESIZE bytes, as if_indextoname requires.
-    if unsafe { libc::if_indextoname(ifindex, name.as_mut_ptr()) }.is_null() {
-        return Err(sys(
-            format!("name of ifindex {ifindex}"),
-            -io::Error::last_os_error()
-                .raw_os_error()
-                .unwrap_or(libc::ENODEV),
-        ));
-    }
-    // SAFETY: a plain socket call; the fd is owned below.
-    let fd = unsafe { libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0) };
-    if fd < 0 {
-        return Err(sys(
-            "socket for SIOCGIFHWADDR",
-            -io::Error::last_os_error()
-                .raw_os_error()
-                .unwrap_or(libc::EIO),
-        ));
-    }
-    // SAFETY: fd is a fresh socket we own.
-    let sock = unsafe { OwnedFd::from_raw_fd(fd) };
-    // SAFETY: ifreq is plain old data; all zero is a valid value.
-    let mut ifr: libc::ifreq = unsafe { std::mem::zeroed() };
-    for (d, s) in ifr.ifr_name.iter_mut().zip(name.iter()) {
-        *d = *s;
-    }
-    // SAFETY: SIOCGIFHWADDR reads ifr_name and fills ifr_hwaddr of a valid ifreq.
-    let rc = unsafe { libc::ioctl(sock.as_raw_fd(), libc::SIOCGIFHWADDR, &mut ifr) };
-    if rc < 0 {
-        return Err(sys(
-            format!("hardware address of ifindex {ifindex}"),
-            -io::Error::last_os_error()
-                .raw_os_error()
-                .unwrap_or(libc::EIO),
-        ));
-    }
-    // SAFETY: SIOCGIFHWADDR filled the ifr_hwaddr member of the union.
-    let sa = unsafe { ifr.ifr_ifru.ifru_hwaddr };
-    if sa.sa_family != libc::ARPHRD_ETHER {
-        return Ok(None);
-    }
-    let mut mac = [0u8; 6];
-    for (m, b) in mac.iter_mut().zip(sa.sa_data.iter()) {
-        *m = *b as u8;
-    }
-    Ok(Some(mac))
-}
-
-/// Every device of the calling thread's namespace: (ifindex, name).
-pub fn devices() -> Vec<(u32, String)> {
-    let mut out = Vec::new();
-    // SAFETY: if_nameindex returns an array terminated by a zero entry, freed below.
-    unsafe {
-        let head = libc::if_nameindex();
-        if head.is_null() {
-            return out;
-        }
-        let mut p = head;
-        while (*p).if_index != 0 && !(*p).if_name.is_null() {
-            let name = std::ffi::CStr::from_ptr((*p).if_name)
-                .to_string_lossy()
-                .into_owned();
-            out.push(((*p).if_index, name));
-            p = p.add(1);
-        }
-        libc::if_freenameindex(head);
-    }
-    out
 }
 
 /// The state maps of a skeleton's open maps (every object that uses `bpf/maps.bpf.h` declares
@@ -252,20 +121,17 @@ macro_rules! state_maps {
 fn reuse_state_maps<'a, 'o: 'a>(
     state: &RouteState,
     maps: impl IntoIterator<Item = (&'static str, &'a mut libbpf_rs::OpenMapMut<'o>)>,
-) -> Result<(), StateError> {
+) -> Result<(), Error> {
     for (name, map) in maps {
-        let h = state.maps.get(name).ok_or(StateError::Abi {
-            found: 0,
-            ours: crate::abi::ABI_VERSION,
-        })?;
+        let h = state.map(name)?;
         map.reuse_fd(h.as_fd()).map_err(bpf("reuse a state map"))?;
     }
     Ok(())
 }
 
 /// The load-time constants (`.rodata`) of the dataplane program `prog_id`, if it has them.
-fn loaded_rodata(prog_id: u32) -> Result<Option<crate::skel::dp::types::rodata>, StateError> {
-    let (_, ids) = crate::state::prog_name_maps(prog_id)?;
+fn loaded_rodata(prog_id: u32) -> Result<Option<crate::skel::mproute::dp::types::rodata>, Error> {
+    let ids = crate::prog::info(prog_id)?.map_ids;
     for id in &ids {
         let Ok(map) = libbpf_rs::MapHandle::from_map_id(*id) else {
             continue;
@@ -279,7 +145,7 @@ fn loaded_rodata(prog_id: u32) -> Result<Option<crate::skel::dp::types::rodata>,
         else {
             return Ok(None);
         };
-        type Ro = crate::skel::dp::types::rodata;
+        type Ro = crate::skel::mproute::dp::types::rodata;
         if v.len() < std::mem::size_of::<Ro>() {
             return Ok(None);
         }
@@ -295,20 +161,20 @@ fn loaded_rodata(prog_id: u32) -> Result<Option<crate::skel::dp::types::rodata>,
 /// Whether the XDP program `prog_id` on `ifindex` was loaded with another MAC address than the
 /// device has now: it then forwards only frames sent to the old address (its `.rodata`
 /// `mpt_if_mac`, see `bpf/dp.bpf.c`). `false` for a program loaded without one.
-pub fn xdp_mac_stale(prog_id: u32, ifindex: u32) -> Result<bool, StateError> {
+pub fn xdp_mac_stale(prog_id: u32, ifindex: u32) -> Result<bool, Error> {
     let Some(ro) = loaded_rodata(prog_id)? else {
         return Ok(false);
     };
     if ro.mpt_if_index == 0 || ro.mpt_if_index != ifindex {
         return Ok(false);
     }
-    Ok(ether_addr(ifindex)? != Some(ro.mpt_if_mac))
+    Ok(mpt_sys::iface::ether_addr(ifindex)? != Some(ro.mpt_if_mac))
 }
 
 /// How the native XDP program `prog_id` tells a TCP/UDP checksum left to offload (its load-time
 /// constants, see `mpt_local_stacks` and `mpt_veth_skb` in `bpf/dp.bpf.c`); `None` for generic
 /// XDP, tc or a program without them.
-pub fn xdp_checksum_handling(prog_id: u32) -> Result<Option<&'static str>, StateError> {
+pub fn xdp_checksum_handling(prog_id: u32) -> Result<Option<&'static str>, Error> {
     let Some(ro) = loaded_rodata(prog_id)? else {
         return Ok(None);
     };
@@ -326,7 +192,7 @@ pub fn xdp_checksum_handling(prog_id: u32) -> Result<Option<&'static str>, State
 /// Pins of the two drop-counting links of `ifindex` (`bpf/drops.bpf.c`), next to the state's
 /// maps; `None` where the host's bpffs is not reachable.
 fn drops_pins(cookie: u64, ifindex: u32) -> Option<[std::path::PathBuf; 2]> {
-    let dir = crate::state::pin_dir(cookie)?;
+    let dir = crate::pinned::pin_dir(&super::state::SUITE, cookie)?;
     Some([
         dir.join(format!("drops-{ifindex}-err")),
         dir.join(format!("drops-{ifindex}-xmit")),
@@ -337,16 +203,14 @@ fn drops_pins(cookie: u64, ifindex: u32) -> Option<[std::path::PathBuf; 2]> {
 /// (`dropped`): load `bpf/drops.bpf.c` for this device and namespace, attach its two
 /// tracepoint programs and pin their links (replacing older ones). `Ok(false)` where the
 /// links cannot be pinned (no host bpffs in reach): then nothing is counted.
-pub fn attach_drops(state: &RouteState, ifindex: u32) -> Result<bool, StateError> {
-    let Some(paths) = drops_pins(state.cookie, ifindex) else {
+pub fn attach_drops(state: &RouteState, ifindex: u32) -> Result<bool, Error> {
+    let Some(paths) = drops_pins(state.cookie(), ifindex) else {
         return Ok(false);
     };
     if let Some(dir) = paths[0].parent() {
         if !dir.exists() {
-            std::fs::create_dir_all(dir).map_err(|e| StateError::Sys {
-                what: format!("create {}", dir.display()),
-                source: e,
-            })?;
+            std::fs::create_dir_all(dir)
+                .map_err(|e| Error::io(format!("create {}", dir.display()), e))?;
             use std::os::unix::fs::PermissionsExt;
             let _ = std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700));
         }
@@ -358,13 +222,13 @@ pub fn attach_drops(state: &RouteState, ifindex: u32) -> Result<bool, StateError
     match open.maps.rodata_data.as_deref_mut() {
         Some(ro) => {
             ro.mpt_if_index = ifindex;
-            ro.mpt_netns_cookie = state.cookie;
+            ro.mpt_netns_cookie = state.cookie();
         }
         None => {
-            return Err(StateError::Sys {
-                what: "set the drop counter's load-time constants".into(),
-                source: io::Error::from_raw_os_error(libc::EINVAL),
-            })
+            return Err(Error::io(
+                "set the drop counter's load-time constants",
+                io::Error::from_raw_os_error(libc::EINVAL),
+            ))
         }
     }
     reuse_state_maps(state, state_maps!(open.maps))?;
@@ -385,12 +249,7 @@ pub fn attach_drops(state: &RouteState, ifindex: u32) -> Result<bool, StateError
         match std::fs::remove_file(path) {
             Ok(()) => {}
             Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-            Err(e) => {
-                return Err(StateError::Sys {
-                    what: format!("remove {}", path.display()),
-                    source: e,
-                })
-            }
+            Err(e) => return Err(Error::io(format!("remove {}", path.display()), e)),
         }
         link.pin(path).map_err(bpf("pin a drop counter link"))?;
     }
@@ -407,9 +266,9 @@ fn detach_drops(cookie: u64, ifindex: u32) {
 }
 
 /// Every attachment of ours in the namespace.
-pub fn attachments() -> Result<Vec<Attachment>, StateError> {
+pub fn attachments() -> Result<Vec<Attachment>, Error> {
     let mut v = Vec::new();
-    for (ifindex, _) in devices() {
+    for (ifindex, _) in mpt_sys::iface::all() {
         v.extend(attachments_on(ifindex)?);
     }
     Ok(v)
@@ -455,7 +314,7 @@ fn load_dp<'o>(
     fastpath: bool,
     csum: Checksums,
     veth_skb: u32,
-) -> Result<DpSkel<'o>, StateError> {
+) -> Result<DpSkel<'o>, Error> {
     let mut open = DpSkelBuilder::default()
         .open(obj)
         .map_err(bpf("open the dataplane BPF object"))?;
@@ -474,17 +333,17 @@ fn load_dp<'o>(
             if mode != Mode::Tc {
                 ro.mpt_tc_follows = 1;
                 ro.mpt_neigh_check = 1;
-                if let Some(mac) = ether_addr(ifindex)? {
+                if let Some(mac) = mpt_sys::iface::ether_addr(ifindex)? {
                     ro.mpt_if_index = ifindex;
                     ro.mpt_if_mac = mac;
                 }
             }
         }
         None => {
-            return Err(StateError::Sys {
-                what: "set the dataplane's load-time constants".into(),
-                source: io::Error::from_raw_os_error(libc::EINVAL),
-            })
+            return Err(Error::io(
+                "set the dataplane's load-time constants",
+                io::Error::from_raw_os_error(libc::EINVAL),
+            ))
         }
     }
     // Only the hook asked for is loaded; the XDP program's devmap only with it.
@@ -512,7 +371,7 @@ pub fn attach(
     mode: Mode,
     fastpath: bool,
     csum: Checksums,
-) -> Result<u32, StateError> {
+) -> Result<u32, Error> {
     let mut obj = MaybeUninit::uninit();
     let skel = load_dp(
         &mut obj,
@@ -528,7 +387,7 @@ pub fn attach(
         // XDP redirects through this object's devmap: every device there is now (a devmap
         // resolves ifindexes in the calling thread's namespace, which is the target's).
         // Devices that cannot be put there (or come later) are reached by bpf_redirect().
-        for (ifx, _) in devices() {
+        for (ifx, _) in mpt_sys::iface::all() {
             let k = ifx.to_ne_bytes();
             let _ = skel
                 .maps
@@ -538,175 +397,112 @@ pub fn attach(
     }
     match mode {
         Mode::Xdp | Mode::XdpGeneric => {
-            let fd = skel.progs.mpt_dp_xdp.as_fd().as_raw_fd();
-            let mut flags = if mode == Mode::Xdp {
-                XDP_FLAGS_DRV_MODE
+            let xmode = if mode == Mode::Xdp {
+                XdpMode::Native
             } else {
-                XDP_FLAGS_SKB_MODE
+                XdpMode::Generic
             };
-            let mut opts = libbpf_sys::bpf_xdp_attach_opts {
-                sz: std::mem::size_of::<libbpf_sys::bpf_xdp_attach_opts>() as _,
-                ..Default::default()
-            };
-            let mut _old: Option<OwnedFd> = None;
-            match xdp_query(ifindex)? {
-                Some((id, generic)) => {
-                    if prog_name(id).as_deref() != Some(XDP_PROG) {
-                        return Err(sys(
-                            format!("ifindex {ifindex} has another XDP program (id {id})"),
-                            libc::EBUSY,
-                        ));
-                    }
-                    if generic != (mode == Mode::XdpGeneric) {
-                        // Another XDP mode of ours: remove it first.
-                        detach_xdp(ifindex, generic)?;
-                        flags |= XDP_FLAGS_UPDATE_IF_NOEXIST;
-                    } else {
-                        // SAFETY: returns an fd or a negative errno.
-                        let ofd = unsafe { libbpf_sys::bpf_prog_get_fd_by_id(id) };
-                        if ofd >= 0 {
-                            opts.old_prog_fd = ofd;
-                            flags |= XDP_FLAGS_REPLACE;
-                            // SAFETY: fresh fd we own; closed after the attach.
-                            _old = Some(unsafe { OwnedFd::from_raw_fd(ofd) });
-                        }
-                    }
+            let mut replace = None;
+            if let Some((id, found)) = attach::xdp_query(ifindex)? {
+                if prog_name(id).as_deref() != Some(XDP_PROG) {
+                    return Err(Error {
+                        what: format!("ifindex {ifindex} has another XDP program (id {id})"),
+                        kind: ErrorKind::ForeignXdp(io::Error::from_raw_os_error(libc::EBUSY)),
+                    });
                 }
-                None => flags |= XDP_FLAGS_UPDATE_IF_NOEXIST,
+                if found != xmode {
+                    // Another XDP mode of ours: remove it first.
+                    attach::xdp_detach(ifindex, found)?;
+                } else {
+                    replace = Some(id);
+                }
             }
             // The frames the kernel drops after our redirect: counted where the links can be
             // pinned (the host's bpffs), not under `ip netns exec`. Set up first, so that a
             // failure here leaves the device as it was.
             attach_drops(state, ifindex)?;
-            // SAFETY: fd is a loaded XDP program; opts is correctly sized.
-            let rc = unsafe { libbpf_sys::bpf_xdp_attach(ifindex as i32, fd, flags, &opts) };
-            if rc < 0 {
+            let prog = skel.progs.mpt_dp_xdp.as_fd();
+            let what = format!("attach {} to ifindex {ifindex}", mode.name());
+            if let Err(e) = attach::xdp_attach(ifindex, prog, xmode, replace, &what) {
                 // no XDP program of ours left on the device: no drop counter either
-                let ours = xdp_query(ifindex)
+                let ours = attach::xdp_query(ifindex)
                     .ok()
                     .flatten()
                     .is_some_and(|(id, _)| prog_name(id).as_deref() == Some(XDP_PROG));
                 if !ours {
-                    detach_drops(state.cookie, ifindex);
+                    detach_drops(state.cookie(), ifindex);
                 }
-                return Err(sys(
-                    format!("attach {} to ifindex {ifindex}", mode.name()),
-                    rc,
-                ));
+                return Err(e);
             }
-            libbpf_rs::Program::id_from_fd(skel.progs.mpt_dp_xdp.as_fd()).map_err(bpf("program id"))
+            libbpf_rs::Program::id_from_fd(prog).map_err(bpf("program id"))
         }
         Mode::Tc => {
-            let old: Vec<u32> = tcx_query(ifindex)?
-                .into_iter()
-                .filter(|id| prog_name(*id).as_deref() == Some(TC_PROG))
-                .collect();
-            let fd = skel.progs.mpt_dp_tc.as_fd().as_raw_fd();
-            let opts = libbpf_sys::bpf_prog_attach_opts {
-                sz: std::mem::size_of::<libbpf_sys::bpf_prog_attach_opts>() as _,
-                ..Default::default()
-            };
-            // SAFETY: fd is a loaded sched_cls program.
-            let rc = unsafe {
-                libbpf_sys::bpf_prog_attach_opts(
-                    fd,
-                    ifindex as i32,
-                    libbpf_sys::BPF_TCX_INGRESS,
-                    &opts,
-                )
-            };
-            if rc < 0 {
-                return Err(sys(format!("attach tc to ifindex {ifindex}"), rc));
-            }
-            // The new program runs first (appended after? tcx appends): drop the old ones.
+            let old = attach::named(&attach::tcx_query(ifindex, TcxDir::Ingress)?, TC_PROG);
+            let prog = skel.progs.mpt_dp_tc.as_fd();
+            attach::tcx_attach(
+                ifindex,
+                prog,
+                TcxDir::Ingress,
+                &format!("attach tc to ifindex {ifindex}"),
+            )?;
+            // tcx appends: the new program runs after the old ones, which go now.
             for id in old {
-                detach_tcx_id(ifindex, id)?;
+                attach::tcx_detach(ifindex, id, TcxDir::Ingress)?;
             }
-            libbpf_rs::Program::id_from_fd(skel.progs.mpt_dp_tc.as_fd()).map_err(bpf("program id"))
+            libbpf_rs::Program::id_from_fd(prog).map_err(bpf("program id"))
         }
     }
-}
-
-fn detach_xdp(ifindex: u32, generic: bool) -> Result<(), StateError> {
-    let flags = if generic {
-        XDP_FLAGS_SKB_MODE
-    } else {
-        XDP_FLAGS_DRV_MODE
-    };
-    // SAFETY: plain detach; a null opts is allowed.
-    let rc = unsafe { libbpf_sys::bpf_xdp_detach(ifindex as i32, flags, std::ptr::null()) };
-    if rc < 0 {
-        return Err(sys(format!("detach XDP from ifindex {ifindex}"), rc));
-    }
-    Ok(())
-}
-
-fn detach_tcx_id(ifindex: u32, id: u32) -> Result<(), StateError> {
-    let fd = crate::prog::fd(id)?;
-    let opts = libbpf_sys::bpf_prog_detach_opts {
-        sz: std::mem::size_of::<libbpf_sys::bpf_prog_detach_opts>() as _,
-        ..Default::default()
-    };
-    // SAFETY: fd is the attached program.
-    let rc = unsafe {
-        libbpf_sys::bpf_prog_detach_opts(
-            fd.as_raw_fd(),
-            ifindex as i32,
-            libbpf_sys::BPF_TCX_INGRESS,
-            &opts,
-        )
-    };
-    if rc < 0 {
-        return Err(sys(format!("detach tc from ifindex {ifindex}"), rc));
-    }
-    Ok(())
 }
 
 /// Remove our XDP program (native or generic) from a device, leaving tc: attaching in tc mode
 /// over an earlier XDP attachment. Returns what was removed.
-pub fn detach_xdp_only(ifindex: u32) -> Result<Vec<Attachment>, StateError> {
+pub fn detach_xdp_only(ifindex: u32) -> Result<Vec<Attachment>, Error> {
     let found: Vec<Attachment> = attachments_on(ifindex)?
         .into_iter()
         .filter(|a| a.mode != Mode::Tc)
         .collect();
     if !found.is_empty() {
-        detach_drops(crate::state::netns_cookie()?, ifindex);
+        detach_drops(mpt_sys::netns::cookie()?, ifindex);
     }
     for a in &found {
-        detach_xdp(ifindex, a.mode == Mode::XdpGeneric)?;
+        attach::xdp_detach(ifindex, xdp_mode(a.mode))?;
     }
     Ok(found)
 }
 
 /// Remove our attachments from a device (all hooks); returns what was removed.
-pub fn detach(ifindex: u32) -> Result<Vec<Attachment>, StateError> {
+pub fn detach(ifindex: u32) -> Result<Vec<Attachment>, Error> {
     let found = attachments_on(ifindex)?;
     if found.iter().any(|a| a.mode != Mode::Tc) {
-        detach_drops(crate::state::netns_cookie()?, ifindex);
+        detach_drops(mpt_sys::netns::cookie()?, ifindex);
     }
     for a in &found {
         match a.mode {
-            Mode::Xdp => detach_xdp(ifindex, false)?,
-            Mode::XdpGeneric => detach_xdp(ifindex, true)?,
-            Mode::Tc => detach_tcx_id(ifindex, a.prog_id)?,
+            Mode::Xdp | Mode::XdpGeneric => attach::xdp_detach(ifindex, xdp_mode(a.mode))?,
+            Mode::Tc => attach::tcx_detach(ifindex, a.prog_id, TcxDir::Ingress)?,
         }
     }
     Ok(found)
 }
 
+fn xdp_mode(m: Mode) -> XdpMode {
+    if m == Mode::XdpGeneric {
+        XdpMode::Generic
+    } else {
+        XdpMode::Native
+    }
+}
+
 /// Packets handed to the stack, by reason (index = `enum mpt_reason`), summed over CPUs.
-pub fn reasons(state: &RouteState) -> Result<Vec<u64>, StateError> {
-    let m = state.maps.get("mpt_reasons").ok_or(StateError::Abi {
-        found: 0,
-        ours: crate::abi::ABI_VERSION,
-    })?;
+pub fn reasons(state: &RouteState) -> Result<Vec<u64>, Error> {
+    let m = state.map("mpt_reasons")?;
     let mut out = Vec::new();
-    for r in 0..crate::abi::R_MAX {
+    for r in 0..super::abi::R_MAX {
         let v = m
             .lookup_percpu(&r.to_ne_bytes(), libbpf_rs::MapFlags::ANY)
             .map_err(bpf("read mpt_reasons"))?
             .unwrap_or_default();
-        out.push(crate::abi::sum_percpu_u64(&v).unwrap_or(0));
+        out.push(super::abi::sum_percpu_u64(&v).unwrap_or(0));
     }
     Ok(out)
 }

@@ -1,0 +1,239 @@
+//! Attaching programs to devices, suite-neutral: XDP (native or generic) and tcx (ingress or
+//! egress), as legacy (non-link) attachments. A legacy attachment holds its program (and so
+//! its maps) without a pin or an open descriptor, outlives the process that made it, goes away
+//! with its device or namespace, and is found again by the next invocation through the
+//! kernel's queries, whatever mount namespace it runs in (`ip netns exec` included). Programs
+//! that hook no device (tracepoints) are attached as links and pinned by their owner.
+//!
+//! Attachments are told apart by program name: a suite names its programs uniquely
+//! (`mpt_dp_xdp`), and [`named`] finds them.
+
+use std::os::fd::{AsRawFd, BorrowedFd, OwnedFd};
+
+use crate::error::{Error, ErrorKind};
+
+const XDP_FLAGS_UPDATE_IF_NOEXIST: u32 = 1;
+const XDP_FLAGS_SKB_MODE: u32 = 2;
+const XDP_FLAGS_DRV_MODE: u32 = 4;
+const XDP_FLAGS_REPLACE: u32 = 16;
+
+/// Where an XDP program runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum XdpMode {
+    /// In the driver (native).
+    Native,
+    /// On the skb (generic).
+    Generic,
+}
+
+impl XdpMode {
+    const fn flags(self) -> u32 {
+        match self {
+            XdpMode::Native => XDP_FLAGS_DRV_MODE,
+            XdpMode::Generic => XDP_FLAGS_SKB_MODE,
+        }
+    }
+}
+
+/// A tcx hook.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum TcxDir {
+    /// Ingress.
+    Ingress,
+    /// Egress.
+    Egress,
+}
+
+impl TcxDir {
+    const fn attach_type(self) -> libbpf_sys::bpf_attach_type {
+        match self {
+            TcxDir::Ingress => libbpf_sys::BPF_TCX_INGRESS,
+            TcxDir::Egress => libbpf_sys::BPF_TCX_EGRESS,
+        }
+    }
+    const fn name(self) -> &'static str {
+        match self {
+            TcxDir::Ingress => "tcx ingress",
+            TcxDir::Egress => "tcx egress",
+        }
+    }
+}
+
+fn ifindex_i32(ifindex: u32) -> i32 {
+    i32::try_from(ifindex).unwrap_or(i32::MAX)
+}
+
+/// The XDP program on a device, if any: its id and mode.
+pub fn xdp_query(ifindex: u32) -> Result<Option<(u32, XdpMode)>, Error> {
+    let mut opts = libbpf_sys::bpf_xdp_query_opts {
+        sz: std::mem::size_of::<libbpf_sys::bpf_xdp_query_opts>() as _,
+        ..Default::default()
+    };
+    // SAFETY: opts is correctly sized.
+    let rc = unsafe { libbpf_sys::bpf_xdp_query(ifindex_i32(ifindex), 0, &mut opts) };
+    if rc < 0 {
+        return Err(Error::sys(format!("query XDP on ifindex {ifindex}"), rc));
+    }
+    if opts.drv_prog_id != 0 {
+        return Ok(Some((opts.drv_prog_id, XdpMode::Native)));
+    }
+    if opts.skb_prog_id != 0 {
+        return Ok(Some((opts.skb_prog_id, XdpMode::Generic)));
+    }
+    Ok(None)
+}
+
+/// Attach `prog` to a device's XDP hook in `mode`. With `replace`, atomically in place of that
+/// program (of the same mode); without, only if the hook is free. `what` names the attempt in
+/// the error (`attach xdp to ifindex 5`); a driver without native XDP is
+/// [`ErrorKind::NoNativeXdp`].
+pub fn xdp_attach(
+    ifindex: u32,
+    prog: BorrowedFd<'_>,
+    mode: XdpMode,
+    replace: Option<u32>,
+    what: &str,
+) -> Result<(), Error> {
+    let mut flags = mode.flags();
+    let mut opts = libbpf_sys::bpf_xdp_attach_opts {
+        sz: std::mem::size_of::<libbpf_sys::bpf_xdp_attach_opts>() as _,
+        ..Default::default()
+    };
+    // kept open until the attach is done
+    let mut _old: Option<OwnedFd> = None;
+    match replace {
+        // (gone meanwhile: attach over whatever is there)
+        Some(id) => {
+            if let Ok(fd) = crate::prog::fd(id) {
+                opts.old_prog_fd = fd.as_raw_fd();
+                flags |= XDP_FLAGS_REPLACE;
+                _old = Some(fd);
+            }
+        }
+        None => flags |= XDP_FLAGS_UPDATE_IF_NOEXIST,
+    }
+    // SAFETY: prog is a loaded XDP program; opts is correctly sized.
+    let rc =
+        unsafe { libbpf_sys::bpf_xdp_attach(ifindex_i32(ifindex), prog.as_raw_fd(), flags, &opts) };
+    if rc < 0 {
+        let e = std::io::Error::from_raw_os_error(rc.saturating_abs());
+        let kind = if mode == XdpMode::Native && rc.saturating_abs() == libc::EOPNOTSUPP {
+            ErrorKind::NoNativeXdp(e)
+        } else {
+            ErrorKind::Sys(e)
+        };
+        return Err(Error {
+            what: what.to_string(),
+            kind,
+        });
+    }
+    Ok(())
+}
+
+/// Remove whatever XDP program runs on a device in `mode`.
+pub fn xdp_detach(ifindex: u32, mode: XdpMode) -> Result<(), Error> {
+    // SAFETY: plain detach; a null opts is allowed.
+    let rc =
+        unsafe { libbpf_sys::bpf_xdp_detach(ifindex_i32(ifindex), mode.flags(), std::ptr::null()) };
+    if rc < 0 {
+        return Err(Error::sys(format!("detach XDP from ifindex {ifindex}"), rc));
+    }
+    Ok(())
+}
+
+/// Ids of the programs on a device's tcx hook, legacy and link attachments alike, in the order
+/// they run. A device that never had one has none.
+pub fn tcx_query(ifindex: u32, dir: TcxDir) -> Result<Vec<u32>, Error> {
+    let mut ids = [0u32; 64];
+    let mut opts = libbpf_sys::bpf_prog_query_opts {
+        sz: std::mem::size_of::<libbpf_sys::bpf_prog_query_opts>() as _,
+        prog_ids: ids.as_mut_ptr(),
+        __bindgen_anon_1: libbpf_sys::bpf_prog_query_opts__bindgen_ty_1 {
+            count: ids.len() as u32,
+        },
+        ..Default::default()
+    };
+    // SAFETY: opts and ids outlive the call.
+    let rc = unsafe {
+        libbpf_sys::bpf_prog_query_opts(ifindex_i32(ifindex), dir.attach_type(), &mut opts)
+    };
+    if rc < 0 {
+        if -rc == libc::ENOENT {
+            return Ok(Vec::new());
+        }
+        return Err(Error::sys(
+            format!("query {} on ifindex {ifindex}", dir.name()),
+            rc,
+        ));
+    }
+    // SAFETY: both union members are the same u32.
+    let n = unsafe { opts.__bindgen_anon_1.count } as usize;
+    Ok(ids[..n.min(ids.len())].to_vec())
+}
+
+/// Attach `prog` to a device's tcx hook (appended after the programs there). `what` names the
+/// attempt in the error.
+pub fn tcx_attach(
+    ifindex: u32,
+    prog: BorrowedFd<'_>,
+    dir: TcxDir,
+    what: &str,
+) -> Result<(), Error> {
+    let opts = libbpf_sys::bpf_prog_attach_opts {
+        sz: std::mem::size_of::<libbpf_sys::bpf_prog_attach_opts>() as _,
+        ..Default::default()
+    };
+    // SAFETY: prog is a loaded program of a tcx type; opts is correctly sized.
+    let rc = unsafe {
+        libbpf_sys::bpf_prog_attach_opts(
+            prog.as_raw_fd(),
+            ifindex_i32(ifindex),
+            dir.attach_type(),
+            &opts,
+        )
+    };
+    if rc < 0 {
+        return Err(Error::sys(what, rc));
+    }
+    Ok(())
+}
+
+/// Remove program `id` from a device's tcx hook.
+pub fn tcx_detach(ifindex: u32, id: u32, dir: TcxDir) -> Result<(), Error> {
+    let fd = crate::prog::fd(id)?;
+    let opts = libbpf_sys::bpf_prog_detach_opts {
+        sz: std::mem::size_of::<libbpf_sys::bpf_prog_detach_opts>() as _,
+        ..Default::default()
+    };
+    // SAFETY: fd is the attached program.
+    let rc = unsafe {
+        libbpf_sys::bpf_prog_detach_opts(
+            fd.as_raw_fd(),
+            ifindex_i32(ifindex),
+            dir.attach_type(),
+            &opts,
+        )
+    };
+    if rc < 0 {
+        return Err(Error::sys(
+            format!(
+                "detach {} from ifindex {ifindex}",
+                if dir == TcxDir::Ingress {
+                    "tc"
+                } else {
+                    "tc egress"
+                }
+            ),
+            rc,
+        ));
+    }
+    Ok(())
+}
+
+/// Of `ids`, those whose program is called `name` (a program gone meanwhile is not).
+pub fn named(ids: &[u32], name: &str) -> Vec<u32> {
+    ids.iter()
+        .copied()
+        .filter(|id| crate::prog::info(*id).is_ok_and(|i| i.name == name))
+        .collect()
+}

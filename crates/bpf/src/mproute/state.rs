@@ -1,0 +1,230 @@
+//! mproute's per-namespace state (a [`Suite`] of [`crate::pinned`]): the maps of
+//! `bpf/mproute/maps.bpf.h`, held by the anchor `mpt_anchor` of `bpf/mproute/state.bpf.c`. This
+//! module reads and writes the control plane's record (`mpt_meta`, `mpt_routes`); the
+//! dataplane's tables are in [`super::route_table`].
+
+use std::mem::MaybeUninit;
+use std::os::fd::{AsFd, OwnedFd};
+use std::path::Path;
+
+use libbpf_rs::skel::{OpenSkel, SkelBuilder};
+use libbpf_rs::{MapCore, MapFlags, MapHandle};
+
+use super::abi::{MptMeta, MptRouteKey, MptRouteVal, ABI_VERSION};
+use crate::error::Error;
+use crate::pinned::{self, Pinned, Suite};
+use crate::skel::mproute::state::StateSkelBuilder;
+
+/// Every map the anchor holds (`bpf/mproute/maps.bpf.h`).
+pub const STATE_MAPS: &[&str] = &[
+    "mpt_meta",
+    "mpt_routes",
+    "mpt_lpm4",
+    "mpt_lpm6",
+    "mpt_groups",
+    "mpt_stats",
+    "mpt_slot_stats",
+    "mpt_pcpu",
+    "mpt_reasons",
+];
+
+/// mproute's suite: `/sys/fs/bpf/mproute/<cookie>/`, `/run/mproute/<cookie>.lock`.
+pub static SUITE: Suite = Suite {
+    name: "mproute",
+    anchor: ANCHOR_PROG,
+    maps: STATE_MAPS,
+    meta_map: "mpt_meta",
+    abi_version: ABI_VERSION,
+};
+
+/// Name of the anchor program (as the kernel truncates it: at most 15 characters).
+pub const ANCHOR_PROG: &str = "mpt_anchor";
+/// `mpt_meta.flags`: the kernel was checked for native `RTA_MP_ALGO` support.
+pub const META_F_NATIVE_CHECKED: u32 = 1;
+/// `mpt_meta.flags`: the kernel keeps `RTA_MP_ALGO` (no current kernel does).
+pub const META_F_NATIVE: u32 = 2;
+
+/// The open state of the calling thread's namespace.
+#[derive(Debug)]
+pub struct RouteState {
+    /// The maps, the namespace's cookie and the anchor.
+    pub pinned: Pinned,
+    meta: MapHandle,
+    routes: MapHandle,
+    /// Which `mpt_slot_stats` slots are taken, as recorded in slot 0 (see `route_table.rs`):
+    /// read on first use, written through (commands hold the namespace lock while they write).
+    pub(crate) slots: std::sync::Mutex<Option<Vec<bool>>>,
+}
+
+/// Load the anchor object, reusing the pins of `pins` or initialising `mpt_meta` for `cookie`.
+fn load_anchor(pins: Option<&Path>, cookie: u64) -> Result<OwnedFd, Error> {
+    let mut obj = MaybeUninit::uninit();
+    let mut open = StateSkelBuilder::default()
+        .open(&mut obj)
+        .map_err(Error::libbpf("open the state BPF object"))?;
+    if let Some(dir) = pins {
+        pinned::reuse_pins(dir, open.open_object_mut().maps_mut())?;
+    }
+    let skel = open
+        .load()
+        .map_err(Error::libbpf("load the state BPF object"))?;
+    if pins.is_none() {
+        let meta = MptMeta {
+            abi_version: ABI_VERSION,
+            hash_seed: pinned::random_u32(),
+            netns_cookie: cookie,
+            flags: 0,
+            fib4_gen: 0,
+        };
+        skel.maps
+            .mpt_meta
+            .update(&0u32.to_ne_bytes(), meta.as_bytes(), MapFlags::ANY)
+            .map_err(Error::libbpf("initialise mpt_meta"))?;
+    }
+    skel.progs
+        .mpt_anchor
+        .as_fd()
+        .try_clone_to_owned()
+        .map_err(|e| Error::io("keep the state anchor", e))
+}
+
+impl RouteState {
+    /// Open the namespace's state; create it when `create` and it does not exist yet. Returns
+    /// `None` when there is no state and `create` is false.
+    pub fn open(cookie: u64, create: bool) -> Result<Option<RouteState>, Error> {
+        let Some(pinned) = Pinned::open(&SUITE, cookie, create, Box::new(load_anchor))? else {
+            return Ok(None);
+        };
+        let meta = pinned.dup("mpt_meta")?;
+        let routes = pinned.dup("mpt_routes")?;
+        Ok(Some(RouteState {
+            pinned,
+            meta,
+            routes,
+            slots: std::sync::Mutex::new(None),
+        }))
+    }
+
+    /// The namespace's cookie.
+    pub fn cookie(&self) -> u64 {
+        self.pinned.cookie
+    }
+
+    /// One of the state's maps.
+    pub fn map(&self, name: &str) -> Result<&MapHandle, Error> {
+        self.pinned.map(name)
+    }
+
+    /// Pin the maps if they are not (see [`Pinned::ensure_pinned`]).
+    pub fn ensure_pinned(&self) {
+        self.pinned.ensure_pinned();
+    }
+
+    /// The meta record.
+    pub fn meta(&self) -> Result<MptMeta, Error> {
+        let v = self
+            .meta
+            .lookup(&0u32.to_ne_bytes(), MapFlags::ANY)
+            .map_err(Error::libbpf("read mpt_meta"))?
+            .unwrap_or_default();
+        MptMeta::from_bytes(&v).ok_or_else(|| Error {
+            what: "read mpt_meta".into(),
+            kind: crate::error::ErrorKind::Abi {
+                suite: SUITE.name,
+                found: 0,
+                ours: ABI_VERSION,
+            },
+        })
+    }
+
+    /// Set bits in `mpt_meta.flags`.
+    pub fn set_meta_flags(&self, bits: u32) -> Result<(), Error> {
+        let mut m = self.meta()?;
+        m.flags |= bits;
+        self.meta
+            .update(&0u32.to_ne_bytes(), m.as_bytes(), MapFlags::ANY)
+            .map_err(Error::libbpf("write mpt_meta"))
+    }
+
+    /// Record the IPv4 FIB generation at which the `DPR_F_SOLE` flags were verified, or
+    /// (`None`) that none is: the dataplane then checks every managed packet with the kernel.
+    pub fn set_fib4_gen(&self, generation: Option<u32>) -> Result<(), Error> {
+        let mut m = self.meta()?;
+        match generation {
+            Some(g) => {
+                m.flags |= super::abi::META_F_FIB4_GEN;
+                m.fib4_gen = g;
+            }
+            None => {
+                m.flags &= !super::abi::META_F_FIB4_GEN;
+                m.fib4_gen = 0;
+            }
+        }
+        self.meta
+            .update(&0u32.to_ne_bytes(), m.as_bytes(), MapFlags::ANY)
+            .map_err(Error::libbpf("write mpt_meta"))
+    }
+
+    /// The IPv4 FIB generation recorded by [`RouteState::set_fib4_gen`].
+    pub fn fib4_gen(&self) -> Result<Option<u32>, Error> {
+        let m = self.meta()?;
+        Ok((m.flags & super::abi::META_F_FIB4_GEN != 0).then_some(m.fib4_gen))
+    }
+
+    /// Look a route up.
+    pub fn get(&self, key: &MptRouteKey) -> Result<Option<MptRouteVal>, Error> {
+        Ok(self
+            .routes
+            .lookup(key.as_bytes(), MapFlags::ANY)
+            .map_err(Error::libbpf("read mpt_routes"))?
+            .and_then(|v| MptRouteVal::from_bytes(&v)))
+    }
+
+    /// Insert or overwrite a route.
+    pub fn put(&self, key: &MptRouteKey, val: &MptRouteVal) -> Result<(), Error> {
+        self.routes
+            .update(key.as_bytes(), val.as_bytes(), MapFlags::ANY)
+            .map_err(Error::libbpf("write mpt_routes"))
+    }
+
+    /// Insert a route that must not exist yet; `false` (and nothing written) if it exists.
+    pub fn insert_new(&self, key: &MptRouteKey, val: &MptRouteVal) -> Result<bool, Error> {
+        match self
+            .routes
+            .update(key.as_bytes(), val.as_bytes(), MapFlags::NO_EXIST)
+        {
+            Ok(()) => Ok(true),
+            Err(e) if e.kind() == libbpf_rs::ErrorKind::AlreadyExists => Ok(false),
+            Err(e) => Err(Error::libbpf("write mpt_routes")(e)),
+        }
+    }
+
+    /// Delete a route; `false` if it was not there.
+    pub fn delete(&self, key: &MptRouteKey) -> Result<bool, Error> {
+        match self.routes.delete(key.as_bytes()) {
+            Ok(()) => Ok(true),
+            Err(e) if e.kind() == libbpf_rs::ErrorKind::NotFound => Ok(false),
+            Err(e) => Err(Error::libbpf("delete from mpt_routes")(e)),
+        }
+    }
+
+    /// Every route in the state.
+    pub fn entries(&self) -> Result<Vec<(MptRouteKey, MptRouteVal)>, Error> {
+        let mut out = Vec::new();
+        for k in self.routes.keys() {
+            let Some(key) = MptRouteKey::from_bytes(&k) else {
+                continue;
+            };
+            if let Some(v) = self.get(&key)? {
+                out.push((key, v));
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// Remove the state of the calling thread's namespace (`mproute sync --reset`, tests): detach
+/// the anchor and unpin.
+pub fn destroy(cookie: u64) -> Result<(), Error> {
+    pinned::destroy(&SUITE, cookie)
+}

@@ -1,0 +1,341 @@
+//! Per-namespace state of a suite (one tool's BPF maps), suite-neutral: where it lives and how
+//! any invocation finds it.
+//!
+//! A suite's state is a set of BPF maps kept alive by an *anchor*: a tiny program of the suite
+//! attached with a legacy (non-link) tcx attachment to the namespace's `lo` ingress, which
+//! returns at once and references every map. Such an attachment needs no pin and no open file
+//! descriptor, and disappears with the namespace, so a deleted namespace leaves nothing to
+//! collect. Every invocation finds the maps through the kernel, not through a path: query the
+//! programs on `lo`, take the anchor's map ids (by the anchor's name, which tells suites apart),
+//! open them with `BPF_MAP_GET_FD_BY_ID`. That works the same with `-n NAME` (setns in process,
+//! host bpffs visible) and under `ip netns exec NAME` (a private mount namespace without the
+//! host's bpffs). The cost is one tcx dispatch of a program that returns `TCX_NEXT` at once,
+//! on loopback ingress only.
+//!
+//! Where the host's bpffs is reachable the maps are also pinned under
+//! `/sys/fs/bpf/<suite>/<netns-cookie>/` (mode 0700) for operators and bpftool, and a lost
+//! anchor is re-created from those pins. The first map of the suite ([`Suite::meta_map`])
+//! starts with the suite's ABI version: a tool that finds another version refuses
+//! ([`ErrorKind::Abi`]) rather than misread the rest.
+//!
+//! Concurrent invocations for one namespace serialize on an flock of
+//! `/run/<suite>/<netns-cookie>.lock` (`/run` is shared by `ip netns exec`).
+
+use std::collections::BTreeMap;
+use std::fs::{File, OpenOptions};
+use std::io;
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+
+use libbpf_rs::{MapCore, MapFlags, MapHandle};
+
+use crate::attach::TcxDir;
+use crate::error::{Error, ErrorKind};
+
+/// `lo`'s ifindex in every namespace.
+pub const LO_IFINDEX: u32 = 1;
+const BPF_FS_MAGIC: i64 = 0xcafe_4a11;
+/// Where the host's bpffs is mounted.
+pub const BPFFS: &str = "/sys/fs/bpf";
+
+/// A suite: one tool's per-namespace BPF state.
+#[derive(Debug)]
+pub struct Suite {
+    /// The tool (`mproute`): `/sys/fs/bpf/<name>/`, `/run/<name>/`, and error messages.
+    pub name: &'static str,
+    /// Its anchor program's name, as the kernel reports it (at most 15 characters).
+    pub anchor: &'static str,
+    /// Every map the anchor holds.
+    pub maps: &'static [&'static str],
+    /// The array map whose entry 0 starts with the ABI version (a native-endian u32).
+    pub meta_map: &'static str,
+    /// The ABI version this build reads and writes.
+    pub abi_version: u32,
+}
+
+impl Suite {
+    /// `/sys/fs/bpf/<suite>`.
+    pub fn pin_root(&self) -> PathBuf {
+        Path::new(BPFFS).join(self.name)
+    }
+    /// `/run/<suite>`.
+    pub fn lock_dir(&self) -> PathBuf {
+        Path::new("/run").join(self.name)
+    }
+    fn abi(&self, found: u32) -> Error {
+        Error {
+            what: format!("open the {} state", self.name),
+            kind: ErrorKind::Abi {
+                suite: self.name,
+                found,
+                ours: self.abi_version,
+            },
+        }
+    }
+}
+
+/// An exclusive lock on one namespace's state of a suite, released on drop.
+#[derive(Debug)]
+pub struct NsLock {
+    _guard: nix::fcntl::Flock<File>,
+}
+
+impl NsLock {
+    /// Take the lock of `suite` for namespace `cookie`, waiting for other invocations.
+    pub fn take(suite: &Suite, cookie: u64) -> Result<NsLock, Error> {
+        let dir = suite.lock_dir();
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(&dir)
+            .map_err(|e| Error::io(format!("create {}", dir.display()), e))?;
+        let path = dir.join(format!("{cookie}.lock"));
+        let f = OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .mode(0o600)
+            .open(&path)
+            .map_err(|e| Error::io(format!("open {}", path.display()), e))?;
+        let guard = nix::fcntl::Flock::lock(f, nix::fcntl::FlockArg::LockExclusive)
+            .map_err(|(_, e)| Error::io(format!("lock {}", path.display()), e.into()))?;
+        Ok(NsLock { _guard: guard })
+    }
+}
+
+/// The open state of one suite in the calling thread's namespace.
+#[derive(Debug)]
+pub struct Pinned {
+    /// The suite.
+    pub suite: &'static Suite,
+    /// Every map of the state, by name.
+    pub maps: BTreeMap<String, MapHandle>,
+    /// The namespace's cookie.
+    pub cookie: u64,
+    /// Id of the anchor program.
+    pub anchor_id: u32,
+}
+
+/// Whether `p` is on a bpffs.
+fn bpffs_at(p: &Path) -> bool {
+    nix::sys::statfs::statfs(p).is_ok_and(|s| s.filesystem_type().0 == BPF_FS_MAGIC)
+}
+
+/// Directory of the pins of `suite` for `cookie`, if the host's bpffs is reachable from here
+/// (it is not under `ip netns exec`).
+pub fn pin_dir(suite: &Suite, cookie: u64) -> Option<PathBuf> {
+    if !bpffs_at(Path::new(BPFFS)) {
+        return None;
+    }
+    Some(suite.pin_root().join(cookie.to_string()))
+}
+
+/// The anchor of `suite` on `lo`: its id and map ids.
+fn find_anchor(suite: &Suite) -> Result<Option<(u32, Vec<u32>)>, Error> {
+    for id in crate::attach::tcx_query(LO_IFINDEX, TcxDir::Ingress)? {
+        let info = crate::prog::info(id)?;
+        if info.name == suite.anchor {
+            return Ok(Some((id, info.map_ids)));
+        }
+    }
+    Ok(None)
+}
+
+/// How a suite loads its anchor object: reuse the maps pinned in `pins` (when given, the state
+/// is re-created from them) or initialise fresh ones for namespace `cookie`, and return the
+/// loaded anchor program (the object may go once the program is attached).
+pub type LoadAnchor<'a> = dyn FnOnce(Option<&Path>, u64) -> Result<OwnedFd, Error> + 'a;
+
+impl Pinned {
+    /// Open the suite's state in the calling thread's namespace; create it when `create` and it
+    /// does not exist yet (with `load`). `None` when there is none and `create` is false.
+    pub fn open(
+        suite: &'static Suite,
+        cookie: u64,
+        create: bool,
+        load: Box<LoadAnchor<'_>>,
+    ) -> Result<Option<Pinned>, Error> {
+        if let Some((id, maps)) = find_anchor(suite)? {
+            return Self::from_maps(suite, cookie, id, &maps).map(Some);
+        }
+        // No anchor: re-create it from pins if they exist (someone detached it), else create
+        // fresh state if asked to.
+        let pins = pin_dir(suite, cookie).filter(|d| d.join(suite.meta_map).exists());
+        if pins.is_none() && !create {
+            return Ok(None);
+        }
+        let prog = load(pins.as_deref(), cookie)?;
+        crate::attach::tcx_attach(
+            LO_IFINDEX,
+            prog.as_fd(),
+            TcxDir::Ingress,
+            &format!(
+                "attach the {} state anchor to lo (tcx ingress, Linux 6.6+)",
+                suite.name
+            ),
+        )?;
+        match find_anchor(suite)? {
+            Some((id, maps)) => Self::from_maps(suite, cookie, id, &maps).map(Some),
+            None => Err(Error::io(
+                format!("find the {} state anchor just attached to lo", suite.name),
+                io::Error::from_raw_os_error(libc::ENOENT),
+            )),
+        }
+    }
+
+    fn from_maps(
+        suite: &'static Suite,
+        cookie: u64,
+        anchor_id: u32,
+        ids: &[u32],
+    ) -> Result<Pinned, Error> {
+        let mut maps = BTreeMap::new();
+        for id in ids {
+            let m = MapHandle::from_map_id(*id).map_err(Error::libbpf(format!("open map {id}")))?;
+            if let Some(name) = m.name().to_str() {
+                maps.insert(name.to_string(), m);
+            }
+        }
+        // The ABI version comes first: an older anchor may lack maps this version needs.
+        let meta = maps.get(suite.meta_map).ok_or_else(|| suite.abi(0))?;
+        let v = meta
+            .lookup(&0u32.to_ne_bytes(), MapFlags::ANY)
+            .map_err(Error::libbpf(format!("read {}", suite.meta_map)))?
+            .and_then(|b| {
+                b.get(..4)
+                    .map(|x| u32::from_ne_bytes([x[0], x[1], x[2], x[3]]))
+            })
+            .unwrap_or(0);
+        if v != suite.abi_version {
+            return Err(suite.abi(v));
+        }
+        if suite.maps.iter().any(|m| !maps.contains_key(*m)) {
+            return Err(suite.abi(v));
+        }
+        Ok(Pinned {
+            suite,
+            maps,
+            cookie,
+            anchor_id,
+        })
+    }
+
+    /// One map of the state.
+    pub fn map(&self, name: &str) -> Result<&MapHandle, Error> {
+        self.maps
+            .get(name)
+            .ok_or_else(|| self.suite.abi(self.suite.abi_version))
+    }
+
+    /// A map of the state as a new handle of its own.
+    pub fn dup(&self, name: &str) -> Result<MapHandle, Error> {
+        MapHandle::try_from(self.map(name)?).map_err(Error::libbpf(format!("duplicate {name}")))
+    }
+
+    /// Pin the maps under `/sys/fs/bpf/<suite>/<cookie>/` if bpffs is reachable and they are
+    /// not pinned yet (a namespace created under `ip netns exec` gets its pins on the first
+    /// invocation that can see the host's bpffs). Best effort: the anchor alone keeps the state.
+    pub fn ensure_pinned(&self) {
+        if let Some(dir) = pin_dir(self.suite, self.cookie) {
+            if !dir.join(self.suite.meta_map).exists() {
+                let _ = pin_maps(&dir, self.maps.iter().map(|(n, m)| (n.as_str(), m.as_fd())));
+            }
+        }
+    }
+
+    /// Where the state's pins are, if the host's bpffs is reachable.
+    pub fn pin_dir(&self) -> Option<PathBuf> {
+        pin_dir(self.suite, self.cookie)
+    }
+}
+
+/// Reuse the pinned maps of `dir` in an object being opened: every map of `maps` that has a pin
+/// there.
+pub fn reuse_pins<'o>(
+    dir: &Path,
+    maps: impl IntoIterator<Item = libbpf_rs::OpenMapMut<'o>>,
+) -> Result<(), Error> {
+    for mut m in maps {
+        let name = m.name().to_string_lossy().into_owned();
+        let path = dir.join(&name);
+        if path.exists() {
+            let h = MapHandle::from_pinned_path(&path)
+                .map_err(Error::libbpf(format!("open pinned {}", path.display())))?;
+            m.reuse_fd(h.as_fd())
+                .map_err(Error::libbpf(format!("reuse pinned {name}")))?;
+        }
+    }
+    Ok(())
+}
+
+fn pin_maps<'a>(
+    dir: &Path,
+    maps: impl Iterator<Item = (&'a str, BorrowedFd<'a>)>,
+) -> Result<(), Error> {
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+        .map_err(|e| Error::io(format!("create {}", dir.display()), e))?;
+    for (name, fd) in maps {
+        let path = dir.join(name);
+        let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes().to_vec())
+            .map_err(|_| Error::io("pin path", io::Error::from_raw_os_error(libc::EINVAL)))?;
+        // SAFETY: c is a valid NUL-terminated path, fd a map descriptor.
+        let rc = unsafe { libbpf_sys::bpf_obj_pin(fd.as_raw_fd(), c.as_ptr()) };
+        if rc < 0 && -rc != libc::EEXIST {
+            return Err(Error::sys(format!("pin {}", path.display()), rc));
+        }
+    }
+    Ok(())
+}
+
+/// Pin directories of `suite` whose namespace no longer exists: their cookie is not in `live`
+/// (see `mpt_sys::netns::reachable_cookies`).
+pub fn stale_pin_dirs(suite: &Suite, live: &[u64]) -> Vec<PathBuf> {
+    let Ok(rd) = std::fs::read_dir(suite.pin_root()) else {
+        return Vec::new();
+    };
+    rd.filter_map(|e| e.ok())
+        .filter(|e| {
+            e.file_name()
+                .to_str()
+                .and_then(|s| s.parse::<u64>().ok())
+                .is_some_and(|c| !live.contains(&c))
+        })
+        .map(|e| e.path())
+        .collect()
+}
+
+/// Remove a pin directory and the pins in it.
+pub fn remove_pin_dir(dir: &Path) -> io::Result<()> {
+    std::fs::remove_dir_all(dir)
+}
+
+/// Remove the state of `suite` in the calling thread's namespace: detach the anchor (the maps
+/// go with it once no other program holds them) and unpin.
+pub fn destroy(suite: &Suite, cookie: u64) -> Result<(), Error> {
+    if let Some((id, _)) = find_anchor(suite)? {
+        // gone meanwhile: nothing to detach
+        let _ = crate::attach::tcx_detach(LO_IFINDEX, id, TcxDir::Ingress);
+    }
+    if let Some(dir) = pin_dir(suite, cookie) {
+        let _ = remove_pin_dir(&dir);
+    }
+    Ok(())
+}
+
+/// A random u32 (a hash seed), from getrandom(2), the clock if that fails.
+pub fn random_u32() -> u32 {
+    let mut b = [0u8; 4];
+    // SAFETY: b is 4 writable bytes.
+    let n = unsafe { libc::getrandom(b.as_mut_ptr().cast(), b.len(), 0) };
+    if n == 4 {
+        u32::from_ne_bytes(b)
+    } else {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0x6d70_7431, |d| d.subsec_nanos())
+    }
+}

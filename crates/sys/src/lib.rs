@@ -1,0 +1,15 @@
+//! `mpt-sys`: the system calls our tools need that are neither netlink nor BPF: entering network
+//! namespaces and telling them apart ([`netns`]), interface names and addresses ([`iface`]),
+//! `/proc/sys/net` settings ([`sysctl`]) and ethtool ioctls ([`ethtool`]).
+//!
+//! Boundary: every `unsafe` call of this kind lives here, behind safe functions that return
+//! typed errors naming what was attempted; the tools' binaries hold none. Everything acts in the
+//! calling thread's network namespace unless it says otherwise.
+
+pub mod error;
+pub mod ethtool;
+pub mod iface;
+pub mod netns;
+pub mod sysctl;
+
+pub use error::Error;
