@@ -18,28 +18,16 @@
 #include <bpf/bpf_endian.h>
 #include <bpf/bpf_core_read.h>
 
-#include "maps.bpf.h"
+#include "mpt/lib/defs.h"
+#include "mpt/lib/parse.h"
+#include "mpt/lib/csum.h"
+#include "mpt/lib/csum_verify.h"
 #include "mpt/flowhash.h"
+#include "maps.bpf.h"
+#include "pick.h"
+#include "gw_cache.h"
 
-#define ETH_P_IP 0x0800
-#define ETH_P_IPV6 0x86DD
-#define ETH_P_8021Q 0x8100
-#define ETH_P_8021AD 0x88A8
-#define ETH_ALEN 6
-#define ETH_HLEN 14
-#define AF_INET 2
-#define AF_INET6 10
-#define IPPROTO_ICMP 1
-#define IPPROTO_TCP 6
-#define IPPROTO_UDP 17
-#define IPPROTO_ICMPV6 58
-#define IPPROTO_SCTP 132
-#define IP_MF 0x2000
-#define IP_OFFSET 0x1FFF
-#define TC_ACT_REDIRECT 7
 #define MPT_RT_TABLE_MAIN 254
-/* DRR quantum per unit of weight, in bytes. */
-#define MPT_DRR_QUANTUM 1514
 
 /* Set by user space before load. */
 const volatile __u32 mpt_table = MPT_RT_TABLE_MAIN;
@@ -116,49 +104,6 @@ struct {
 	__type(value, __u32);
 } mpt_tx_ports SEC(".maps");
 
-/*
- * Per-CPU cache of the gateway lookups of managed nexthops: the MACs
- * bpf_fib_lookup gave for (device, gateway) and the longest packet known to fit
- * the device's MTU, trusted for the jiffy it was taken in and the next one
- * (at most 2 ticks: 8 ms at HZ=250). It saves the second FIB lookup of the
- * managed path; a changed neighbour, MTU or link shows within that time.
- * Direct-mapped: slot = a hash of (device, gateway), the key kept in the slot
- * to tell collisions (a collision is a miss, and the newer lookup takes the
- * slot). An array slot costs a multiplication where a hash map costs a hash,
- * a bucket walk and LRU bookkeeping (about 50 ns live on this path).
- * Private to this loaded object, not state.
- */
-struct nh_cache_key {
-	__u32 ifindex;
-	__u32 family;
-	__u8 gw[16];
-};
-
-struct nh_cache_val {
-	__u64 jiffies;
-	__u8 dmac[ETH_ALEN];
-	__u8 smac[ETH_ALEN];
-	__u16 ok_len; /* longest L3 length that passed the MTU check (0: GSO only) */
-	__u16 pad;
-};
-
-struct nh_cache_slot {
-	struct nh_cache_key key;
-	struct nh_cache_val val;
-};
-
-#define MPT_NH_CACHE_TICKS 1
-#define MPT_READ_ONCE(x) (*(const volatile __typeof__(x) *)&(x))
-#define MPT_WRITE_ONCE(x, v) (*(volatile __typeof__(x) *)&(x) = (v))
-#define MPT_NH_SLOTS_LOG2 10
-
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1 << MPT_NH_SLOTS_LOG2);
-	__type(key, __u32);
-	__type(value, struct nh_cache_slot);
-} mpt_nh_cache SEC(".maps");
-
 /* When XDP last handed a packet for a neighbour to the kernel (see mpt_neigh_check). */
 struct neigh_seen {
 	__u64 ns;
@@ -203,218 +148,6 @@ static __always_inline void count_reason(__u32 r)
 		*c += 1;
 }
 
-static __always_inline int is_icmp4_err(__u8 type)
-{
-	/* icmp_is_err(): DEST_UNREACH, SOURCE_QUENCH, REDIRECT, TIME_EXCEEDED, PARAMETERPROB */
-	return type == 3 || type == 4 || type == 5 || type == 11 || type == 12;
-}
-
-static __always_inline int is_icmp6_err(__u8 type)
-{
-	/* DST_UNREACH, PACKET_TOO_BIG, TIME_EXCEED, PARAMPROB */
-	return type >= 1 && type <= 4;
-}
-
-/* Sum of the big-endian 16-bit words of an address pair (host order, unfolded). */
-static __always_inline __u32 csum_words(const void *a, int len)
-{
-	const __be16 *w = a;
-	__u32 s = 0;
-	int i;
-
-	for (i = 0; i < len / 2; i++)
-		s += bpf_ntohs(w[i]);
-	return s;
-}
-
-#define MPT_CSUM_CHUNK 64
-/* Longest TCP/UDP segment the XDP path checks (a 9000-byte jumbo frame and then some). */
-#define MPT_CSUM_MAX_CHUNKS 144
-
-/*
- * Whether the TCP/UDP checksum of the segment at off (len bytes) is complete.
- * A local stack behind a veth hands over CHECKSUM_PARTIAL packets whose checksum
- * field holds only the pseudo-header sum; an XDP redirect turns them into frames
- * and sends them out like that, and the receiver drops them. Such packets fail
- * this check and go to the stack (or to tc), which completes them.
- */
-struct csum_ctx {
-	struct xdp_md *xdp;
-	__u32 off;
-	__u32 len;
-	__u32 failed;
-	__u32 pad;
-	__u64 sum;
-	__u8 buf[MPT_CSUM_CHUNK];
-};
-
-/*
- * Chunk i of the checksum walk, as a bpf_loop() callback. Its control flow depends
- * only on i and the (unchanging) length, so the verifier checks it once.
- */
-static long csum_step(__u64 i, void *data)
-{
-	struct csum_ctx *c = data;
-	__u32 start = (__u32)i * MPT_CSUM_CHUNK;
-	__u32 n, words;
-	long r;
-
-	if (start >= c->len)
-		return 1;
-	n = c->len - start;
-	if (n > MPT_CSUM_CHUNK)
-		n = MPT_CSUM_CHUNK;
-	/* 1..MPT_CSUM_CHUNK, in a form the verifier can see */
-	barrier_var(n);
-	n = ((n - 1) & (MPT_CSUM_CHUNK - 1)) + 1;
-	__builtin_memset(c->buf, 0, sizeof(c->buf));
-	if (bpf_xdp_load_bytes(c->xdp, c->off + start, c->buf, n)) {
-		c->failed = 1;
-		return 1;
-	}
-	/* zero padding to a multiple of 4 leaves the one's complement sum unchanged */
-	words = (n + 3) & ~3U;
-	if (words > MPT_CSUM_CHUNK)
-		words = MPT_CSUM_CHUNK;
-	r = bpf_csum_diff(0, 0, (__be32 *)c->buf, words, 0);
-	if (r < 0) {
-		c->failed = 1;
-		return 1;
-	}
-	c->sum += (__u32)r;
-	return 0;
-}
-
-/* A block of 2^k bytes at q (k >= 5) by bpf_csum_diff, if the segment has it. */
-#define CSUM_BLOCK(n)                                                          \
-	if (rem & (n)) {                                                       \
-		long r_;                                                       \
-		if (q + (n) > end)                                             \
-			return -1;                                             \
-		r_ = bpf_csum_diff(0, 0, (__be32 *)q, (n), 0);                 \
-		if (r_ < 0)                                                    \
-			return -1;                                             \
-		sum += (__u32)r_;                                              \
-		q += (n);                                                      \
-	}
-
-/*
- * The sum (in memory order, as bpf_csum_diff gives it) of a segment that lies
- * wholly in the frame's linear data, read in place: 512-byte blocks, then one
- * block of each power of two the rest has, the last words and bytes added
- * inline. -1 when the segment is not linear or longer than this handles.
- */
-static __always_inline __s64 csum_linear(struct xdp_md *ctx, __u32 off, __u32 len)
-{
-	void *data = (void *)(long)ctx->data;
-	void *end = (void *)(long)ctx->data_end;
-	__u64 sum = 0;
-	__u32 rem = len;
-	void *q;
-	int i;
-
-	if (off > 127 || len > 512 * 8)
-		return -1;
-	/* bounds the verifier can see (the compiler must not drop the masks) */
-	barrier_var(off);
-	off &= 127;
-	barrier_var(len);
-	len &= 8191;
-	rem = len;
-	q = data + off;
-	if (q + len > end || q + len < q)
-		return -1;
-	for (i = 0; i < 8; i++) {
-		long r;
-
-		if (rem < 512)
-			break;
-		if (q + 512 > end)
-			return -1;
-		r = bpf_csum_diff(0, 0, (__be32 *)q, 512, 0);
-		if (r < 0)
-			return -1;
-		sum += (__u32)r;
-		q += 512;
-		rem -= 512;
-	}
-	if (rem >= 512)
-		return -1;
-	CSUM_BLOCK(256)
-	CSUM_BLOCK(128)
-	CSUM_BLOCK(64)
-	CSUM_BLOCK(32)
-	/* then up to 7 whole words */
-	for (i = 0; i < 7; i++) {
-		if ((__u32)i >= ((rem & 31) >> 2))
-			break;
-		if (q + 4 > end)
-			return -1;
-		sum += *(__u32 *)q;
-		q += 4;
-	}
-	/* 1 to 3 last bytes, as the zero-padded word they start */
-	if (rem & 3) {
-		__u8 *b = q;
-		__u32 w = 0;
-
-		if ((void *)(b + 1) > end)
-			return -1;
-		w = b[0];
-		if ((rem & 3) > 1) {
-			if ((void *)(b + 2) > end)
-				return -1;
-			w |= (__u32)b[1] << 8;
-		}
-		if ((rem & 3) > 2) {
-			if ((void *)(b + 3) > end)
-				return -1;
-			w |= (__u32)b[2] << 16;
-		}
-		sum += w;
-	}
-	return sum;
-}
-
-__noinline int mpt_l4_csum_ok(struct xdp_md *ctx, __u32 off, __u32 len, __u32 pseudo)
-{
-	struct csum_ctx c = { .xdp = ctx, .off = off, .len = len };
-	__s64 lin;
-	__u64 sum;
-
-	if (!ctx || len == 0 || len > MPT_CSUM_CHUNK * MPT_CSUM_MAX_CHUNKS)
-		return 0;
-	lin = csum_linear(ctx, off, len);
-	if (lin >= 0) {
-		sum = lin;
-	} else {
-		bpf_loop(MPT_CSUM_MAX_CHUNKS, csum_step, &c, 0);
-		if (c.failed)
-			return 0;
-		sum = c.sum;
-	}
-	while (sum >> 16)
-		sum = (sum & 0xffff) + (sum >> 16);
-	/* bpf_csum_diff sums in memory order (little-endian here): swap to host order */
-	sum = ((sum & 0xff) << 8) | (sum >> 8);
-	sum += pseudo;
-	while (sum >> 16)
-		sum = (sum & 0xffff) + (sum >> 16);
-	return sum == 0xffff;
-}
-
-/* Ports of a TCP/UDP/SCTP header at l4 (all three start with sport, dport). */
-static __always_inline int read_ports(void *l4, void *end, __be16 *sport, __be16 *dport)
-{
-	__be16 *p = l4;
-
-	if ((void *)(p + 2) > end)
-		return -1;
-	*sport = p[0];
-	*dport = p[1];
-	return 0;
-}
-
 /*
  * Parse the inner IPv4 header of an ICMP error into the flow key, so the error
  * hashes like the flow it is about (the hash is symmetric, so the inner
@@ -437,7 +170,7 @@ static __always_inline int parse_inner4(struct pkt *p, void *inner)
 	if (!(ip->frag_off & bpf_htons(IP_OFFSET)) && mpt_flow_is_l4_proto(ip->protocol)) {
 		void *l4 = inner + ip->ihl * 4;
 
-		if (read_ports(l4, p->data_end, &p->key.sport_be, &p->key.dport_be) == 0)
+		if (mpt_read_ports(l4, p->data_end, &p->key.sport_be, &p->key.dport_be) == 0)
 			p->l4 = 1;
 	}
 	return 0;
@@ -456,7 +189,7 @@ static __always_inline int parse_inner6(struct pkt *p, void *inner)
 	p->key.dport_be = 0;
 	p->l4 = 0;
 	if (mpt_flow_is_l4_proto(ip6->nexthdr) &&
-	    read_ports(ip6 + 1, p->data_end, &p->key.sport_be, &p->key.dport_be) == 0)
+	    mpt_read_ports(ip6 + 1, p->data_end, &p->key.sport_be, &p->key.dport_be) == 0)
 		p->l4 = 1;
 	return 0;
 }
@@ -464,22 +197,12 @@ static __always_inline int parse_inner6(struct pkt *p, void *inner)
 /* Returns MPT_R_REDIRECTED (0) when the packet is ours to forward, else a reason. */
 static __always_inline __u32 parse(struct pkt *p)
 {
-	struct ethhdr *eth = p->data;
 	__u16 proto;
-	__u16 off = ETH_HLEN;
+	int l3 = mpt_eth_l3(p->data, p->data_end, &proto, &p->vlan);
+	__u16 off = l3;
 
-	if ((void *)(eth + 1) > p->data_end)
+	if (l3 < 0)
 		return MPT_R_MALFORMED;
-	proto = eth->h_proto;
-	if (proto == bpf_htons(ETH_P_8021Q) || proto == bpf_htons(ETH_P_8021AD)) {
-		__be16 *inner = (void *)(eth + 1) + 2;
-
-		if ((void *)(inner + 1) > p->data_end)
-			return MPT_R_MALFORMED;
-		proto = *inner;
-		off += 4;
-		p->vlan = 1;
-	}
 	__builtin_memset(&p->key, 0, sizeof(p->key));
 	if (proto == bpf_htons(ETH_P_IP)) {
 		struct iphdr *ip = p->data + off;
@@ -511,7 +234,7 @@ static __always_inline __u32 parse(struct pkt *p)
 		if (ip->frag_off & bpf_htons(IP_MF | IP_OFFSET))
 			return 0;
 		if (mpt_flow_is_l4_proto(ip->protocol)) {
-			if (read_ports(ip + 1, p->data_end, &p->key.sport_be, &p->key.dport_be) == 0) {
+			if (mpt_read_ports(ip + 1, p->data_end, &p->key.sport_be, &p->key.dport_be) == 0) {
 				p->l4 = 1;
 				p->sport_be = p->key.sport_be;
 				p->dport_be = p->key.dport_be;
@@ -534,7 +257,7 @@ static __always_inline __u32 parse(struct pkt *p)
 		} else if (ip->protocol == IPPROTO_ICMP) {
 			struct icmphdr *ic = (void *)(ip + 1);
 
-			if ((void *)(ic + 1) <= p->data_end && is_icmp4_err(ic->type))
+			if ((void *)(ic + 1) <= p->data_end && mpt_icmp4_is_err(ic->type))
 				parse_inner4(p, ic + 1);
 			/* keep the family: an IPv4 error embeds IPv4 */
 			p->key.family = AF_INET;
@@ -556,9 +279,7 @@ static __always_inline __u32 parse(struct pkt *p)
 		if (ip6->hop_limit <= 1)
 			return MPT_R_TTL;
 		nh = ip6->nexthdr;
-		/* hop-by-hop, routing, fragment, destination options, AH, mobility, HIP, shim6, experimental */
-		if (nh == 0 || nh == 43 || nh == 44 || nh == 60 || nh == 51 || nh == 135 ||
-		    nh == 139 || nh == 140 || nh == 253 || nh == 254)
+		if (mpt_ipv6_is_ext(nh))
 			return MPT_R_IPV6_EXT;
 		p->family = AF_INET6;
 		p->tot_len = p->len - off;
@@ -567,7 +288,7 @@ static __always_inline __u32 parse(struct pkt *p)
 		__builtin_memcpy(p->key.src, &ip6->saddr, 16);
 		__builtin_memcpy(p->key.dst, &ip6->daddr, 16);
 		if (mpt_flow_is_l4_proto(nh)) {
-			if (read_ports(ip6 + 1, p->data_end, &p->key.sport_be, &p->key.dport_be) == 0) {
+			if (mpt_read_ports(ip6 + 1, p->data_end, &p->key.sport_be, &p->key.dport_be) == 0) {
 				p->l4 = 1;
 				p->sport_be = p->key.sport_be;
 				p->dport_be = p->key.dport_be;
@@ -583,7 +304,7 @@ static __always_inline __u32 parse(struct pkt *p)
 		} else if (nh == IPPROTO_ICMPV6) {
 			struct icmp6hdr *ic = (void *)(ip6 + 1);
 
-			if ((void *)(ic + 1) <= p->data_end && is_icmp6_err(ic->icmp6_type))
+			if ((void *)(ic + 1) <= p->data_end && mpt_icmp6_is_err(ic->icmp6_type))
 				parse_inner6(p, ic + 1);
 			p->key.family = AF_INET6;
 		}
@@ -604,13 +325,13 @@ static __always_inline __u32 pseudo_sum(struct pkt *p)
 
 		if ((void *)(ip + 1) > p->data_end)
 			return 0;
-		return csum_words(&ip->saddr, 8) + ip->protocol + p->csum_len;
+		return mpt_csum_words(&ip->saddr, 8) + ip->protocol + p->csum_len;
 	} else {
 		struct ipv6hdr *ip6 = p->l3;
 
 		if ((void *)(ip6 + 1) > p->data_end)
 			return 0;
-		return csum_words(&ip6->saddr, 32) + ip6->nexthdr + p->csum_len;
+		return mpt_csum_words(&ip6->saddr, 32) + ip6->nexthdr + p->csum_len;
 	}
 }
 
@@ -634,161 +355,6 @@ static __always_inline struct mpt_dp_route *lookup_route(struct pkt *p)
 		__builtin_memcpy(k.addr, &ip6->daddr, 16);
 		return bpf_map_lookup_elem(&mpt_lpm6, &k);
 	}
-}
-
-/*
- * The pickers and the hash are global functions: the verifier checks each once
- * instead of once per call site and path, which keeps the programs far below
- * its complexity limit.
- */
-__noinline __u32 mpt_hash(const struct mpt_flow_key *k, int l4, __u32 seed)
-{
-	if (!k)
-		return 0;
-	return mpt_flow_hash(k, l4, seed);
-}
-
-/* Weighted pick of a position in [0, total) over cum_weight. */
-__noinline int mpt_pick_weight(const struct mpt_group *g, __u32 pos)
-{
-	int i;
-
-	if (!g)
-		return -1;
-	for (i = 0; i < MPT_MAX_NH; i++) {
-		if (i >= g->nh_count)
-			break;
-		if (g->nh[i].upper_bound >= 0 && pos < g->nh[i].cum_weight)
-			return i;
-	}
-	return -1;
-}
-
-__noinline int mpt_pick_hash(const struct mpt_group *g, __u32 h)
-{
-	int i;
-
-	if (!g)
-		return -1;
-	for (i = 0; i < MPT_MAX_NH; i++) {
-		if (i >= g->nh_count)
-			break;
-		if (g->nh[i].upper_bound >= 0 && h <= (__u32)g->nh[i].upper_bound)
-			return i;
-	}
-	return -1;
-}
-
-/* Whether the group has the nexthop a FIB lookup answered (family 0: device route). */
-__noinline int mpt_group_has(const struct mpt_group *g, const struct bpf_fib_lookup *f)
-{
-	__u32 ifindex;
-	__u8 family;
-	int i;
-
-	if (!g || !f)
-		return 0;
-	ifindex = f->ifindex;
-	family = f->family;
-	for (i = 0; i < MPT_MAX_NH; i++) {
-		const struct mpt_nh *n = &g->nh[i];
-
-		if (i >= g->nh_count)
-			break;
-		if (n->ifindex != ifindex)
-			continue;
-		if (n->family == 0)
-			return 1;
-		if (n->family != family)
-			continue;
-		if (family == AF_INET && __builtin_memcmp(n->gw, &f->ipv4_dst, 4) == 0)
-			return 1;
-		if (family == AF_INET6 && __builtin_memcmp(n->gw, f->ipv6_dst, 16) == 0)
-			return 1;
-	}
-	return 0;
-}
-
-/*
- * Uniform over the nexthops, weights ignored. If the one drawn is unusable,
- * fall back to a weighted draw over the usable ones.
- */
-__noinline int mpt_pick_random(const struct mpt_group *g, __u32 r)
-{
-	__u32 n, j;
-
-	if (!g)
-		return -1;
-	n = g->nh_count;
-	if (n == 0 || n > MPT_MAX_NH)
-		return -1;
-	j = r % n;
-	/* the verifier does not follow '%': bound j by a mask the compiler must keep */
-	barrier_var(j);
-	j &= MPT_MAX_NH - 1;
-	if (g->nh[j].upper_bound >= 0)
-		return j;
-	return mpt_pick_hash(g, r >> 1);
-}
-
-/*
- * DRR by bytes, per CPU: nexthop drr_idx is served while its deficit covers the
- * packet; then the turn passes and the next usable nexthop's deficit grows by
- * weight x MPT_DRR_QUANTUM. Deficits persist, so shares follow the weights. A
- * packet no deficit covers after a full round (a GSO skb, a quantum smaller
- * than the frame) goes to the nexthop whose turn it is, which runs into debt
- * it repays in later turns.
- */
-struct drr_ctx {
-	const struct mpt_group *g;
-	struct mpt_pcpu_state *st;
-	__u32 len;
-	__u32 n;
-	int chosen;
-};
-
-/* One step of the DRR rotation, as a bpf_loop() callback (verified once). */
-static long drr_step(__u64 i, void *data)
-{
-	struct drr_ctx *c = data;
-	const struct mpt_group *g = c->g;
-	struct mpt_pcpu_state *st = c->st;
-	__u32 idx = st->drr_idx;
-
-	if (idx >= c->n)
-		idx = 0;
-	idx &= MPT_MAX_NH - 1;
-	if (g->nh[idx].upper_bound >= 0) {
-		if (st->drr_deficit[idx] >= (__s32)c->len || i >= 2 * (__u64)c->n) {
-			st->drr_deficit[idx] -= c->len;
-			st->drr_idx = idx;
-			c->chosen = idx;
-			return 1;
-		}
-	} else {
-		st->drr_deficit[idx] = 0;
-	}
-	idx++;
-	if (idx >= c->n)
-		idx = 0;
-	idx &= MPT_MAX_NH - 1;
-	if (g->nh[idx].upper_bound >= 0 && st->drr_deficit[idx] < 64 * 1024)
-		st->drr_deficit[idx] += g->nh[idx].weight * MPT_DRR_QUANTUM;
-	st->drr_idx = idx;
-	return 0;
-}
-
-__noinline int mpt_pick_drr(const struct mpt_group *g, struct mpt_pcpu_state *st, __u32 len)
-{
-	struct drr_ctx c = { .g = g, .st = st, .len = len, .chosen = -1 };
-
-	if (!g || !st)
-		return -1;
-	c.n = g->nh_count;
-	if (c.n == 0 || c.n > MPT_MAX_NH)
-		return -1;
-	bpf_loop(2 * MPT_MAX_NH + 1, drr_step, &c, 0);
-	return c.chosen;
 }
 
 static __always_inline int select_nh(struct pkt *p, struct mpt_dp_route *rt, struct mpt_group *g)
@@ -891,14 +457,10 @@ static __always_inline int rewrite(struct pkt *p, struct bpf_fib_lookup *f)
 		return -1;
 	if (p->family == AF_INET) {
 		struct iphdr *ip = p->l3;
-		__u32 c;
 
 		if ((void *)(ip + 1) > p->data_end)
 			return -1;
-		/* RFC 1624: HC' = ~(~HC + ~m + m'); TTL is the high byte of its 16-bit word */
-		c = (__u32)ip->check + bpf_htons(0x0100);
-		ip->check = (__sum16)(c + (c >= 0xFFFF));
-		ip->ttl--;
+		mpt_ipv4_ttl_dec(ip);
 	} else {
 		struct ipv6hdr *ip6 = p->l3;
 
@@ -956,81 +518,6 @@ static __always_inline int fast_path(void *ctx, struct pkt *p, struct bpf_fib_lo
 		return fib->ifindex;
 	}
 	return -(int)fib_reason(rc);
-}
-
-/* This CPU's cache slot for nexthop n's (device, gateway). */
-static __always_inline struct nh_cache_slot *nh_slot(const struct mpt_nh *n)
-{
-	const __u32 *w = (const __u32 *)n->gw;
-	__u32 h = (w[0] ^ w[1] ^ w[2] ^ w[3]) ^ (n->ifindex * 0x9E3779B1u);
-	__u32 i = (h * 0x85EBCA6Bu) >> (32 - MPT_NH_SLOTS_LOG2);
-
-	return bpf_map_lookup_elem(&mpt_nh_cache, &i);
-}
-
-static __always_inline int nh_slot_is(const struct nh_cache_slot *s, const struct mpt_nh *n)
-{
-	const __u32 *a = (const __u32 *)s->key.gw, *b = (const __u32 *)n->gw;
-
-	return s->key.ifindex == n->ifindex && s->key.family == n->family &&
-	       a[0] == b[0] && a[1] == b[1] && a[2] == b[2] && a[3] == b[3];
-}
-
-/*
- * A fresh cached gateway lookup for nexthop n and a packet of L3 length need
- * (0: a GSO skb): fills fib's MACs and returns 1.
- */
-__noinline int mpt_nh_cached(const struct mpt_nh *n, __u32 need, struct bpf_fib_lookup *fib)
-{
-	struct nh_cache_slot *s;
-	__u64 stamp;
-
-	if (!n || !fib)
-		return 0;
-	s = nh_slot(n);
-	if (!s)
-		return 0;
-	stamp = MPT_READ_ONCE(s->val.jiffies);
-	barrier();
-	if (!nh_slot_is(s, n) || bpf_jiffies64() - stamp > MPT_NH_CACHE_TICKS ||
-	    need > s->val.ok_len)
-		return 0;
-	__builtin_memcpy(fib->dmac, s->val.dmac, ETH_ALEN);
-	__builtin_memcpy(fib->smac, s->val.smac, ETH_ALEN);
-	/*
-	 * Where BPF runs preemptibly on its CPU (PREEMPT_RT), a remember of
-	 * another gateway in this slot may have run meanwhile: it zeroes the stamp
-	 * first and sets it last, so an unchanged stamp and key mean the copy is whole.
-	 */
-	barrier();
-	if (MPT_READ_ONCE(s->val.jiffies) != stamp || !nh_slot_is(s, n))
-		return 0;
-	fib->ifindex = n->ifindex;
-	return 1;
-}
-
-/* Remember a successful gateway lookup (fib) of nexthop n for a packet of L3 length need. */
-__noinline int mpt_nh_remember(const struct mpt_nh *n, __u32 need, const struct bpf_fib_lookup *fib)
-{
-	struct nh_cache_slot *s;
-
-	if (!n || !fib)
-		return 0;
-	s = nh_slot(n);
-	if (!s)
-		return 0;
-	/* this CPU's own slot: stamp off, key and MACs, stamp on (see mpt_nh_cached) */
-	MPT_WRITE_ONCE(s->val.jiffies, 0);
-	barrier();
-	s->key.ifindex = n->ifindex;
-	s->key.family = n->family;
-	__builtin_memcpy(s->key.gw, n->gw, 16);
-	s->val.ok_len = need;
-	__builtin_memcpy(s->val.dmac, fib->dmac, ETH_ALEN);
-	__builtin_memcpy(s->val.smac, fib->smac, ETH_ALEN);
-	barrier();
-	MPT_WRITE_ONCE(s->val.jiffies, bpf_jiffies64());
-	return 0;
 }
 
 extern void *bpf_cast_to_kern_ctx(void *) __ksym;
@@ -1433,15 +920,12 @@ int mpt_dp_tc(struct __sk_buff *skb)
 		}
 		if (p.family == AF_INET) {
 			struct iphdr *ip = p.l3;
-			__u32 c;
 
 			if ((void *)(ip + 1) > p.data_end) {
 				count_reason(MPT_R_MALFORMED);
 				return TCX_NEXT;
 			}
-			c = (__u32)ip->check + bpf_htons(0x0100);
-			ip->check = (__sum16)(c + (c >= 0xFFFF));
-			ip->ttl--;
+			mpt_ipv4_ttl_dec(ip);
 		} else {
 			struct ipv6hdr *ip6 = p.l3;
 

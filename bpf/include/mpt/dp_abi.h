@@ -3,8 +3,8 @@
  * mpt/dp_abi.h - the mproute dataplane: BPF <-> user space ABI.
  *
  * THIS FILE IS AN ABI, like mpt/state_abi.h (whose rules apply): every struct
- * shared by the dataplane program (bpf/dp.bpf.c) and user space
- * (crates/bpf/src/abi.rs) is defined here and only here. Any layout change
+ * shared by the dataplane program (bpf/mproute/dp.bpf.c) and user space
+ * (crates/bpf/src/mproute/abi.rs) is defined here and only here. Any layout change
  * bumps MPT_ABI_VERSION in mpt/state_abi.h.
  *
  * Byte order is in the names: *_be fields are network byte order, the rest

@@ -4,7 +4,7 @@
  *
  * THE DEFINITION IS crates/model/src/hash.rs (mpt_model::hash::flow_hash);
  * this is a bit-for-bit copy of it for the dataplane. Both are held together
- * by crates/bpf/tests/hash_parity.rs (BPF_PROG_TEST_RUN of bpf/hash_test.bpf.c
+ * by crates/bpf/tests/hash_parity.rs (BPF_PROG_TEST_RUN of bpf/test/hash_test.bpf.c
  * against the Rust function). Change both or neither.
  *
  * Primitive: mpt_jhash2() == the kernel's jhash2(k, len, initval)

@@ -3,8 +3,8 @@
  * mpt/state_abi.h - mproute per-namespace state: the BPF <-> user space ABI.
  *
  * THIS FILE IS AN ABI. It is the one and only definition of every struct
- * shared between the BPF programs (bpf/NAME.bpf.c) and user space (the Rust
- * mirrors in crates/bpf/src/abi.rs). Maps built from these structs outlive
+ * shared between the BPF programs (bpf/mproute/NAME.bpf.c) and user space (the Rust
+ * mirrors in crates/bpf/src/mproute/abi.rs). Maps built from these structs outlive
  * the process that created them (they stay pinned / anchored in a network
  * namespace), so a newer binary may find maps written by an older one.
  *

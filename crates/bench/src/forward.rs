@@ -6,7 +6,7 @@
 //!                     10.10.0.1/24   10.20.0.1/24   198.18.0.0/24 via 10.20.0.2 (managed)
 //! ```
 //!
-//! - Generator: `mpt_bench_gen` (`bpf/gen.bpf.c`) run with `BPF_PROG_TEST_RUN` and
+//! - Generator: `mpt_bench_gen` (`bpf/bench/gen.bpf.c`) run with `BPF_PROG_TEST_RUN` and
 //!   `BPF_F_TEST_XDP_LIVE_FRAMES` by `--threads` threads that have entered H1, with H1's `eth0`
 //!   as the ingress device: every frame it returns `XDP_TX` for leaves H1's `eth0` into R's
 //!   `vin`. One call per thread with a huge repeat count, ended by `SIGUSR1` (the call returns
@@ -17,14 +17,14 @@
 //!   the generator's output is checked once without live frames.
 //! - Every veth has one queue per CPU: a veth queues what it is sent on the peer's queue of
 //!   the sending CPU, so generator threads on different CPUs do not contend for one ring.
-//! - Sink: `mpt_bench_sink` (`bpf/sink.bpf.c`) on H2's `eth0` counts and drops: the rate is
+//! - Sink: `mpt_bench_sink` (`bpf/bench/sink.bpf.c`) on H2's `eth0` counts and drops: the rate is
 //!   what arrives there, over the time the generator ran.
 //! - A veth only takes frames redirected into its peer (as `XDP_TX` and XDP redirects are) when
 //!   it has NAPI on, which takes an XDP program or GRO (no ethtool here): the sink gives H2's
 //!   `eth0` one, and when R has no XDP program of its own (kernel forwarding, tc) `vin` gets
 //!   `mpt_bench_pass`, which counts and passes; its count is the rate offered to R.
 //! - Cases: ceiling (`mpt_bench_drop` on `vin`: generator + veth + drop, no forwarding), kernel
-//!   forwarding, the minimal XDP forwarder (`mpt_bench_fwd`, bpf/bench_fwd.bpf.c: one FIB
+//!   forwarding, the minimal XDP forwarder (`mpt_bench_fwd`, bpf/bench/bench_fwd.bpf.c: one FIB
 //!   lookup and a devmap redirect, what the reference measurements call the calibration
 //!   forwarder), mproute's XDP and tc dataplane on `vin` for a managed route (destination
 //!   198.18.0.1), and mproute's XDP for an unmanaged destination (10.20.0.2, the connected
@@ -85,7 +85,7 @@ const MANAGED_DST: Ipv4Addr = Ipv4Addr::new(198, 18, 0, 1);
 const BPF_F_TEST_XDP_LIVE_FRAMES: u32 = 1 << 1;
 /// Repeat count of the generator's one call (ended by a signal long before).
 const REPEAT: u32 = u32::MAX;
-/// Slots of `bench_cnt` (bpf/sink.bpf.c).
+/// Slots of `bench_cnt` (bpf/bench/sink.bpf.c).
 const SLOT_SINK: u32 = 0;
 const SLOT_DROP: u32 = 1;
 const SLOT_PASS: u32 = 2;
@@ -99,7 +99,7 @@ const USER_NOISE_PCT: f64 = 2.0;
 enum Case {
     Ceiling,
     Kernel,
-    /// `mpt_bench_fwd` (bpf/bench_fwd.bpf.c) on `vin`: the calibration forwarder of the
+    /// `mpt_bench_fwd` (bpf/bench/bench_fwd.bpf.c) on `vin`: the calibration forwarder of the
     /// reference measurements, one FIB lookup and a devmap redirect, nothing else.
     Minimal,
     XdpManaged,

@@ -2,7 +2,7 @@
 //! spreads flows.
 //!
 //! 1. Per-packet time of `mpt_dp_xdp` for a managed route, for each algorithm, next to
-//!    `mpt_bench_fwd` (`bpf/bench_fwd.bpf.c`, a minimal `bpf_fib_lookup` forwarder) on the same
+//!    `mpt_bench_fwd` (`bpf/bench/bench_fwd.bpf.c`, a minimal `bpf_fib_lookup` forwarder) on the same
 //!    64-byte UDP frame, both with `BPF_PROG_TEST_RUN`. `bpf_fib_lookup` runs in the calling
 //!    thread's network namespace, so a worker thread enters a throwaway namespace with veths,
 //!    forwarding, permanent neighbours for the gateways and a kernel multipath route.

@@ -2,7 +2,7 @@
 //! mirrors in `mpt_bpf::mproute::abi`.
 //!
 //! The BTF is what clang made of `bpf/include/mpt/state_abi.h` and
-//! `bpf/include/mpt/dp_abi.h` (the maps of `bpf/maps.bpf.h` use every ABI
+//! `bpf/include/mpt/dp_abi.h` (the maps of `bpf/mproute/maps.bpf.h` use every ABI
 //! struct, so the state object's BTF describes them all), so this test
 //! FAILS IF SOMEONE CHANGES A FIELD IN THE HEADER BUT NOT IN RUST (or the other
 //! way round): struct size, member count, member names, byte offsets and
@@ -122,12 +122,12 @@ fn check(btf: &Btf<'_>, c_name: &str, rust: (usize, Vec<Member>)) {
     assert_eq!(
         btf_size, rust_size,
         "sizeof(struct {c_name}) in the BPF object (from the ABI header) != size_of the Rust mirror \
-         in crates/bpf/src/abi.rs: update both sides and bump MPT_ABI_VERSION / ABI_VERSION"
+         in crates/bpf/src/mproute/abi.rs: update both sides and bump MPT_ABI_VERSION / ABI_VERSION"
     );
     assert_eq!(
         btf_members, rust_members,
         "struct {c_name}: members (name, byte offset, byte size) differ between the ABI header \
-         (left, from BTF) and crates/bpf/src/abi.rs (right): update both sides and bump \
+         (left, from BTF) and crates/bpf/src/mproute/abi.rs (right): update both sides and bump \
          MPT_ABI_VERSION / ABI_VERSION"
     );
 }
@@ -313,7 +313,7 @@ fn nested_members_are_abi_structs() {
     }
 }
 
-/// Expected definition of one map of `bpf/maps.bpf.h`.
+/// Expected definition of one map of `bpf/mproute/maps.bpf.h`.
 struct MapDef {
     name: &'static str,
     ty: MapType,
@@ -416,7 +416,10 @@ fn map_definitions_match_abi() {
     names.sort_unstable();
     let mut want: Vec<_> = expected.iter().map(|d| d.name.to_string()).collect();
     want.sort_unstable();
-    assert_eq!(names, want, "maps of state.bpf.o (from bpf/maps.bpf.h)");
+    assert_eq!(
+        names, want,
+        "maps of state.bpf.o (from bpf/mproute/maps.bpf.h)"
+    );
 
     for d in &expected {
         let m = maps

@@ -1,4 +1,4 @@
-//! Root test: table-driven BPF_PROG_TEST_RUN fixtures for the dataplane (`bpf/dp.bpf.c`), both
+//! Root test: table-driven BPF_PROG_TEST_RUN fixtures for the dataplane (`bpf/mproute/dp.bpf.c`), both
 //! hooks: `mpt_dp_xdp` and `mpt_dp_tc`.
 //!
 //! `bpf_fib_lookup` and the test run's ingress device resolve in the network namespace of the

@@ -1,5 +1,5 @@
 //! Root test: the BPF flow hash (`bpf/include/mpt/flowhash.h`, run through
-//! `bpf/hash_test.bpf.c` with BPF_PROG_TEST_RUN) equals
+//! `bpf/test/hash_test.bpf.c` with BPF_PROG_TEST_RUN) equals
 //! `mpt_model::hash::flow_hash` bit for bit, on many pseudo-random keys of both
 //! families, l4 and l3, with random protocols, ports and seeds.
 //!

@@ -1,5 +1,5 @@
 //! Root test: the state skeleton opens and loads, and the kernel records all
-//! eight state maps (`bpf/maps.bpf.h`) in the anchor program's `map_ids`
+//! eight state maps (`bpf/mproute/maps.bpf.h`) in the anchor program's `map_ids`
 //! (that is what keeps the maps alive while the anchor is attached, and how
 //! user space finds them again).
 //!

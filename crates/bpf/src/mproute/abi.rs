@@ -276,7 +276,7 @@ pub enum Reason {
     /// (another host's, broadcast, multicast): the kernel forwards only frames sent to it.
     NotHost = 15,
     /// `MPT_R_DROPPED`: of the packets XDP redirected, those the kernel then failed to deliver
-    /// (redirect errors, frames a target device did not take); counted by `bpf/drops.bpf.c`.
+    /// (redirect errors, frames a target device did not take); counted by `bpf/mproute/drops.bpf.c`.
     Dropped = 16,
     /// `MPT_R_NEIGH_CHECK`: XDP handed the packet to the kernel's neighbour output instead of
     /// redirecting it, once a second per neighbour, so that the kernel keeps the neighbour's

@@ -1,4 +1,4 @@
-//! The dataplane: loading `bpf/dp.bpf.c` with the namespace's state maps, attaching it to
+//! The dataplane: loading `bpf/mproute/dp.bpf.c` with the namespace's state maps, attaching it to
 //! devices (XDP native, XDP generic, tcx ingress) with legacy attachments that outlive the
 //! process, finding attachments again, and reading its counters.
 
@@ -98,7 +98,7 @@ pub fn attachments_on(ifindex: u32) -> Result<Vec<Attachment>, Error> {
     Ok(v)
 }
 
-/// The state maps of a skeleton's open maps (every object that uses `bpf/maps.bpf.h` declares
+/// The state maps of a skeleton's open maps (every object that uses `bpf/mproute/maps.bpf.h` declares
 /// all of them), by name, for [`reuse_state_maps`].
 macro_rules! state_maps {
     ($m:expr) => {
@@ -116,7 +116,7 @@ macro_rules! state_maps {
     };
 }
 
-/// Make an object that declares the maps of `bpf/maps.bpf.h` use the namespace's state maps
+/// Make an object that declares the maps of `bpf/mproute/maps.bpf.h` use the namespace's state maps
 /// (by name) instead of creating its own.
 fn reuse_state_maps<'a, 'o: 'a>(
     state: &RouteState,
@@ -160,7 +160,7 @@ fn loaded_rodata(prog_id: u32) -> Result<Option<crate::skel::mproute::dp::types:
 
 /// Whether the XDP program `prog_id` on `ifindex` was loaded with another MAC address than the
 /// device has now: it then forwards only frames sent to the old address (its `.rodata`
-/// `mpt_if_mac`, see `bpf/dp.bpf.c`). `false` for a program loaded without one.
+/// `mpt_if_mac`, see `bpf/mproute/dp.bpf.c`). `false` for a program loaded without one.
 pub fn xdp_mac_stale(prog_id: u32, ifindex: u32) -> Result<bool, Error> {
     let Some(ro) = loaded_rodata(prog_id)? else {
         return Ok(false);
@@ -172,7 +172,7 @@ pub fn xdp_mac_stale(prog_id: u32, ifindex: u32) -> Result<bool, Error> {
 }
 
 /// How the native XDP program `prog_id` tells a TCP/UDP checksum left to offload (its load-time
-/// constants, see `mpt_local_stacks` and `mpt_veth_skb` in `bpf/dp.bpf.c`); `None` for generic
+/// constants, see `mpt_local_stacks` and `mpt_veth_skb` in `bpf/mproute/dp.bpf.c`); `None` for generic
 /// XDP, tc or a program without them.
 pub fn xdp_checksum_handling(prog_id: u32) -> Result<Option<&'static str>, Error> {
     let Some(ro) = loaded_rodata(prog_id)? else {
@@ -189,7 +189,7 @@ pub fn xdp_checksum_handling(prog_id: u32) -> Result<Option<&'static str>, Error
     ))
 }
 
-/// Pins of the two drop-counting links of `ifindex` (`bpf/drops.bpf.c`), next to the state's
+/// Pins of the two drop-counting links of `ifindex` (`bpf/mproute/drops.bpf.c`), next to the state's
 /// maps; `None` where the host's bpffs is not reachable.
 fn drops_pins(cookie: u64, ifindex: u32) -> Option<[std::path::PathBuf; 2]> {
     let dir = crate::pinned::pin_dir(&super::state::SUITE, cookie)?;
@@ -200,7 +200,7 @@ fn drops_pins(cookie: u64, ifindex: u32) -> Option<[std::path::PathBuf; 2]> {
 }
 
 /// Count what the kernel drops after the XDP dataplane on `ifindex` redirected it
-/// (`dropped`): load `bpf/drops.bpf.c` for this device and namespace, attach its two
+/// (`dropped`): load `bpf/mproute/drops.bpf.c` for this device and namespace, attach its two
 /// tracepoint programs and pin their links (replacing older ones). `Ok(false)` where the
 /// links cannot be pinned (no host bpffs in reach): then nothing is counted.
 pub fn attach_drops(state: &RouteState, ifindex: u32) -> Result<bool, Error> {
@@ -364,7 +364,7 @@ fn load_dp<'o>(
 /// Load the dataplane with the state's maps and attach it to `ifindex` in `mode`, replacing an
 /// attachment of ours in the same hook. A foreign XDP program is not replaced. `csum`: what
 /// native XDP must do about checksums on this device (see `mpt_local_stacks` and
-/// `mpt_veth_skb` in `bpf/dp.bpf.c`).
+/// `mpt_veth_skb` in `bpf/mproute/dp.bpf.c`).
 pub fn attach(
     state: &RouteState,
     ifindex: u32,

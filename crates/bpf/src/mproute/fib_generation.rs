@@ -1,4 +1,4 @@
-//! The namespace's FIB generations, read from the kernel with `bpf/fibgen.bpf.c`.
+//! The namespace's FIB generations, read from the kernel with `bpf/mproute/fibgen.bpf.c`.
 //!
 //! The kernel increments `net->ipv4.rt_genid` on every change that can alter the answer of an
 //! IPv4 FIB lookup: a route inserted, a rule added or deleted, an address or link event, and a
