@@ -9,7 +9,7 @@ use std::collections::{HashMap, HashSet};
 use mpt_cli::{names, Failure, GlobalOpts};
 use mpt_model::route::RTNH_F_ONLINK;
 use mpt_model::{Algo, Family, Nexthop, Route, RouteKey, Verb, MPROUTE_PROTO, MPROUTE_PROTO_NAME};
-use mpt_netlink::msg::route::{self as rmsg, PathForm, RouteRequest};
+use mpt_netlink::msg::rtnl::route::{self as rmsg, PathForm, RouteRequest};
 use mpt_netlink::sock::Socket;
 use serde::Serialize;
 

@@ -12,7 +12,7 @@ use std::os::fd::{AsFd, AsRawFd};
 
 use mpt_bpf::mproute::dataplane::Mode;
 use mpt_cli::Failure;
-use mpt_netlink::msg::link::{self, LinkMsg};
+use mpt_netlink::msg::rtnl::link::{self, LinkMsg};
 use mpt_netlink::sock::Socket;
 
 /// Every device of the namespace.

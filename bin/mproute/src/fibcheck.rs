@@ -14,7 +14,7 @@ use mpt_bpf::mproute::state::RouteState;
 use mpt_cli::Failure;
 use mpt_model::sole::{self, FibEntry, Managed, Verdict};
 use mpt_model::Family;
-use mpt_netlink::msg::route as rmsg;
+use mpt_netlink::msg::rtnl::route as rmsg;
 use mpt_netlink::sock::Socket;
 use serde::Serialize;
 

@@ -16,7 +16,7 @@ use std::net::IpAddr;
 use mpt_cli::Failure;
 use mpt_model::route::RTNH_F_ONLINK;
 use mpt_model::{Family, Nexthop, MPROUTE_PROTO};
-use mpt_netlink::msg::nexthop::{self, NexthopMsg, NexthopObject};
+use mpt_netlink::msg::rtnl::nexthop::{self, NexthopMsg, NexthopObject};
 use mpt_netlink::sock::Socket;
 
 type SingleKey = (u8, Option<IpAddr>, u32, u8);

@@ -3,7 +3,7 @@
 use mpt_cli::{names, Failure};
 use mpt_model::route::{validate_nexthops, RTNH_F_ONLINK};
 use mpt_model::{Algo, Nexthop, RouteKey};
-use mpt_netlink::msg::route::{default_metric, PathForm};
+use mpt_netlink::msg::rtnl::route::{default_metric, PathForm};
 
 use crate::parse::RouteSpec;
 

@@ -386,7 +386,7 @@ impl DataplaneView {
         att: &[mpt_bpf::mproute::dataplane::Attachment],
         reasons: &[u64],
         ignore_linkdown: bool,
-        links: &[mpt_netlink::msg::link::LinkMsg],
+        links: &[mpt_netlink::msg::rtnl::link::LinkMsg],
         notes: Vec<String>,
     ) -> Self {
         let attachments = att

@@ -61,7 +61,7 @@ impl Family {
 }
 
 /// What a mutating command asks of an existing route; the netlink flags for each verb are in
-/// one table in the netlink crate (`msg::route::verb_flags`), exactly as iproute2 maps them.
+/// one table in the netlink crate (`msg::rtnl::route::verb_flags`), exactly as iproute2 maps them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Verb {
     /// Create; fail if the route exists.

@@ -16,6 +16,7 @@ use neli::socket::synchronous::NlSocketHandle;
 use neli::types::Buffer;
 use neli::utils::Groups;
 
+use crate::msg::genl::ctrl::Family;
 use crate::msg::{flags, Request, NLMSG_DONE, NLMSG_ERROR};
 use crate::{Error, KernelError};
 
@@ -54,7 +55,13 @@ fn sockerr(what: &str, e: impl std::fmt::Display) -> Error {
 /// `nlmsghdr`), given the family header length.
 pub fn name_route_attr(req: &[u8], off: usize) -> Option<String> {
     let ty = u16::from_ne_bytes([*req.get(off + 2)?, *req.get(off + 3)?]) & 0x3fff;
-    Some(crate::msg::route::rta_name(ty))
+    Some(crate::msg::rtnl::route::rta_name(ty))
+}
+
+/// Name a generic netlink attribute by its number (a family's own namer knows better).
+pub fn name_genl_attr(req: &[u8], off: usize) -> Option<String> {
+    let ty = u16::from_ne_bytes([*req.get(off + 2)?, *req.get(off + 3)?]) & 0x3fff;
+    Some(format!("attribute {ty}"))
 }
 
 impl Socket {
@@ -83,6 +90,38 @@ impl Socket {
     /// A `NETLINK_ROUTE` socket.
     pub fn route() -> Result<Self, Error> {
         Self::new(Proto::Route)
+    }
+
+    /// A `NETLINK_GENERIC` socket (attributes named by number until
+    /// [`Socket::set_attr_namer`] says otherwise).
+    pub fn generic() -> Result<Self, Error> {
+        let mut s = Self::new(Proto::Generic)?;
+        s.set_attr_namer(name_genl_attr);
+        Ok(s)
+    }
+
+    /// A `NETLINK_SOCK_DIAG` socket: it sees the sockets of the calling thread's namespace.
+    pub fn sock_diag() -> Result<Self, Error> {
+        Self::new(Proto::SockDiag)
+    }
+
+    /// Resolve a generic netlink family by name through the controller. `Ok(None)` when the
+    /// running kernel has no such family (the controller answers `ENOENT`: its module is not
+    /// built or not loaded), which callers report as such rather than as a failure.
+    pub fn resolve_family(&mut self, name: &str) -> Result<Option<Family>, Error> {
+        let op = format!("resolve generic netlink family \"{name}\"");
+        let answers = match self.transact(&crate::msg::genl::ctrl::get_family_request(name), &op) {
+            Ok(a) => a,
+            Err(e) if e.errno() == Some(libc::ENOENT) => return Ok(None),
+            Err(e) => return Err(e),
+        };
+        let Some(p) = answers.first() else {
+            return Err(Error::io(
+                op,
+                io::Error::other("the controller did not answer"),
+            ));
+        };
+        Ok(Some(crate::msg::genl::ctrl::decode_family(p)?))
     }
 
     /// Use another attribute namer (generic netlink families number attributes differently).
@@ -311,7 +350,7 @@ mod tests {
 
     #[test]
     fn our_header_equals_nelis() {
-        let req = crate::msg::route::dump_request(Some(mpt_model::Family::V4), Some(100));
+        let req = crate::msg::rtnl::route::dump_request(Some(mpt_model::Family::V4), Some(100));
         let ours = req.to_bytes(42, 0);
         let theirs = Socket::neli_bytes(&req, 42).expect("serializes");
         assert_eq!(ours, theirs);

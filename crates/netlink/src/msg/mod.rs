@@ -1,9 +1,11 @@
-//! Pure encoding and decoding of netlink messages (no sockets).
+//! Pure encoding and decoding of netlink messages (no sockets): the `nlmsghdr` and its flags
+//! here, attributes in [`attr`], then one module per protocol: [`rtnl`] (routes, nexthop
+//! objects, links), [`genl`] (generic netlink and its controller), [`diag`] (sock_diag).
 
 pub mod attr;
-pub mod link;
-pub mod nexthop;
-pub mod route;
+pub mod diag;
+pub mod genl;
+pub mod rtnl;
 
 pub use attr::{AttrBuf, Attrs, DecodeError};
 

@@ -6,8 +6,8 @@ use std::net::IpAddr;
 
 use mpt_model::Family;
 
-use super::attr::{get_u32, AttrBuf, Attrs, DecodeError};
-use super::{flags, Request};
+use crate::msg::attr::{get_u32, AttrBuf, Attrs, DecodeError};
+use crate::msg::{flags, Request};
 
 /// `RTM_NEWNEXTHOP`.
 pub const RTM_NEWNEXTHOP: u16 = 104;

@@ -1,8 +1,8 @@
 //! `RTM_GETLINK`: what a device is (its kind, its veth peer), and `RTM_GETNSID`: the id a
 //! namespace has in ours, to find which named namespace a veth peer lives in.
 
-use super::attr::{get_str, get_u32, AttrBuf, Attrs, DecodeError};
-use super::{flags, Request};
+use crate::msg::attr::{get_str, get_u32, AttrBuf, Attrs, DecodeError};
+use crate::msg::{flags, Request};
 
 /// `RTM_GETLINK`.
 pub const RTM_GETLINK: u16 = 18;

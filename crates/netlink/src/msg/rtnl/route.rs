@@ -8,8 +8,8 @@ use ipnet::IpNet;
 use mpt_model::route::RTNH_F_ONLINK;
 use mpt_model::{Algo, Family, Nexthop, Route, RouteKey, Verb};
 
-use super::attr::{get_u32, AttrBuf, Attrs, DecodeError};
-use super::{align4, flags, Request};
+use crate::msg::attr::{get_u32, AttrBuf, Attrs, DecodeError};
+use crate::msg::{align4, flags, Request};
 
 /// `RTM_NEWROUTE`.
 pub const RTM_NEWROUTE: u16 = 24;
