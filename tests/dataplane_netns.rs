@@ -1116,7 +1116,7 @@ fn all_at(seen: &[Vec<u64>], want: &[usize], per_flow: u64, what: &str) {
 #[test]
 fn verified_routes_skip_the_kernel_lookup_until_the_fib_changes() {
     require_root();
-    let t = setup("sole", "l4-hash", [1, 1, 1, 1], "tc");
+    let t = setup("verified", "l4-hash", [1, 1, 1, 1], "tc");
     let flows = traffic::flows(64, false, 37000);
     let predicted = predicted_all(&t, &flows, "udp");
     let spread: std::collections::BTreeSet<usize> = predicted.iter().copied().collect();

@@ -558,7 +558,7 @@ static __always_inline int veth_skb_partial(struct xdp_md *ctx)
 /*
  * Whether the kernel's FIB is known to answer this IPv4 packet with the managed
  * route rt, so that the per-packet kernel-view lookup can be skipped: user
- * space verified the route (MPT_DPR_F_SOLE: no custom rules, no other route
+ * space verified the route (MPT_DPR_F_VERIFIED: no custom rules, no other route
  * overlapping the prefix but managed ones, lowest metric, no TOS, no encap, its
  * nexthops ours) at the generation in mpt_meta.fib4_gen, and the kernel's
  * net->ipv4.rt_genid still equals it: every change that could alter the answer
@@ -568,7 +568,7 @@ static __always_inline int veth_skb_partial(struct xdp_md *ctx)
  * forwarding switch, is read here as the helper reads it. IPv6 has no such
  * counter (fib6_sernum ignores deletions): always looked up.
  */
-static __always_inline int fib4_sole(struct pkt *p, struct mpt_dp_route *rt)
+static __always_inline int fib4_verified(struct pkt *p, struct mpt_dp_route *rt)
 {
 	struct net_device *dev = p->dev;
 	struct in_device *in;
@@ -576,7 +576,7 @@ static __always_inline int fib4_sole(struct pkt *p, struct mpt_dp_route *rt)
 	struct net *net;
 	__u32 zero = 0;
 
-	if (p->family != AF_INET || !(rt->flags & MPT_DPR_F_SOLE) || !dev)
+	if (p->family != AF_INET || !(rt->flags & MPT_DPR_F_VERIFIED) || !dev)
 		return 0;
 	m = bpf_map_lookup_elem(&mpt_meta, &zero);
 	if (!m || !(m->flags & MPT_META_F_FIB4_GEN))
@@ -656,7 +656,7 @@ csum_done:
 	 * The kernel's own view first: local destinations, forwarding disabled on
 	 * the ingress device, blackhole/unreachable/prohibit all go to the stack.
 	 */
-	if (fib4_sole(p, rt))
+	if (fib4_verified(p, rt))
 		goto ours;
 	__builtin_memset(fib, 0, sizeof(*fib));
 	fib->family = p->family;

@@ -1,8 +1,14 @@
-//! Command-line definition of mproute. clap handles the global options and the verb; the route
-//! grammar after the verb is parsed by `parse` (iproute2-style keyword lists).
+//! The command line of mproute, first stage (syntax only: `--help` needs neither root nor a
+//! socket): clap parses the global options and the verb, the route grammar after the verb
+//! ([`crate::grammar`], iproute2-style keyword lists) turns its words into a typed
+//! [`Command`]. Batch lines are parsed the same way ([`parse_line`]). Names (devices, tables,
+//! protocols) are resolved later, inside the target namespace ([`crate::resolve`]).
 
-use clap::{Parser, Subcommand};
-use mpt_cli::GlobalOpts;
+use clap::{CommandFactory, Parser, Subcommand};
+use mpt_cli::{Failure, GlobalOpts};
+use mpt_model::Verb;
+
+use crate::grammar::{self, DpSpec, GetSpec, RouteSpec, ShowSpec};
 
 const ROUTE_GRAMMAR: &str = "\
 PREFIX [table T] [metric M] [proto P] [algo ALGO] NEXTHOPS
@@ -67,7 +73,7 @@ pub enum Cmd {
     #[command(override_usage = "mproute append PREFIX [table T] [metric M] [proto P] [algo ALGO] NEXTHOPS", after_help = ROUTE_GRAMMAR)]
     Append(RouteArgs),
     /// Change an existing route; fails if there is none.
-    #[command(override_usage = "mproute change PREFIX [table T] [metric M] [proto P] [algo ALGO] NEXTHOPS", after_help = ROUTE_GRAMMAR)]
+    #[command(alias = "chg", override_usage = "mproute change PREFIX [table T] [metric M] [proto P] [algo ALGO] NEXTHOPS", after_help = ROUTE_GRAMMAR)]
     Change(RouteArgs),
     /// Delete a route mproute owns.
     #[command(
@@ -76,7 +82,7 @@ pub enum Cmd {
     )]
     Del(RouteArgs),
     /// List routes with their algorithm and who enforces it.
-    #[command(visible_aliases = ["list", "ls"], override_usage = "mproute show [PREFIX] [table T|all] [algo ALGO]")]
+    #[command(visible_aliases = ["list", "ls"], alias = "lst", override_usage = "mproute show [PREFIX] [table T|all] [algo ALGO]")]
     Show(RouteArgs),
     /// Remove every route mproute owns (in one table).
     #[command(override_usage = "mproute flush [table T]")]
@@ -94,6 +100,7 @@ pub enum Cmd {
     Route(RouteArgs),
     /// Attach, detach and show the tc/XDP dataplane that carries out the algorithms; watch keeps its FIB check verified.
     #[command(
+        alias = "dp",
         override_usage = "mproute dataplane attach dev DEV [dev DEV ...] [auto|xdp|xdp-generic|tc] [fastpath on|off] [prepare-peers]\n       mproute dataplane detach dev DEV\n       mproute dataplane show\n       mproute dataplane watch"
     )]
     Dataplane(RouteArgs),
@@ -111,39 +118,145 @@ pub struct RouteArgs {
     pub args: Vec<String>,
 }
 
-impl Cmd {
-    /// The verb word and its arguments.
-    pub fn parts(&self) -> (&'static str, &[String]) {
-        match self {
-            Cmd::Add(a) => ("add", &a.args),
-            Cmd::Replace(a) => ("replace", &a.args),
-            Cmd::Append(a) => ("append", &a.args),
-            Cmd::Change(a) => ("change", &a.args),
-            Cmd::Del(a) => ("del", &a.args),
-            Cmd::Show(a) => ("show", &a.args),
-            Cmd::Flush(a) => ("flush", &a.args),
-            Cmd::Sync(a) => ("sync", &a.args),
-            Cmd::Get(a) => ("get", &a.args),
-            Cmd::Route(a) => match a.args.split_first() {
-                Some((verb, rest)) => (verb_word(verb), rest),
-                None => ("show", &[][..]),
-            },
-            Cmd::Dataplane(a) => ("dataplane", &a.args),
-        }
+/// A command, typed: what `Cmd` and its words say, before any name is resolved.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Command {
+    /// `add`, `replace`, `append`, `change` (the spec's verb says which).
+    Write(RouteSpec),
+    /// `del`.
+    Del(RouteSpec),
+    /// `show`.
+    Show(ShowSpec),
+    /// `flush [table T|all]`.
+    Flush {
+        /// The table asked for (`None`: every table).
+        table: Option<String>,
+    },
+    /// `sync [--reset]`.
+    Sync {
+        /// Drop the namespace's state instead.
+        reset: bool,
+    },
+    /// `get`.
+    Get(GetSpec),
+    /// `dataplane attach|detach|show|watch`.
+    Dataplane(DpSpec),
+}
+
+impl Command {
+    /// Whether the command may change routes, mproute's maps or attachments (and so the
+    /// dataplane's FIB check must be disarmed first and verified again at the end).
+    pub fn changes_routes(&self) -> bool {
+        matches!(
+            self,
+            Command::Write(_)
+                | Command::Del(_)
+                | Command::Flush { .. }
+                | Command::Sync { .. }
+                | Command::Dataplane(DpSpec::Attach { .. })
+        )
     }
 }
 
-/// The static spelling of a verb typed after `route` (unknown words pass through as "?").
-fn verb_word(w: &str) -> &'static str {
-    match w {
-        "add" => "add",
-        "replace" => "replace",
-        "append" => "append",
-        "change" | "chg" => "change",
-        "del" | "delete" => "del",
-        "show" | "list" | "ls" | "lst" => "show",
-        "flush" => "flush",
-        "get" => "get",
-        _ => "?",
+fn route(verb: Verb, args: &[String]) -> Result<RouteSpec, Failure> {
+    grammar::parse_route(verb, args).map_err(|e| Failure::usage(format!("{}: {e}", verb.name())))
+}
+
+impl Cmd {
+    /// The typed command.
+    pub fn command(&self) -> Result<Command, Failure> {
+        Ok(match self {
+            Cmd::Add(a) => Command::Write(route(Verb::Add, &a.args)?),
+            Cmd::Replace(a) => Command::Write(route(Verb::Replace, &a.args)?),
+            Cmd::Append(a) => Command::Write(route(Verb::Append, &a.args)?),
+            Cmd::Change(a) => Command::Write(route(Verb::Change, &a.args)?),
+            Cmd::Del(a) => Command::Del(route(Verb::Del, &a.args)?),
+            Cmd::Show(a) => Command::Show(
+                grammar::parse_show(&a.args).map_err(|e| Failure::usage(format!("show: {e}")))?,
+            ),
+            Cmd::Flush(a) => Command::Flush {
+                table: grammar::parse_flush(&a.args)
+                    .map_err(|e| Failure::usage(format!("flush: {e}")))?,
+            },
+            Cmd::Sync(a) => Command::Sync {
+                reset: match &a.args[..] {
+                    [] => false,
+                    [w] if w == "--reset" || w == "reset" => true,
+                    [w, ..] => {
+                        return Err(Failure::usage(format!("sync: unexpected word \"{w}\"")))
+                    }
+                },
+            },
+            Cmd::Get(a) => Command::Get(
+                grammar::parse_get(&a.args).map_err(|e| Failure::usage(format!("get: {e}")))?,
+            ),
+            Cmd::Dataplane(a) => Command::Dataplane(
+                grammar::parse_dataplane(&a.args)
+                    .map_err(|e| Failure::usage(format!("dataplane: {e}")))?,
+            ),
+            // `mproute route VERB ARGS`: iproute2's object word
+            Cmd::Route(a) if a.args.is_empty() => Command::Show(ShowSpec::default()),
+            Cmd::Route(a) => parse_line(&a.args)?,
+        })
+    }
+}
+
+/// One line of a batch file: a command without global options.
+#[derive(Debug, Parser)]
+#[command(name = "mproute", no_binary_name = true, disable_help_flag = true)]
+struct Line {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+/// Parse the words of one batch line (`add ...`, `route add ...`).
+pub fn parse_line(words: &[String]) -> Result<Command, Failure> {
+    match Line::try_parse_from(words) {
+        Ok(l) => l.cmd.command(),
+        Err(e) => Err(mpt_cli::args::clap_failure(&e, &Cli::command())),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn words(s: &str) -> Vec<String> {
+        s.split_whitespace().map(String::from).collect()
+    }
+
+    #[test]
+    fn lines_parse_into_typed_commands() {
+        let c = parse_line(&words("add 10.0.0.0/8 via 192.0.2.1 dev eth0")).expect("add");
+        assert!(matches!(&c, Command::Write(s) if s.verb == Verb::Add));
+        assert!(c.changes_routes());
+        let c = parse_line(&words("route chg 10.0.0.0/8 via 192.0.2.1")).expect("route chg");
+        assert!(matches!(&c, Command::Write(s) if s.verb == Verb::Change));
+        let c = parse_line(&words("lst table all")).expect("lst");
+        assert!(matches!(&c, Command::Show(s) if s.table.as_deref() == Some("all")));
+        assert!(!c.changes_routes());
+        assert_eq!(
+            parse_line(&words("dp show")).expect("dp"),
+            Command::Dataplane(DpSpec::Show)
+        );
+        assert!(parse_line(&words("dataplane attach dev v0"))
+            .expect("attach")
+            .changes_routes());
+        assert_eq!(
+            parse_line(&words("sync --reset")).expect("sync"),
+            Command::Sync { reset: true }
+        );
+    }
+
+    #[test]
+    fn bad_lines_are_one_line_usage_errors() {
+        let f = parse_line(&words("frobnicate 10.0.0.0/8")).expect_err("unknown");
+        assert_eq!(f.code, mpt_cli::EXIT_USAGE);
+        assert!(f.message.contains("frobnicate"), "{f:?}");
+        assert!(!f.message.contains('\n'));
+        let f = parse_line(&words("add 10.0.0.0/8 algo fastest via 1.1.1.1")).expect_err("algo");
+        assert!(f.message.starts_with("add: "), "{f:?}");
+        let f = parse_line(&words("sync now")).expect_err("sync");
+        assert!(f.message.contains("unexpected word"), "{f:?}");
     }
 }

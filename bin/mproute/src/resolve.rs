@@ -5,7 +5,7 @@ use mpt_model::route::{validate_nexthops, RTNH_F_ONLINK};
 use mpt_model::{Algo, Nexthop, RouteKey};
 use mpt_netlink::msg::rtnl::route::{default_metric, PathForm};
 
-use crate::parse::RouteSpec;
+use crate::grammar::RouteSpec;
 
 /// A route command with every name resolved.
 #[derive(Debug, Clone)]

@@ -1,10 +1,103 @@
-//! Rows for `show`, `flush` and `sync`: one type each, printed as a table or as JSON.
+//! What commands answer with, and how it is printed: one row type per answer (`show`, `get`,
+//! `flush`/`sync`, `dataplane show`, a change's report), each printed as a table or as JSON
+//! from the same value (`mpt_cli::render`). Commands never print; [`print`] does.
 
 use serde::Serialize;
 
 use mpt_cli::names;
-use mpt_cli::render::TableRow;
-use mpt_model::{Family, Route};
+use mpt_cli::render::{print_json, print_line, print_rows, Style, TableRow};
+use mpt_model::{Algo, Family, Route, RouteKey, Verb};
+
+use crate::cmd::Output;
+
+/// Print what a command produced.
+pub fn print(out: &Output, style: Style) {
+    match out {
+        Output::Routes(rows) => print_rows(rows, style),
+        Output::Get(row) => print_rows(std::slice::from_ref(row.as_ref()), style),
+        Output::Dataplane(v) => {
+            if style.json {
+                print_json(v, style.pretty);
+            } else {
+                print_rows(&v.attachments, style);
+                let c: Vec<String> = v
+                    .counters
+                    .iter()
+                    .filter(|(_, n)| **n > 0)
+                    .map(|(k, n)| format!("{k} {n}"))
+                    .collect();
+                if !c.is_empty() {
+                    print_line(&format!("counters: {}", c.join(", ")));
+                }
+                if let Some(c) = &v.counter_slots {
+                    print_line(&c.line());
+                }
+                if let Some(f) = &v.fib_check {
+                    print_line(&f.line());
+                    for u in &f.unverified {
+                        print_line(&format!("  {} metric {}: {}", u.dst, u.metric, u.why));
+                    }
+                }
+                for n in &v.notes {
+                    print_line(&format!("note: {n}"));
+                }
+            }
+        }
+        Output::Change(rep) => {
+            if style.json {
+                print_json(rep, style.pretty);
+            }
+        }
+        Output::Actions { changed, rows } => {
+            if style.json {
+                print_json(
+                    &serde_json::json!({"changed": changed, "actions": rows}),
+                    style.pretty,
+                );
+            } else {
+                print_rows(rows, style);
+            }
+        }
+    }
+}
+
+/// The JSON answer of a mutating command.
+#[derive(Debug, Serialize)]
+pub struct ChangeReport {
+    /// Whether the FIB or the state changed.
+    pub changed: bool,
+    /// The verb.
+    pub action: &'static str,
+    /// Prefix.
+    pub dst: String,
+    /// Table id.
+    pub table: u32,
+    /// Metric.
+    pub metric: u32,
+    /// Algorithm after the command (null after del).
+    pub algo: Option<String>,
+}
+
+pub fn action(what: &str, k: &RouteKey, reason: &str) -> ActionRow {
+    ActionRow {
+        action: what.into(),
+        dst: k.dst.to_string(),
+        table: Some(k.table),
+        metric: Some(k.metric),
+        reason: reason.into(),
+    }
+}
+
+pub fn report(changed: bool, verb: Verb, k: &RouteKey, algo: Option<Algo>) -> ChangeReport {
+    ChangeReport {
+        changed,
+        action: verb.name(),
+        dst: k.dst.to_string(),
+        table: k.table,
+        metric: k.metric,
+        algo: algo.map(|a| a.name().to_string()),
+    }
+}
 
 /// A nexthop as shown.
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]
@@ -352,7 +445,7 @@ pub struct DataplaneView {
     /// What needs the operator's attention (veth peers not ready for XDP frames).
     pub notes: Vec<String>,
     /// Whether the per-packet kernel FIB check of managed IPv4 routes is skipped, and why not.
-    pub fib_check: Option<crate::fibcheck::FibCheck>,
+    pub fib_check: Option<crate::verify::FibCheck>,
     /// Managed routes whose counters are in the per-CPU array (the rest use a hash map).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub counter_slots: Option<CounterSlots>,
@@ -396,7 +489,7 @@ impl DataplaneView {
                 ifindex: a.ifindex,
                 mode: a.mode.name().to_string(),
                 prog_id: a.prog_id,
-                why: crate::dpmode::why(links.iter().find(|l| l.ifindex == a.ifindex), a.mode),
+                why: crate::hook::why(links.iter().find(|l| l.ifindex == a.ifindex), a.mode),
             })
             .collect();
         let counters = mpt_bpf::mproute::abi::Reason::ALL

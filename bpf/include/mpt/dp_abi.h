@@ -71,7 +71,7 @@ struct mpt_dp_route {
  * every address the LPM trie gives this entry for (no custom rules, no other
  * route overlapping the prefix but managed ones, lowest metric, no TOS).
  */
-#define MPT_DPR_F_SOLE 0x1
+#define MPT_DPR_F_VERIFIED 0x1
 /*
  * FOREIGN: not a managed route but a hole in one: a kernel route of another
  * owner inside a managed prefix that the per-packet check would take for the

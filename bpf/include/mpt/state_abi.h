@@ -58,7 +58,7 @@ struct mpt_meta {
  * mpt_meta.flags. NATIVE_CHECKED / NATIVE: user space only (whether the
  * kernel kept RTA_MP_ALGO). FIB4_GEN: fib4_gen holds the IPv4 FIB generation
  * (the kernel's net->ipv4.rt_genid) at which user space verified the managed
- * routes flagged MPT_DPR_F_SOLE (dp_abi.h). While the namespace's generation
+ * routes flagged MPT_DPR_F_VERIFIED (dp_abi.h). While the namespace's generation
  * still equals it, the dataplane may skip its per-packet check that the
  * kernel's FIB answers with the managed route.
  */

@@ -36,7 +36,7 @@ use mpt_bpf::mproute::route_table::{build_group, DpNexthop};
 use mpt_bpf::skel::bench::bench_fwd::BenchFwdSkelBuilder;
 use mpt_bpf::skel::mproute::dp::DpSkelBuilder;
 use mpt_model::hash::{flow_hash, FlowKey, IPPROTO_UDP};
-use mpt_model::threshold::{select, upper_bounds};
+use mpt_model::route::threshold::{select, upper_bounds};
 use mpt_model::{Algo, Family};
 use nix::sched::{setns, CloneFlags};
 
@@ -564,7 +564,7 @@ fn measure(ifx: &HashMap<String, u32>, repeat: u64, runs: u32) -> Result<Results
             BENCH_NET,
             24,
             Algo::L4Hash,
-            mpt_bpf::mproute::abi::DPR_F_SOLE,
+            mpt_bpf::mproute::abi::DPR_F_VERIFIED,
             1,
         )?;
         let ns = timed(dpx, &frame, ingress, repeat)?;

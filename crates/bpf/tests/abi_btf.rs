@@ -550,7 +550,10 @@ fn dp_header_constants_match_rust() {
         header_define("MPT_NH_F_ONLINK"),
         u64::from(abi::NH_F_ONLINK)
     );
-    assert_eq!(header_define("MPT_DPR_F_SOLE"), u64::from(abi::DPR_F_SOLE));
+    assert_eq!(
+        header_define("MPT_DPR_F_VERIFIED"),
+        u64::from(abi::DPR_F_VERIFIED)
+    );
     assert_eq!(
         header_define("MPT_DPR_F_FOREIGN"),
         u64::from(abi::DPR_F_FOREIGN)

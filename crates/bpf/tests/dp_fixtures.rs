@@ -58,7 +58,7 @@ use mpt_bpf::mproute::abi::{
 use mpt_bpf::mproute::route_table::{build_group, DpNexthop};
 use mpt_bpf::skel::mproute::dp::{types, DpSkel, DpSkelBuilder};
 use mpt_model::hash::{flow_hash, FlowKey};
-use mpt_model::threshold::select;
+use mpt_model::route::threshold::select;
 
 // ---- constants ----------------------------------------------------------------------------
 
@@ -2923,7 +2923,7 @@ fn xdp_hands_up_what_it_cannot_verify_on_local_stack_devices() {
     });
 }
 
-// ---- fixtures: the verified-route gate (MPT_DPR_F_SOLE at the FIB generation) -----------------
+// ---- fixtures: the verified-route gate (MPT_DPR_F_VERIFIED at the FIB generation) -----------------
 
 impl Fx<'_> {
     /// Write `mpt_meta` with the recorded FIB generation (None: the flag clear) and a netns
@@ -2943,12 +2943,12 @@ impl Fx<'_> {
 
     /// Write `mpt_meta.fib4_gen` (None: clear the flag) and the SOLE flag of a managed IPv4 or
     /// IPv6 route's LPM entry.
-    fn set_sole(&self, prefix: &str, sole: bool, generation: Option<u32>) {
+    fn set_verified(&self, prefix: &str, verified: bool, generation: Option<u32>) {
         // the namespace's own cookie: the dataplane skips nothing for another namespace's state
         self.set_fib4_gen(generation, mpt_sys::netns::cookie().expect("netns cookie"));
         self.edit_lpm_entry(prefix, |v| {
-            v.flags = if sole {
-                mpt_bpf::mproute::abi::DPR_F_SOLE
+            v.flags = if verified {
+                mpt_bpf::mproute::abi::DPR_F_VERIFIED
             } else {
                 0
             }
@@ -3005,8 +3005,8 @@ fn verified_routes_skip_the_kernel_lookup_only_at_their_generation() {
             }
         };
         let v4 = udp_frame("10.0.0.10", "198.51.100.165", 4000, 53, 18);
-        let run = |sole: bool, generation: Option<u32>, expect: Expect, what: &str| {
-            fx.set_sole("198.51.100.0/24", sole, generation);
+        let run = |verified: bool, generation: Option<u32>, expect: Expect, what: &str| {
+            fx.set_verified("198.51.100.0/24", verified, generation);
             both(&v4, IN0, expect, what);
         };
         run(
@@ -3041,7 +3041,7 @@ fn verified_routes_skip_the_kernel_lookup_only_at_their_generation() {
         );
 
         // State of another namespace (cookie): never trusted.
-        fx.set_sole("198.51.100.0/24", true, Some(now.v4));
+        fx.set_verified("198.51.100.0/24", true, Some(now.v4));
         fx.set_fib4_gen(Some(now.v4), 0x5eed);
         both(
             &v4,
@@ -3051,7 +3051,7 @@ fn verified_routes_skip_the_kernel_lookup_only_at_their_generation() {
         );
 
         // Forwarding off on the ingress device: the kernel's answer, not the shortcut.
-        fx.set_sole("198.51.100.0/24", true, Some(now.v4));
+        fx.set_verified("198.51.100.0/24", true, Some(now.v4));
         let mut f1 = udp_frame("10.0.1.10", "198.51.100.165", 4000, 53, 18);
         f1[..6].copy_from_slice(&IN1_MAC);
         let in1 = Ctx {
@@ -3066,7 +3066,7 @@ fn verified_routes_skip_the_kernel_lookup_only_at_their_generation() {
         );
 
         // IPv6 has no generation that covers deletions: always looked up.
-        fx.set_sole("2001:db8:100::/56", true, Some(now.v4));
+        fx.set_verified("2001:db8:100::/56", true, Some(now.v4));
         let b6 = Ip6::new(
             "2001:db8:ff::10",
             "2001:db8:100:fe::1",

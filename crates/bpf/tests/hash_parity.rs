@@ -13,7 +13,7 @@ use libbpf_rs::skel::{OpenSkel, SkelBuilder};
 use libbpf_rs::{OpenObject, ProgramInput, ProgramType};
 use mpt_bpf::skel::test::hash_test::HashTestSkelBuilder;
 use mpt_model::hash::{flow_hash, FlowKey};
-use mpt_model::threshold::{select, upper_bounds};
+use mpt_model::route::threshold::{select, upper_bounds};
 use mpt_model::Family;
 
 /// Keys checked one test run each.

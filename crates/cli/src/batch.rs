@@ -1,5 +1,14 @@
-//! Batch files as iproute2 reads them: one command per line, single and double quotes, `#`
-//! comments, `\` at the end of a line continues it.
+//! Batch files as iproute2 reads them (one command per line, single and double quotes, `#`
+//! comments, `\` at the end of a line continues it), and the driver every tool runs them with:
+//! each line parsed into the tool's typed command, run in order, its outcome printed or its
+//! failure reported as `FILE:LINE: ...`; the first failure stops the batch unless `--force`;
+//! the exit code is the worst of the lines'; a progress line on a terminal for long batches.
+
+use std::io::{IsTerminal, Read};
+use std::path::Path;
+
+use crate::render::Style;
+use crate::{Failure, EXIT_OK, EXIT_SYSTEM, EXIT_USAGE};
 
 /// One command of a batch file, with the line it started on (1-based).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -81,6 +90,114 @@ pub fn split_words(line: &str) -> Result<Vec<String>, String> {
         words.push(cur);
     }
     Ok(words)
+}
+
+/// What a tool gives the batch driver.
+pub trait BatchTool {
+    /// A command, typed (syntax checked, nothing resolved).
+    type Cmd;
+    /// What a command produced.
+    type Out;
+    /// Parse one line's words. A syntax error is reported when the batch reaches the line.
+    fn parse_line(&self, words: &[String]) -> Result<Self::Cmd, Failure>;
+    /// Run the lines in order, calling `emit` with each line's outcome as it is known (a line
+    /// whose parse failed fails there). Stop after a failure unless `force`. A tool may keep
+    /// several lines in flight (mproute pipelines its `add`s) as long as the outcomes it emits
+    /// are those of running the lines one by one.
+    fn run_lines(
+        &mut self,
+        lines: Vec<(usize, Result<Self::Cmd, Failure>)>,
+        force: bool,
+        emit: &mut dyn FnMut(usize, Result<Self::Out, Failure>),
+    );
+    /// Print one outcome.
+    fn print(out: &Self::Out, style: Style);
+    /// The work left at the end of the invocation.
+    fn finish(&mut self) -> Result<(), Failure>;
+}
+
+/// Run lines one by one with `exec`, for tools that keep nothing in flight.
+pub fn run_each<C, O>(
+    lines: Vec<(usize, Result<C, Failure>)>,
+    force: bool,
+    emit: &mut dyn FnMut(usize, Result<O, Failure>),
+    mut exec: impl FnMut(C) -> Result<O, Failure>,
+) {
+    for (line, cmd) in lines {
+        let r = cmd.and_then(&mut exec);
+        let failed = r.is_err();
+        emit(line, r);
+        if failed && !force {
+            return;
+        }
+    }
+}
+
+/// Read the batch at `path` (`-`: standard input) and run it with `tool`; returns the exit code.
+pub fn run_file<T: BatchTool>(
+    tool_name: &str,
+    tool: &mut T,
+    path: &Path,
+    style: Style,
+    force: bool,
+) -> i32 {
+    let (name, text) = if path.as_os_str() == "-" {
+        let mut s = String::new();
+        if let Err(e) = std::io::stdin().read_to_string(&mut s) {
+            Failure::system(format!("read batch from standard input: {e}")).eprint(tool_name);
+            return EXIT_SYSTEM;
+        }
+        ("-".to_string(), s)
+    } else {
+        match std::fs::read_to_string(path) {
+            Ok(s) => (path.display().to_string(), s),
+            Err(e) => {
+                Failure::system(format!("read batch file {}: {e}", path.display()))
+                    .eprint(tool_name);
+                return EXIT_SYSTEM;
+            }
+        }
+    };
+    let lines = match parse(&text) {
+        Ok(l) => l,
+        Err((line, e)) => {
+            Failure::usage(e).at(&name, line).eprint(tool_name);
+            return EXIT_USAGE;
+        }
+    };
+    let progress = std::io::stderr().is_terminal() && lines.len() >= 1000;
+    let total = lines.len();
+    let cmds: Vec<(usize, Result<T::Cmd, Failure>)> = lines
+        .iter()
+        .map(|l| (l.line, tool.parse_line(&l.words)))
+        .collect();
+    let mut worst = EXIT_OK;
+    let mut done = 0usize;
+    let mut emit = |line: usize, r: Result<T::Out, Failure>| {
+        done += 1;
+        match r {
+            Ok(out) => T::print(&out, style),
+            Err(f) => {
+                if progress {
+                    eprint!("\r\x1b[K");
+                }
+                worst = worst.max(f.code);
+                f.at(&name, line).eprint(tool_name);
+            }
+        }
+        if progress && done % 1000 == 0 {
+            eprint!("\r{tool_name}: {done}/{total} commands");
+        }
+    };
+    tool.run_lines(cmds, force, &mut emit);
+    if progress {
+        eprintln!("\r\x1b[K{tool_name}: {done} of {total} commands run");
+    }
+    if let Err(f) = tool.finish() {
+        f.eprint(tool_name);
+        worst = worst.max(f.code);
+    }
+    worst
 }
 
 #[cfg(test)]

@@ -1,8 +1,11 @@
-//! What the three binaries share: global options, batch files, name resolution from iproute2's
-//! files, the renderer (one row type feeds both the table and the JSON), errors and exit codes.
+//! What the three binaries share: global options and the first stage of the command line
+//! ([`args`]), batch files and their driver ([`batch`]), name resolution from iproute2's files,
+//! the renderer (one row type feeds both the table and the JSON), errors and exit codes, and the
+//! man pages and completions each tool generates ([`docs`]).
 //!
 //! Commands never print; they return rows or a change report, and [`render`] prints them.
 
+pub mod args;
 pub mod batch;
 pub mod docs;
 pub mod error;

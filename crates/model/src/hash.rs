@@ -47,7 +47,7 @@
 //! The l4 words are appended only when the caller asks for l4 **and** the protocol is TCP (6),
 //! UDP (17) or SCTP (132); for every other protocol the hash is the l3 hash (ports and protocol
 //! are ignored). The hash is `jhash2(words, seed) >> 1`: a 31-bit value as the kernel's
-//! `fib_multipath_hash()` returns, ready for [`crate::threshold::select`].
+//! `fib_multipath_hash()` returns, ready for [`crate::route::threshold::select`].
 
 use std::net::IpAddr;
 
@@ -235,7 +235,7 @@ pub fn flow_hash(key: &FlowKey, l4: bool, seed: u32) -> u32 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::threshold::{select, upper_bounds};
+    use crate::route::threshold::{select, upper_bounds};
     use std::net::{Ipv4Addr, Ipv6Addr};
 
     /// The word vector the reference values below were computed on.

@@ -1,17 +1,15 @@
 //! Pure domain model shared by `mproute`, `ila` and `pfanout`.
 //!
 //! Boundary: no sockets, no files, no libc. Everything here is data and arithmetic that can be
-//! unit-tested without privileges: route identities and nexthops, multipath algorithms, RFC 2992
-//! hash-threshold selection, protocol and table names.
+//! unit-tested without privileges: routes ([`route`]: identities and nexthops, multipath
+//! algorithms, RFC 2992 hash-threshold selection, FIB verification and drift), the flow hash
+//! ([`hash`], which the BPF programs reproduce bit for bit), protocol and table names.
 
-pub mod algo;
 pub mod hash;
 pub mod names;
 pub mod route;
-pub mod sole;
-pub mod threshold;
 
-pub use algo::Algo;
+pub use route::algo::Algo;
 pub use route::{Family, Nexthop, Route, RouteKey, Verb, MAX_NEXTHOPS, MAX_WEIGHT};
 
 /// Protocol number (`rtm_protocol`) that marks a route as owned by mproute unless the user

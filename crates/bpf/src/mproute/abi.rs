@@ -56,15 +56,15 @@ pub struct MptMeta {
     /// `META_F_*` bits.
     pub flags: u32,
     /// With [`META_F_FIB4_GEN`]: the IPv4 FIB generation (`net->ipv4.rt_genid`) at which the
-    /// routes flagged [`DPR_F_SOLE`] were verified.
+    /// routes flagged [`DPR_F_VERIFIED`] were verified.
     pub fib4_gen: u32,
 }
 
 /// `MPT_META_F_FIB4_GEN`: [`MptMeta::fib4_gen`] is set.
 pub const META_F_FIB4_GEN: u32 = 0x4;
-/// `MPT_DPR_F_SOLE`: a flag of [`MptDpRoute::flags`]: at generation [`MptMeta::fib4_gen`]
+/// `MPT_DPR_F_VERIFIED`: a flag of [`MptDpRoute::flags`]: at generation [`MptMeta::fib4_gen`]
 /// the kernel's FIB answers with this route for every address the LPM trie gives it for.
-pub const DPR_F_SOLE: u8 = 0x1;
+pub const DPR_F_VERIFIED: u8 = 0x1;
 /// `MPT_DPR_F_FOREIGN`: the LPM entry is a hole, another owner's route inside a managed prefix
 /// (the dataplane leaves its destinations to the kernel FIB).
 pub const DPR_F_FOREIGN: u8 = 0x2;

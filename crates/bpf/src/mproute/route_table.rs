@@ -21,7 +21,7 @@ use libbpf_rs::{MapCore, MapFlags};
 
 use super::abi::{
     MptDpRoute, MptGroup, MptLpm4Key, MptLpm6Key, MptNh, MptRouteKey, MptRouteStats, AF_INET,
-    AF_INET6, DPR_F_DRIFT, DPR_F_FOREIGN, DPR_F_SOLE, MAX_NH, STATS_SLOTS,
+    AF_INET6, DPR_F_DRIFT, DPR_F_FOREIGN, DPR_F_VERIFIED, MAX_NH, STATS_SLOTS,
 };
 use super::state::RouteState;
 use crate::error::Error;
@@ -60,7 +60,7 @@ pub fn build_group(nhs: &[DpNexthop]) -> MptGroup {
     let n = nhs.len().min(MAX_NH);
     let weights: Vec<u32> = nhs[..n].iter().map(|h| u32::from(h.weight)).collect();
     let usable: Vec<bool> = nhs[..n].iter().map(|h| h.usable).collect();
-    let bounds = mpt_model::threshold::upper_bounds(&weights, &usable);
+    let bounds = mpt_model::route::threshold::upper_bounds(&weights, &usable);
     let mut cum = 0u32;
     for (i, h) in nhs[..n].iter().enumerate() {
         if h.usable {
@@ -286,10 +286,10 @@ impl RouteState {
         Ok(())
     }
 
-    /// Set or clear `DPR_F_SOLE` on the route's LPM entry, if the entry is this route's.
+    /// Set or clear `DPR_F_VERIFIED` on the route's LPM entry, if the entry is this route's.
     /// Returns whether it was.
-    pub fn dp_set_sole(&self, key: &MptRouteKey, sole: bool) -> Result<bool, Error> {
-        self.dp_set_flag(key, DPR_F_SOLE, sole)
+    pub fn dp_set_verified(&self, key: &MptRouteKey, verified: bool) -> Result<bool, Error> {
+        self.dp_set_flag(key, DPR_F_VERIFIED, verified)
     }
 
     /// Set or clear `DPR_F_DRIFT` on the route's LPM entry, if the entry is this route's.

@@ -146,7 +146,7 @@ impl RouteState {
             .map_err(Error::libbpf("write mpt_meta"))
     }
 
-    /// Record the IPv4 FIB generation at which the `DPR_F_SOLE` flags were verified, or
+    /// Record the IPv4 FIB generation at which the `DPR_F_VERIFIED` flags were verified, or
     /// (`None`) that none is: the dataplane then checks every managed packet with the kernel.
     pub fn set_fib4_gen(&self, generation: Option<u32>) -> Result<(), Error> {
         let mut m = self.meta()?;

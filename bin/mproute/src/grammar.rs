@@ -450,8 +450,8 @@ pub enum DpSpec {
     Attach {
         /// Devices.
         devs: Vec<String>,
-        /// `auto` (default), `xdp`, `xdp-generic` or `tc`.
-        mode: String,
+        /// The hook.
+        mode: AttachMode,
         /// Forward unmanaged destinations by the kernel FIB (`fastpath on|off`, default on).
         fastpath: bool,
         /// Enable GRO on veth peers in reach (`prepare-peers`).
@@ -469,6 +469,21 @@ pub enum DpSpec {
     Watch,
 }
 
+/// Which hook `dataplane attach` puts the dataplane on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum AttachMode {
+    /// What is correct and fastest per device (the default): tc on veth and other virtual
+    /// devices, native XDP elsewhere (tc where the driver has none).
+    #[default]
+    Auto,
+    /// Native XDP (with tc beside it).
+    Xdp,
+    /// Generic XDP (with tc beside it).
+    XdpGeneric,
+    /// tc alone.
+    Tc,
+}
+
 /// Parse the arguments of dataplane.
 pub fn parse_dataplane(args: &[String]) -> Result<DpSpec, String> {
     let (verb, rest) = match args {
@@ -484,7 +499,13 @@ pub fn parse_dataplane(args: &[String]) -> Result<DpSpec, String> {
         match w.as_str() {
             "dev" => devs.push(value(&mut it, "dev")?.to_string()),
             m @ ("auto" | "xdp" | "xdp-generic" | "tc") if verb == "attach" => {
-                if mode.replace(m.to_string()).is_some() {
+                let m = match m {
+                    "xdp" => AttachMode::Xdp,
+                    "xdp-generic" => AttachMode::XdpGeneric,
+                    "tc" => AttachMode::Tc,
+                    _ => AttachMode::Auto,
+                };
+                if mode.replace(m).is_some() {
                     return Err("more than one mode given".into());
                 }
             }
@@ -503,7 +524,7 @@ pub fn parse_dataplane(args: &[String]) -> Result<DpSpec, String> {
         "attach" | "detach" if devs.is_empty() => Err(format!("{verb} needs \"dev DEV\"")),
         "attach" => Ok(DpSpec::Attach {
             devs,
-            mode: mode.unwrap_or_else(|| "auto".to_string()),
+            mode: mode.unwrap_or_default(),
             fastpath,
             prepare_peers,
         }),
@@ -539,7 +560,7 @@ mod dp_tests {
             parse_dataplane(&words("attach dev v0 dev v1 xdp")).expect("ok"),
             DpSpec::Attach {
                 devs: vec!["v0".into(), "v1".into()],
-                mode: "xdp".into(),
+                mode: AttachMode::Xdp,
                 fastpath: true,
                 prepare_peers: false
             }
@@ -548,7 +569,7 @@ mod dp_tests {
             parse_dataplane(&words("attach dev v0 fastpath off prepare-peers")).expect("ok"),
             DpSpec::Attach {
                 devs: vec!["v0".into()],
-                mode: "auto".into(),
+                mode: AttachMode::Auto,
                 fastpath: false,
                 prepare_peers: true
             }

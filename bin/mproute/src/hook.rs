@@ -176,3 +176,19 @@ pub fn check_peers(sock: &mut Socket, prepare: bool) -> Result<Vec<String>, Fail
     }
     Ok(notes)
 }
+/// `net.ipv4.conf.all.ignore_routes_with_linkdown` and its IPv6 twin, in the calling thread's
+/// namespace (/proc/sys/net follows the opener's network namespace).
+pub fn set_ignore_linkdown() -> Result<(), mpt_sys::Error> {
+    for fam in ["ipv4", "ipv6"] {
+        mpt_sys::sysctl::write(
+            &format!("net.{fam}.conf.all.ignore_routes_with_linkdown"),
+            "1",
+        )?;
+    }
+    Ok(())
+}
+
+/// Whether the namespace ignores routes whose link is down (IPv4 setting).
+pub fn ignore_linkdown() -> bool {
+    mpt_sys::sysctl::read("net.ipv4.conf.all.ignore_routes_with_linkdown").is_ok_and(|s| s == "1")
+}

@@ -1,4 +1,7 @@
-//! mproute's view of the per-namespace BPF state: which routes it owns and their algorithm.
+//! mproute's record of the routes it manages (algorithm, dataplane group, the protocol it
+//! installed them with), kept in the namespace's BPF state (`mpt_bpf::mproute`) and held under
+//! the namespace's lock for the invocation; and how a BPF-layer error reads for the operator,
+//! with the hint its kind calls for.
 
 use std::net::IpAddr;
 
@@ -167,7 +170,7 @@ impl Store {
     }
 
     /// The BPF state itself, for the dataplane maps.
-    pub fn raw(&self) -> &RouteState {
+    pub fn bpf(&self) -> &RouteState {
         &self.inner
     }
 

@@ -1,5 +1,7 @@
-//! Which managed IPv4 routes the kernel's FIB answers with for every address the dataplane's LPM
-//! trie gives them for.
+//! FIB verification: which managed IPv4 routes the kernel's FIB answers with for every address
+//! the dataplane's LPM trie gives them for (so that the dataplane may skip its per-packet kernel
+//! lookup for them), and which foreign routes inside managed prefixes the trie must leave to the
+//! kernel ([`holes`]).
 //!
 //! The dataplane checks each packet of a managed route with a kernel FIB lookup (the kernel must
 //! route it by that very route). For a route that passes this verification, at a FIB generation
@@ -23,6 +25,8 @@ use std::collections::{HashMap, HashSet};
 use std::net::{IpAddr, Ipv4Addr};
 
 use ipnet::{IpNet, Ipv4Net};
+
+use super::drift::paths_differ;
 
 /// `RT_TABLE_MAIN`.
 pub const TABLE_MAIN: u32 = 254;
@@ -74,7 +78,7 @@ pub struct Managed {
 pub enum Verdict {
     /// The kernel answers with it for every address the LPM trie gives it for; `probe` is an
     /// address to look up so that the kernel marks it used.
-    Sole {
+    Verified {
         /// An address inside the prefix, outside every more specific managed prefix.
         probe: Ipv4Addr,
     },
@@ -84,8 +88,8 @@ pub enum Verdict {
 
 impl Verdict {
     /// Whether the route is verified.
-    pub fn is_sole(&self) -> bool {
-        matches!(self, Verdict::Sole { .. })
+    pub fn is_verified(&self) -> bool {
+        matches!(self, Verdict::Verified { .. })
     }
 }
 
@@ -157,7 +161,7 @@ pub fn verify(managed: &[Managed], fib: &[FibEntry]) -> Vec<Verdict> {
         .map(|(m, w)| match w {
             Some(w) => Verdict::Not(w),
             None => match probe(m.dst, &managed_prefixes) {
-                Some(probe) => Verdict::Sole { probe },
+                Some(probe) => Verdict::Verified { probe },
                 None => Verdict::Not("no address of its own to look up".into()),
             },
         })
@@ -179,80 +183,6 @@ fn own_entry_problem(m: &Managed, e: &FibEntry) -> Option<String> {
         return Some("the kernel's route has no nexthops".into());
     }
     paths_differ(&m.nexthops, &e.nexthops)
-}
-
-/// One path of a route: (device, gateway).
-pub type Path = (u32, Option<IpAddr>);
-
-/// A path for a message: `via GW (ifindex N)` or `dev ifindex N`.
-fn path_text(n: &Path) -> String {
-    match n.1 {
-        Some(gw) => format!("via {gw} (ifindex {})", n.0),
-        None => format!("dev ifindex {}", n.0),
-    }
-}
-
-/// How the kernel's route's paths differ from the dataplane group's (compared as sets: the
-/// order and the weights do not matter), if they do.
-pub fn paths_differ(ours: &[Path], kernel: &[Path]) -> Option<String> {
-    if let Some(n) = kernel.iter().find(|n| !ours.contains(n)) {
-        return Some(format!(
-            "the kernel's route has nexthop {}, not ours",
-            path_text(n)
-        ));
-    }
-    if let Some(n) = ours.iter().find(|n| !kernel.contains(n)) {
-        return Some(format!(
-            "the kernel's route lacks our nexthop {}",
-            path_text(n)
-        ));
-    }
-    None
-}
-
-/// Whether two routes' weighted paths differ, compared as sets of (path, weight); `None`
-/// where either side's weights are unknown (empty).
-pub fn weights_differ(ours: &[Path], ours_w: &[u16], kernel: &[Path], kernel_w: &[u16]) -> bool {
-    if ours_w.len() != ours.len() || kernel_w.len() != kernel.len() {
-        return false;
-    }
-    let mut a: Vec<(Path, u16)> = ours.iter().copied().zip(ours_w.iter().copied()).collect();
-    let mut b: Vec<(Path, u16)> = kernel
-        .iter()
-        .copied()
-        .zip(kernel_w.iter().copied())
-        .collect();
-    a.sort();
-    b.sort();
-    a != b
-}
-
-/// [`drift`], and then the weights ([`weights_differ`]): the whole of what makes a managed
-/// route's kernel route another than the one mproute installed. `kernel`: its paths, their
-/// weights and whether it uses a nexthop object (not compared).
-pub fn drift_weighted(
-    ours: &[Path],
-    ours_w: &[u16],
-    kernel: Option<(&[Path], &[u16], bool)>,
-) -> Option<String> {
-    drift(ours, kernel.map(|(p, _, obj)| (p, obj))).or_else(|| {
-        kernel
-            .filter(|(p, w, obj)| !*obj && weights_differ(ours, ours_w, p, w))
-            .map(|_| "the kernel's route has other weights".to_string())
-    })
-}
-
-/// Whether a managed route has drifted from the kernel's: its own FIB entry (same prefix,
-/// table and metric; `None`: there is none) is gone, or has other paths than the dataplane's
-/// group. Such a route is not the managed route any more, whoever changed it: the dataplane
-/// leaves its packets to the kernel. Entries with a nexthop object (no paths in a dump) are
-/// not compared.
-pub fn drift(ours: &[Path], kernel: Option<(&[Path], bool)>) -> Option<String> {
-    match kernel {
-        None => Some("not in the kernel's FIB".into()),
-        Some((_, true)) => None,
-        Some((paths, false)) => paths_differ(ours, paths),
-    }
 }
 
 /// Most "holes" the dataplane's LPM trie takes (see [`holes`]).
@@ -439,16 +369,16 @@ mod tests {
     fn not(v: &Verdict, what: &str) {
         match v {
             Verdict::Not(w) => assert!(w.contains(what), "{w:?} does not say {what:?}"),
-            Verdict::Sole { .. } => panic!("verified, expected not ({what})"),
+            Verdict::Verified { .. } => panic!("verified, expected not ({what})"),
         }
     }
 
     #[test]
-    fn a_plain_managed_route_is_sole_and_gets_a_probe_inside() {
+    fn a_plain_managed_route_is_verified_and_gets_a_probe_inside() {
         let v = one(managed("198.18.0.0/24", 0), vec![]);
         assert_eq!(
             v,
-            Verdict::Sole {
+            Verdict::Verified {
                 probe: "198.18.0.1".parse().expect("addr")
             }
         );
@@ -457,13 +387,13 @@ mod tests {
             managed("198.18.0.0/24", 0),
             vec![entry("198.0.0.0/8", TABLE_MAIN, 0)],
         );
-        assert!(v.is_sole(), "{v:?}");
+        assert!(v.is_verified(), "{v:?}");
         // a higher metric for the same prefix does not either
         let v = one(
             managed("198.18.0.0/24", 5),
             vec![entry("198.18.0.0/24", TABLE_MAIN, 10)],
         );
-        assert!(v.is_sole(), "{v:?}");
+        assert!(v.is_verified(), "{v:?}");
     }
 
     #[test]
@@ -507,7 +437,7 @@ mod tests {
                 entry("198.18.0.0/25", 100, 0),
             ],
         );
-        assert!(v.is_sole(), "{v:?}");
+        assert!(v.is_verified(), "{v:?}");
     }
 
     #[test]
@@ -565,58 +495,6 @@ mod tests {
     }
 
     #[test]
-    fn drift_weighted_is_drift_then_weights() {
-        let ours = nhs();
-        assert_eq!(
-            drift_weighted(&ours, &[1, 1], Some((&ours, &[1, 1], false))),
-            None
-        );
-        let w = drift_weighted(&ours, &[1, 1], Some((&ours, &[2, 1], false))).unwrap_or_default();
-        assert!(w.contains("other weights"), "{w}");
-        assert_eq!(
-            drift_weighted(&ours, &[1, 1], Some((&ours, &[2, 1], true))),
-            None
-        );
-        let gone = drift_weighted(&ours, &[1, 1], None).unwrap_or_default();
-        assert!(gone.contains("not in the kernel's FIB"), "{gone}");
-    }
-
-    #[test]
-    fn weights_differ_as_sets_of_weighted_paths() {
-        let ours = nhs();
-        let mut rev = nhs();
-        rev.reverse();
-        assert!(
-            !weights_differ(&ours, &[3, 1], &rev, &[1, 3]),
-            "same, other order"
-        );
-        assert!(weights_differ(&ours, &[3, 1], &ours, &[1, 1]));
-        assert!(
-            !weights_differ(&ours, &[3, 1], &ours, &[]),
-            "unknown: not compared"
-        );
-    }
-
-    #[test]
-    fn drift_is_a_gone_route_or_other_paths_in_any_order() {
-        let ours = nhs();
-        let mut reversed = nhs();
-        reversed.reverse();
-        assert_eq!(drift(&ours, Some((&reversed, false))), None);
-        // a nexthop object's paths are not in the dump: not compared
-        assert_eq!(drift(&ours, Some((&[], true))), None);
-        let gone = drift(&ours, None).unwrap_or_default();
-        assert!(gone.contains("not in the kernel's FIB"), "{gone}");
-        let fewer = drift(&ours, Some((&ours[..1], false))).unwrap_or_default();
-        assert!(fewer.contains("lacks our nexthop via"), "{fewer}");
-        let other = vec![ours[0], (E1, gw("10.1.0.99"))];
-        let why = drift(&ours, Some((&other, false))).unwrap_or_default();
-        assert!(why.contains("has nexthop via 10.1.0.99"), "{why}");
-        let more = vec![ours[0], ours[1], (E2, gw("10.2.0.9"))];
-        assert!(drift(&ours, Some((&more, false))).is_some());
-    }
-
-    #[test]
     fn nested_managed_prefixes_are_each_verified_and_probed_outside_the_inner_ones() {
         let outer = managed("10.8.0.0/16", 0);
         let inner = managed("10.8.0.0/24", 0);
@@ -626,12 +504,12 @@ mod tests {
         let v = verify(&[outer.clone(), inner.clone()], &fib);
         assert_eq!(
             v[1],
-            Verdict::Sole {
+            Verdict::Verified {
                 probe: "10.8.0.1".parse().expect("addr")
             }
         );
         // 10.8.0.1 is the inner route's: the outer one's probe lies outside it
-        let Verdict::Sole { probe } = v[0] else {
+        let Verdict::Verified { probe } = v[0] else {
             panic!("outer not verified: {:?}", v[0]);
         };
         assert!(
@@ -641,7 +519,7 @@ mod tests {
         // an unmanaged route inside the inner one refuses the inner one only
         fib.push(entry("10.8.0.64/26", TABLE_MAIN, 0));
         let v = verify(&[outer, inner], &fib);
-        assert!(v[0].is_sole(), "{:?}", v[0]);
+        assert!(v[0].is_verified(), "{:?}", v[0]);
         not(&v[1], "10.8.0.64/26");
     }
 

@@ -3,7 +3,7 @@
 //! For a packet of a managed route the dataplane asks the kernel's FIB whether the kernel would
 //! route it by that very route (a more specific route, a rule or a local address may say
 //! otherwise). For IPv4 that lookup is skipped for the routes verified here
-//! ([`mpt_model::sole`]) while the namespace's FIB generation (`net->ipv4.rt_genid`) stays the one
+//! ([`mpt_model::route::verify`]) while the namespace's FIB generation (`net->ipv4.rt_genid`) stays the one
 //! they were verified at. Verification runs at the end of every command that changes routes or
 //! attaches the dataplane: generation, dump, verify, look each route's probe address up (so that
 //! the kernel marks the route used and its own later delete or replace moves the generation),
@@ -12,13 +12,15 @@
 use mpt_bpf::mproute::fib_generation::FibGenReader;
 use mpt_bpf::mproute::state::RouteState;
 use mpt_cli::Failure;
-use mpt_model::sole::{self, FibEntry, Managed, Verdict};
+use mpt_model::route::drift;
+use mpt_model::route::verify::{self as fibverify, FibEntry, Managed, Verdict};
 use mpt_model::Family;
 use mpt_netlink::msg::rtnl::route as rmsg;
 use mpt_netlink::sock::Socket;
 use serde::Serialize;
 
-use crate::state::fail;
+use crate::session::Session;
+use crate::store::fail;
 
 /// `RTA_ENCAP`.
 const RTA_ENCAP: u16 = 22;
@@ -76,7 +78,7 @@ fn dump_table(
 /// The main and local tables' IPv4 entries.
 fn fib4(sock: &mut Socket) -> Result<Vec<FibEntry>, Failure> {
     let mut out = Vec::new();
-    for table in [sole::TABLE_MAIN, sole::TABLE_LOCAL] {
+    for table in [fibverify::TABLE_MAIN, fibverify::TABLE_LOCAL] {
         for m in dump_table(sock, Family::V4, table)? {
             let ipnet::IpNet::V4(dst) = m.route.key.dst else {
                 continue;
@@ -108,7 +110,7 @@ fn verify(sock: &mut Socket, raw: &RouteState) -> Result<Verified, Failure> {
         let Some(dst) = key_net(&r.id) else { continue };
         let (nexthops, weights) = group_of(raw, r.group)?.unwrap_or_default();
         keys.push(r.id);
-        flagged.push(r.flags & mpt_bpf::mproute::abi::DPR_F_SOLE != 0);
+        flagged.push(r.flags & mpt_bpf::mproute::abi::DPR_F_VERIFIED != 0);
         drifted.push(r.flags & mpt_bpf::mproute::abi::DPR_F_DRIFT != 0);
         managed.push(Managed {
             dst,
@@ -123,7 +125,7 @@ fn verify(sock: &mut Socket, raw: &RouteState) -> Result<Verified, Failure> {
     } else {
         fib4(sock)?
     };
-    let verdicts = sole::verify(&managed, &fib);
+    let verdicts = fibverify::verify(&managed, &fib);
     Ok(Verified {
         keys,
         flagged,
@@ -184,10 +186,10 @@ fn probe_answers(
             got.sort();
             want.sort();
             return Ok(k.dst == ipnet::IpNet::V4(m.dst)
-                && k.table == sole::TABLE_MAIN
+                && k.table == fibverify::TABLE_MAIN
                 && k.metric == m.metric
                 && a.tos == 0
-                && a.route.rtype == sole::RTN_UNICAST
+                && a.route.rtype == fibverify::RTN_UNICAST
                 && a.route.nh_id.is_none()
                 && got == want);
         }
@@ -235,10 +237,10 @@ pub fn arm(
             }
         }
         for (m, vd) in v.managed.iter().zip(v.verdicts.iter_mut()) {
-            if let Verdict::Sole { probe } = *vd {
+            if let Verdict::Verified { probe } = *vd {
                 let dumped = v.fib.iter().find(|e| {
                     e.dst == m.dst
-                        && e.table == sole::TABLE_MAIN
+                        && e.table == fibverify::TABLE_MAIN
                         && e.metric == m.metric
                         && e.tos == 0
                 });
@@ -259,9 +261,9 @@ pub fn arm(
         }
         let mut n = 0;
         for (k, vd) in v.keys.iter().zip(&v.verdicts) {
-            raw.dp_set_sole(k, vd.is_sole())
+            raw.dp_set_verified(k, vd.is_verified())
                 .map_err(|e| fail("write the dataplane's routes", e))?;
-            n += usize::from(vd.is_sole());
+            n += usize::from(vd.is_verified());
         }
         raw.set_fib4_gen(Some(before.v4))
             .map_err(|e| fail("write the FIB generation", e))?;
@@ -272,9 +274,9 @@ pub fn arm(
 }
 
 /// Enter in the LPM trie, as holes, the routes of other owners inside managed prefixes that the
-/// per-packet check would take for the managed route ([`sole::holes`]), and drop stale ones.
+/// per-packet check would take for the managed route ([`fibverify::holes`]), and drop stale ones.
 fn sync_holes(raw: &RouteState, v: &Verified) -> Result<(), Failure> {
-    let want: Vec<mpt_bpf::mproute::abi::MptRouteKey> = sole::holes(&v.managed, &v.fib)
+    let want: Vec<mpt_bpf::mproute::abi::MptRouteKey> = fibverify::holes(&v.managed, &v.fib)
         .into_iter()
         .map(|(net, metric)| {
             let mut dst_be = [0u8; 16];
@@ -283,7 +285,7 @@ fn sync_holes(raw: &RouteState, v: &Verified) -> Result<(), Failure> {
                 family: mpt_bpf::mproute::abi::AF_INET,
                 dst_len: net.prefix_len(),
                 reserved: 0,
-                table: sole::TABLE_MAIN,
+                table: fibverify::TABLE_MAIN,
                 metric,
                 dst_be,
             }
@@ -295,15 +297,18 @@ fn sync_holes(raw: &RouteState, v: &Verified) -> Result<(), Failure> {
 }
 
 /// Flag the managed IPv4 routes whose kernel route is gone or has other paths
-/// ([`sole::drift`]): the dataplane leaves their packets to the kernel. Clear the others.
+/// ([`drift::drift`]): the dataplane leaves their packets to the kernel. Clear the others.
 /// Only flags that change are written (the trie was read once, by [`verify`]).
 fn sync_drift4(raw: &RouteState, v: &Verified) -> Result<(), Failure> {
     for ((k, m), was) in v.keys.iter().zip(&v.managed).zip(&v.drifted) {
-        let why = if m.table == sole::TABLE_MAIN {
+        let why = if m.table == fibverify::TABLE_MAIN {
             let own = v.fib.iter().find(|e| {
-                e.dst == m.dst && e.table == sole::TABLE_MAIN && e.metric == m.metric && e.tos == 0
+                e.dst == m.dst
+                    && e.table == fibverify::TABLE_MAIN
+                    && e.metric == m.metric
+                    && e.tos == 0
             });
-            sole::drift_weighted(
+            drift::drift_weighted(
                 &m.nexthops,
                 &m.weights,
                 own.map(|e| (&e.nexthops[..], &e.weights[..], e.nh_object)),
@@ -320,7 +325,7 @@ fn sync_drift4(raw: &RouteState, v: &Verified) -> Result<(), Failure> {
 }
 
 /// A group's paths, (device, gateway), and their weights in the same order.
-pub(crate) type Weighted = (Vec<sole::Path>, Vec<u16>);
+pub(crate) type Weighted = (Vec<drift::Path>, Vec<u16>);
 
 /// The paths of a dataplane group and their weights, from one reading; `None` if there is no
 /// such group.
@@ -342,7 +347,7 @@ pub(crate) fn weights(r: &mpt_model::route::Route) -> Vec<u16> {
 }
 
 /// A kernel route's paths: (device, gateway).
-pub(crate) fn paths(r: &mpt_model::route::Route) -> Vec<sole::Path> {
+pub(crate) fn paths(r: &mpt_model::route::Route) -> Vec<drift::Path> {
     r.nexthops.iter().map(|n| (n.ifindex, n.gateway)).collect()
 }
 
@@ -352,13 +357,16 @@ fn sync_holes6(sock: &mut Socket, raw: &RouteState) -> Result<(), Failure> {
     let (routes, have) = entries(raw, true)?;
     let mut managed = Vec::new();
     let mut managed_w = Vec::new();
-    for r in routes.iter().filter(|r| r.id.table == sole::TABLE_MAIN) {
+    for r in routes
+        .iter()
+        .filter(|r| r.id.table == fibverify::TABLE_MAIN)
+    {
         let Ok(dst) = ipnet::Ipv6Net::new(std::net::Ipv6Addr::from(r.id.dst_be), r.id.dst_len)
         else {
             continue;
         };
         let (nexthops, w) = group_of(raw, r.group)?.unwrap_or_default();
-        managed.push(sole::Span {
+        managed.push(fibverify::Span {
             dst: ipnet::IpNet::V6(dst),
             metric: r.id.metric,
             unicast: true,
@@ -369,7 +377,7 @@ fn sync_holes6(sock: &mut Socket, raw: &RouteState) -> Result<(), Failure> {
     let dumped = if managed.is_empty() {
         Vec::new()
     } else {
-        dump_table(sock, Family::V6, sole::TABLE_MAIN)?
+        dump_table(sock, Family::V6, fibverify::TABLE_MAIN)?
     };
     // drift, as for IPv4 (sync_drift4)
     for ((id, ours_w, was), span) in managed_w.iter().zip(&managed) {
@@ -377,7 +385,7 @@ fn sync_holes6(sock: &mut Socket, raw: &RouteState) -> Result<(), Failure> {
             .iter()
             .find(|m| m.route.key.dst == span.dst && m.route.key.metric == span.metric)
             .map(|m| (paths(&m.route), weights(&m.route), m.route.nh_id.is_some()));
-        let why = sole::drift_weighted(
+        let why = drift::drift_weighted(
             &span.nexthops,
             ours_w,
             own.as_ref().map(|(p, w, obj)| (&p[..], &w[..], *obj)),
@@ -387,23 +395,23 @@ fn sync_holes6(sock: &mut Socket, raw: &RouteState) -> Result<(), Failure> {
                 .map_err(|e| fail("write the dataplane's routes", e))?;
         }
     }
-    let fib: Vec<sole::Span> = dumped
+    let fib: Vec<fibverify::Span> = dumped
         .into_iter()
-        .map(|m| sole::Span {
+        .map(|m| fibverify::Span {
             dst: m.route.key.dst,
             metric: m.route.key.metric,
-            unicast: m.route.rtype == sole::RTN_UNICAST,
+            unicast: m.route.rtype == fibverify::RTN_UNICAST,
             nexthops: paths(&m.route),
         })
         .collect();
-    let want: Vec<mpt_bpf::mproute::abi::MptRouteKey> = sole::holes_any(&managed, &fib)
+    let want: Vec<mpt_bpf::mproute::abi::MptRouteKey> = fibverify::holes_any(&managed, &fib)
         .into_iter()
         .filter_map(|(net, metric)| match net {
             ipnet::IpNet::V6(n) => Some(mpt_bpf::mproute::abi::MptRouteKey {
                 family: mpt_bpf::mproute::abi::AF_INET6,
                 dst_len: n.prefix_len(),
                 reserved: 0,
-                table: sole::TABLE_MAIN,
+                table: fibverify::TABLE_MAIN,
                 metric,
                 dst_be: n.network().octets(),
             }),
@@ -481,7 +489,7 @@ pub fn status(
             .map_err(|e| fail("read the dataplane's routes", e))?;
         if routes
             .iter()
-            .all(|r| r.flags & mpt_bpf::mproute::abi::DPR_F_SOLE != 0)
+            .all(|r| r.flags & mpt_bpf::mproute::abi::DPR_F_VERIFIED != 0)
         {
             return Ok(FibCheck {
                 generation: now.v4,
@@ -503,7 +511,7 @@ pub fn status(
         let why = match vd {
             _ if now.custom_rules4 => "the namespace has custom rules".to_string(),
             Verdict::Not(w) => w.clone(),
-            Verdict::Sole { .. } => "verifiable, not verified since the last FIB change".into(),
+            Verdict::Verified { .. } => "verifiable, not verified since the last FIB change".into(),
         };
         unverified.push(Unverified {
             dst: m.dst.to_string(),
@@ -518,4 +526,108 @@ pub fn status(
         skipped,
         unverified,
     })
+}
+
+impl Session {
+    /// Work left at the end of an invocation: collect nexthop objects no route uses any more,
+    /// and verify the managed routes for the dataplane's FIB check.
+    pub fn finish(&mut self) -> Result<(), Failure> {
+        let collected = self.collect();
+        if std::mem::take(&mut self.arm_needed) {
+            if let Some(w) = self.arm() {
+                eprintln!("mproute: warning: {w}");
+            }
+        }
+        collected
+    }
+
+    /// Before a command changes routes or attachments: clear the recorded FIB generation, so
+    /// that the dataplane checks every managed packet with the kernel while our maps and the
+    /// FIB change (a delete of a route no lookup ever matched does not move the generation,
+    /// and the LPM trie changes without it). [`Session::finish`] verifies again.
+    pub(crate) fn disarm(&mut self) -> Result<(), Failure> {
+        if self.arm_needed {
+            return Ok(());
+        }
+        self.arm_needed = true;
+        if let Some(store) = self.store(false)? {
+            store
+                .bpf()
+                .set_fib4_gen(None)
+                .map_err(|e| crate::store::fail("write the FIB generation", e))?;
+        }
+        Ok(())
+    }
+
+    /// With a dataplane attached: verify the managed IPv4 routes against the FIB and record the
+    /// generation (see [`crate::fibcheck`]). Never fails the command: the routes are in place;
+    /// on trouble the per-packet check stays on (the generation was cleared by
+    /// [`Session::disarm`]) and the reason is returned for a warning.
+    pub(crate) fn arm(&mut self) -> Option<String> {
+        let r = (|| -> Result<(), Failure> {
+            let attached = !mpt_bpf::mproute::dataplane::attachments()
+                .map_err(|e| crate::store::fail("list dataplane attachments", e))?
+                .is_empty();
+            if !attached || self.store(false)?.is_none() {
+                return Ok(());
+            }
+            self.sock()?;
+            let reader = crate::verify::reader(&mut self.fibgen)?;
+            let (Some(sock), Some(store)) = (self.sock.as_mut(), self.store.as_ref()) else {
+                return Ok(());
+            };
+            crate::verify::arm(sock, store.bpf(), reader).map(|_| ())
+        })();
+        r.err().map(|f| {
+            format!(
+                "verifying the managed routes failed, the dataplane checks their packets with the kernel's FIB one by one: {}",
+                f.message
+            )
+        })
+    }
+
+    /// `dataplane watch`, one round: verify the managed routes now and report the check. The
+    /// namespace's lock is held only meanwhile (commands wait for it, and it for them).
+    pub fn verify_now(&mut self) -> Result<crate::verify::FibCheck, Failure> {
+        self.store = None;
+        self.store_checked = false;
+        let r = (|| {
+            if self.store(false)?.is_none() {
+                return Err(Failure::system(
+                    "dataplane watch: no mproute state in this namespace (yet)",
+                ));
+            }
+            if let Some(w) = self.arm() {
+                return Err(Failure::system(w));
+            }
+            self.sock()?;
+            let reader = crate::verify::reader(&mut self.fibgen)?;
+            match (self.sock.as_mut(), self.store.as_ref()) {
+                (Some(sock), Some(store)) => crate::verify::status(sock, store.bpf(), reader),
+                _ => Err(Failure::system(
+                    "dataplane watch: no mproute state in this namespace (yet)",
+                )),
+            }
+        })();
+        self.store = None;
+        self.store_checked = false;
+        r
+    }
+
+    /// The state of the FIB check now, read only (`None`: no state in the namespace).
+    pub(crate) fn fib_check(&mut self) -> Result<Option<FibCheck>, Failure> {
+        let reader = reader(&mut self.fibgen)?;
+        match (self.sock.as_mut(), self.store.as_ref()) {
+            (Some(sock), Some(store)) => status(sock, store.bpf(), reader).map(Some),
+            _ => Ok(None),
+        }
+    }
+
+    /// The namespace's IPv4 FIB generation now.
+    pub fn generation(&mut self) -> Result<u32, Failure> {
+        crate::verify::reader(&mut self.fibgen)?
+            .read()
+            .map(|g| g.v4)
+            .map_err(|e| crate::store::fail("read the FIB generation", e))
+    }
 }

@@ -5,6 +5,11 @@ use std::net::IpAddr;
 
 use ipnet::IpNet;
 
+pub mod algo;
+pub mod drift;
+pub mod threshold;
+pub mod verify;
+
 use crate::Algo;
 
 /// Largest weight a nexthop may have (`rtnh_hops` is a u8 holding weight − 1).

@@ -1,0 +1,35 @@
+//! `mproute dataplane attach|detach|show`: the tc/XDP programs that carry out the algorithms,
+//! on the devices packets arrive on, their counters and the state of their FIB check
+//! ([`crate::attachment`]). `watch` is [`super::watch`].
+
+use mpt_cli::Failure;
+
+use crate::attachment;
+use crate::cmd::Output;
+use crate::grammar::DpSpec;
+use crate::session::Session;
+
+/// Attach, detach or show; each answers with the dataplane's report.
+pub fn run(s: &mut Session, spec: &DpSpec) -> Result<Output, Failure> {
+    let notes = match spec {
+        DpSpec::Attach {
+            devs,
+            mode,
+            fastpath,
+            prepare_peers,
+        } => attachment::attach(s, devs, *mode, *fastpath, *prepare_peers)?,
+        DpSpec::Detach { devs } => {
+            attachment::detach(devs)?;
+            Vec::new()
+        }
+        DpSpec::Watch => {
+            return Err(Failure::usage(
+                "dataplane watch: runs on its own, not in a batch",
+            ))
+        }
+        // what attach would say about the veth peers native XDP redirects into
+        DpSpec::Show => attachment::peer_notes(s, false)?,
+    };
+    let verify = matches!(spec, DpSpec::Attach { .. });
+    attachment::report(s, notes, verify).map(Output::Dataplane)
+}

@@ -1,0 +1,71 @@
+//! `mproute get ADDR [from SRC] [ipproto P] [sport S] [dport D] [table T]`: the nexthop the
+//! dataplane picks for such a packet and the flow hash, computed in user space from the same
+//! definition (`mpt_model::hash`) as the BPF program's.
+
+use mpt_cli::Failure;
+use mpt_model::Algo;
+
+use crate::cmd::Output;
+use crate::grammar::GetSpec;
+use crate::resolve;
+use crate::session::Session;
+
+/// Answer for one address.
+pub fn run(s: &mut Session, g: &GetSpec) -> Result<Output, Failure> {
+    let table = resolve::table(g.table.as_deref())?;
+    let what = format!("get {}", g.dst);
+    let enforced = s.enforced_by()?;
+    let store = s
+        .store(false)?
+        .ok_or_else(|| Failure::system(format!("{what}: no route managed by mproute covers it")))?;
+    let raw = store.bpf();
+    let ctx = |e| crate::store::fail(&what, e);
+    let rt = raw
+        .dp_lookup(table, g.dst)
+        .map_err(ctx)?
+        .ok_or_else(|| Failure::system(format!("{what}: no route managed by mproute covers it")))?;
+    let group = raw
+        .dp_group(rt.group)
+        .map_err(ctx)?
+        .ok_or_else(|| Failure::system(format!("{what}: the route has no nexthop group")))?;
+    let seed = raw.meta().map_err(ctx)?.hash_seed;
+    let key = crate::store::from_key(&rt.id)
+        .ok_or_else(|| Failure::system(format!("{what}: unreadable route key")))?;
+    // (the flag is kept by verifications, which run while a dataplane is attached)
+    if rt.flags & mpt_bpf::mproute::abi::DPR_F_DRIFT != 0 && matches!(enforced, "xdp" | "tc") {
+        return Err(Failure::system(format!(
+            "{what}: the kernel's route {} (metric {}) is no longer the one mproute installed, \
+             so the kernel forwards it",
+            key.dst, key.metric
+        ))
+        .hint("\"mproute sync\" takes its nexthops from the FIB or forgets it"));
+    }
+    let enforced = s.route_enforced_by(enforced, &key)?;
+    let algo = Algo::from_u32(u32::from(rt.algo)).unwrap_or_default();
+    let src = g.src.unwrap_or(match g.dst {
+        std::net::IpAddr::V4(_) => std::net::IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED),
+        std::net::IpAddr::V6(_) => std::net::IpAddr::V6(std::net::Ipv6Addr::UNSPECIFIED),
+    });
+    let fk = mpt_model::hash::FlowKey::from_addrs(src, g.dst, g.proto, g.sport, g.dport)
+        .ok_or_else(|| Failure::usage(format!("{what}: source and destination families differ")))?;
+    let hash_algo = matches!(algo, Algo::L3Hash | Algo::L4Hash);
+    let nhs = group.nexthops();
+    let (hash, index) = if hash_algo {
+        let l4 = algo == Algo::L4Hash && mpt_model::hash::is_l4_proto(g.proto);
+        let h = mpt_model::hash::flow_hash(&fk, l4, seed);
+        let bounds: Vec<i32> = nhs.iter().map(|n| n.upper_bound).collect();
+        (Some(h), mpt_model::route::threshold::select(h, &bounds))
+    } else {
+        (None, None)
+    };
+    let nhs = nhs.to_vec();
+    let mut ifname = |i: u32| mpt_sys::iface::name(i);
+    let mut row =
+        crate::view::GetRow::new(g.dst, &key, algo, hash, index, &nhs, enforced, &mut ifname);
+    // The kernel's flags of each path (dead, linkdown): a packet for a dead nexthop is
+    // handed to the kernel, which forwards it by a live one.
+    if let Some(r) = s.find(&key)? {
+        row.set_flags(&nhs, &r);
+    }
+    Ok(Output::Get(Box::new(row)))
+}

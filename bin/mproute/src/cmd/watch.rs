@@ -1,0 +1,69 @@
+//! `mproute dataplane watch`: keep the dataplane's FIB check verified while the FIB changes,
+//! printing the check each time (`-j`: one JSON object per line). Runs until interrupted.
+
+use mpt_cli::render::Style;
+use mpt_cli::Failure;
+
+use crate::session::Session;
+
+/// `dataplane watch`: verify the managed routes at start and again after every change of
+/// routes, rules, addresses, links or forwarding settings (a burst counts once), printing the
+/// check each time. Every few seconds it also compares the FIB generation with the one last
+/// reported, for the changes the kernel announces to nobody (a route cache flush). Runs until
+/// interrupted or until its output is closed; returns only on failure.
+pub fn run(s: &mut Session, style: Style) -> Result<(), Failure> {
+    use mpt_netlink::events::{self as ev, Events};
+    use std::io::Write;
+    use std::time::Duration;
+    let mut events = Events::subscribe(&[
+        ev::RTNLGRP_LINK,
+        ev::RTNLGRP_IPV4_IFADDR,
+        ev::RTNLGRP_IPV4_ROUTE,
+        ev::RTNLGRP_IPV4_RULE,
+        ev::RTNLGRP_IPV4_NETCONF,
+        // IPv6: its holes and drift are verified too (the IPv4 generation does not move)
+        ev::RTNLGRP_IPV6_IFADDR,
+        ev::RTNLGRP_IPV6_ROUTE,
+        ev::RTNLGRP_IPV6_RULE,
+        ev::RTNLGRP_NEXTHOP,
+    ])
+    .map_err(Failure::from)?;
+    // the generation the routes were last verified at (None: not verified, try again)
+    let mut last: Option<u32>;
+    loop {
+        let line = match s.verify_now() {
+            Ok(f) => {
+                last = f.verified_at;
+                if style.json {
+                    serde_json::to_string(&f).unwrap_or_default()
+                } else {
+                    f.line()
+                }
+            }
+            // a failed round is reported; the next change tries again
+            Err(f) => {
+                last = None;
+                f.eprint("mproute");
+                String::new()
+            }
+        };
+        if !line.is_empty() {
+            let mut out = std::io::stdout().lock();
+            if writeln!(out, "{line}").and_then(|()| out.flush()).is_err() {
+                return Ok(()); // nobody reads any more
+            }
+        }
+        loop {
+            let changed = events
+                .wait_change(
+                    Some(Duration::from_secs(5)),
+                    Duration::from_millis(100),
+                    Duration::from_secs(2),
+                )
+                .map_err(Failure::from)?;
+            if changed || last.is_none() || s.generation().ok() != last {
+                break;
+            }
+        }
+    }
+}

@@ -1,0 +1,598 @@
+//! The route transaction: one `add`, `replace`, `append`, `change` or `del` written to mproute's
+//! state, the dataplane's group and LPM entry, kernel nexthop objects and the FIB so that they
+//! agree after the command, a refused one included.
+//!
+//! Order: a mutation writes the state, the dataplane's entries and any nexthop objects first,
+//! then the FIB ([`Session::plan`] prepares, the caller sends the request, [`Session::settle`]
+//! keeps or undoes); a delete removes the FIB route first, then the state.
+
+use std::collections::{HashMap, HashSet};
+
+use mpt_cli::{names, Failure};
+use mpt_model::route::RTNH_F_ONLINK;
+use mpt_model::{Algo, Family, Nexthop, Route, RouteKey, Verb, MPROUTE_PROTO};
+use mpt_netlink::msg::rtnl::route::{self as rmsg, PathForm, RouteRequest};
+
+use crate::cmd::Output;
+use crate::grammar::RouteSpec;
+use crate::kernel_nh::NhIndex;
+use crate::resolve::{self, Resolved};
+use crate::session::{dump, Session};
+use crate::store::{Managed, Store};
+use crate::view::{action, report, ActionRow};
+
+/// A planned change whose FIB request is still to be sent.
+#[derive(Debug)]
+pub(crate) struct Pending {
+    pub(crate) verb: Verb,
+    pub(crate) key: RouteKey,
+    pub(crate) op: String,
+    pub(crate) req: mpt_netlink::msg::Request,
+    pub(crate) protocol: u8,
+    pub(crate) old_state: Option<Managed>,
+    pub(crate) algo: Algo,
+    pub(crate) created: Vec<u32>,
+    pub(crate) route: Route,
+    pub(crate) replaced: bool,
+    /// Dataplane group of the route, and whether this command allocated it privately.
+    pub(crate) group: u32,
+    pub(crate) new_private: bool,
+    /// LPM entry before the change, to put back if the kernel refuses.
+    pub(crate) old_lpm: Option<mpt_bpf::mproute::abi::MptDpRoute>,
+}
+
+#[derive(Debug)]
+pub(crate) enum Planned {
+    Unchanged(Output),
+    Send(Pending),
+}
+
+pub(crate) fn op_name(verb: Verb, key: &RouteKey) -> String {
+    let mut s = format!("{} {}", verb.name(), key.dst);
+    if key.table != mpt_model::names::RT_TABLE_MAIN {
+        s.push_str(&format!(" table {}", names::table_name(key.table)));
+    }
+    s
+}
+
+impl Session {
+    pub(crate) fn modify(&mut self, spec: &RouteSpec) -> Result<Output, Failure> {
+        let p = match self.plan(spec)? {
+            Planned::Unchanged(out) => return Ok(out),
+            Planned::Send(p) => p,
+        };
+        let sent = self.sock()?.request(&p.req, &p.op);
+        self.settle(
+            p,
+            sent.map_err(|e| match e {
+                mpt_netlink::Error::Kernel(k) => k,
+                other => mpt_netlink::KernelError {
+                    op: other.to_string(),
+                    errno: libc::EIO,
+                    msg: None,
+                    attr: None,
+                },
+            }),
+        )
+    }
+
+    /// Everything before the FIB request: resolve, decide, write our state, create nexthop
+    /// objects. The FIB request itself is sent by the caller (alone or pipelined).
+    pub(crate) fn plan(&mut self, spec: &RouteSpec) -> Result<Planned, Failure> {
+        let r = resolve::resolve(spec)?;
+        let op = op_name(spec.verb, &r.key);
+        let old_fib = if matches!(spec.verb, Verb::Replace | Verb::Change) {
+            self.find(&r.key)?
+        } else {
+            None
+        };
+        let protocol = r.proto.unwrap_or(MPROUTE_PROTO);
+        let store = self
+            .store(true)?
+            .ok_or_else(|| Failure::system(format!("{op}: cannot create mproute state")))?;
+        let mut new_state = Managed {
+            algo: r.algo,
+            nh_count: r.nexthops.len().min(255) as u8,
+            group: 0,
+            protocol,
+        };
+        // 1. state (then 2. FIB, 3. undo the state if the FIB refused, in settle()).
+        let old_state = if spec.verb == Verb::Add && store.put_new(&r.key, new_state)? {
+            None
+        } else {
+            let old = store.get(&r.key)?;
+            // replace and change install the route as given, as ip route does (no algo: the
+            // default, l3-hash); append adds nexthops to a route and keeps its algorithm.
+            if !r.algo_given && spec.verb == Verb::Append {
+                new_state.algo = old.map_or(Algo::L3Hash, |m| m.algo);
+            }
+            if matches!(spec.verb, Verb::Replace | Verb::Change) {
+                if let Some(cur) = &old_fib {
+                    // Unchanged only if the dataplane's group is the kernel's route too: a
+                    // route changed behind mproute's back is settled by writing it again.
+                    if same_paths(cur, &r, protocol)
+                        && old.map(|m| m.algo) == Some(new_state.algo)
+                        && old.is_some_and(|m| group_is_route(store.bpf(), m.group, cur))
+                    {
+                        return Ok(Planned::Unchanged(Output::Change(report(
+                            false,
+                            spec.verb,
+                            &r.key,
+                            Some(new_state.algo),
+                        ))));
+                    }
+                }
+            }
+            store.put(&r.key, new_state)?;
+            old
+        };
+        // Kernel nexthop objects where possible (not for append: IPv6 merges appended paths
+        // into the route, which a route referencing an object cannot take).
+        let mut form = r.form;
+        let mut created = Vec::new();
+        if self.use_nh_objects && spec.verb != Verb::Append && NhIndex::usable(&r.nexthops) {
+            let nexthops = r.nexthops.clone();
+            let op2 = op.clone();
+            let fam = r.key.family();
+            if let Some(ens) = self.with_nh(|idx, sock| idx.ensure(sock, &op2, fam, &nexthops))? {
+                match ens {
+                    Ok(e) => {
+                        form = PathForm::Object(e.id);
+                        created = e.created;
+                    }
+                    Err(f) => {
+                        if let Some(s) = self.store(false)? {
+                            s.restore(&r.key, old_state)?;
+                        }
+                        return Err(f);
+                    }
+                }
+            }
+        }
+        let nh_id = match form {
+            PathForm::Object(id) => Some(id),
+            _ => None,
+        };
+        // Dataplane maps, before the FIB like the rest of our state.
+        let (group, new_private, old_lpm) =
+            match self.dp_prepare(&r, nh_id, old_state, new_state.algo) {
+                Ok(v) => v,
+                Err(f) => {
+                    if let Some(s) = self.store(false)? {
+                        s.restore(&r.key, old_state)?;
+                    }
+                    self.drop_created(&created)?;
+                    return Err(f);
+                }
+            };
+        if group != new_state.group {
+            new_state.group = group;
+            if let Some(s) = self.store(false)? {
+                s.put(&r.key, new_state)?;
+            }
+        }
+        let req = rmsg::encode(&RouteRequest {
+            verb: spec.verb,
+            key: r.key,
+            metric_given: r.metric_given,
+            protocol: Some(protocol),
+            nexthops: &r.nexthops,
+            form,
+            algo: new_state.algo,
+        });
+        Ok(Planned::Send(Pending {
+            verb: spec.verb,
+            key: r.key,
+            op,
+            req,
+            protocol,
+            old_state,
+            algo: new_state.algo,
+            created,
+            route: Route {
+                key: r.key,
+                protocol,
+                scope: 0,
+                rtype: rmsg::RTN_UNICAST,
+                nexthops: r.nexthops,
+                nh_id,
+                algo: None,
+            },
+            replaced: old_fib.is_some(),
+            group,
+            new_private,
+            old_lpm,
+        }))
+    }
+
+    /// Choose the route's dataplane group, write it if needed, and point the LPM entry at it.
+    /// Returns (group, allocated here as private, LPM entry before).
+    pub(crate) fn dp_prepare(
+        &mut self,
+        r: &Resolved,
+        nh_id: Option<u32>,
+        old_state: Option<Managed>,
+        algo: Algo,
+    ) -> Result<(u32, bool, Option<mpt_bpf::mproute::abi::MptDpRoute>), Failure> {
+        let known = nh_id.is_some_and(|id| self.dp_groups_known.contains(&id));
+        let store = self
+            .store(false)?
+            .ok_or_else(|| Failure::system("dataplane state unavailable"))?;
+        let raw = store.bpf();
+        let ctx = |e| crate::store::fail("write dataplane state", e);
+        let key = crate::store::to_key(&r.key);
+        let nhs = dp_nexthops(&r.nexthops);
+        let (group, new_private) = match nh_id {
+            Some(id) => {
+                if !known && !raw.dp_has_group(id).map_err(ctx)? {
+                    raw.dp_put_group(id, &nhs).map_err(ctx)?;
+                }
+                (id, false)
+            }
+            // A nexthop without a device: the kernel picks it, and the group is rewritten
+            // from the kernel's answer after the FIB took the route; private to the route.
+            None if r.nexthops.iter().any(|n| n.ifindex == 0) => {
+                let g = match old_state.map(|m| m.group) {
+                    Some(g) if g >= mpt_bpf::mproute::route_table::PRIVATE_GROUP_BASE => g,
+                    _ => raw.dp_private_group(key_hash(&r.key)).map_err(ctx)?,
+                };
+                raw.dp_put_group(g, &nhs).map_err(ctx)?;
+                (g, true)
+            }
+            // Shared by every route with the same nexthops.
+            None => {
+                let content = nh_content_hash(&r.nexthops);
+                match self.dp_groups_by_content.get(&content) {
+                    Some(g) => (*g, false),
+                    None => {
+                        let store = self
+                            .store(false)?
+                            .ok_or_else(|| Failure::system("dataplane state unavailable"))?;
+                        let (g, created) =
+                            store.bpf().dp_shared_group(content, &nhs).map_err(ctx)?;
+                        self.dp_groups_by_content.insert(content, g);
+                        (g, created)
+                    }
+                }
+            }
+        };
+        let store = self
+            .store(false)?
+            .ok_or_else(|| Failure::system("dataplane state unavailable"))?;
+        let raw = store.bpf();
+        let old = raw
+            .dp_put_route(&key, algo.as_u32() as u8, group)
+            .map_err(ctx)?;
+        if let Some(id) = nh_id {
+            self.dp_groups_known.insert(id);
+        }
+        Ok((group, new_private, old))
+    }
+
+    /// After the FIB answered: keep or undo.
+    pub(crate) fn settle(
+        &mut self,
+        p: Pending,
+        res: Result<(), mpt_netlink::KernelError>,
+    ) -> Result<Output, Failure> {
+        if let Err(e) = res {
+            self.undo(&p)?;
+            self.drop_created(&p.created)?;
+            return Err(Failure::from(mpt_netlink::Error::Kernel(e)));
+        }
+        self.settle_ok(p)
+    }
+
+    /// Put our state and the LPM entry back as they were before `p` was planned.
+    pub(crate) fn undo(&mut self, p: &Pending) -> Result<(), Failure> {
+        if let Some(s) = self.store(false)? {
+            s.restore(&p.key, p.old_state)?;
+            let _ = s
+                .bpf()
+                .dp_restore_route(&crate::store::to_key(&p.key), p.old_lpm);
+        }
+        if p.new_private {
+            // Possibly shared with later lines of a batch: collected at the end if unused.
+            self.gc_needed = true;
+        }
+        self.invalidate(&p.key);
+        Ok(())
+    }
+
+    pub(crate) fn settle_ok(&mut self, p: Pending) -> Result<Output, Failure> {
+        // The same route with other nexthops (another group): its per-nexthop counters, kept
+        // by position, would be the old nexthops' ones.
+        let key = crate::store::to_key(&p.key);
+        if p.old_lpm.is_some_and(|o| o.id == key && o.group != p.group) {
+            // best effort: the route is in place; counters only
+            if let Some(s) = self.store(false)? {
+                let _ = s.bpf().dp_reset_stats(&key);
+            }
+        }
+        let needs_kernel_view =
+            p.verb == Verb::Append || p.route.nexthops.iter().any(|n| n.ifindex == 0);
+        if needs_kernel_view {
+            // IPv6 merges appended nexthops into the route, and a nexthop typed without a
+            // device got one from the kernel: learn the result and give it to the dataplane.
+            self.invalidate(&p.key);
+            if let Some(cur) = self.find(&p.key)? {
+                if p.group >= mpt_bpf::mproute::route_table::PRIVATE_GROUP_BASE {
+                    if let Some(s) = self.store(false)? {
+                        s.bpf()
+                            .dp_put_group(p.group, &dp_nexthops(&cur.nexthops))
+                            .map_err(|e| crate::store::fail("write dataplane state", e))?;
+                    }
+                }
+            }
+        } else {
+            self.cache_set(&p.key, Some(p.route));
+        }
+        if p.old_state.is_some_and(|old| old.group != p.group) {
+            self.gc_needed = true;
+        }
+        if p.replaced {
+            self.gc_needed = true;
+        }
+        if p.algo != Algo::L3Hash {
+            self.check_native(&p.key)?;
+        }
+        Ok(Output::Change(report(true, p.verb, &p.key, Some(p.algo))))
+    }
+
+    pub(crate) fn drop_created(&mut self, created: &[u32]) -> Result<(), Failure> {
+        if created.is_empty() {
+            return Ok(());
+        }
+        self.with_nh(|idx, sock| idx.remove(sock, created))?;
+        Ok(())
+    }
+
+    /// Read the route back once per namespace to learn whether the kernel kept RTA_MP_ALGO.
+    pub(crate) fn check_native(&mut self, key: &RouteKey) -> Result<(), Failure> {
+        let checked = self.store(false)?.and_then(Store::native).is_some();
+        if checked {
+            return Ok(());
+        }
+        self.invalidate(key);
+        let native = self.find(key)?.is_some_and(|r| r.algo.is_some());
+        if let Some(s) = self.store(false)? {
+            s.set_native(native)?;
+        }
+        Ok(())
+    }
+
+    /// `del`: the FIB route first, then the state (and the dataplane entry), for a route
+    /// mproute owns.
+    pub(crate) fn delete(&mut self, spec: &RouteSpec) -> Result<Output, Failure> {
+        let table = resolve::table(spec.table.as_deref())?;
+        let fam = Family::of_net(&spec.dst);
+        let mut candidates: Vec<Route> = self
+            .table(fam, table)?
+            .values()
+            .filter(|r| r.key.dst == spec.dst && spec.metric.is_none_or(|m| m == r.key.metric))
+            .cloned()
+            .collect();
+        candidates.sort_by_key(|r| r.key.metric);
+        let mut owned = None;
+        for r in &candidates {
+            // ours: in the state with the protocol it was installed with (a route replaced
+            // with ip route under another protocol is its new owner's), or protocol mproute
+            let in_state = match self.store(false)? {
+                Some(s) => s.get(&r.key)?.is_some_and(|m| installed_as(&m, r)),
+                None => false,
+            };
+            if in_state || r.protocol == MPROUTE_PROTO {
+                owned = Some(r.clone());
+                break;
+            }
+        }
+        let key_guess = RouteKey {
+            dst: spec.dst,
+            table,
+            metric: spec.metric.unwrap_or(rmsg::default_metric(fam)),
+        };
+        let Some(route) = owned else {
+            if let Some(other) = candidates.first() {
+                return Err(Failure::system(format!(
+                    "{}: the route is not managed by mproute (protocol {})",
+                    op_name(Verb::Del, &other.key),
+                    names::proto_name(other.protocol)
+                ))
+                .hint("remove routes mproute does not own with \"ip route del\""));
+            }
+            // Nothing in the FIB: forget a stale state entry, and report what the kernel says.
+            let managed: Vec<(RouteKey, Managed)> = match self.store(false)? {
+                Some(s) => s.all()?,
+                None => Vec::new(),
+            };
+            let stale = managed.iter().find(|(k, _)| {
+                k.dst == spec.dst && k.table == table && spec.metric.is_none_or(|m| m == k.metric)
+            });
+            if let Some((k, _)) = stale {
+                if let Some(s) = self.store(false)? {
+                    // its dataplane entry too, or it would keep forwarding and hold its slot
+                    forget_in(s, k, true)?;
+                }
+                return Ok(Output::Change(report(true, Verb::Del, k, None)));
+            }
+            return Err(Failure::system(format!(
+                "{}: no such route [ESRCH]",
+                op_name(Verb::Del, &key_guess)
+            )));
+        };
+        let op = op_name(Verb::Del, &route.key);
+        let req = rmsg::encode(&RouteRequest {
+            verb: Verb::Del,
+            key: route.key,
+            metric_given: true,
+            protocol: Some(route.protocol),
+            nexthops: &[],
+            form: PathForm::Multipath,
+            algo: Algo::L3Hash,
+        });
+        // 1. FIB, 2. state.
+        let r = self.sock()?.request(&req, &op);
+        if r.is_err() {
+            self.invalidate(&route.key);
+        }
+        r.map_err(Failure::from)?;
+        self.gc_needed = true;
+        // IPv4 append makes alternative routes with the same key: the state stays while one
+        // of them does.
+        self.invalidate(&route.key);
+        if self.find(&route.key)?.is_none() {
+            self.forget(&route.key, true)?;
+        }
+        Ok(Output::Change(report(true, Verb::Del, &route.key, None)))
+    }
+
+    /// `flush`: delete every route mproute owns in `table` (`None`: all), and forget the
+    /// state entries whose route is gone already.
+    pub(crate) fn flush_owned(&mut self, table: Option<u32>) -> Result<Vec<ActionRow>, Failure> {
+        let managed: Vec<(RouteKey, Managed)> = match self.store(false)? {
+            Some(s) => s.all()?,
+            None => Vec::new(),
+        };
+        let mut rows = Vec::new();
+        let all = dump(self.sock()?, None, table)?;
+        let managed_keys: HashMap<RouteKey, &Managed> =
+            managed.iter().map(|(k, m)| (*k, m)).collect();
+        let fib_keys: HashSet<RouteKey> = all.iter().map(|r| r.key).collect();
+        for r in &all {
+            let in_state = managed_keys.get(&r.key).is_some_and(|m| installed_as(m, r));
+            if !(in_state || r.protocol == MPROUTE_PROTO) {
+                continue;
+            }
+            let op = op_name(Verb::Del, &r.key);
+            let req = rmsg::encode(&RouteRequest {
+                verb: Verb::Del,
+                key: r.key,
+                metric_given: true,
+                protocol: Some(r.protocol),
+                nexthops: &[],
+                form: PathForm::Multipath,
+                algo: Algo::L3Hash,
+            });
+            match self.sock()?.request(&req, &op) {
+                Ok(()) => {}
+                Err(e) if e.errno() == Some(libc::ESRCH) => {}
+                Err(e) => return Err(Failure::from(e)),
+            }
+            // Every owned route in scope goes: no shadowed one to promote (a scan per route
+            // would make flushing 100,000 routes quadratic).
+            self.forget(&r.key, false)?;
+            rows.push(action("deleted", &r.key, "owned by mproute"));
+        }
+        // State entries whose route is already gone.
+        for (k, _) in &managed {
+            if table.is_some_and(|t| t != k.table) || fib_keys.contains(k) {
+                continue;
+            }
+            self.forget(k, false)?;
+            rows.push(action("forgotten", k, "route was no longer in the FIB"));
+        }
+        self.fib.clear();
+        self.gc_needed = true;
+        Ok(rows)
+    }
+}
+
+/// Remove a route from our state and from the dataplane maps; with `promote`, hand its LPM
+/// entry to the next managed route of the same prefix and table.
+pub(crate) fn forget_in(s: &Store, k: &RouteKey, promote: bool) -> Result<(), Failure> {
+    s.delete(k)?;
+    let ctx = |e| crate::store::fail("write dataplane state", e);
+    let removed = s
+        .bpf()
+        .dp_delete_route(&crate::store::to_key(k))
+        .map_err(ctx)?;
+    // Its group may be shared: finish() removes it once no route uses it.
+    if promote && removed.is_some() {
+        // A managed route of the same prefix and table with a higher metric was shadowed in
+        // the LPM trie; it is the FIB's choice now.
+        let next = s
+            .all()?
+            .into_iter()
+            .filter(|(o, _)| o.dst == k.dst && o.table == k.table)
+            .min_by_key(|(o, _)| o.metric);
+        if let Some((o, m)) = next {
+            s.bpf()
+                .dp_put_route(&crate::store::to_key(&o), m.algo.as_u32() as u8, m.group)
+                .map_err(ctx)?;
+        }
+    }
+    Ok(())
+}
+
+/// The dataplane's nexthops (every one usable: a dead link shows up as a failed FIB lookup in
+/// the program, which then leaves the packet to the kernel).
+pub(crate) fn dp_nexthops(nhs: &[Nexthop]) -> Vec<mpt_bpf::mproute::route_table::DpNexthop> {
+    nhs.iter()
+        .map(|n| mpt_bpf::mproute::route_table::DpNexthop {
+            ifindex: n.ifindex,
+            gateway: n.gateway,
+            weight: n.weight,
+            flags: n.flags,
+            usable: n.ifindex != 0,
+        })
+        .collect()
+}
+
+fn nh_content_hash(nhs: &[Nexthop]) -> u32 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    nhs.hash(&mut h);
+    h.finish() as u32
+}
+
+pub(crate) fn key_hash(k: &RouteKey) -> u32 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    k.hash(&mut h);
+    h.finish() as u32
+}
+
+/// Whether the FIB route already has exactly the requested paths and protocol.
+/// Whether kernel route `r` has the protocol state `m` was installed with (always, for a state
+/// that did not record it).
+pub(crate) fn installed_as(m: &Managed, r: &Route) -> bool {
+    m.protocol == 0 || m.protocol == r.protocol
+}
+
+/// How kernel route `r` differs from the group paths (and weights) mproute gave it, if it does
+/// ([`mpt_model::route::drift::drift_weighted`]).
+pub(crate) fn route_drift(
+    ours: &[mpt_model::route::drift::Path],
+    ours_w: &[u16],
+    r: &Route,
+) -> Option<String> {
+    let (p, w) = (crate::verify::paths(r), crate::verify::weights(r));
+    mpt_model::route::drift::drift_weighted(ours, ours_w, Some((&p, &w, false)))
+}
+
+/// Whether dataplane group `group` holds exactly the paths and weights of kernel route `cur`.
+/// An unreadable or missing group is not.
+fn group_is_route(raw: &mpt_bpf::mproute::state::RouteState, group: u32, cur: &Route) -> bool {
+    matches!(
+        crate::verify::group_of(raw, group),
+        Ok(Some((p, w))) if route_drift(&p, &w, cur).is_none()
+    )
+}
+
+fn same_paths(cur: &Route, want: &Resolved, protocol: u8) -> bool {
+    if cur.protocol != protocol || cur.nexthops.len() != want.nexthops.len() {
+        return false;
+    }
+    let norm = |n: &Nexthop, ifindex_known: bool| {
+        (
+            n.gateway,
+            if ifindex_known { n.ifindex } else { 0 },
+            n.weight,
+            n.flags & RTNH_F_ONLINK,
+        )
+    };
+    want.nexthops.iter().zip(&cur.nexthops).all(|(w, c)| {
+        let known = w.ifindex != 0;
+        norm(w, known) == norm(c, known)
+    })
+}
