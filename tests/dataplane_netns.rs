@@ -2,36 +2,13 @@
 //! four nexthop namespaces; every nexthop namespace counts what arrives per flow (AF_PACKET),
 //! and `mproute get` is the model the dataplane must agree with.
 
-use std::process::Output;
-
 use mpt_testkit::traffic::{self, FlowCounter, FlowSpec, FourPaths};
-use mpt_testkit::{require_root, Netns};
+use mpt_testkit::{require_root, Netns, Tool};
 use serde_json::Value;
 
 const MPROUTE: &str = env!("CARGO_BIN_EXE_mproute");
-
-fn mp(ns: &Netns, args: &[&str]) -> Output {
-    let mut a = vec!["-n", ns.name()];
-    a.extend_from_slice(args);
-    mpt_testkit::run(MPROUTE, &a)
-}
-
-fn mp_ok(ns: &Netns, args: &[&str]) -> String {
-    let o = mp(ns, args);
-    assert!(
-        o.status.success(),
-        "mproute {} failed: {}",
-        args.join(" "),
-        String::from_utf8_lossy(&o.stderr)
-    );
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn mp_json(ns: &Netns, args: &[&str]) -> Value {
-    let mut a = vec!["-j"];
-    a.extend_from_slice(args);
-    serde_json::from_str(&mp_ok(ns, &a)).expect("JSON")
-}
+/// mproute, run as an operator would (`-n NS`), its JSON decoded.
+const MP: Tool = Tool::new(MPROUTE);
 
 /// The topology with a managed 4-way route and the dataplane attached to the client-facing
 /// device in `mode`. The nexthop namespaces get our XDP program on their side of the links (no
@@ -57,7 +34,7 @@ fn setup(tag: &str, algo: &str, weights: [u16; 4], mode: &str) -> FourPaths {
         ]);
     }
     let a: Vec<&str> = args.iter().map(String::as_str).collect();
-    mp_ok(&t.r, &a);
+    MP.ok(&t.r, &a);
     let mut args6: Vec<String> = vec![
         "add".into(),
         "2001:db8:100::/64".into(),
@@ -76,11 +53,11 @@ fn setup(tag: &str, algo: &str, weights: [u16; 4], mode: &str) -> FourPaths {
         ]);
     }
     let a6: Vec<&str> = args6.iter().map(String::as_str).collect();
-    mp_ok(&t.r, &a6);
+    MP.ok(&t.r, &a6);
     for n in &t.n {
-        mp_ok(n, &["dataplane", "attach", "dev", "eth0", "xdp"]);
+        MP.ok(n, &["dataplane", "attach", "dev", "eth0", "xdp"]);
     }
-    mp_ok(&t.r, &["dataplane", "attach", "dev", "vc", mode]);
+    MP.ok(&t.r, &["dataplane", "attach", "dev", "vc", mode]);
     t
 }
 
@@ -98,7 +75,7 @@ fn run_flows(t: &FourPaths, flows: &[FlowSpec], per_flow: u32, tcp: bool) -> Vec
 
 /// Index of the nexthop `mproute get` predicts for a flow.
 fn predicted(t: &FourPaths, f: &FlowSpec, proto: &str) -> usize {
-    let v = mp_json(
+    let v = MP.json(
         &t.r,
         &[
             "get",
@@ -139,7 +116,7 @@ fn predicted_all(t: &FourPaths, flows: &[FlowSpec], proto: &str) -> Vec<usize> {
 }
 
 fn redirected(t: &FourPaths) -> u64 {
-    mp_json(&t.r, &["dataplane", "show"])["counters"]["redirected"]
+    MP.json(&t.r, &["dataplane", "show"])["counters"]["redirected"]
         .as_u64()
         .expect("counter")
 }
@@ -297,7 +274,7 @@ fn show_with_stats_counts_per_nexthop() {
     let t = setup("stats", "l4-hash", [1, 1, 1, 1], "tc");
     let flows = traffic::flows(400, false, 33000);
     let seen = run_flows(&t, &flows, 1, false);
-    let v = mp_json(&t.r, &["-s", "show", "198.51.100.0/24"]);
+    let v = MP.json(&t.r, &["-s", "show", "198.51.100.0/24"]);
     assert_eq!(v[0]["enforced_by"], "tc");
     let nhs = v[0]["nexthops"].as_array().expect("nexthops");
     for (i, nh) in nhs.iter().enumerate() {
@@ -305,8 +282,8 @@ fn show_with_stats_counts_per_nexthop() {
         assert_eq!(nh["packets"].as_u64(), Some(delivered), "nexthop {i}: {nh}");
     }
     // Detached: the kernel forwards again and show says so.
-    mp_ok(&t.r, &["dataplane", "detach", "dev", "vc"]);
-    let v = mp_json(&t.r, &["show", "198.51.100.0/24"]);
+    MP.ok(&t.r, &["dataplane", "detach", "dev", "vc"]);
+    let v = MP.json(&t.r, &["show", "198.51.100.0/24"]);
     assert_eq!(v[0]["enforced_by"], "none");
 }
 
@@ -333,12 +310,12 @@ fn mp_four_way(ns: &Netns, verb: &str, metric: Option<u32>) {
     let mut a = vec![verb.to_string()];
     a.extend(four_way_args(metric));
     let a: Vec<&str> = a.iter().map(String::as_str).collect();
-    mp_ok(ns, &a);
+    MP.ok(ns, &a);
 }
 
 /// Per-nexthop packets `-s show` gives for the IPv4 route of that metric.
 fn shown_per_nexthop(t: &FourPaths, metric: u64) -> Vec<u64> {
-    let v = mp_json(&t.r, &["-s", "show", "198.51.100.0/24"]);
+    let v = MP.json(&t.r, &["-s", "show", "198.51.100.0/24"]);
     let row = v
         .as_array()
         .expect("rows")
@@ -373,7 +350,7 @@ fn force_batch(t: &FourPaths, refused: u32, applied: u32) {
         std::process::id()
     ));
     std::fs::write(&file, format!("{bad}\n{}\n", line(applied))).expect("write the batch file");
-    let out = mp(&t.r, &["--force", "-b", file.to_str().expect("path")]);
+    let out = MP.at(&t.r, &["--force", "-b", file.to_str().expect("path")]);
     let _ = std::fs::remove_file(&file);
     assert_eq!(
         out.status.code(),
@@ -398,7 +375,7 @@ fn kernel_metrics(t: &FourPaths) -> Vec<u64> {
 }
 
 fn counter_slots(t: &FourPaths) -> (u64, u64) {
-    let v = mp_json(&t.r, &["dataplane", "show"]);
+    let v = MP.json(&t.r, &["dataplane", "show"]);
     let c = &v["counter_slots"];
     (
         c["used"].as_u64().expect("counter_slots.used"),
@@ -416,7 +393,7 @@ fn counters_stay_exact_across_replace_shadowing_and_full_slots() {
     let t = setup("ctrslot", "l4-hash", [1, 1, 1, 1], "tc");
     let flows = traffic::flows(64, false, 34000);
     // The setup's route goes; the same prefix at metric 20 comes in its place.
-    mp_ok(&t.r, &["del", "198.51.100.0/24"]);
+    MP.ok(&t.r, &["del", "198.51.100.0/24"]);
     mp_four_way(&t.r, "add", Some(20));
     assert_eq!(counter_slots(&t).0, 2, "the IPv6 route and this one");
     let a = run_flows(&t, &flows, 1, false);
@@ -438,7 +415,7 @@ fn counters_stay_exact_across_replace_shadowing_and_full_slots() {
     assert_eq!(shown_per_nexthop(&t, 10), sum_per_nexthop(&[c]));
 
     // It goes: metric 20 has the entry again, with a slot, and counts on from where it was.
-    mp_ok(&t.r, &["del", "198.51.100.0/24", "metric", "10"]);
+    MP.ok(&t.r, &["del", "198.51.100.0/24", "metric", "10"]);
     let d = run_flows(&t, &flows, 1, false);
     for (m, x) in m20.iter_mut().zip(sum_per_nexthop(&[d])) {
         *m += x;
@@ -448,9 +425,9 @@ fn counters_stay_exact_across_replace_shadowing_and_full_slots() {
 
     // A shadowed route deleted and added again starts from nothing.
     mp_four_way(&t.r, "add", Some(10));
-    mp_ok(&t.r, &["del", "198.51.100.0/24", "metric", "20"]);
+    MP.ok(&t.r, &["del", "198.51.100.0/24", "metric", "20"]);
     mp_four_way(&t.r, "add", Some(20));
-    mp_ok(&t.r, &["del", "198.51.100.0/24", "metric", "10"]);
+    MP.ok(&t.r, &["del", "198.51.100.0/24", "metric", "10"]);
     assert_eq!(shown_per_nexthop(&t, 20), vec![0; 4], "a new route");
 
     // Forced batches (--force): a refused line, then one the kernel takes. The refused line's
@@ -473,7 +450,7 @@ fn counters_stay_exact_across_replace_shadowing_and_full_slots() {
         vec![0; 4],
         "metric 20 is shadowed"
     );
-    mp_ok(&t.r, &["del", "198.51.100.0/24", "metric", "5"]);
+    MP.ok(&t.r, &["del", "198.51.100.0/24", "metric", "5"]);
     assert_eq!(counter_slots(&t).0, 2);
     for (refused, applied) in [(10u32, 15u32), (10, 10)] {
         force_batch(&t, refused, applied);
@@ -482,7 +459,7 @@ fn counters_stay_exact_across_replace_shadowing_and_full_slots() {
             vec![u64::from(applied), 20],
             "batch {refused}/{applied}"
         );
-        let v = mp_json(&t.r, &["show", "198.51.100.0/24"]);
+        let v = MP.json(&t.r, &["show", "198.51.100.0/24"]);
         let row = v
             .as_array()
             .expect("rows")
@@ -496,7 +473,7 @@ fn counters_stay_exact_across_replace_shadowing_and_full_slots() {
             sum_per_nexthop(&[f]),
             "batch {refused}/{applied}: metric {applied} holds the dataplane entry"
         );
-        mp_ok(
+        MP.ok(
             &t.r,
             &["del", "198.51.100.0/24", "metric", &applied.to_string()],
         );
@@ -518,7 +495,7 @@ fn counters_stay_exact_across_replace_shadowing_and_full_slots() {
         .collect();
     let file = std::env::temp_dir().join(format!("mpt-slots-{}.batch", std::process::id()));
     std::fs::write(&file, lines.join("\n") + "\n").expect("write the batch file");
-    let out = mp(&t.r, &["-b", file.to_str().expect("path")]);
+    let out = MP.at(&t.r, &["-b", file.to_str().expect("path")]);
     let _ = std::fs::remove_file(&file);
     assert!(
         out.status.success(),
@@ -526,13 +503,13 @@ fn counters_stay_exact_across_replace_shadowing_and_full_slots() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert_eq!(counter_slots(&t), (total, total), "every slot taken");
-    mp_ok(&t.r, &["del", "198.51.100.0/24", "metric", "20"]);
+    MP.ok(&t.r, &["del", "198.51.100.0/24", "metric", "20"]);
     assert_eq!(
         counter_slots(&t),
         (total - 1, total),
         "its slot is free again"
     );
-    mp_ok(
+    MP.ok(
         &t.r,
         &[
             "add",
@@ -581,14 +558,14 @@ fn a_foreign_route_inside_a_managed_prefix_is_left_to_the_kernel() {
         "dev",
         &FourPaths::dev(0),
     ]);
-    mp_ok(&t.r, &["sync"]);
+    MP.ok(&t.r, &["sync"]);
     let pinned = used(&run_flows(&t, &flows, 1, false));
     assert_eq!(
         pinned,
         vec![64, 0, 0, 0],
         "the kernel's route takes every flow"
     );
-    let out = mp(&t.r, &["get", "198.51.100.1"]);
+    let out = MP.at(&t.r, &["get", "198.51.100.1"]);
     assert!(
         !out.status.success()
             && String::from_utf8_lossy(&out.stderr).contains("no route managed by mproute"),
@@ -597,7 +574,7 @@ fn a_foreign_route_inside_a_managed_prefix_is_left_to_the_kernel() {
     );
     // It goes: the hole goes at the next verification, and the flows spread again.
     t.r.ip_ok(&["route", "del", "198.51.100.0/28"]);
-    mp_ok(&t.r, &["sync"]);
+    MP.ok(&t.r, &["sync"]);
     assert_eq!(used(&run_flows(&t, &flows, 1, false)), spread, "as before");
 
     // IPv6 (never verified: every packet takes the per-packet check), metric 1024 like ours.
@@ -617,14 +594,14 @@ fn a_foreign_route_inside_a_managed_prefix_is_left_to_the_kernel() {
         "dev",
         &FourPaths::dev(1),
     ]);
-    mp_ok(&t.r, &["sync"]);
+    MP.ok(&t.r, &["sync"]);
     assert_eq!(
         used(&run_flows(&t, &flows6, 1, false)),
         vec![0, 64, 0, 0],
         "IPv6: the kernel's route takes every flow"
     );
     t.r.ip_ok(&["-6", "route", "del", "2001:db8:100::/80"]);
-    mp_ok(&t.r, &["sync"]);
+    MP.ok(&t.r, &["sync"]);
     assert_eq!(
         used(&run_flows(&t, &flows6, 1, false)),
         spread6,
@@ -671,33 +648,33 @@ fn a_route_changed_behind_our_back_is_left_to_the_kernel_until_sync_settles_it()
         &d1,
     ]);
     // Any mproute change verifies the dataplane's routes: here an unrelated one.
-    mp_ok(&t.r, &["add", "203.0.113.0/24", "via", &nh3, "dev", &d3]);
+    MP.ok(&t.r, &["add", "203.0.113.0/24", "via", &nh3, "dev", &d3]);
     let kernel = used(&run_flows(&t, &flows, 1, false));
     assert_eq!(
         (kernel[0] + kernel[1], kernel[2] + kernel[3]),
         (64, 0),
         "only the kernel's two nexthops: {kernel:?}"
     );
-    let row = &mp_json(&t.r, &["show", "198.51.100.0/24"])[0];
+    let row = &MP.json(&t.r, &["show", "198.51.100.0/24"])[0];
     assert_eq!(
         (&row["managed"], &row["enforced_by"]),
         (&Value::Bool(true), &Value::from("none")),
         "{row}"
     );
-    let out = mp(&t.r, &["get", "198.51.100.1"]);
+    let out = MP.at(&t.r, &["get", "198.51.100.1"]);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
         out.status.code() == Some(2) && err.contains("no longer the one mproute installed"),
         "get: {err}"
     );
-    let s = mp_json(&t.r, &["sync"]);
+    let s = MP.json(&t.r, &["sync"]);
     assert!(
         s["actions"].as_array().is_some_and(|a| a
             .iter()
             .any(|a| a["action"] == "updated" && a["dst"] == "198.51.100.0/24")),
         "{s}"
     );
-    let row = &mp_json(&t.r, &["show", "198.51.100.0/24"])[0];
+    let row = &MP.json(&t.r, &["show", "198.51.100.0/24"])[0];
     assert_eq!(
         (&row["algo"], &row["enforced_by"]),
         (&Value::from("l4-hash"), &Value::from("tc")),
@@ -733,14 +710,14 @@ fn a_route_changed_behind_our_back_is_left_to_the_kernel_until_sync_settles_it()
         ]);
     };
     weighted("3", "1");
-    let s = mp_json(&t.r, &["sync"]);
+    let s = MP.json(&t.r, &["sync"]);
     assert!(
         s["actions"].as_array().is_some_and(|a| a
             .iter()
             .any(|a| a["action"] == "updated" && a["dst"] == "198.51.100.0/24")),
         "weights: {s}"
     );
-    let g = &mp_json(&t.r, &["get", "198.51.100.1"])[0];
+    let g = &MP.json(&t.r, &["get", "198.51.100.1"])[0];
     let weights: Vec<u64> = g["nexthops"]
         .as_array()
         .map(|a| a.iter().filter_map(|n| n["weight"].as_u64()).collect())
@@ -749,9 +726,9 @@ fn a_route_changed_behind_our_back_is_left_to_the_kernel_until_sync_settles_it()
     // Drifted again (other weights), then written again with mproute: that settles it, and
     // says it changed something.
     weighted("1", "1");
-    mp_ok(&t.r, &["add", "203.0.113.128/25", "via", &nh3, "dev", &d3]);
-    assert_eq!(mp(&t.r, &["get", "198.51.100.1"]).status.code(), Some(2));
-    let r = mp_json(
+    MP.ok(&t.r, &["add", "203.0.113.128/25", "via", &nh3, "dev", &d3]);
+    assert_eq!(MP.at(&t.r, &["get", "198.51.100.1"]).status.code(), Some(2));
+    let r = MP.json(
         &t.r,
         &[
             "replace",
@@ -771,7 +748,7 @@ fn a_route_changed_behind_our_back_is_left_to_the_kernel_until_sync_settles_it()
         ],
     );
     assert_eq!(r["changed"], true, "{r}");
-    assert!(mp(&t.r, &["get", "198.51.100.1"]).status.success());
+    assert!(MP.at(&t.r, &["get", "198.51.100.1"]).status.success());
     // Another protocol: not mproute's route any more.
     t.r.ip_ok(&[
         "route",
@@ -782,14 +759,14 @@ fn a_route_changed_behind_our_back_is_left_to_the_kernel_until_sync_settles_it()
         "dev",
         &d3,
     ]);
-    let s = mp_json(&t.r, &["sync"]);
+    let s = MP.json(&t.r, &["sync"]);
     assert!(
         s["actions"].as_array().is_some_and(|a| a
             .iter()
             .any(|a| a["action"] == "forgotten" && a["dst"] == "198.51.100.0/24")),
         "{s}"
     );
-    let row = &mp_json(&t.r, &["show", "198.51.100.0/24"])[0];
+    let row = &MP.json(&t.r, &["show", "198.51.100.0/24"])[0];
     assert_eq!(row["managed"], false, "{row}");
     assert_eq!(used(&run_flows(&t, &flows, 1, false)), vec![0, 0, 0, 64]);
 }
@@ -819,7 +796,7 @@ fn show_tells_route_by_route_what_the_dataplane_enforces() {
         "dev",
         &d0,
     ]);
-    mp_ok(
+    MP.ok(
         &t.r,
         &[
             "add",
@@ -840,7 +817,7 @@ fn show_tells_route_by_route_what_the_dataplane_enforces() {
             &d1,
         ],
     );
-    let show = |args: &[&str]| mp_json(&t.r, args)[0].clone();
+    let show = |args: &[&str]| MP.json(&t.r, args)[0].clone();
     let orphan = show(&["show", "192.0.2.0/24"]);
     assert_eq!(
         (&orphan["managed"], &orphan["algo"], &orphan["enforced_by"]),
@@ -861,7 +838,7 @@ fn show_tells_route_by_route_what_the_dataplane_enforces() {
             .unwrap_or_default()
     };
     assert!(packets(&counted).iter().sum::<u64>() > 0, "{counted}");
-    mp_ok(
+    MP.ok(
         &t.r,
         &[
             "replace",
@@ -1033,7 +1010,7 @@ fn link_down_case(tag: &str, carrier: bool) {
                 traffic::send_udp_flows(&t.c, &flows, 1);
                 if round == 120 {
                     // get names the kernel's flags of the nexthop that is down
-                    let g = mp_json(&t.r, &["get", &traffic::DEST_V4.to_string()]);
+                    let g = MP.json(&t.r, &["get", &traffic::DEST_V4.to_string()]);
                     dead_flag = Some(g[0]["nexthops"][1]["flags"].clone());
                 }
                 if round == 80 {
@@ -1097,7 +1074,7 @@ fn link_down_case(tag: &str, carrier: bool) {
 
 /// The dataplane's IPv4 FIB check as `dataplane show` reports it.
 fn fib_check(t: &FourPaths) -> Value {
-    mp_json(&t.r, &["dataplane", "show"])["fib_check"].clone()
+    MP.json(&t.r, &["dataplane", "show"])["fib_check"].clone()
 }
 
 /// Every flow's packets arrived at exactly the nexthop `want` names for it.
@@ -1159,7 +1136,7 @@ fn verified_routes_skip_the_kernel_lookup_until_the_fib_changes() {
         2,
         "checked per packet",
     );
-    mp_ok(&t.r, &["sync"]);
+    MP.ok(&t.r, &["sync"]);
     assert_eq!(fib_check(&t)["skipped"], 1, "sync verifies again");
 
     // The managed route deleted behind mproute's back: verification marked it used in the

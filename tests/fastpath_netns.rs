@@ -22,13 +22,12 @@ use std::collections::BTreeMap;
 use std::io::{ErrorKind, Read, Write};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, TcpListener, TcpStream, UdpSocket};
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
-use std::process::Output;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use mpt_testkit::traffic::{self, FlowCounter, FlowSpec, FourPaths};
-use mpt_testkit::{require_root, Netns, TwoPaths};
+use mpt_testkit::{require_root, Netns, Tool, TwoPaths};
 use nix::sys::socket::{
     bind, sendto, socket, AddressFamily, MsgFlags, SockFlag, SockProtocol, SockType,
     SockaddrStorage,
@@ -36,30 +35,8 @@ use nix::sys::socket::{
 use serde_json::Value;
 
 const MPROUTE: &str = env!("CARGO_BIN_EXE_mproute");
-
-fn mp(ns: &Netns, args: &[&str]) -> Output {
-    let mut a = vec!["-n", ns.name()];
-    a.extend_from_slice(args);
-    mpt_testkit::run(MPROUTE, &a)
-}
-
-fn mp_ok(ns: &Netns, args: &[&str]) -> String {
-    let o = mp(ns, args);
-    assert!(
-        o.status.success(),
-        "mproute {} failed: {}",
-        args.join(" "),
-        String::from_utf8_lossy(&o.stderr)
-    );
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn mp_json(ns: &Netns, args: &[&str]) -> Value {
-    let mut a = vec!["-j"];
-    a.extend_from_slice(args);
-    let out = mp_ok(ns, &a);
-    serde_json::from_str(&out).unwrap_or_else(|e| panic!("mproute {a:?}: bad JSON {e}: {out}"))
-}
+/// mproute, run as an operator would (`-n NS`), its JSON decoded.
+const MP: Tool = Tool::new(MPROUTE);
 
 /// Short namespace tag for a mode.
 fn tag(mode: &str) -> &'static str {
@@ -182,7 +159,7 @@ fn attach(r: &Netns, devs: &[&str], mode: &str, peers: &[(&Netns, &str)]) -> Val
     if mode == "xdp" {
         a.push("prepare-peers");
     }
-    let v = mp_json(r, &a);
+    let v = MP.json(r, &a);
     let att = v["attachments"].as_array().cloned().unwrap_or_default();
     for d in devs {
         let modes: Vec<&str> = att
@@ -258,7 +235,7 @@ fn gro_on(ns: &Netns, dev: &str) -> bool {
 
 /// The dataplane's counters by verdict.
 fn counters(r: &Netns) -> BTreeMap<String, u64> {
-    let v = mp_json(r, &["dataplane", "show"]);
+    let v = MP.json(r, &["dataplane", "show"]);
     v["counters"]
         .as_object()
         .unwrap_or_else(|| panic!("dataplane show has no counters: {v}"))
@@ -435,52 +412,6 @@ enum Kind {
 const KINDS: [Kind; 2] = [Kind::Offload, Kind::Complete];
 const RAW_SPORT: u16 = 40000;
 
-/// Internet checksum (RFC 1071) over the concatenation of `parts`.
-fn inet_csum(parts: &[&[u8]]) -> u16 {
-    let all: Vec<u8> = parts.concat();
-    let mut s: u64 = all
-        .chunks(2)
-        .map(|c| u64::from(u16::from_be_bytes([c[0], c.get(1).copied().unwrap_or(0)])))
-        .sum();
-    while s > 0xffff {
-        s = (s & 0xffff) + (s >> 16);
-    }
-    !(s as u16)
-}
-
-/// A UDP header and payload with a complete checksum.
-fn udp_segment(src: IpAddr, dst: IpAddr, sport: u16, dport: u16, payload: &[u8]) -> Vec<u8> {
-    let len = 8 + payload.len();
-    let mut seg = Vec::with_capacity(len);
-    seg.extend_from_slice(&sport.to_be_bytes());
-    seg.extend_from_slice(&dport.to_be_bytes());
-    seg.extend_from_slice(&(len as u16).to_be_bytes());
-    seg.extend_from_slice(&[0, 0]);
-    seg.extend_from_slice(payload);
-    let mut pseudo = Vec::new();
-    match (src, dst) {
-        (IpAddr::V4(s), IpAddr::V4(d)) => {
-            pseudo.extend_from_slice(&s.octets());
-            pseudo.extend_from_slice(&d.octets());
-            pseudo.extend_from_slice(&[0, 17]);
-            pseudo.extend_from_slice(&(len as u16).to_be_bytes());
-        }
-        (IpAddr::V6(s), IpAddr::V6(d)) => {
-            pseudo.extend_from_slice(&s.octets());
-            pseudo.extend_from_slice(&d.octets());
-            pseudo.extend_from_slice(&(len as u32).to_be_bytes());
-            pseudo.extend_from_slice(&[0, 0, 0, 17]);
-        }
-        _ => panic!("mixed families {src} -> {dst}"),
-    }
-    let c = match inet_csum(&[&pseudo, &seg]) {
-        0 => 0xffff,
-        c => c,
-    };
-    seg[6..8].copy_from_slice(&c.to_be_bytes());
-    seg
-}
-
 /// A raw IPPROTO_UDP socket bound to `src`, in the calling thread's namespace.
 fn raw_udp_socket(src: IpAddr) -> OwnedFd {
     let family = if src.is_ipv4() {
@@ -505,7 +436,7 @@ fn raw_udp_socket(src: IpAddr) -> OwnedFd {
 
 /// Send one complete-checksum datagram on a raw socket.
 fn raw_send(fd: &OwnedFd, src: IpAddr, sport: u16, to: SocketAddr, payload: &[u8]) {
-    let seg = udp_segment(src, to.ip(), sport, to.port(), payload);
+    let seg = mpt_testkit::packet::udp_segment(src, to.ip(), sport, to.port(), payload);
     let n = sendto(
         fd.as_raw_fd(),
         &seg,
@@ -1467,7 +1398,7 @@ fn attaching_in_another_mode_replaces_the_earlier_one() {
     require_root();
     let l = Line::new("remode", true);
     let modes = |dev: &str| -> Vec<String> {
-        let v = mp_json(&l.r, &["dataplane", "show"]);
+        let v = MP.json(&l.r, &["dataplane", "show"]);
         let mut m: Vec<String> = v["attachments"]
             .as_array()
             .map(|a| {
@@ -1515,7 +1446,7 @@ fn xdp_redirect_drops_are_counted() {
     require_root();
     let l = Line::new("xdrop", true);
     // the dataplane on va only, no prepare-peers: h2's eth0 (vb's peer) has no NAPI
-    let v = mp_json(&l.r, &["dataplane", "attach", "dev", "va", "xdp"]);
+    let v = MP.json(&l.r, &["dataplane", "attach", "dev", "va", "xdp"]);
     assert!(
         v["notes"]
             .to_string()
@@ -1558,7 +1489,7 @@ fn xdp_redirect_drops_are_counted() {
         "dropped grew by {dropped}, expected {N}..={red}: {before:?} -> {after:?}"
     );
     // show says why, as attach did
-    let v = mp_json(&l.r, &["dataplane", "show"]);
+    let v = MP.json(&l.r, &["dataplane", "show"]);
     assert!(
         v["notes"].to_string().contains(&format!(
             "its peer eth0 in namespace {} has neither an XDP program nor GRO",
@@ -1568,7 +1499,7 @@ fn xdp_redirect_drops_are_counted() {
     );
 
     // prepared: everything arrives, nothing more is dropped
-    mp_ok(
+    MP.ok(
         &l.r,
         &["dataplane", "attach", "dev", "va", "xdp", "prepare-peers"],
     );
@@ -1600,7 +1531,7 @@ fn xdp_redirect_drops_are_counted() {
     });
     let pin = dir.join(format!("drops-{ifindex}-err"));
     assert!(pin.exists(), "{} missing while attached", pin.display());
-    mp_ok(&l.r, &["dataplane", "detach", "dev", "va"]);
+    MP.ok(&l.r, &["dataplane", "detach", "dev", "va"]);
     assert!(!pin.exists(), "{} left after detach", pin.display());
 }
 
@@ -1613,13 +1544,13 @@ fn xdp_attachment_notices_a_changed_mac() {
     let l = Line::new("xmac", true);
     l.attach("xdp");
     let stale = |v: &Value| v["notes"].to_string().contains("MAC address changed");
-    assert!(!stale(&mp_json(&l.r, &["dataplane", "show"])));
+    assert!(!stale(&MP.json(&l.r, &["dataplane", "show"])));
     l.r.ip_ok(&["link", "set", "va", "address", "02:00:5e:10:00:01"]);
-    let v = mp_json(&l.r, &["dataplane", "show"]);
+    let v = MP.json(&l.r, &["dataplane", "show"]);
     assert!(stale(&v), "no note about va's new MAC: {v}");
     assert!(v["notes"].to_string().contains("va:"), "{v}");
     l.attach("xdp");
-    let v = mp_json(&l.r, &["dataplane", "show"]);
+    let v = MP.json(&l.r, &["dataplane", "show"]);
     assert!(!stale(&v), "note left after attaching again: {v}");
 }
 
@@ -1629,7 +1560,7 @@ fn xdp_attachment_notices_a_changed_mac() {
 fn xdp_attach_without_native_xdp_fails_cleanly() {
     require_root();
     let l = Line::new("xnone", true);
-    let o = mp(&l.r, &["dataplane", "attach", "dev", "lo", "xdp"]);
+    let o = MP.at(&l.r, &["dataplane", "attach", "dev", "lo", "xdp"]);
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(2), "exit code: {err}");
     assert!(
@@ -1638,7 +1569,7 @@ fn xdp_attach_without_native_xdp_fails_cleanly() {
     );
     assert!(!err.contains("os error"), "Rust's errno wording: {err}");
     assert!(err.contains("no native XDP"), "no hint: {err}");
-    let v = mp_json(&l.r, &["dataplane", "show"]);
+    let v = MP.json(&l.r, &["dataplane", "show"]);
     assert_eq!(
         v["attachments"].as_array().map_or(0, Vec::len),
         0,

@@ -1,43 +1,17 @@
 //! Root integration tests of the mproute control plane, each in its own throwaway namespaces,
 //! with `ip -j` as the independent oracle.
 
-use std::process::Output;
-
-use mpt_testkit::{require_root, Netns, TwoPaths};
+use mpt_testkit::{require_root, Netns, Tool, TwoPaths};
 use serde_json::Value;
 
 const MPROUTE: &str = env!("CARGO_BIN_EXE_mproute");
-
-fn mp(ns: &Netns, args: &[&str]) -> Output {
-    let mut a = vec!["-n", ns.name()];
-    a.extend_from_slice(args);
-    mpt_testkit::run(MPROUTE, &a)
-}
-
-fn mp_ok(ns: &Netns, args: &[&str]) -> String {
-    let o = mp(ns, args);
-    assert!(
-        o.status.success(),
-        "mproute {} failed ({:?}): {}",
-        args.join(" "),
-        o.status.code(),
-        String::from_utf8_lossy(&o.stderr)
-    );
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn mp_json(ns: &Netns, args: &[&str]) -> Value {
-    let mut a = vec!["-j"];
-    a.extend_from_slice(args);
-    let out = mp_ok(ns, &a);
-    serde_json::from_str(&out)
-        .unwrap_or_else(|e| panic!("bad JSON from mproute {}: {e}: {out}", a.join(" ")))
-}
+/// mproute, run as an operator would (`-n NS`), its JSON decoded.
+const MP: Tool = Tool::new(MPROUTE);
 
 /// What `sync` did to this namespace's routes. Removing the pinned state of dead namespaces is
 /// left out: the host's bpffs is shared with every other test running at the same time.
 fn sync_changes(ns: &Netns) -> Vec<Value> {
-    mp_json(ns, &["sync"])["actions"]
+    MP.json(ns, &["sync"])["actions"]
         .as_array()
         .expect("actions")
         .iter()
@@ -48,7 +22,7 @@ fn sync_changes(ns: &Netns) -> Vec<Value> {
 
 /// Our JSON row for one prefix.
 fn row(ns: &Netns, dst: &str, table: &str) -> Option<Value> {
-    let v = mp_json(ns, &["show", dst, "table", table]);
+    let v = MP.json(ns, &["show", dst, "table", table]);
     v.as_array().and_then(|a| a.first().cloned())
 }
 
@@ -96,7 +70,7 @@ fn snapshot(ns: &Netns) -> (Value, Value, Value, Value) {
         ns.ip_json(&["-4", "route", "show", "table", "all"]),
         settled(ns.ip_json(&["-6", "route", "show", "table", "all"])),
         ns.ip_json(&["nexthop", "show"]),
-        settled(mp_json(ns, &["show", "table", "all"])),
+        settled(MP.json(ns, &["show", "table", "all"])),
     )
 }
 
@@ -104,7 +78,7 @@ fn snapshot(ns: &Netns) -> (Value, Value, Value, Value) {
 fn v4_route_agrees_with_ip_route_in_both_directions() {
     require_root();
     let t = TwoPaths::new("v4");
-    let out = mp_json(
+    let out = MP.json(
         &t.r,
         &[
             "add",
@@ -212,7 +186,7 @@ fn v6_route_and_ip_netns_exec_see_the_same_state() {
     let ip = ip_route(&t.r, "-6", "2001:db8:100::/48", "main").expect("ip -6 route");
     assert_eq!(paths(&ours), paths(&ip));
     assert_eq!(paths(&ip)[1], ("2001:db8:2::2".into(), "vb".into(), 4));
-    mp_ok(
+    MP.ok(
         &t.r,
         &[
             "replace",
@@ -260,13 +234,13 @@ fn replace_is_idempotent_and_says_so() {
         "weight",
         "2",
     ];
-    assert_eq!(mp_json(&t.r, &args)["changed"], true);
+    assert_eq!(MP.json(&t.r, &args)["changed"], true);
     let before = snapshot(&t.r);
-    assert_eq!(mp_json(&t.r, &args)["changed"], false);
+    assert_eq!(MP.json(&t.r, &args)["changed"], false);
     assert_eq!(snapshot(&t.r), before);
     let mut other = args.to_vec();
     other[3] = "wrandom";
-    assert_eq!(mp_json(&t.r, &other)["changed"], true);
+    assert_eq!(MP.json(&t.r, &other)["changed"], true);
     assert_eq!(
         row(&t.r, "192.0.2.0/24", "main").expect("row")["algo"],
         "wrandom"
@@ -277,7 +251,7 @@ fn replace_is_idempotent_and_says_so() {
 fn bad_input_fails_cleanly_and_changes_nothing() {
     require_root();
     let t = TwoPaths::new("bad");
-    mp_ok(
+    MP.ok(
         &t.r,
         &[
             "add",
@@ -412,7 +386,7 @@ fn bad_input_fails_cleanly_and_changes_nothing() {
     ];
     for (args, code, needle) in cases {
         let before = snapshot(&t.r);
-        let o = mp(&t.r, args);
+        let o = MP.at(&t.r, args);
         let err = String::from_utf8_lossy(&o.stderr);
         assert_eq!(
             o.status.code(),
@@ -467,7 +441,7 @@ fn flush_removes_only_our_routes_and_sync_repairs_drift() {
         "table",
         "100",
     ]);
-    mp_ok(
+    MP.ok(
         &t.r,
         &[
             "add",
@@ -484,7 +458,7 @@ fn flush_removes_only_our_routes_and_sync_repairs_drift() {
             "vb",
         ],
     );
-    mp_ok(
+    MP.ok(
         &t.r,
         &[
             "add",
@@ -502,7 +476,7 @@ fn flush_removes_only_our_routes_and_sync_repairs_drift() {
             "va",
         ],
     );
-    mp_ok(
+    MP.ok(
         &t.r,
         &[
             "add",
@@ -516,13 +490,13 @@ fn flush_removes_only_our_routes_and_sync_repairs_drift() {
     );
 
     // Not ours: del refuses.
-    let o = mp(&t.r, &["del", "203.0.113.0/24"]);
+    let o = MP.at(&t.r, &["del", "203.0.113.0/24"]);
     assert_eq!(o.status.code(), Some(2));
     assert!(ip_route(&t.r, "-4", "203.0.113.0/24", "main").is_some());
 
     // Drift: a managed route deleted behind our back.
     t.r.ip_ok(&["route", "del", "198.51.100.0/24"]);
-    let s = mp_json(&t.r, &["sync"]);
+    let s = MP.json(&t.r, &["sync"]);
     assert_eq!(s["changed"], true, "{s}");
     assert!(s["actions"]
         .as_array()
@@ -532,16 +506,17 @@ fn flush_removes_only_our_routes_and_sync_repairs_drift() {
     assert_eq!(sync_changes(&t.r), Vec::<Value>::new());
 
     // Flush one table: only our route in it goes (proto static, known from our state).
-    let f = mp_json(&t.r, &["flush", "table", "100"]);
+    let f = MP.json(&t.r, &["flush", "table", "100"]);
     assert_eq!(f["changed"], true);
     assert!(ip_route(&t.r, "-4", "192.0.2.0/24", "100").is_none());
     assert!(ip_route(&t.r, "-4", "203.0.113.128/25", "100").is_some());
     assert!(ip_route(&t.r, "-6", "2001:db8:100::/48", "main").is_some());
     // Flush everything: ip's routes stay.
-    mp_ok(&t.r, &["flush"]);
+    MP.ok(&t.r, &["flush"]);
     assert!(ip_route(&t.r, "-6", "2001:db8:100::/48", "main").is_none());
     assert!(ip_route(&t.r, "-4", "203.0.113.0/24", "main").is_some());
-    let managed: Vec<Value> = mp_json(&t.r, &["show", "table", "all"])
+    let managed: Vec<Value> = MP
+        .json(&t.r, &["show", "table", "all"])
         .as_array()
         .expect("rows")
         .iter()
@@ -559,7 +534,7 @@ fn a_route_taken_over_by_another_protocol_is_not_ours_any_more() {
     require_root();
     let t = TwoPaths::new("owner");
     let add = |proto: &str| {
-        mp_ok(
+        MP.ok(
             &t.r,
             &[
                 "add",
@@ -600,9 +575,9 @@ fn a_route_taken_over_by_another_protocol_is_not_ours_any_more() {
         ]);
     };
     take_over();
-    let o = mp(&t.r, &["del", "198.51.100.0/24"]);
+    let o = MP.at(&t.r, &["del", "198.51.100.0/24"]);
     assert_eq!(o.status.code(), Some(2), "del of bird's route");
-    mp_ok(&t.r, &["flush"]);
+    MP.ok(&t.r, &["flush"]);
     assert!(
         ip_route(&t.r, "-4", "198.51.100.0/24", "main").is_some(),
         "flush removed bird's route"
@@ -624,7 +599,7 @@ fn a_route_taken_over_by_another_protocol_is_not_ours_any_more() {
     t.r.ip_ok(&["route", "del", "198.51.100.0/24"]);
     add("static");
     assert_eq!(sync_changes(&t.r), Vec::<Value>::new());
-    mp_ok(&t.r, &["del", "198.51.100.0/24"]);
+    MP.ok(&t.r, &["del", "198.51.100.0/24"]);
 }
 
 #[test]
@@ -632,7 +607,7 @@ fn two_namespaces_never_mix_state() {
     require_root();
     let one = TwoPaths::new("mixa");
     let two = TwoPaths::new("mixb");
-    mp_ok(
+    MP.ok(
         &one.r,
         &[
             "add",
@@ -646,7 +621,7 @@ fn two_namespaces_never_mix_state() {
             "va",
         ],
     );
-    mp_ok(
+    MP.ok(
         &two.r,
         &[
             "add",
@@ -668,7 +643,7 @@ fn two_namespaces_never_mix_state() {
         row(&two.r, "198.51.100.0/24", "main").expect("two")["algo"],
         "random"
     );
-    mp_ok(&one.r, &["flush"]);
+    MP.ok(&one.r, &["flush"]);
     assert_eq!(
         row(&two.r, "198.51.100.0/24", "main").expect("two")["algo"],
         "random"
@@ -691,7 +666,7 @@ fn batch_stops_at_first_failure_unless_forced() {
     )
     .expect("write batch");
     let f = file.to_str().expect("utf-8 path");
-    let o = mp(&t.r, &["-b", f]);
+    let o = MP.at(&t.r, &["-b", f]);
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(2), "{err}");
     assert!(err.contains(&format!("{f}:4:")), "names FILE:LINE: {err}");
@@ -701,8 +676,8 @@ fn batch_stops_at_first_failure_unless_forced() {
         "stopped at the failure"
     );
 
-    mp_ok(&t.r, &["flush"]);
-    let o = mp(&t.r, &["-b", f, "--force"]);
+    MP.ok(&t.r, &["flush"]);
+    let o = MP.at(&t.r, &["-b", f, "--force"]);
     assert_eq!(o.status.code(), Some(2));
     assert!(
         ip_route(&t.r, "-4", "203.0.113.0/24", "main").is_some(),
@@ -768,7 +743,7 @@ fn pipelined_batch_rolls_back_lines_after_a_refused_one() {
     }
     std::fs::write(&file, &text).expect("write");
     let f = file.to_str().expect("utf-8");
-    let o = mp(&t.r, &["-b", f]);
+    let o = MP.at(&t.r, &["-b", f]);
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(2), "{err}");
     assert!(
@@ -784,7 +759,7 @@ fn pipelined_batch_rolls_back_lines_after_a_refused_one() {
         ip_route(&t.r, "-4", "10.36.0.0/16", "main").is_none(),
         "line 40 was rolled back"
     );
-    let rows = mp_json(&t.r, &["show"]);
+    let rows = MP.json(&t.r, &["show"]);
     let managed: Vec<&Value> = rows
         .as_array()
         .expect("rows")
@@ -804,8 +779,8 @@ fn pipelined_batch_rolls_back_lines_after_a_refused_one() {
 
     // With --force every line is tried: 39 of 40 land. With --nexthop-objects they share one
     // kernel nexthop group.
-    mp_ok(&t.r, &["flush"]);
-    let o = mp(&t.r, &["--nexthop-objects", "-b", f, "--force"]);
+    MP.ok(&t.r, &["flush"]);
+    let o = MP.at(&t.r, &["--nexthop-objects", "-b", f, "--force"]);
     assert_eq!(o.status.code(), Some(2));
     assert!(ip_route(&t.r, "-4", "10.36.0.0/16", "main").is_some());
     let objs = t.r.ip_json(&["nexthop", "show"]);
@@ -823,7 +798,7 @@ fn pipelined_batch_rolls_back_lines_after_a_refused_one() {
             ("10.2.0.2".into(), "vb".into(), 2)
         ]
     );
-    mp_ok(&t.r, &["flush"]);
+    MP.ok(&t.r, &["flush"]);
     let objs = t.r.ip_json(&["nexthop", "show"]);
     assert_eq!(
         objs.as_array().map(Vec::len),
@@ -837,7 +812,7 @@ fn pipelined_batch_rolls_back_lines_after_a_refused_one() {
 fn routes_keep_their_nexthops_across_a_link_flap() {
     require_root();
     let t = TwoPaths::new("flap");
-    mp_ok(
+    MP.ok(
         &t.r,
         &[
             "add",
@@ -890,7 +865,7 @@ fn refused_batch_never_claims_a_route_added_with_ip_route() {
     for extra in [&[][..], &["--force"][..]] {
         let mut args = vec!["-b", f];
         args.extend_from_slice(extra);
-        let o = mp(&t.r, &args);
+        let o = MP.at(&t.r, &args);
         assert_eq!(
             o.status.code(),
             Some(2),
@@ -901,7 +876,7 @@ fn refused_batch_never_claims_a_route_added_with_ip_route() {
         assert_eq!(r["managed"], false, "{extra:?}: {r}");
         assert_eq!(r["algo"], Value::Null);
     }
-    mp_ok(&t.r, &["flush"]);
+    MP.ok(&t.r, &["flush"]);
     assert!(
         ip_route(&t.r, "-4", "192.0.2.0/24", "main").is_some(),
         "flush kept ip's route"
@@ -925,20 +900,20 @@ fn ipv6_metric_zero_is_the_kernels_1024() {
         "dev",
         "va",
     ];
-    assert_eq!(mp_json(&t.r, &args)["changed"], true);
+    assert_eq!(MP.json(&t.r, &args)["changed"], true);
     let r = row(&t.r, "2001:db8:70::/48", "main").expect("row");
     assert_eq!(
         (r["metric"].as_u64(), r["algo"].as_str()),
         (Some(1024), Some("drr"))
     );
-    assert_eq!(mp_json(&t.r, &args)["changed"], false);
+    assert_eq!(MP.json(&t.r, &args)["changed"], false);
 }
 
 #[test]
 fn route_object_word_and_ipv4_append() {
     require_root();
     let t = TwoPaths::new("obj");
-    mp_ok(
+    MP.ok(
         &t.r,
         &[
             "route",
@@ -954,7 +929,7 @@ fn route_object_word_and_ipv4_append() {
         ],
     );
     // IPv4 append adds an alternative route with the same key; it shares the algorithm.
-    mp_ok(
+    MP.ok(
         &t.r,
         &[
             "route",
@@ -976,13 +951,13 @@ fn route_object_word_and_ipv4_append() {
         Vec::<Value>::new(),
         "sync after an IPv4 append"
     );
-    mp_ok(&t.r, &["del", "198.51.100.0/24"]);
+    MP.ok(&t.r, &["del", "198.51.100.0/24"]);
     let r = row(&t.r, "198.51.100.0/24", "main").expect("the alternative remains");
     assert_eq!(
         r["algo"], "drr",
         "state kept while a route of the key remains: {r}"
     );
-    mp_ok(&t.r, &["del", "198.51.100.0/24"]);
+    MP.ok(&t.r, &["del", "198.51.100.0/24"]);
     assert!(row(&t.r, "198.51.100.0/24", "main").is_none());
 }
 
@@ -992,7 +967,7 @@ fn a_deleted_namespace_leaves_no_pinned_state() {
     let cookie;
     {
         let t = TwoPaths::new("pins");
-        mp_ok(
+        MP.ok(
             &t.r,
             &[
                 "add",
@@ -1017,7 +992,7 @@ fn a_deleted_namespace_leaves_no_pinned_state() {
 fn nested_managed_prefixes_each_reach_the_dataplane() {
     require_root();
     let t = TwoPaths::new("nest");
-    mp_ok(
+    MP.ok(
         &t.r,
         &[
             "add",
@@ -1032,7 +1007,7 @@ fn nested_managed_prefixes_each_reach_the_dataplane() {
         ],
     );
     // A longer prefix with a higher metric must still get its own dataplane entry.
-    mp_ok(
+    MP.ok(
         &t.r,
         &[
             "add",
@@ -1048,7 +1023,7 @@ fn nested_managed_prefixes_each_reach_the_dataplane() {
             "vb",
         ],
     );
-    let g = mp_json(
+    let g = MP.json(
         &t.r,
         &[
             "get",
@@ -1069,10 +1044,10 @@ fn nested_managed_prefixes_each_reach_the_dataplane() {
         "{g}"
     );
     assert_eq!(g[0]["nexthop"]["gateway"], "10.2.0.2");
-    let g = mp_json(&t.r, &["get", "10.9.9.9"]);
+    let g = MP.json(&t.r, &["get", "10.9.9.9"]);
     assert_eq!(g[0]["dst"], "10.0.0.0/8", "{g}");
-    mp_ok(&t.r, &["del", "10.77.0.0/16"]);
-    let g = mp_json(&t.r, &["get", "10.77.1.2"]);
+    MP.ok(&t.r, &["del", "10.77.0.0/16"]);
+    let g = MP.json(&t.r, &["get", "10.77.1.2"]);
     assert_eq!(
         g[0]["dst"], "10.0.0.0/8",
         "after del the covering route answers: {g}"
@@ -1083,7 +1058,7 @@ fn nested_managed_prefixes_each_reach_the_dataplane() {
 fn deleting_the_preferred_route_hands_the_dataplane_to_the_next_metric() {
     require_root();
     let t = TwoPaths::new("metric");
-    mp_ok(
+    MP.ok(
         &t.r,
         &[
             "add",
@@ -1099,7 +1074,7 @@ fn deleting_the_preferred_route_hands_the_dataplane_to_the_next_metric() {
             "va",
         ],
     );
-    mp_ok(
+    MP.ok(
         &t.r,
         &[
             "add",
@@ -1115,14 +1090,14 @@ fn deleting_the_preferred_route_hands_the_dataplane_to_the_next_metric() {
             "vb",
         ],
     );
-    let g = mp_json(&t.r, &["get", "198.51.100.1"]);
+    let g = MP.json(&t.r, &["get", "198.51.100.1"]);
     assert_eq!(
         (g[0]["metric"].as_u64(), g[0]["algo"].as_str()),
         (Some(5), Some("drr")),
         "{g}"
     );
-    mp_ok(&t.r, &["del", "198.51.100.0/24", "metric", "5"]);
-    let g = mp_json(&t.r, &["get", "198.51.100.1"]);
+    MP.ok(&t.r, &["del", "198.51.100.0/24", "metric", "5"]);
+    let g = MP.json(&t.r, &["get", "198.51.100.1"]);
     assert_eq!(
         (g[0]["metric"].as_u64(), g[0]["algo"].as_str()),
         (Some(10), Some("random")),
@@ -1177,7 +1152,7 @@ fn lpm4_slots(ns: &Netns) -> Vec<([u64; 3], u64)> {
 fn counter_slots_are_never_shared_even_when_their_record_is_lost() {
     require_root();
     let t = TwoPaths::new("slotrec");
-    let add = |p: &str| mp_ok(&t.r, &["add", p, "nexthop", "via", "10.1.0.2", "dev", "va"]);
+    let add = |p: &str| MP.ok(&t.r, &["add", p, "nexthop", "via", "10.1.0.2", "dev", "va"]);
     for p in ["10.9.1.0/24", "10.9.2.0/24", "10.9.3.0/24"] {
         add(p);
     }
@@ -1214,7 +1189,7 @@ fn counter_slots_are_never_shared_even_when_their_record_is_lost() {
     );
     // Deleted with ip route, then with mproute: its dataplane entry and slot go.
     t.r.ip_ok(&["route", "del", "10.9.2.0/24"]);
-    mp_ok(&t.r, &["del", "10.9.2.0/24"]);
+    MP.ok(&t.r, &["del", "10.9.2.0/24"]);
     add("10.9.5.0/24");
     assert_eq!(
         lpm4_slots(&t.r),
@@ -1225,7 +1200,7 @@ fn counter_slots_are_never_shared_even_when_their_record_is_lost() {
             ([10, 9, 5], 2)
         ]
     );
-    let v = mp_json(&t.r, &["dataplane", "show"]);
+    let v = MP.json(&t.r, &["dataplane", "show"]);
     assert_eq!(v["counter_slots"]["used"], 4, "{v}");
 
     // An LPM entry lost behind mproute's back: sync writes it again (with the lowest free slot)
@@ -1276,12 +1251,12 @@ fn counter_slots_are_never_shared_even_when_their_record_is_lost() {
         Vec::<Value>::new(),
         "nothing left to repair"
     );
-    let v = mp_json(&t.r, &["dataplane", "show"]);
+    let v = MP.json(&t.r, &["dataplane", "show"]);
     assert_eq!(v["counter_slots"]["used"], 4, "slot 3 is free again: {v}");
 
     // An entry of no managed route, with a lower metric, in a managed route's place: sync
     // removes it and puts the route's own back.
-    mp_ok(
+    MP.ok(
         &t.r,
         &[
             "add",

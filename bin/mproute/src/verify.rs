@@ -28,7 +28,7 @@ const RTA_ENCAP: u16 = 22;
 /// The managed IPv4 routes of the LPM trie with their verdicts.
 struct Verified {
     keys: Vec<mpt_bpf::mproute::abi::MptRouteKey>,
-    /// SOLE flags as found.
+    /// VERIFIED flags as found.
     flagged: Vec<bool>,
     /// DRIFT flags as found.
     drifted: Vec<bool>,

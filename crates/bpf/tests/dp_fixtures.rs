@@ -41,12 +41,9 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::fs::File;
-use std::io::Write;
 use std::mem::{offset_of, size_of, MaybeUninit};
 use std::net::IpAddr;
-use std::process::{Command, Stdio};
-use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::Mutex;
+use std::process::Command;
 
 use libbpf_rs::skel::{OpenSkel, SkelBuilder};
 use libbpf_rs::{MapCore, MapFlags, OpenObject, ProgramInput};
@@ -59,6 +56,13 @@ use mpt_bpf::mproute::route_table::{build_group, DpNexthop};
 use mpt_bpf::skel::mproute::dp::{types, DpSkel, DpSkelBuilder};
 use mpt_model::hash::{flow_hash, FlowKey};
 use mpt_model::route::threshold::select;
+use mpt_testkit::cmd::{try_output, try_output_with_input};
+use mpt_testkit::packet::{
+    self, csum_ok, csum_sum, fill_l4_csum, hex, hexmac, icmp4_port_unreach, icmp6_port_unreach,
+    inet_csum, tagged, tcp, udp, Ip4, Ip6, ETH_P_8021AD, ETH_P_8021Q, ETH_P_ARP, ETH_P_IP,
+    ETH_P_IPV6, IPPROTO_ICMP, IPPROTO_ICMPV6, IPPROTO_TCP, IPPROTO_UDP, MF,
+};
+use mpt_testkit::{require_root, Netns, XorShift64};
 
 // ---- constants ----------------------------------------------------------------------------
 
@@ -68,20 +72,6 @@ const SEED: u32 = 0x6d70_7466;
 const TABLE: u32 = 254;
 /// `MPT_DRR_QUANTUM` of dp.bpf.c: bytes per unit of weight and turn.
 const DRR_QUANTUM: u64 = 1514;
-
-const ETH_P_IP: u16 = 0x0800;
-const ETH_P_IPV6: u16 = 0x86DD;
-const ETH_P_ARP: u16 = 0x0806;
-const ETH_P_8021Q: u16 = 0x8100;
-const ETH_P_8021AD: u16 = 0x88A8;
-const IPPROTO_ICMP: u8 = 1;
-const IPPROTO_TCP: u8 = 6;
-const IPPROTO_UDP: u8 = 17;
-const IPPROTO_ICMPV6: u8 = 58;
-/// IPv4 "don't fragment".
-const DF: u16 = 0x4000;
-/// IPv4 "more fragments".
-const MF: u16 = 0x2000;
 
 const XDP_PASS: u32 = 2;
 const XDP_REDIRECT: u32 = 4;
@@ -402,112 +392,46 @@ const ROUTES: &[RouteSpec] = &[
 
 // ---- namespace ----------------------------------------------------------------------------
 
-fn require_root() {
-    assert!(
-        nix::unistd::geteuid().is_root(),
-        "tests/dp_fixtures.rs creates network namespaces and runs BPF programs: it must run as \
-         root (e.g. `sudo -E cargo test -p mpt-bpf --test dp_fixtures`); not skipped on purpose"
-    );
-}
-
-fn run_ok(cmd: &mut Command, stdin: Option<&str>) {
-    let what = format!("{cmd:?}");
-    let mut child = cmd
-        .stdin(if stdin.is_some() {
-            Stdio::piped()
-        } else {
-            Stdio::null()
-        })
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap_or_else(|e| panic!("cannot run {what}: {e}"));
-    if let (Some(text), Some(mut pipe)) = (stdin, child.stdin.take()) {
-        pipe.write_all(text.as_bytes())
-            .unwrap_or_else(|e| panic!("{what}: write stdin: {e}"));
-    }
-    let out = child
-        .wait_with_output()
-        .unwrap_or_else(|e| panic!("{what}: {e}"));
-    assert!(
-        out.status.success(),
-        "{what} failed: {}{}\ninput:\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr),
-        stdin.unwrap_or("")
-    );
-}
-
-/// A network namespace that exists as long as this value (deleted on drop, panics included).
-struct Netns {
-    name: String,
-}
-
-impl Netns {
-    fn new() -> Netns {
-        static N: AtomicU32 = AtomicU32::new(0);
-        // `ip netns add` makes /run/netns a shared mount the first time: not concurrently.
-        static CREATE: Mutex<()> = Mutex::new(());
-        let name = format!(
-            "mpt-fx-{}-{}",
-            std::process::id(),
-            N.fetch_add(1, Ordering::SeqCst)
+/// Devices, addresses, neighbours, routes and sysctls of the module doc's topology in `ns`.
+fn build_topology(ns: &Netns) {
+    let mut b = String::from("link set lo up\n");
+    for d in DEVS {
+        let m = hexmac(&d.mac);
+        b += &format!(
+            "link add {n} address {m} mtu {mtu} type veth peer name {n}p mtu {mtu}\n\
+             link set {n} up\nlink set {n}p up\n",
+            n = d.name,
+            mtu = d.mtu
         );
-        let _serial = CREATE.lock().unwrap_or_else(|e| e.into_inner());
-        run_ok(Command::new("ip").args(["netns", "add", &name]), None);
-        Netns { name }
     }
-
-    /// Devices, addresses, neighbours, routes and sysctls of the module doc's topology.
-    fn build_topology(&self) {
-        let mut b = String::from("link set lo up\n");
-        for d in DEVS {
-            let m = hexmac(&d.mac);
-            b += &format!(
-                "link add {n} address {m} mtu {mtu} type veth peer name {n}p mtu {mtu}\n\
-                 link set {n} up\nlink set {n}p up\n",
-                n = d.name,
-                mtu = d.mtu
-            );
+    for d in DEVS {
+        for a in d.addrs {
+            let nodad = if a.contains(':') { " nodad" } else { "" };
+            b += &format!("addr add {a} dev {}{nodad}\n", d.name);
         }
-        for d in DEVS {
-            for a in d.addrs {
-                let nodad = if a.contains(':') { " nodad" } else { "" };
-                b += &format!("addr add {a} dev {}{nodad}\n", d.name);
-            }
-            if let Some(m) = d.gw_mac {
-                for gw in d.gws {
-                    b += &format!(
-                        "neigh add {gw} lladdr {} dev {} nud permanent\n",
-                        hexmac(&m),
-                        d.name
-                    );
-                }
+        if let Some(m) = d.gw_mac {
+            for gw in d.gws {
+                b += &format!(
+                    "neigh add {gw} lladdr {} dev {} nud permanent\n",
+                    hexmac(&m),
+                    d.name
+                );
             }
         }
-        for l in KERNEL_ROUTES {
-            b += l;
-            b.push('\n');
-        }
-        run_ok(
-            Command::new("ip").args(["-n", &self.name, "-batch", "-"]),
-            Some(&b),
-        );
-        let mut sysctl = Command::new("ip");
-        sysctl.args(["netns", "exec", &self.name, "sysctl", "-q", "-w"]);
-        sysctl.args(SYSCTLS);
-        run_ok(&mut sysctl, None);
     }
-}
-
-impl Drop for Netns {
-    fn drop(&mut self) {
-        let _ = Command::new("ip")
-            .args(["netns", "del", &self.name])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status();
+    for l in KERNEL_ROUTES {
+        b += l;
+        b.push('\n');
     }
+    try_output_with_input(
+        Command::new("ip").args(["-n", ns.name(), "-batch", "-"]),
+        &b,
+    )
+    .unwrap_or_else(|e| panic!("{e}\ninput:\n{b}"));
+    let mut sysctl = Command::new("ip");
+    sysctl.args(["netns", "exec", ns.name(), "sysctl", "-q", "-w"]);
+    sysctl.args(SYSCTLS);
+    try_output(&mut sysctl).unwrap_or_else(|e| panic!("{e}"));
 }
 
 /// Build a namespace, then run `f` on a thread inside it with the dataplane loaded and its
@@ -537,11 +461,11 @@ where
     F: FnOnce(&Fx<'_>) + Send + 'static,
 {
     require_root();
-    let ns = Netns::new();
-    ns.build_topology();
-    let path = format!("/run/netns/{}", ns.name);
+    let ns = Netns::new("fx");
+    build_topology(&ns);
+    let path = format!("/run/netns/{}", ns.name());
     let worker = std::thread::Builder::new()
-        .name(format!("dp-fixture {}", ns.name))
+        .name(format!("dp-fixture {}", ns.name()))
         .spawn(move || {
             let fd = File::open(&path).unwrap_or_else(|e| panic!("open {path}: {e}"));
             nix::sched::setns(&fd, nix::sched::CloneFlags::CLONE_NEWNET)
@@ -1056,212 +980,9 @@ fn check_forwarded(input: &[u8], out: &[u8], macs: bool, what: &str, hook: Hook)
 
 // ---- packets ------------------------------------------------------------------------------
 
-fn hex(b: &[u8]) -> String {
-    b.iter().map(|x| format!("{x:02x}")).collect()
-}
-
-fn hexmac(m: &[u8]) -> String {
-    m.iter()
-        .map(|x| format!("{x:02x}"))
-        .collect::<Vec<_>>()
-        .join(":")
-}
-
-fn csum_sum(data: &[u8]) -> u32 {
-    let mut s: u32 = 0;
-    for c in data.chunks(2) {
-        let w = u16::from_be_bytes([c[0], *c.get(1).unwrap_or(&0)]);
-        s += u32::from(w);
-    }
-    while s > 0xffff {
-        s = (s & 0xffff) + (s >> 16);
-    }
-    s
-}
-
-/// The Internet checksum of `data`.
-fn inet_csum(data: &[u8]) -> u16 {
-    !(csum_sum(data) as u16)
-}
-
-/// Fill in a TCP (or IPv6 UDP) checksum left at 0: a sender's stack completes it before the
-/// packet leaves, and the XDP path passes packets whose checksum is not complete. IPv4 UDP
-/// keeps 0 (no checksum). `addrs` is source and destination back to back.
-fn fill_l4_csum(proto: u8, addrs: &[u8], l4: &mut [u8], v6: bool) {
-    let at = match proto {
-        IPPROTO_TCP => 16,
-        IPPROTO_UDP if v6 => 6,
-        _ => return,
-    };
-    if l4.len() < at + 2 || l4[at] != 0 || l4[at + 1] != 0 {
-        return;
-    }
-    let mut pseudo = addrs.to_vec();
-    pseudo.extend_from_slice(&[0, proto]);
-    pseudo.extend_from_slice(&(l4.len() as u16).to_be_bytes());
-    let mut all = pseudo;
-    all.extend_from_slice(l4);
-    let c = inet_csum(&all);
-    let c = if c == 0 && proto == IPPROTO_UDP {
-        0xffff
-    } else {
-        c
-    };
-    l4[at..at + 2].copy_from_slice(&c.to_be_bytes());
-}
-
-/// Whether a header including its checksum sums to 0xffff.
-fn csum_ok(hdr: &[u8]) -> bool {
-    csum_sum(hdr) == 0xffff
-}
-
 /// An Ethernet frame from the sender to in0.
 fn eth(ethertype: u16, l3: &[u8]) -> Vec<u8> {
-    let mut f = Vec::with_capacity(14 + l3.len());
-    f.extend_from_slice(&IN0_MAC);
-    f.extend_from_slice(&SENDER_MAC);
-    f.extend_from_slice(&ethertype.to_be_bytes());
-    f.extend_from_slice(l3);
-    f
-}
-
-/// `frame` with a VLAN tag inserted after the MACs.
-fn tagged(tpid: u16, tci: u16, frame: &[u8]) -> Vec<u8> {
-    let mut f = frame[..12].to_vec();
-    f.extend_from_slice(&tpid.to_be_bytes());
-    f.extend_from_slice(&tci.to_be_bytes());
-    f.extend_from_slice(&frame[12..]);
-    f
-}
-
-#[derive(Clone, Debug)]
-struct Ip4 {
-    src: [u8; 4],
-    dst: [u8; 4],
-    proto: u8,
-    ttl: u8,
-    /// Flags and fragment offset.
-    frag: u16,
-    options: Vec<u8>,
-    payload: Vec<u8>,
-}
-
-impl Ip4 {
-    fn new(src: &str, dst: &str, proto: u8, payload: Vec<u8>) -> Ip4 {
-        let a = |s: &str| -> [u8; 4] { s.parse::<std::net::Ipv4Addr>().expect("ipv4").octets() };
-        Ip4 {
-            src: a(src),
-            dst: a(dst),
-            proto,
-            ttl: 64,
-            frag: DF,
-            options: Vec::new(),
-            payload,
-        }
-    }
-    fn ttl(mut self, ttl: u8) -> Ip4 {
-        self.ttl = ttl;
-        self
-    }
-    fn frag(mut self, frag: u16) -> Ip4 {
-        self.frag = frag;
-        self
-    }
-    fn options(mut self, o: &[u8]) -> Ip4 {
-        self.options = o.to_vec();
-        self
-    }
-    fn bytes(&self) -> Vec<u8> {
-        let hl = 20 + self.options.len();
-        assert!(hl % 4 == 0 && hl <= 60, "IPv4 options length");
-        let tot = (hl + self.payload.len()) as u16;
-        let mut h = vec![0u8; 20];
-        h[0] = 0x40 | (hl / 4) as u8;
-        h[2..4].copy_from_slice(&tot.to_be_bytes());
-        h[4..6].copy_from_slice(&0x1234u16.to_be_bytes());
-        h[6..8].copy_from_slice(&self.frag.to_be_bytes());
-        h[8] = self.ttl;
-        h[9] = self.proto;
-        h[12..16].copy_from_slice(&self.src);
-        h[16..20].copy_from_slice(&self.dst);
-        h.extend_from_slice(&self.options);
-        let c = inet_csum(&h);
-        h[10..12].copy_from_slice(&c.to_be_bytes());
-        let mut payload = self.payload.clone();
-        if self.frag & 0x1fff == 0 {
-            let addrs = [self.src, self.dst].concat();
-            fill_l4_csum(self.proto, &addrs, &mut payload, false);
-        }
-        h.extend_from_slice(&payload);
-        h
-    }
-    fn frame(&self) -> Vec<u8> {
-        eth(ETH_P_IP, &self.bytes())
-    }
-}
-
-#[derive(Clone, Debug)]
-struct Ip6 {
-    src: [u8; 16],
-    dst: [u8; 16],
-    nh: u8,
-    hop: u8,
-    payload: Vec<u8>,
-}
-
-impl Ip6 {
-    fn new(src: &str, dst: &str, nh: u8, payload: Vec<u8>) -> Ip6 {
-        let a = |s: &str| -> [u8; 16] { s.parse::<std::net::Ipv6Addr>().expect("ipv6").octets() };
-        Ip6 {
-            src: a(src),
-            dst: a(dst),
-            nh,
-            hop: 64,
-            payload,
-        }
-    }
-    fn hop(mut self, hop: u8) -> Ip6 {
-        self.hop = hop;
-        self
-    }
-    fn bytes(&self) -> Vec<u8> {
-        let mut h = vec![0x60, 0, 0, 0];
-        h.extend_from_slice(&(self.payload.len() as u16).to_be_bytes());
-        h.push(self.nh);
-        h.push(self.hop);
-        h.extend_from_slice(&self.src);
-        h.extend_from_slice(&self.dst);
-        let mut payload = self.payload.clone();
-        let addrs = [self.src, self.dst].concat();
-        fill_l4_csum(self.nh, &addrs, &mut payload, true);
-        h.extend_from_slice(&payload);
-        h
-    }
-    fn frame(&self) -> Vec<u8> {
-        eth(ETH_P_IPV6, &self.bytes())
-    }
-}
-
-/// A UDP header and `n` payload bytes (checksum 0: the dataplane does not look at it).
-fn udp(sport: u16, dport: u16, n: usize) -> Vec<u8> {
-    let mut u = Vec::with_capacity(8 + n);
-    u.extend_from_slice(&sport.to_be_bytes());
-    u.extend_from_slice(&dport.to_be_bytes());
-    u.extend_from_slice(&((8 + n) as u16).to_be_bytes());
-    u.extend_from_slice(&[0, 0]);
-    u.resize(8 + n, 0xab);
-    u
-}
-
-/// A 20-byte TCP header (ACK).
-fn tcp(sport: u16, dport: u16) -> Vec<u8> {
-    let mut t = Vec::with_capacity(20);
-    t.extend_from_slice(&sport.to_be_bytes());
-    t.extend_from_slice(&dport.to_be_bytes());
-    t.extend_from_slice(&1u32.to_be_bytes());
-    t.extend_from_slice(&1u32.to_be_bytes());
-    t.extend_from_slice(&[0x50, 0x10, 0xff, 0xff, 0, 0, 0, 0]);
-    t
+    packet::eth(IN0_MAC, SENDER_MAC, ethertype, l3)
 }
 
 /// A UDP frame of either family (by the source address's syntax), `n` payload bytes.
@@ -1284,22 +1005,6 @@ fn key(src: &str, dst: &str, proto: u8, sport: u16, dport: u16) -> FlowKey {
     .expect("same family")
 }
 
-/// An ICMP destination unreachable / port unreachable quoting `quoted` (IP header + 8 bytes).
-fn icmp4_port_unreach(quoted: &[u8]) -> Vec<u8> {
-    let mut m = vec![3, 3, 0, 0, 0, 0, 0, 0];
-    m.extend_from_slice(quoted);
-    let c = inet_csum(&m);
-    m[2..4].copy_from_slice(&c.to_be_bytes());
-    m
-}
-
-/// An ICMPv6 destination unreachable / port unreachable quoting `quoted` (checksum 0).
-fn icmp6_port_unreach(quoted: &[u8]) -> Vec<u8> {
-    let mut m = vec![1, 4, 0, 0, 0, 0, 0, 0];
-    m.extend_from_slice(quoted);
-    m
-}
-
 fn arp_request() -> Vec<u8> {
     let mut a = vec![0, 1, 8, 0, 6, 4, 0, 1];
     a.extend_from_slice(&SENDER_MAC);
@@ -1309,29 +1014,6 @@ fn arp_request() -> Vec<u8> {
     let mut f = eth(ETH_P_ARP, &a);
     f[..6].copy_from_slice(&[0xff; 6]);
     f
-}
-
-/// xorshift64 (Marsaglia): deterministic, no dependency.
-struct XorShift64(u64);
-
-impl XorShift64 {
-    fn next(&mut self) -> u64 {
-        let mut x = self.0;
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        self.0 = x;
-        x
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-    fn fill(&mut self, buf: &mut [u8]) {
-        for chunk in buf.chunks_mut(8) {
-            let r = self.next().to_le_bytes();
-            chunk.copy_from_slice(&r[..chunk.len()]);
-        }
-    }
 }
 
 // ---- fixtures: algorithms -----------------------------------------------------------------
@@ -2941,7 +2623,7 @@ impl Fx<'_> {
             .expect("write mpt_meta");
     }
 
-    /// Write `mpt_meta.fib4_gen` (None: clear the flag) and the SOLE flag of a managed IPv4 or
+    /// Write `mpt_meta.fib4_gen` (None: clear the flag) and the verified flag of a managed IPv4 or
     /// IPv6 route's LPM entry.
     fn set_verified(&self, prefix: &str, verified: bool, generation: Option<u32>) {
         // the namespace's own cookie: the dataplane skips nothing for another namespace's state
@@ -2989,7 +2671,7 @@ impl Fx<'_> {
 }
 
 /// White box: the kernel has 198.51.100.160/28 via e3 inside the managed 198.51.100.0/24, so the
-/// kernel-view lookup hands 198.51.100.165 to the stack. A SOLE flag (which user space would
+/// kernel-view lookup hands 198.51.100.165 to the stack. A verified flag (which user space would
 /// never set on this route) makes the dataplane skip that lookup only while the namespace's IPv4
 /// FIB generation equals the recorded one; any FIB change ends it. Forwarding disabled on the
 /// ingress device and IPv6 are always looked up.
@@ -3019,25 +2701,25 @@ fn verified_routes_skip_the_kernel_lookup_only_at_their_generation() {
             true,
             Some(now.v4),
             Expect::Redirect,
-            "SOLE at the current generation: the lookup is skipped",
+            "verified at the current generation: the lookup is skipped",
         );
         run(
             true,
             Some(now.v4.wrapping_add(1)),
             Expect::Pass(Reason::NoRoute),
-            "SOLE at another generation: looked up",
+            "verified at another generation: looked up",
         );
         run(
             true,
             None,
             Expect::Pass(Reason::NoRoute),
-            "SOLE without a recorded generation: looked up",
+            "verified without a recorded generation: looked up",
         );
         run(
             false,
             Some(now.v4),
             Expect::Pass(Reason::NoRoute),
-            "a route not flagged SOLE: looked up",
+            "a route not flagged verified: looked up",
         );
 
         // State of another namespace (cookie): never trusted.
@@ -3047,7 +2729,7 @@ fn verified_routes_skip_the_kernel_lookup_only_at_their_generation() {
             &v4,
             IN0,
             Expect::Pass(Reason::NoRoute),
-            "SOLE, the generation recorded for another namespace",
+            "verified, the generation recorded for another namespace",
         );
 
         // Forwarding off on the ingress device: the kernel's answer, not the shortcut.
@@ -3062,7 +2744,7 @@ fn verified_routes_skip_the_kernel_lookup_only_at_their_generation() {
             &f1,
             in1,
             Expect::Pass(Reason::FwdDisabled),
-            "SOLE, ingress in1 with forwarding=0",
+            "verified, ingress in1 with forwarding=0",
         );
 
         // IPv6 has no generation that covers deletions: always looked up.
@@ -3078,21 +2760,19 @@ fn verified_routes_skip_the_kernel_lookup_only_at_their_generation() {
             &b6,
             IN0,
             Expect::Pass(Reason::FibOther),
-            "IPv6 SOLE: the blackhole inside still answers",
+            "IPv6 verified: the blackhole inside still answers",
         );
 
         // Any FIB change moves the generation (this thread's namespace is the fixture's).
-        run_ok(
-            Command::new("ip").args(["route", "add", "192.0.2.128/25", "dev", "e3"]),
-            None,
-        );
+        try_output(Command::new("ip").args(["route", "add", "192.0.2.128/25", "dev", "e3"]))
+            .unwrap_or_else(|e| panic!("{e}"));
         let later = reader.read().expect("read the FIB generation");
         assert_ne!(later.v4, now.v4, "a route add moves net->ipv4.rt_genid");
         run(
             true,
             Some(now.v4),
             Expect::Pass(Reason::NoRoute),
-            "SOLE recorded before an unrelated route add: looked up again",
+            "verified recorded before an unrelated route add: looked up again",
         );
     });
 }

@@ -15,6 +15,7 @@ use mpt_bpf::skel::test::hash_test::HashTestSkelBuilder;
 use mpt_model::hash::{flow_hash, FlowKey};
 use mpt_model::route::threshold::{select, upper_bounds};
 use mpt_model::Family;
+use mpt_testkit::{require_root, XorShift64};
 
 /// Keys checked one test run each.
 const KEYS: usize = 12_000;
@@ -24,37 +25,6 @@ const IN_LEN: usize = 48;
 const SHORT: u32 = 0xffff_ffff;
 /// Protocols drawn: TCP, UDP, SCTP (l4) and ICMP, GRE (l3 only).
 const PROTOS: [u8; 5] = [6, 17, 132, 1, 47];
-
-fn require_root() {
-    assert!(
-        nix::unistd::geteuid().is_root(),
-        "tests/hash_parity.rs runs BPF programs and must run as root \
-         (e.g. `sudo -E cargo test -p mpt-bpf --test hash_parity`); it is not skipped on purpose"
-    );
-}
-
-/// xorshift64 (Marsaglia): deterministic, no dependency.
-struct XorShift64(u64);
-
-impl XorShift64 {
-    fn next(&mut self) -> u64 {
-        let mut x = self.0;
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        self.0 = x;
-        x
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-    fn fill(&mut self, buf: &mut [u8]) {
-        for chunk in buf.chunks_mut(8) {
-            let r = self.next().to_le_bytes();
-            chunk.copy_from_slice(&r[..chunk.len()]);
-        }
-    }
-}
 
 /// A random key; some share address prefixes or whole addresses so that the
 /// canonical ordering's later bytes and its port tie-break are exercised.
