@@ -182,6 +182,7 @@ impl Session {
                     nexthops: &[],
                     form: PathForm::Multipath,
                     algo: Algo::L3Hash,
+                    encap: None,
                 });
                 let op = format!("roll back {}", p.op);
                 if let Ok(s) = self.sock() {

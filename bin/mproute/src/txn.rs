@@ -179,6 +179,7 @@ impl Session {
             nexthops: &r.nexthops,
             form,
             algo: new_state.algo,
+            encap: None,
         });
         Ok(Planned::Send(Pending {
             verb: spec.verb,
@@ -429,6 +430,7 @@ impl Session {
             nexthops: &[],
             form: PathForm::Multipath,
             algo: Algo::L3Hash,
+            encap: None,
         });
         // 1. FIB, 2. state.
         let r = self.sock()?.request(&req, &op);
@@ -472,6 +474,7 @@ impl Session {
                 nexthops: &[],
                 form: PathForm::Multipath,
                 algo: Algo::L3Hash,
+                encap: None,
             });
             match self.sock()?.request(&req, &op) {
                 Ok(()) => {}

@@ -6,6 +6,7 @@
 //! ([`hash`], which the BPF programs reproduce bit for bit), protocol and table names.
 
 pub mod hash;
+pub mod ila;
 pub mod names;
 pub mod route;
 

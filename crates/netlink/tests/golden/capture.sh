@@ -184,6 +184,11 @@ NOTE="prerequisite run first (not captured): ip route add 198.51.100.0/24 via 10
 run_case v4_get        $RTM_GETROUTE 1 route get 198.51.100.7 from 10.1.0.1 ipproto udp sport 1000 dport 2000
 run_case v4_get_fibmatch $RTM_GETROUTE 1 route get 198.51.100.7 fibmatch
 
+# ILA routes (LWT encap type 3): iproute2 sends them whether or not the kernel has the ILA
+# module; without it the kernel refuses them (the result line says how).
+run_case ila_route_add $RTM_NEWROUTE 0 -6 route add 2001:db8:1:2:2000::7/128 encap ila 2001:db8:ff:1 csum-mode adj-transport ident-type use-format hook-type output via 2001:db8:1::2 dev va proto 247
+run_case ila_route_add_min $RTM_NEWROUTE 0 -6 route add 2001:db8:1:3::/64 encap ila 2001:db8:ff:2 dev vb
+
 # --- sanity checks -----------------------------------------------------------
 bad=0
 for f in "$OUT"/*.txt; do

@@ -6,6 +6,7 @@
 //! ```
 
 pub mod ctrl;
+pub mod ila;
 
 use super::attr::{AttrBuf, Attrs, DecodeError};
 use super::Request;

@@ -13,6 +13,8 @@ use crate::msg::{align4, flags, Request};
 
 /// `RTM_NEWROUTE`.
 pub const RTM_NEWROUTE: u16 = 24;
+/// `NLA_F_NESTED`: the attribute holds attributes.
+pub const NLA_F_NESTED: u16 = 0x8000;
 /// `RTM_DELROUTE`.
 pub const RTM_DELROUTE: u16 = 25;
 /// `RTM_GETROUTE`.
@@ -139,6 +141,18 @@ pub struct RouteRequest<'a> {
     /// Algorithm; `RTA_MP_ALGO` is sent only when it is not the default (`l3-hash`), as the
     /// kernels that had the attribute only reported it then.
     pub algo: Algo,
+    /// A lightweight tunnel encapsulation (`encap ila ...`): sent after `RTA_DST` as
+    /// `RTA_ENCAP` (its attributes, nested) and `RTA_ENCAP_TYPE`, in iproute2's order.
+    pub encap: Option<LwtEncap<'a>>,
+}
+
+/// `RTA_ENCAP_TYPE` and the attributes nested in `RTA_ENCAP`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LwtEncap<'a> {
+    /// `LWTUNNEL_ENCAP_*`.
+    pub kind: u16,
+    /// The nested attributes.
+    pub attrs: &'a [u8],
 }
 
 fn addr_bytes(a: &IpAddr) -> Vec<u8> {
@@ -237,6 +251,10 @@ pub fn encode(req: &RouteRequest<'_>) -> Request {
     );
     let mut a = AttrBuf::with_header(&hdr);
     a.put(rta::DST, &addr_bytes(&req.key.dst.network()));
+    if let Some(e) = &req.encap {
+        a.put(NLA_F_NESTED | rta::ENCAP, e.attrs);
+        a.put_u16(rta::ENCAP_TYPE, e.kind);
+    }
     if req.key.table >= 256 {
         a.put_u32(rta::TABLE, req.key.table);
     }
