@@ -22,6 +22,7 @@
 #include "mpt/lib/parse.h"
 #include "mpt/lib/csum.h"
 #include "mpt/lib/csum_verify.h"
+#include "mpt/lib/veth.h"
 #include "mpt/flowhash.h"
 #include "maps.bpf.h"
 #include "pick.h"
@@ -520,41 +521,6 @@ static __always_inline int fast_path(void *ctx, struct pkt *p, struct bpf_fib_lo
 	return -(int)fib_reason(rc);
 }
 
-extern void *bpf_cast_to_kern_ctx(void *) __ksym;
-
-#define MPT_CHECKSUM_PARTIAL 3
-
-/* The veth driver's XDP buffer (drivers/net/veth.c), matched by name in the kernel's BTF. */
-struct veth_xdp_buff___mpt {
-	struct xdp_buff xdp;
-	struct sk_buff *skb;
-} __attribute__((preserve_access_index));
-
-/*
- * On a veth (see mpt_veth_skb): 1 if the frame's skb has CHECKSUM_PARTIAL, 0 if
- * not or if there is no skb (an XDP frame), -1 if it cannot be told.
- * mpt_veth_skb 2: the kernel's BTF has the veth's buffer type (veth built in),
- * a direct read; 1: veth is a module, whose types a cast cannot name: a probe
- * read at the offset after the xdp_buff (user space loads with 2 and falls
- * back to 1 if the verifier refuses).
- */
-static __always_inline int veth_skb_partial(struct xdp_md *ctx)
-{
-	struct xdp_buff *x = bpf_cast_to_kern_ctx(ctx);
-	struct sk_buff *skb = 0, *s;
-
-	if (mpt_veth_skb == 2) {
-		skb = bpf_core_cast(x, struct veth_xdp_buff___mpt)->skb;
-	} else if (bpf_probe_read_kernel(&skb, sizeof(skb),
-					 (void *)((__u64)x + bpf_core_type_size(struct xdp_buff)))) {
-		return -1;
-	}
-	if (!skb)
-		return 0;
-	s = bpf_core_cast(skb, struct sk_buff);
-	return BPF_CORE_READ_BITFIELD(s, ip_summed) == MPT_CHECKSUM_PARTIAL;
-}
-
 /*
  * Whether the kernel's FIB is known to answer this IPv4 packet with the managed
  * route rt, so that the per-packet kernel-view lookup can be skipped: user
@@ -625,7 +591,7 @@ static __always_inline int decide(void *ctx, struct xdp_md *xdp, struct pkt *p,
 	 * once, in the tc program that forwards it).
 	 */
 	if (xdp && !mpt_xdp_generic && mpt_local_stacks) {
-		int partial = mpt_veth_skb ? veth_skb_partial(xdp) : -1;
+		int partial = mpt_veth_skb ? mpt_veth_skb_partial(xdp, mpt_veth_skb) : -1;
 
 		if (partial > 0)
 			return -MPT_R_L4_CSUM;

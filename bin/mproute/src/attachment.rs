@@ -74,11 +74,8 @@ pub(crate) fn attach(
     // A nexthop whose link lost carrier keeps its connected route (flagged linkdown); unless
     // the namespace ignores such routes, both the kernel's multipath and the dataplane's
     // gateway lookup keep sending into the dead link.
-    set_ignore_linkdown().map_err(|e| {
-        Failure::system(format!(
-            "dataplane attach: set net.ipv{{4,6}}.conf.all.ignore_routes_with_linkdown: {e}"
-        ))
-    })?;
+    // (the error names the setting and the value)
+    set_ignore_linkdown().map_err(|e| Failure::system(format!("dataplane attach: {e}")))?;
     peer_notes(s, prepare_peers)
 }
 

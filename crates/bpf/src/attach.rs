@@ -8,7 +8,7 @@
 //! Attachments are told apart by program name: a suite names its programs uniquely
 //! (`mpt_dp_xdp`), and [`named`] finds them.
 
-use std::os::fd::{AsRawFd, BorrowedFd, OwnedFd};
+use std::os::fd::{AsRawFd, BorrowedFd};
 
 use crate::error::{Error, ErrorKind};
 
@@ -16,6 +16,62 @@ const XDP_FLAGS_UPDATE_IF_NOEXIST: u32 = 1;
 const XDP_FLAGS_SKB_MODE: u32 = 2;
 const XDP_FLAGS_DRV_MODE: u32 = 4;
 const XDP_FLAGS_REPLACE: u32 = 16;
+
+/// The hook a tool's dataplane is attached to on a device, as the operator names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Hook {
+    /// Native (driver) XDP.
+    Xdp,
+    /// Generic (skb) XDP.
+    XdpGeneric,
+    /// tcx.
+    Tc,
+}
+
+impl Hook {
+    /// The operator's word.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Hook::Xdp => "xdp",
+            Hook::XdpGeneric => "xdp-generic",
+            Hook::Tc => "tc",
+        }
+    }
+    /// What a route's `enforced_by` says for this hook.
+    pub const fn enforcer(self) -> &'static str {
+        match self {
+            Hook::Xdp | Hook::XdpGeneric => "xdp",
+            Hook::Tc => "tc",
+        }
+    }
+    /// The XDP mode of an XDP hook.
+    pub const fn xdp_mode(self) -> Option<XdpMode> {
+        match self {
+            Hook::Xdp => Some(XdpMode::Native),
+            Hook::XdpGeneric => Some(XdpMode::Generic),
+            Hook::Tc => None,
+        }
+    }
+}
+
+/// How XDP on a veth reads the skb behind a frame (a program's `*_veth_skb` load-time
+/// constant, `bpf/include/mpt/lib/veth.h`): directly (2) where vmlinux BTF has the veth's
+/// buffer type (veth built in), else by a probe read (1; veth a module, whose types a BPF cast
+/// cannot name). Read from the kernel's BTF once per process.
+pub fn veth_skb_read() -> u32 {
+    static READ: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
+    *READ.get_or_init(|| {
+        let built_in = libbpf_rs::btf::Btf::from_vmlinux().is_ok_and(|btf| {
+            btf.type_by_name::<libbpf_rs::btf::types::Struct<'_>>("veth_xdp_buff")
+                .is_some()
+        });
+        if built_in {
+            2
+        } else {
+            1
+        }
+    })
+}
 
 /// Where an XDP program runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -83,15 +139,16 @@ pub fn xdp_query(ifindex: u32) -> Result<Option<(u32, XdpMode)>, Error> {
     Ok(None)
 }
 
-/// Attach `prog` to a device's XDP hook in `mode`. With `replace`, atomically in place of that
-/// program (of the same mode); without, only if the hook is free. `what` names the attempt in
-/// the error (`attach xdp to ifindex 5`); a driver without native XDP is
+/// Attach `prog` to a device's XDP hook in `mode`. With `replace` (the program found there,
+/// opened when it was found, of the same mode), atomically in place of it: the kernel refuses
+/// if the hook holds anything else by then. Without, only if the hook is free. `what` names
+/// the attempt in the error (`attach xdp to ifindex 5`); a driver without native XDP is
 /// [`ErrorKind::NoNativeXdp`].
 pub fn xdp_attach(
     ifindex: u32,
     prog: BorrowedFd<'_>,
     mode: XdpMode,
-    replace: Option<u32>,
+    replace: Option<BorrowedFd<'_>>,
     what: &str,
 ) -> Result<(), Error> {
     let mut flags = mode.flags();
@@ -99,16 +156,10 @@ pub fn xdp_attach(
         sz: std::mem::size_of::<libbpf_sys::bpf_xdp_attach_opts>() as _,
         ..Default::default()
     };
-    // kept open until the attach is done
-    let mut _old: Option<OwnedFd> = None;
     match replace {
-        // (gone meanwhile: attach over whatever is there)
-        Some(id) => {
-            if let Ok(fd) = crate::prog::fd(id) {
-                opts.old_prog_fd = fd.as_raw_fd();
-                flags |= XDP_FLAGS_REPLACE;
-                _old = Some(fd);
-            }
+        Some(old) => {
+            opts.old_prog_fd = old.as_raw_fd();
+            flags |= XDP_FLAGS_REPLACE;
         }
         None => flags |= XDP_FLAGS_UPDATE_IF_NOEXIST,
     }

@@ -81,10 +81,15 @@ impl fmt::Display for Error {
                 write!(f, "{what}: {}", mpt_sys::error::words(e))
             }
             ErrorKind::Libbpf(e) => write!(f, "{what}: {e}"),
-            ErrorKind::Abi { suite, found, ours } => write!(
-                f,
-                "{what}: the namespace's {suite} state has ABI version {found}, this {suite} has {ours}"
-            ),
+            ErrorKind::Abi { suite, found, ours } => {
+                if !what.is_empty() {
+                    write!(f, "{what}: ")?;
+                }
+                write!(
+                    f,
+                    "the namespace's {suite} state has ABI version {found}, this {suite} has {ours}"
+                )
+            }
             ErrorKind::System(e) if what.is_empty() => write!(f, "{e}"),
             ErrorKind::System(e) => write!(f, "{what}: {e}"),
         }

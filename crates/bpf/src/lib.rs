@@ -17,6 +17,7 @@
 
 pub mod attach;
 pub mod error;
+mod layout;
 pub mod log;
 pub mod mproute;
 pub mod pinned;

@@ -63,9 +63,11 @@ impl Suite {
     pub fn lock_dir(&self) -> PathBuf {
         Path::new("/run").join(self.name)
     }
+    /// The state of this namespace is of ABI version `found` (0: unreadable or incomplete).
+    /// (No `what`: the message names the suite already.)
     fn abi(&self, found: u32) -> Error {
         Error {
-            what: format!("open the {} state", self.name),
+            what: String::new(),
             kind: ErrorKind::Abi {
                 suite: self.name,
                 found,
@@ -223,9 +225,7 @@ impl Pinned {
 
     /// One map of the state.
     pub fn map(&self, name: &str) -> Result<&MapHandle, Error> {
-        self.maps
-            .get(name)
-            .ok_or_else(|| self.suite.abi(self.suite.abi_version))
+        self.maps.get(name).ok_or_else(|| self.suite.abi(0))
     }
 
     /// A map of the state as a new handle of its own.

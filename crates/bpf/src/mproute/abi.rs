@@ -16,7 +16,7 @@
 //! All multi-byte integers are in host byte order; fields in network byte
 //! order are byte arrays whose names say so (`*_be`, addresses, gateways).
 
-use core::mem::{offset_of, size_of};
+use crate::layout::{assert_layout, impl_bytes};
 
 use crate::skel::mproute::state::types as btf;
 
@@ -354,31 +354,6 @@ impl core::fmt::Display for Reason {
 
 // ---- layout checks (compile time) -----------------------------------------
 
-/// Asserts size, every field offset and field size against the expected
-/// numbers from the ABI headers, plus "no padding" (the field sizes add up to
-/// the struct size; together with the same check on every nested struct this
-/// makes `as_bytes` sound), and compares with the BTF-generated type of the
-/// same name.
-macro_rules! assert_layout {
-    ($ty:ty, $btf:ty, $size:expr, { $($field:ident: $fty:ty = $off:expr),+ $(,)? }) => {
-        const _: () = {
-            assert!(size_of::<$ty>() == $size);
-            assert!(size_of::<$btf>() == $size);
-            $(
-                assert!(offset_of!($ty, $field) == $off);
-                assert!(offset_of!($btf, $field) == $off);
-                assert!(size_of::<$fty>() == size_of_field(|s: &$ty| &s.$field));
-            )+
-            assert!(0 $(+ size_of::<$fty>())+ == $size);
-        };
-    };
-}
-
-/// Size of a field, given a projection (lets the macro check declared types).
-const fn size_of_field<S, F>(_: fn(&S) -> &F) -> usize {
-    size_of::<F>()
-}
-
 assert_layout!(MptMeta, btf::mpt_meta, 24, {
     abi_version: u32 = 0,
     hash_seed: u32 = 4,
@@ -468,87 +443,6 @@ const _: () = {
     assert!(Algo::WRandom.as_u32() == ALGO_WRANDOM as u32);
     assert!(Algo::L4Hash.as_u32() == ALGO_L4_HASH as u32);
 };
-
-// ---- byte conversion --------------------------------------------------------
-
-/// `N` bytes at `off`, or `None` if out of range.
-fn field<const N: usize>(b: &[u8], off: usize) -> Option<[u8; N]> {
-    b.get(off..off.checked_add(N)?)?.try_into().ok()
-}
-
-/// The ABI structs, for parsing nested struct fields generically.
-trait AbiStruct: Copy + Default {
-    const SIZE: usize;
-    fn parse(bytes: &[u8]) -> Option<Self>;
-}
-
-/// The struct `T` at `off`, or `None` if out of range.
-fn read_struct<T: AbiStruct>(b: &[u8], off: usize) -> Option<T> {
-    T::parse(b.get(off..off.checked_add(T::SIZE)?)?)
-}
-
-/// `N` consecutive structs `T` starting at `off`, or `None` if out of range.
-fn read_array<T: AbiStruct, const N: usize>(b: &[u8], off: usize) -> Option<[T; N]> {
-    let mut out = [T::default(); N];
-    for (i, slot) in out.iter_mut().enumerate() {
-        *slot = read_struct(b, off.checked_add(i.checked_mul(T::SIZE)?)?)?;
-    }
-    Some(out)
-}
-
-fn read_i32s<const N: usize>(b: &[u8], off: usize) -> Option<[i32; N]> {
-    let mut out = [0i32; N];
-    for (i, slot) in out.iter_mut().enumerate() {
-        *slot = i32::from_ne_bytes(field(b, off.checked_add(i.checked_mul(4)?)?)?);
-    }
-    Some(out)
-}
-
-/// Implements `SIZE`, `as_bytes` and `from_bytes` for a padding-free
-/// `#[repr(C)]` struct whose fields are integers (`u32`, ...), byte arrays
-/// (`bytes`), other ABI structs (`struct`) or arrays of them (`array`).
-macro_rules! impl_bytes {
-    ($ty:ident { $($field:ident: $kind:tt),+ $(,)? }) => {
-        impl $ty {
-            /// Size in bytes (the BPF map key/value size).
-            pub const SIZE: usize = size_of::<$ty>();
-
-            /// The in-memory (native endian) representation, as BPF sees it.
-            pub fn as_bytes(&self) -> &[u8] {
-                // SAFETY: `Self` is `#[repr(C)]`, consists only of integer
-                // and byte-array fields and of ABI structs (or arrays of them)
-                // built the same way, and neither it nor any nested struct
-                // has padding (checked by `assert_layout!`), so all `SIZE`
-                // bytes are initialised and any alignment is fine for `u8`.
-                // The slice borrows `self`.
-                unsafe { core::slice::from_raw_parts((self as *const Self).cast::<u8>(), Self::SIZE) }
-            }
-
-            /// Parses the native-endian representation; `None` unless
-            /// `bytes.len() == SIZE`.
-            pub fn from_bytes(bytes: &[u8]) -> Option<Self> {
-                if bytes.len() != Self::SIZE {
-                    return None;
-                }
-                Some(Self {
-                    $($field: impl_bytes!(@read $kind, bytes, offset_of!($ty, $field)),)+
-                })
-            }
-        }
-
-        impl AbiStruct for $ty {
-            const SIZE: usize = <$ty>::SIZE;
-            fn parse(bytes: &[u8]) -> Option<Self> {
-                <$ty>::from_bytes(bytes)
-            }
-        }
-    };
-    (@read bytes, $b:expr, $off:expr) => { field($b, $off)? };
-    (@read struct, $b:expr, $off:expr) => { read_struct($b, $off)? };
-    (@read array, $b:expr, $off:expr) => { read_array($b, $off)? };
-    (@read i32s, $b:expr, $off:expr) => { read_i32s($b, $off)? };
-    (@read $int:ty, $b:expr, $off:expr) => { <$int>::from_ne_bytes(field($b, $off)?) };
-}
 
 impl_bytes!(MptMeta {
     abi_version: u32,

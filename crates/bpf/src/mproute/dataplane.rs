@@ -21,33 +21,7 @@ pub const XDP_PROG: &str = "mpt_dp_xdp";
 pub const TC_PROG: &str = "mpt_dp_tc";
 
 /// Where the dataplane runs on a device.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Mode {
-    /// Native (driver) XDP.
-    Xdp,
-    /// Generic (skb) XDP.
-    XdpGeneric,
-    /// tcx ingress.
-    Tc,
-}
-
-impl Mode {
-    /// The operator's word.
-    pub const fn name(self) -> &'static str {
-        match self {
-            Mode::Xdp => "xdp",
-            Mode::XdpGeneric => "xdp-generic",
-            Mode::Tc => "tc",
-        }
-    }
-    /// What `enforced_by` says for this mode.
-    pub const fn enforcer(self) -> &'static str {
-        match self {
-            Mode::Xdp | Mode::XdpGeneric => "xdp",
-            Mode::Tc => "tc",
-        }
-    }
-}
+pub use crate::attach::Hook as Mode;
 
 /// One attachment found on a device.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -286,22 +260,10 @@ pub enum Checksums {
     VethSkb,
 }
 
-/// How XDP on a veth reads the skb behind a frame (`mpt_veth_skb`): directly (2) where vmlinux
-/// BTF has the veth's buffer type (veth built in), else by a probe read (1; veth a module, whose
-/// types a BPF cast cannot name).
+/// How XDP on a veth reads the skb behind a frame (`mpt_veth_skb`): see
+/// [`crate::attach::veth_skb_read`].
 pub fn veth_skb_read() -> u32 {
-    static READ: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
-    *READ.get_or_init(|| {
-        let built_in = libbpf_rs::btf::Btf::from_vmlinux().is_ok_and(|btf| {
-            btf.type_by_name::<libbpf_rs::btf::types::Struct<'_>>("veth_xdp_buff")
-                .is_some()
-        });
-        if built_in {
-            2
-        } else {
-            1
-        }
-    })
+    crate::attach::veth_skb_read()
 }
 
 /// Open the dataplane object, set its load-time constants (`veth_skb`: `mpt_veth_skb` on a veth,
@@ -414,7 +376,9 @@ pub fn attach(
                     // Another XDP mode of ours: remove it first.
                     attach::xdp_detach(ifindex, found)?;
                 } else {
-                    replace = Some(id);
+                    // opened now and held through the attach: if the hook changes meanwhile,
+                    // the kernel refuses the replace rather than we overwrite a stranger
+                    replace = Some(crate::prog::fd(id)?);
                 }
             }
             // The frames the kernel drops after our redirect: counted where the links can be
@@ -423,7 +387,13 @@ pub fn attach(
             attach_drops(state, ifindex)?;
             let prog = skel.progs.mpt_dp_xdp.as_fd();
             let what = format!("attach {} to ifindex {ifindex}", mode.name());
-            if let Err(e) = attach::xdp_attach(ifindex, prog, xmode, replace, &what) {
+            if let Err(e) = attach::xdp_attach(
+                ifindex,
+                prog,
+                xmode,
+                replace.as_ref().map(|f| f.as_fd()),
+                &what,
+            ) {
                 // no XDP program of ours left on the device: no drop counter either
                 let ours = attach::xdp_query(ifindex)
                     .ok()

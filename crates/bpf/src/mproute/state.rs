@@ -128,7 +128,7 @@ impl RouteState {
             .map_err(Error::libbpf("read mpt_meta"))?
             .unwrap_or_default();
         MptMeta::from_bytes(&v).ok_or_else(|| Error {
-            what: "read mpt_meta".into(),
+            what: String::new(),
             kind: crate::error::ErrorKind::Abi {
                 suite: SUITE.name,
                 found: 0,
