@@ -17,24 +17,13 @@ use mpt_netlink::sock::Socket;
 
 /// Every device of the namespace.
 pub fn links(sock: &mut Socket) -> Result<Vec<LinkMsg>, Failure> {
-    let mut v = Vec::new();
-    for p in sock
-        .dump(&link::dump_request(), "list devices")
-        .map_err(Failure::from)?
-    {
-        v.push(link::decode(&p).map_err(|e| Failure::system(format!("list devices: {e}")))?);
-    }
-    Ok(v)
+    link::all(sock).map_err(Failure::from)
 }
 
 /// What native XDP must do about checksums on a device: ask a veth's skbs, verify a tun's,
 /// nothing on a NIC.
 pub fn checksums(l: &LinkMsg) -> mpt_bpf::mproute::dataplane::Checksums {
-    match l.kind.as_deref() {
-        Some("veth") => mpt_bpf::mproute::dataplane::Checksums::VethSkb,
-        Some("tun") => mpt_bpf::mproute::dataplane::Checksums::Verify,
-        _ => mpt_bpf::mproute::dataplane::Checksums::Complete,
-    }
+    mpt_bpf::attach::Checksums::of_kind(l.kind.as_deref())
 }
 
 /// Whether a device is a veth.
@@ -42,18 +31,9 @@ pub fn is_veth(l: &LinkMsg) -> bool {
     l.kind.as_deref() == Some("veth")
 }
 
-/// What `auto` picks for a device, and why.
+/// What `auto` picks for a device, and why ([`mpt_bpf::attach::Hook::auto`]).
 pub fn auto_mode(l: &LinkMsg) -> (Mode, &'static str) {
-    if is_veth(l) {
-        (Mode::Tc, "veth: tc keeps the checksum state and GSO size of local stacks' TCP (XDP would hand those up to tc, one hook more)")
-    } else if l.kind.is_some() {
-        (Mode::Tc, "virtual device: tc")
-    } else {
-        (
-            Mode::Xdp,
-            "native XDP: the fastest hook where the driver has it",
-        )
-    }
+    Mode::auto(l.kind.as_deref())
 }
 
 /// Why an attachment is in its mode, for `dataplane show`.

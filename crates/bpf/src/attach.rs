@@ -54,6 +54,45 @@ impl Hook {
     }
 }
 
+impl Hook {
+    /// What `auto` picks for a device of `kind` (`IFLA_INFO_KIND`; `None` for a NIC), and
+    /// why, in the operator's words. Facts behind it (`../shared/reference/veth-xdp-measurements.md`):
+    /// a veth hands its peer `CHECKSUM_PARTIAL` skbs of local stacks and 64 KB GSO packets,
+    /// which tc keeps as they are; XDP turns them into frames. So tc on veth and every other
+    /// virtual device, native XDP on a NIC (a caller falls back to tc where its driver has
+    /// none).
+    pub fn auto(kind: Option<&str>) -> (Hook, &'static str) {
+        match kind {
+            Some("veth") => (Hook::Tc, "veth: tc keeps the checksum state and GSO size of local stacks' TCP (XDP would hand those up to tc, one hook more)"),
+            Some(_) => (Hook::Tc, "virtual device: tc"),
+            None => (Hook::Xdp, "native XDP: the fastest hook where the driver has it"),
+        }
+    }
+}
+
+/// What native XDP must do about transport checksums on a device.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Checksums {
+    /// Frames are complete (a NIC: from a wire): nothing.
+    Complete,
+    /// The device carries local stacks' packets (tun): verify them.
+    Verify,
+    /// A veth: ask the skb each frame came from whether a checksum is partial
+    /// ([`veth_skb_read`], `bpf/include/mpt/lib/veth.h`).
+    VethSkb,
+}
+
+impl Checksums {
+    /// For a device of `kind` (`IFLA_INFO_KIND`).
+    pub fn of_kind(kind: Option<&str>) -> Checksums {
+        match kind {
+            Some("veth") => Checksums::VethSkb,
+            Some("tun") => Checksums::Verify,
+            _ => Checksums::Complete,
+        }
+    }
+}
+
 /// How XDP on a veth reads the skb behind a frame (a program's `*_veth_skb` load-time
 /// constant, `bpf/include/mpt/lib/veth.h`): directly (2) where vmlinux BTF has the veth's
 /// buffer type (veth built in), else by a probe read (1; veth a module, whose types a BPF cast
@@ -287,4 +326,107 @@ pub fn named(ids: &[u32], name: &str) -> Vec<u32> {
         .copied()
         .filter(|id| crate::prog::info(*id).is_ok_and(|i| i.name == name))
         .collect()
+}
+
+/// The name the kernel reports for program `id` (`None`: gone, or unreadable).
+pub fn prog_name(id: u32) -> Option<String> {
+    crate::prog::info(id).ok().map(|i| i.name)
+}
+
+/// Get a device's XDP hook ready for `ours` (a program name) in `mode`: refuse a foreign
+/// program ([`ErrorKind::ForeignXdp`]), remove ours of the other mode, and return ours of this
+/// mode opened, for [`xdp_attach`] to replace: held from here through the attach, so that a
+/// hook changed meanwhile makes the kernel refuse rather than us overwrite a stranger.
+pub fn xdp_prepare(
+    ifindex: u32,
+    mode: XdpMode,
+    ours: &str,
+) -> Result<Option<std::os::fd::OwnedFd>, Error> {
+    let Some((id, found)) = xdp_query(ifindex)? else {
+        return Ok(None);
+    };
+    if prog_name(id).as_deref() != Some(ours) {
+        return Err(Error {
+            what: format!("ifindex {ifindex} has another XDP program (id {id})"),
+            kind: ErrorKind::ForeignXdp(std::io::Error::from_raw_os_error(libc::EBUSY)),
+        });
+    }
+    if found != mode {
+        xdp_detach(ifindex, found)?;
+        return Ok(None);
+    }
+    crate::prog::fd(id).map(Some)
+}
+
+/// Attach `prog` (called `ours`) to a device's tcx hook in place of the programs of that name
+/// there: the new one is appended, then the old ones go, so that packets always meet one.
+pub fn tcx_replace(
+    ifindex: u32,
+    prog: BorrowedFd<'_>,
+    dir: TcxDir,
+    ours: &str,
+    what: &str,
+) -> Result<(), Error> {
+    let old = named(&tcx_query(ifindex, dir)?, ours);
+    tcx_attach(ifindex, prog, dir, what)?;
+    for id in old {
+        tcx_detach(ifindex, id, dir)?;
+    }
+    Ok(())
+}
+
+/// A tool's dataplane programs, by the names the kernel reports, for [`ours_on`].
+#[derive(Debug, Clone, Copy)]
+pub struct Programs {
+    /// Its XDP program.
+    pub xdp: &'static str,
+    /// Its tcx ingress program.
+    pub tc_ingress: &'static str,
+    /// Its tcx egress program, if it has one.
+    pub tc_egress: Option<&'static str>,
+}
+
+/// One attachment of a tool's program found on a device.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Found {
+    /// Device.
+    pub ifindex: u32,
+    /// Hook (`Tc` for both tcx directions).
+    pub hook: Hook,
+    /// Which way (XDP: ingress).
+    pub dir: TcxDir,
+    /// Program id.
+    pub prog_id: u32,
+}
+
+/// The attachments of `p`'s programs on one device: XDP first, then tcx ingress, then egress.
+pub fn ours_on(ifindex: u32, p: &Programs) -> Result<Vec<Found>, Error> {
+    let mut v = Vec::new();
+    if let Some((id, mode)) = xdp_query(ifindex)? {
+        if prog_name(id).as_deref() == Some(p.xdp) {
+            v.push(Found {
+                ifindex,
+                hook: match mode {
+                    XdpMode::Native => Hook::Xdp,
+                    XdpMode::Generic => Hook::XdpGeneric,
+                },
+                dir: TcxDir::Ingress,
+                prog_id: id,
+            });
+        }
+    }
+    let tc = [(p.tc_ingress, TcxDir::Ingress)]
+        .into_iter()
+        .chain(p.tc_egress.map(|n| (n, TcxDir::Egress)));
+    for (name, dir) in tc {
+        for id in named(&tcx_query(ifindex, dir)?, name) {
+            v.push(Found {
+                ifindex,
+                hook: Hook::Tc,
+                dir,
+                prog_id: id,
+            });
+        }
+    }
+    Ok(v)
 }

@@ -11,12 +11,13 @@
 //! - [`prog`]: loaded programs by id; [`log`]: libbpf's messages;
 //! - [`error`]: typed errors with a kind to choose a hint from.
 //!
-//! Then one module per tool's programs and maps ([`mproute`]), whose structs are defined once in
+//! Then one module per tool's programs and maps ([`mproute`], [`ila`]), whose structs are defined once in
 //! `bpf/include/mpt/*_abi.h` and mirrored with size and offset checks; and the generated
 //! skeletons ([`skel`]).
 
 pub mod attach;
 pub mod error;
+pub mod ila;
 mod layout;
 pub mod log;
 pub mod mproute;

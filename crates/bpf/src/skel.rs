@@ -67,6 +67,24 @@ pub mod mproute {
     }
 }
 
+/// The ILA translator's programs (`bpf/ila/`).
+pub mod ila {
+    skeleton! {
+        /// Skeleton of `bpf/ila/ila_state.bpf.c`: the per-namespace ILA maps (`ila_meta`,
+        /// `ila_xlat`, `ila_routes`, counters) and their tcx anchor `ila_anchor`.
+        ila_state
+    }
+
+    /// The compiled object of `bpf/ila/ila_state.bpf.c`, for reading its BTF.
+    pub static STATE_OBJ: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/ila_state.bpf.o"));
+
+    skeleton! {
+        /// Skeleton of `bpf/ila/ila.bpf.c`: the translator (`ila_in_xdp`, `ila_in_tc`,
+        /// `ila_out_tc`), loaded with the namespace's ILA maps reused.
+        ila
+    }
+}
+
 /// Test-only programs (`bpf/test/`): never attached.
 pub mod test {
     skeleton! {

@@ -1,5 +1,5 @@
-//! The compiled BPF object's BTF must describe exactly the layouts of the Rust
-//! mirrors in `mpt_bpf::mproute::abi`.
+//! The compiled BPF objects' BTF must describe exactly the layouts of the Rust
+//! mirrors in `mpt_bpf::mproute::abi` and `mpt_bpf::ila::abi`.
 //!
 //! The BTF is what clang made of `bpf/include/mpt/state_abi.h` and
 //! `bpf/include/mpt/dp_abi.h` (the maps of `bpf/mproute/maps.bpf.h` use every ABI
@@ -42,10 +42,20 @@ macro_rules! rust_layout {
     }};
 }
 
+fn btf_of(name: &'static str, obj: &'static [u8]) -> Btf<'static> {
+    Btf::from_raw(name, obj)
+        .unwrap_or_else(|e| panic!("libbpf could not parse the {name} BPF object: {e}"))
+        .unwrap_or_else(|| panic!("the {name} BPF object has no BTF (was it compiled with -g?)"))
+}
+
+/// mproute's state object (`bpf/mproute/state.bpf.c`).
 fn open_btf() -> Btf<'static> {
-    Btf::from_raw("state", STATE_OBJ)
-        .expect("libbpf could not parse the state BPF object")
-        .expect("the state BPF object has no BTF (was it compiled with -g?)")
+    btf_of("state", STATE_OBJ)
+}
+
+/// The ILA state object (`bpf/ila/ila_state.bpf.c`).
+fn open_ila_btf() -> Btf<'static> {
+    btf_of("ila_state", mpt_bpf::skel::ila::STATE_OBJ)
 }
 
 /// The BTF layout of `struct <name>`: (size, members).
@@ -122,13 +132,13 @@ fn check(btf: &Btf<'_>, c_name: &str, rust: (usize, Vec<Member>)) {
     assert_eq!(
         btf_size, rust_size,
         "sizeof(struct {c_name}) in the BPF object (from the ABI header) != size_of the Rust mirror \
-         in crates/bpf/src/mproute/abi.rs: update both sides and bump MPT_ABI_VERSION / ABI_VERSION"
+         in crates/bpf/src/<tool>/abi.rs: update both sides and bump the ABI version"
     );
     assert_eq!(
         btf_members, rust_members,
         "struct {c_name}: members (name, byte offset, byte size) differ between the ABI header \
-         (left, from BTF) and crates/bpf/src/mproute/abi.rs (right): update both sides and bump \
-         MPT_ABI_VERSION / ABI_VERSION"
+         (left, from BTF) and crates/bpf/src/<tool>/abi.rs (right): update both sides and bump \
+         the ABI version"
     );
 }
 
@@ -405,9 +415,19 @@ fn map_definitions_match_abi() {
         },
     ];
 
+    check_maps(
+        STATE_OBJ,
+        "bpf/mproute/maps.bpf.h",
+        &expected,
+        &["mpt_anchor"],
+    );
+}
+
+/// The maps of an object are exactly `expected`, and its programs `progs`.
+fn check_maps(obj: &'static [u8], header: &str, expected: &[MapDef], progs: &[&str]) {
     let obj = ObjectBuilder::default()
-        .open_memory(STATE_OBJ)
-        .expect("libbpf could not open the state BPF object");
+        .open_memory(obj)
+        .expect("libbpf could not open the BPF object");
     let maps: Vec<_> = obj.maps().collect();
     let mut names: Vec<_> = maps
         .iter()
@@ -416,12 +436,9 @@ fn map_definitions_match_abi() {
     names.sort_unstable();
     let mut want: Vec<_> = expected.iter().map(|d| d.name.to_string()).collect();
     want.sort_unstable();
-    assert_eq!(
-        names, want,
-        "maps of state.bpf.o (from bpf/mproute/maps.bpf.h)"
-    );
+    assert_eq!(names, want, "maps of the state object (from {header})");
 
-    for d in &expected {
+    for d in expected {
         let m = maps
             .iter()
             .find(|m| m.name() == d.name)
@@ -438,15 +455,15 @@ fn map_definitions_match_abi() {
         assert_eq!(m.map_flags(), d.flags, "{}: map_flags", d.name);
     }
 
-    let progs: Vec<_> = obj
+    let found: Vec<_> = obj
         .progs()
         .map(|p| p.name().to_string_lossy().into_owned())
         .collect();
-    assert_eq!(progs, ["mpt_anchor"]);
+    assert_eq!(found, progs);
 }
 
 /// The ABI headers, for the constants that are not in BTF.
-const HEADERS: [(&str, &str); 2] = [
+const HEADERS: [(&str, &str); 3] = [
     (
         "state_abi.h",
         include_str!("../../../bpf/include/mpt/state_abi.h"),
@@ -454,6 +471,10 @@ const HEADERS: [(&str, &str); 2] = [
     (
         "dp_abi.h",
         include_str!("../../../bpf/include/mpt/dp_abi.h"),
+    ),
+    (
+        "ila_abi.h",
+        include_str!("../../../bpf/include/mpt/ila_abi.h"),
     ),
 ];
 
@@ -502,8 +523,16 @@ fn header_enum(enum_name: &str) -> Vec<(String, u64)> {
         .and_then(|(_, rest)| rest.split_once("};"))
         .map(|(body, _)| body)
         .unwrap_or_else(|| panic!("enum {enum_name}: no closing `}};`"));
-    body.lines()
-        .map(|l| l.split("/*").next().unwrap_or(l).trim())
+    // comments out first: one may run over several lines
+    let mut code = String::new();
+    let mut rest = body;
+    while let Some((before, after)) = rest.split_once("/*") {
+        code.push_str(before);
+        rest = after.split_once("*/").map_or("", |(_, a)| a);
+    }
+    code.push_str(rest);
+    code.lines()
+        .map(str::trim)
         .filter(|l| !l.is_empty())
         .map(|l| {
             let (n, v) = l
@@ -597,5 +626,182 @@ fn reasons_match_header_enum() {
     assert_eq!(
         header, rust,
         "enum mpt_reason in dp_abi.h (left) != abi::Reason (right)"
+    );
+}
+
+// ---- ILA (bpf/include/mpt/ila_abi.h, crates/bpf/src/ila/abi.rs) --------------------------
+
+#[test]
+fn ila_structs_match_btf() {
+    use mpt_bpf::ila::abi::{
+        IlaCounter, IlaMeta, IlaRouteKey, IlaRouteVal, IlaXlatKey, IlaXlatVal,
+    };
+    let btf = open_ila_btf();
+    check(
+        &btf,
+        "ila_meta",
+        rust_layout!(IlaMeta {
+            abi_version,
+            flags,
+            netns_cookie
+        }),
+    );
+    assert_eq!(
+        btf_layout(&btf, "ila_meta").1[0],
+        ("abi_version".to_string(), 0, 4)
+    );
+    check(
+        &btf,
+        "ila_xlat_key",
+        rust_layout!(IlaXlatKey {
+            locator_match,
+            ifindex,
+            pad
+        }),
+    );
+    check(
+        &btf,
+        "ila_xlat_val",
+        rust_layout!(IlaXlatVal {
+            locator,
+            csum_mode,
+            ident_type,
+            pad
+        }),
+    );
+    check(
+        &btf,
+        "ila_route_key",
+        rust_layout!(IlaRouteKey { prefixlen, addr }),
+    );
+    check(
+        &btf,
+        "ila_route_val",
+        rust_layout!(IlaRouteVal {
+            locator,
+            csum_mode,
+            ident_type,
+            hook_type,
+            pad,
+            prefix_len,
+            prefix
+        }),
+    );
+    check(
+        &btf,
+        "ila_counter",
+        rust_layout!(IlaCounter { packets, bytes }),
+    );
+}
+
+#[test]
+fn ila_map_definitions_match_abi() {
+    use libbpf_rs::libbpf_sys::BPF_F_NO_PREALLOC;
+    use mpt_bpf::ila::abi::{
+        self as ila, IlaCounter, IlaMeta, IlaRouteKey, IlaRouteVal, IlaXlatKey, IlaXlatVal,
+    };
+    let u32_size = size_of::<u32>();
+    let expected = [
+        MapDef {
+            name: "ila_meta",
+            ty: MapType::Array,
+            key_size: u32_size,
+            value_size: IlaMeta::SIZE,
+            max_entries: 1,
+            flags: 0,
+        },
+        MapDef {
+            name: "ila_xlat",
+            ty: MapType::Hash,
+            key_size: IlaXlatKey::SIZE,
+            value_size: IlaXlatVal::SIZE,
+            max_entries: ila::MAX_MAPPINGS,
+            flags: BPF_F_NO_PREALLOC,
+        },
+        MapDef {
+            name: "ila_routes",
+            ty: MapType::LpmTrie,
+            key_size: IlaRouteKey::SIZE,
+            value_size: IlaRouteVal::SIZE,
+            max_entries: ila::MAX_ROUTES,
+            flags: BPF_F_NO_PREALLOC,
+        },
+        MapDef {
+            name: "ila_xlat_stats",
+            ty: MapType::PercpuHash,
+            key_size: IlaXlatKey::SIZE,
+            value_size: IlaCounter::SIZE,
+            max_entries: ila::MAX_MAPPINGS,
+            flags: BPF_F_NO_PREALLOC,
+        },
+        MapDef {
+            name: "ila_route_stats",
+            ty: MapType::PercpuHash,
+            key_size: IlaRouteKey::SIZE,
+            value_size: IlaCounter::SIZE,
+            max_entries: ila::MAX_ROUTES,
+            flags: BPF_F_NO_PREALLOC,
+        },
+        MapDef {
+            name: "ila_reasons",
+            ty: MapType::PercpuArray,
+            key_size: u32_size,
+            value_size: size_of::<u64>(),
+            max_entries: ila::R_MAX,
+            flags: 0,
+        },
+    ];
+    check_maps(
+        mpt_bpf::skel::ila::STATE_OBJ,
+        "bpf/ila/maps.bpf.h",
+        &expected,
+        &["ila_anchor"],
+    );
+    // the state suite names exactly these maps
+    let mut suite: Vec<&str> = mpt_bpf::ila::state::STATE_MAPS.to_vec();
+    suite.sort_unstable();
+    let mut want: Vec<&str> = expected.iter().map(|d| d.name).collect();
+    want.sort_unstable();
+    assert_eq!(suite, want);
+}
+
+#[test]
+fn ila_header_constants_match_rust() {
+    use mpt_bpf::ila::abi::{self as ila, Reason};
+    use mpt_model::ila::{CsumMode, HookType};
+    assert_eq!(
+        header_define("ILA_ABI_VERSION"),
+        u64::from(ila::ABI_VERSION)
+    );
+    assert_eq!(
+        header_define("ILA_MAX_MAPPINGS"),
+        u64::from(ila::MAX_MAPPINGS)
+    );
+    assert_eq!(header_define("ILA_MAX_ROUTES"), u64::from(ila::MAX_ROUTES));
+    for (name, m) in [
+        ("ILA_CSUM_ADJUST_TRANSPORT", CsumMode::AdjustTransport),
+        ("ILA_CSUM_NEUTRAL_MAP", CsumMode::NeutralMap),
+        ("ILA_CSUM_NO_ACTION", CsumMode::NoAction),
+        ("ILA_CSUM_NEUTRAL_MAP_AUTO", CsumMode::NeutralMapAuto),
+    ] {
+        assert_eq!(header_define(name), u64::from(m.as_u8()), "{name}");
+    }
+    assert_eq!(
+        header_define("ILA_HOOK_ROUTE_OUTPUT"),
+        u64::from(HookType::Output.as_u8())
+    );
+    assert_eq!(
+        header_define("ILA_HOOK_ROUTE_INPUT"),
+        u64::from(HookType::Input.as_u8())
+    );
+    // enum ila_reason: ILA_R_<NAME> = index, in Reason::ALL order
+    let header = header_enum("ila_reason");
+    assert_eq!(header.len(), Reason::ALL.len() + 1);
+    for (i, r) in Reason::ALL.iter().enumerate() {
+        assert_eq!(header[i].1, *r as u64, "{}", header[i].0);
+    }
+    assert_eq!(
+        header.last(),
+        Some(&("ILA_R_MAX".to_string(), u64::from(ila::R_MAX)))
     );
 }

@@ -40,7 +40,6 @@
 //! Needs root. It fails, it does not skip, when run without root.
 
 use std::collections::{BTreeMap, HashMap};
-use std::fs::File;
 use std::mem::{offset_of, size_of, MaybeUninit};
 use std::net::IpAddr;
 use std::process::Command;
@@ -62,6 +61,10 @@ use mpt_testkit::packet::{
     inet_csum, tagged, tcp, udp, Ip4, Ip6, ETH_P_8021AD, ETH_P_8021Q, ETH_P_ARP, ETH_P_IP,
     ETH_P_IPV6, IPPROTO_ICMP, IPPROTO_ICMPV6, IPPROTO_TCP, IPPROTO_UDP, MF,
 };
+use mpt_testkit::progrun::{
+    self, skb_ctx, xdp_ctx, SKB_GSO_SEGS, SKB_GSO_SIZE, SKB_IFINDEX, SKB_INGRESS_IFINDEX, SKB_SIZE,
+    TCX_NEXT, TC_ACT_REDIRECT, XDP_MD_INGRESS_IFINDEX, XDP_MD_SIZE, XDP_PASS, XDP_REDIRECT,
+};
 use mpt_testkit::{require_root, Netns, XorShift64};
 
 // ---- constants ----------------------------------------------------------------------------
@@ -73,27 +76,16 @@ const TABLE: u32 = 254;
 /// `MPT_DRR_QUANTUM` of dp.bpf.c: bytes per unit of weight and turn.
 const DRR_QUANTUM: u64 = 1514;
 
-const XDP_PASS: u32 = 2;
-const XDP_REDIRECT: u32 = 4;
-const TC_ACT_REDIRECT: u32 = 7;
-/// `TCX_NEXT` (-1) as the u32 the test run returns.
-const TCX_NEXT: u32 = u32::MAX;
-
-/// `struct __sk_buff` offsets of the fields a test run accepts and we set (UAPI, checked against
-/// the skeleton's BTF-generated type below).
-const SKB_INGRESS_IFINDEX: usize = 36;
-const SKB_IFINDEX: usize = 40;
-const SKB_GSO_SEGS: usize = 164;
-const SKB_GSO_SIZE: usize = 176;
-const SKB_SIZE: usize = 192;
+// The `struct __sk_buff` and `struct xdp_md` offsets of the test-run contexts (UAPI, in
+// testkit::progrun), checked against the skeleton's BTF-generated types.
 const _: () = {
     assert!(offset_of!(types::__sk_buff, ingress_ifindex) == SKB_INGRESS_IFINDEX);
     assert!(offset_of!(types::__sk_buff, ifindex) == SKB_IFINDEX);
     assert!(offset_of!(types::__sk_buff, gso_segs) == SKB_GSO_SEGS);
     assert!(offset_of!(types::__sk_buff, gso_size) == SKB_GSO_SIZE);
     assert!(size_of::<types::__sk_buff>() == SKB_SIZE);
-    assert!(size_of::<types::xdp_md>() == 24);
-    assert!(offset_of!(types::xdp_md, ingress_ifindex) == 12);
+    assert!(size_of::<types::xdp_md>() == XDP_MD_SIZE);
+    assert!(offset_of!(types::xdp_md, ingress_ifindex) == XDP_MD_INGRESS_IFINDEX);
 };
 
 const fn mac(a: u8, b: u8) -> [u8; 6] {
@@ -463,42 +455,24 @@ where
     require_root();
     let ns = Netns::new("fx");
     build_topology(&ns);
-    let path = format!("/run/netns/{}", ns.name());
-    let worker = std::thread::Builder::new()
-        .name(format!("dp-fixture {}", ns.name()))
-        .spawn(move || {
-            let fd = File::open(&path).unwrap_or_else(|e| panic!("open {path}: {e}"));
-            nix::sched::setns(&fd, nix::sched::CloneFlags::CLONE_NEWNET)
-                .unwrap_or_else(|e| panic!("setns {path}: {e}"));
-            // Per-CPU state (per-packet counter, DRR deficit) must stay on one CPU.
-            let cpu = nix::sched::sched_getcpu().expect("sched_getcpu");
-            let mut set = nix::sched::CpuSet::new();
-            set.set(cpu).expect("cpu set");
-            nix::sched::sched_setaffinity(nix::unistd::Pid::from_raw(0), &set)
-                .expect("pin the fixture thread to its CPU");
-
-            let mut storage = MaybeUninit::<OpenObject>::uninit();
-            let mut open = DpSkelBuilder::default()
-                .open(&mut storage)
-                .expect("open the dp skeleton");
-            // XDP attached to in0, as `dataplane attach` would load it: frames arriving on
-            // in0 must be sent to in0's own address.
-            {
-                let ro = open.maps.rodata_data.as_deref_mut().expect("dp rodata");
-                ro.mpt_if_index = nix::net::if_::if_nametoindex("in0").expect("ifindex of in0");
-                ro.mpt_if_mac = IN0_MAC;
-                ro.mpt_local_stacks = u32::from(local_stacks);
-            }
-            let skel = open.load().expect("load the dp skeleton (verifier)");
-            let fx = Fx::new(skel);
-            f(&fx);
-        })
-        .expect("spawn the fixture thread");
-    let res = worker.join();
-    drop(ns);
-    if let Err(panic) = res {
-        std::panic::resume_unwind(panic);
-    }
+    // Per-CPU state (per-packet counter, DRR deficit) must stay on one CPU.
+    ns.run_in_thread(true, move || {
+        let mut storage = MaybeUninit::<OpenObject>::uninit();
+        let mut open = DpSkelBuilder::default()
+            .open(&mut storage)
+            .expect("open the dp skeleton");
+        // XDP attached to in0, as `dataplane attach` would load it: frames arriving on
+        // in0 must be sent to in0's own address.
+        {
+            let ro = open.maps.rodata_data.as_deref_mut().expect("dp rodata");
+            ro.mpt_if_index = nix::net::if_::if_nametoindex("in0").expect("ifindex of in0");
+            ro.mpt_if_mac = IN0_MAC;
+            ro.mpt_local_stacks = u32::from(local_stacks);
+        }
+        let skel = open.load().expect("load the dp skeleton (verifier)");
+        let fx = Fx::new(skel);
+        f(&fx);
+    });
 }
 
 // ---- the loaded dataplane ------------------------------------------------------------------
@@ -560,18 +534,11 @@ enum Expect {
     Refused,
 }
 
-/// Inputs BPF_PROG_TEST_RUN itself rejects with EINVAL on Linux 6.18, before any program runs:
-/// frames shorter than an Ethernet header (both program types) and, for an skb (tc), an
-/// untagged IPv4 frame shorter than 14 + 20 bytes or IPv6 frame shorter than 14 + 40 bytes
-/// (the test run checks the network header of the protocol eth_type_trans found). Such frames
-/// cannot reach the program through a test run; the VLAN-tagged variants (not checked by the
-/// kernel) exercise the same truncations in tc.
+/// Inputs BPF_PROG_TEST_RUN itself rejects ([`progrun::kernel_refuses`]). Such frames cannot
+/// reach the program through a test run; the VLAN-tagged variants (not checked by the kernel)
+/// exercise the same truncations in tc.
 fn kernel_refuses(hook: Hook, f: &[u8]) -> bool {
-    if f.len() < 14 {
-        return true;
-    }
-    let et = u16::from_be_bytes([f[12], f[13]]);
-    hook == Hook::Tc && ((et == ETH_P_IP && f.len() < 34) || (et == ETH_P_IPV6 && f.len() < 54))
+    progrun::kernel_refuses(hook == Hook::Tc, f)
 }
 
 type Reasons = [u64; R_MAX as usize];
@@ -698,26 +665,8 @@ impl<'obj> Fx<'obj> {
     fn try_run(&self, hook: Hook, frame: &[u8], ctx: Ctx) -> Result<Out, libbpf_rs::Error> {
         let ingress = self.ifx(ctx.ingress);
         let mut c = match hook {
-            Hook::Xdp => {
-                // struct xdp_md: data, data_end, data_meta, ingress_ifindex, rx_queue_index,
-                // egress_ifindex
-                let mut c = Vec::with_capacity(24);
-                for w in [0, frame.len() as u32, 0, ingress, 0, 0] {
-                    c.extend_from_slice(&w.to_ne_bytes());
-                }
-                c
-            }
-            Hook::Tc => {
-                let mut c = vec![0u8; SKB_SIZE];
-                c[SKB_INGRESS_IFINDEX..SKB_INGRESS_IFINDEX + 4]
-                    .copy_from_slice(&ingress.to_ne_bytes());
-                c[SKB_IFINDEX..SKB_IFINDEX + 4].copy_from_slice(&ingress.to_ne_bytes());
-                if let Some((segs, size)) = ctx.gso {
-                    c[SKB_GSO_SEGS..SKB_GSO_SEGS + 4].copy_from_slice(&segs.to_ne_bytes());
-                    c[SKB_GSO_SIZE..SKB_GSO_SIZE + 4].copy_from_slice(&size.to_ne_bytes());
-                }
-                c
-            }
+            Hook::Xdp => xdp_ctx(frame.len(), ingress),
+            Hook::Tc => skb_ctx(ingress, ctx.gso),
         };
         let prog = match hook {
             Hook::Xdp => &self.skel.progs.mpt_dp_xdp,

@@ -10,6 +10,7 @@
 pub mod cmd;
 pub mod netns;
 pub mod packet;
+pub mod progrun;
 pub mod rng;
 pub mod tool;
 pub mod topo;

@@ -47,6 +47,37 @@ impl Netns {
         Ok(ns)
     }
 
+    /// Run `f` on a thread of its own inside the namespace (and, with `pin_cpu`, on the CPU
+    /// it starts on: per-CPU BPF state stays on one CPU), and return what it returns; a panic
+    /// in `f` is the caller's.
+    pub fn run_in_thread<T, F>(&self, pin_cpu: bool, f: F) -> T
+    where
+        T: Send + 'static,
+        F: FnOnce() -> T + Send + 'static,
+    {
+        let path = format!("/run/netns/{}", self.name);
+        let worker = std::thread::Builder::new()
+            .name(format!("in {}", self.name))
+            .spawn(move || {
+                let fd = std::fs::File::open(&path).unwrap_or_else(|e| panic!("open {path}: {e}"));
+                nix::sched::setns(&fd, nix::sched::CloneFlags::CLONE_NEWNET)
+                    .unwrap_or_else(|e| panic!("setns {path}: {e}"));
+                if pin_cpu {
+                    let cpu = nix::sched::sched_getcpu().expect("sched_getcpu");
+                    let mut set = nix::sched::CpuSet::new();
+                    set.set(cpu).expect("cpu set");
+                    nix::sched::sched_setaffinity(nix::unistd::Pid::from_raw(0), &set)
+                        .expect("pin the thread to its CPU");
+                }
+                f()
+            })
+            .expect("spawn a thread for the namespace");
+        match worker.join() {
+            Ok(v) => v,
+            Err(panic) => std::panic::resume_unwind(panic),
+        }
+    }
+
     /// Its name.
     pub fn name(&self) -> &str {
         &self.name

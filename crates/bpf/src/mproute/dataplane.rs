@@ -11,7 +11,7 @@ use libbpf_rs::{MapCore, OpenObject};
 
 use super::state::RouteState;
 use crate::attach::{self, TcxDir, XdpMode};
-use crate::error::{Error, ErrorKind};
+use crate::error::Error;
 use crate::skel::mproute::dp::{DpSkel, DpSkelBuilder};
 use crate::skel::mproute::drops::DropsSkelBuilder;
 
@@ -38,9 +38,14 @@ fn bpf(what: &str) -> impl FnOnce(libbpf_rs::Error) -> Error + '_ {
     Error::libbpf(what)
 }
 
-fn prog_name(id: u32) -> Option<String> {
-    crate::prog::info(id).ok().map(|i| i.name)
-}
+use crate::attach::prog_name;
+
+/// Our programs, for [`attach::ours_on`].
+const PROGRAMS: attach::Programs = attach::Programs {
+    xdp: XDP_PROG,
+    tc_ingress: TC_PROG,
+    tc_egress: None,
+};
 
 /// The id of whatever XDP program (ours or not) runs on a device.
 pub fn xdp_prog(ifindex: u32) -> Result<Option<u32>, Error> {
@@ -49,27 +54,14 @@ pub fn xdp_prog(ifindex: u32) -> Result<Option<u32>, Error> {
 
 /// Our attachments on one device.
 pub fn attachments_on(ifindex: u32) -> Result<Vec<Attachment>, Error> {
-    let mut v = Vec::new();
-    if let Some((id, mode)) = attach::xdp_query(ifindex)? {
-        if prog_name(id).as_deref() == Some(XDP_PROG) {
-            v.push(Attachment {
-                ifindex,
-                mode: match mode {
-                    XdpMode::Native => Mode::Xdp,
-                    XdpMode::Generic => Mode::XdpGeneric,
-                },
-                prog_id: id,
-            });
-        }
-    }
-    for id in attach::named(&attach::tcx_query(ifindex, TcxDir::Ingress)?, TC_PROG) {
-        v.push(Attachment {
+    Ok(attach::ours_on(ifindex, &PROGRAMS)?
+        .into_iter()
+        .map(|f| Attachment {
             ifindex,
-            mode: Mode::Tc,
-            prog_id: id,
-        });
-    }
-    Ok(v)
+            mode: f.hook,
+            prog_id: f.prog_id,
+        })
+        .collect())
 }
 
 /// The state maps of a skeleton's open maps (every object that uses `bpf/mproute/maps.bpf.h` declares
@@ -248,17 +240,9 @@ pub fn attachments() -> Result<Vec<Attachment>, Error> {
     Ok(v)
 }
 
-/// What native XDP must do about TCP/UDP checksums on a device before it redirects a frame.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Checksums {
-    /// Frames are complete (a NIC: from a wire): nothing.
-    Complete,
-    /// The device carries local stacks' packets (tun): verify them (`mpt_local_stacks`).
-    Verify,
-    /// A veth: ask the skb each frame came from whether a checksum is partial
-    /// (`mpt_veth_skb`).
-    VethSkb,
-}
+/// What native XDP must do about TCP/UDP checksums on a device before it redirects a frame
+/// (`mpt_local_stacks`, `mpt_veth_skb`).
+pub use crate::attach::Checksums;
 
 /// How XDP on a veth reads the skb behind a frame (`mpt_veth_skb`): see
 /// [`crate::attach::veth_skb_read`].
@@ -364,23 +348,9 @@ pub fn attach(
             } else {
                 XdpMode::Generic
             };
-            let mut replace = None;
-            if let Some((id, found)) = attach::xdp_query(ifindex)? {
-                if prog_name(id).as_deref() != Some(XDP_PROG) {
-                    return Err(Error {
-                        what: format!("ifindex {ifindex} has another XDP program (id {id})"),
-                        kind: ErrorKind::ForeignXdp(io::Error::from_raw_os_error(libc::EBUSY)),
-                    });
-                }
-                if found != xmode {
-                    // Another XDP mode of ours: remove it first.
-                    attach::xdp_detach(ifindex, found)?;
-                } else {
-                    // opened now and held through the attach: if the hook changes meanwhile,
-                    // the kernel refuses the replace rather than we overwrite a stranger
-                    replace = Some(crate::prog::fd(id)?);
-                }
-            }
+            // a foreign program refused, ours of the other mode removed, ours of this mode
+            // held open to be replaced
+            let replace = attach::xdp_prepare(ifindex, xmode, XDP_PROG)?;
             // The frames the kernel drops after our redirect: counted where the links can be
             // pinned (the host's bpffs), not under `ip netns exec`. Set up first, so that a
             // failure here leaves the device as it was.
@@ -407,18 +377,14 @@ pub fn attach(
             libbpf_rs::Program::id_from_fd(prog).map_err(bpf("program id"))
         }
         Mode::Tc => {
-            let old = attach::named(&attach::tcx_query(ifindex, TcxDir::Ingress)?, TC_PROG);
             let prog = skel.progs.mpt_dp_tc.as_fd();
-            attach::tcx_attach(
+            attach::tcx_replace(
                 ifindex,
                 prog,
                 TcxDir::Ingress,
+                TC_PROG,
                 &format!("attach tc to ifindex {ifindex}"),
             )?;
-            // tcx appends: the new program runs after the old ones, which go now.
-            for id in old {
-                attach::tcx_detach(ifindex, id, TcxDir::Ingress)?;
-            }
             libbpf_rs::Program::id_from_fd(prog).map_err(bpf("program id"))
         }
     }

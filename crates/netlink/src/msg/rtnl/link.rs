@@ -44,6 +44,14 @@ pub fn dump_request() -> Request {
     }
 }
 
+/// Every device of the socket's namespace.
+pub fn all(sock: &mut crate::sock::Socket) -> Result<Vec<LinkMsg>, crate::Error> {
+    sock.dump(&dump_request(), "list devices")?
+        .iter()
+        .map(|p| decode(p).map_err(crate::Error::from))
+        .collect()
+}
+
 /// Decode one `RTM_NEWLINK`.
 pub fn decode(payload: &[u8]) -> Result<LinkMsg, DecodeError> {
     if payload.len() < 16 {

@@ -1,0 +1,321 @@
+// SPDX-License-Identifier: GPL-2.0-only OR MIT
+/*
+ * ila.bpf.c - the ILA translator, for kernels without the ILA module.
+ *
+ * Receive side (ila_in_xdp or ila_in_tc, on the devices packets arrive on): an
+ * IPv6 packet whose destination's upper 64 bits are a mapping's locator match
+ * (for the receiving device, else for any device) has them replaced by the
+ * mapping's locator, ILA to SIR, before the stack sees the packet, so that the
+ * stack's early demux finds the socket bound to the SIR address. Then a route
+ * of hook type input for the destination translates it SIR to ILA (a router
+ * translating what it forwards).
+ *
+ * Send side (ila_out_tc, tcx egress of the devices packets leave through): a
+ * packet whose destination falls in a route of hook type output has its
+ * locator replaced, SIR to ILA.
+ *
+ * Transport checksums as the mapping's or route's mode says (xlat.h). In tc the
+ * kernel's helpers keep skb->csum and a checksum left to offload right; in XDP
+ * the checksum field is fixed by hand, as a complete checksum unless the frame
+ * came from a local stack's skb with CHECKSUM_PARTIAL (veth, see ila_veth_skb).
+ *
+ * Anything that is not IPv6, too short for its headers, or matches nothing
+ * passes untouched; every program returns "go on" (XDP_PASS, TCX_NEXT).
+ * The maps are the namespace's ILA state (maps.bpf.h), reused from the anchor.
+ */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_endian.h>
+
+#include "mpt/lib/defs.h"
+#include "mpt/lib/parse.h"
+#include "mpt/lib/veth.h"
+#include "maps.bpf.h"
+#include "xlat.h"
+
+/*
+ * XDP on a veth, set by user space at load: how to ask the frame's skb whether
+ * its checksum is left to offload (2 a direct read, 1 a probe read; see
+ * mpt/lib/veth.h). 0: frames are complete (a NIC), or a test run.
+ */
+const volatile __u32 ila_veth_skb = 0;
+
+static __always_inline void count_reason(__u32 r)
+{
+	__u64 *c = bpf_map_lookup_elem(&ila_reasons, &r);
+
+	if (c)
+		*c += 1;
+}
+
+static __always_inline void count(struct ila_counter *c, __u32 len)
+{
+	if (c) {
+		c->packets++;
+		c->bytes += len;
+	}
+}
+
+static __always_inline void count_xlat(const struct ila_xlat_key *k, __u32 len)
+{
+	struct ila_counter zero = {}, *c = bpf_map_lookup_elem(&ila_xlat_stats, k);
+
+	if (!c) {
+		bpf_map_update_elem(&ila_xlat_stats, k, &zero, BPF_NOEXIST);
+		c = bpf_map_lookup_elem(&ila_xlat_stats, k);
+	}
+	count(c, len);
+}
+
+static __always_inline void count_route(const struct ila_route_val *v, __u32 len)
+{
+	struct ila_route_key k = { .prefixlen = v->prefix_len };
+	struct ila_counter zero = {}, *c;
+
+	__builtin_memcpy(k.addr, v->prefix, 16);
+	c = bpf_map_lookup_elem(&ila_route_stats, &k);
+	if (!c) {
+		bpf_map_update_elem(&ila_route_stats, &k, &zero, BPF_NOEXIST);
+		c = bpf_map_lookup_elem(&ila_route_stats, &k);
+	}
+	count(c, len);
+}
+
+/* The mapping for a destination's locator arriving on ifindex: that device's, else any's. */
+static __always_inline struct ila_xlat_val *find_mapping(const __u8 *daddr, __u32 ifindex,
+							 struct ila_xlat_key *k)
+{
+	struct ila_xlat_val *v;
+
+	__builtin_memset(k, 0, sizeof(*k));
+	__builtin_memcpy(k->locator_match, daddr, 8);
+	k->ifindex = ifindex;
+	v = bpf_map_lookup_elem(&ila_xlat, k);
+	if (v)
+		return v;
+	k->ifindex = 0;
+	return bpf_map_lookup_elem(&ila_xlat, k);
+}
+
+/* The route a destination falls in, if it is of hook type hook. */
+static __always_inline struct ila_route_val *find_route(const __u8 *daddr, __u8 hook)
+{
+	struct ila_route_key k = { .prefixlen = 128 };
+	struct ila_route_val *v;
+
+	__builtin_memcpy(k.addr, daddr, 16);
+	v = bpf_map_lookup_elem(&ila_routes, &k);
+	return v && v->hook_type == hook ? v : 0;
+}
+
+/* ---- XDP ------------------------------------------------------------------------------- */
+
+/* Translate the destination of the IPv6 header at ip6 in place, the checksum by hand. */
+static __always_inline void xdp_translate(struct xdp_md *ctx, struct ipv6hdr *ip6, void *end,
+					  const __u8 *to, __u8 mode, int sir_to_ila)
+{
+	__u8 a[16];
+	__u16 diff = 0, c;
+	int udp = 0, at, partial;
+	__u8 *f;
+
+	__builtin_memcpy(a, &ip6->daddr, 16);
+	if (!ila_translate(a, to, mode, sir_to_ila, &diff)) {
+		__builtin_memcpy(&ip6->daddr, a, 16);
+		return;
+	}
+	__builtin_memcpy(&ip6->daddr, a, 16);
+	at = ila_l4_csum_at(ip6->nexthdr, &udp);
+	if (at < 0) {
+		count_reason(ILA_R_NO_L4_CSUM);
+		return;
+	}
+	f = (__u8 *)(ip6 + 1) + (at & 31);
+	if ((void *)(f + 2) > end) {
+		count_reason(ILA_R_NO_L4_CSUM);
+		return;
+	}
+	c = ila_word(f);
+	partial = ila_veth_skb ? mpt_veth_skb_partial(ctx, ila_veth_skb) : 0;
+	if (partial > 0) {
+		/* the field holds the folded pseudo-header sum, which takes the difference */
+		c = ila_add(c, diff);
+	} else {
+		/* a UDP checksum of 0 means none and stays so; a computed 0 is sent as 0xffff */
+		if (udp && c == 0)
+			return;
+		c = ila_adjust_checksum(c, diff);
+		if (udp && c == 0)
+			c = 0xffff;
+	}
+	ila_put_word(f, c);
+}
+
+SEC("xdp")
+int ila_in_xdp(struct xdp_md *ctx)
+{
+	void *data = (void *)(long)ctx->data;
+	void *end = (void *)(long)ctx->data_end;
+	struct ila_xlat_key k;
+	struct ila_xlat_val *m;
+	struct ila_route_val *r;
+	struct ipv6hdr *ip6;
+	__u32 len = end - data;
+	__u8 vlan = 0;
+	__u16 proto;
+	int off;
+
+	off = mpt_eth_l3(data, end, &proto, &vlan);
+	if (off < 0) {
+		count_reason(ILA_R_MALFORMED);
+		return XDP_PASS;
+	}
+	if (proto != bpf_htons(ETH_P_IPV6)) {
+		count_reason(ILA_R_NOT_IPV6);
+		return XDP_PASS;
+	}
+	ip6 = data + (off & 31);
+	if ((void *)(ip6 + 1) > end || ip6->version != 6) {
+		count_reason(ILA_R_MALFORMED);
+		return XDP_PASS;
+	}
+	m = find_mapping((const __u8 *)&ip6->daddr, ctx->ingress_ifindex, &k);
+	if (m) {
+		xdp_translate(ctx, ip6, end, m->locator, m->csum_mode, 0);
+		count_xlat(&k, len);
+		count_reason(ILA_R_XLAT_IN);
+	}
+	r = find_route((const __u8 *)&ip6->daddr, ILA_HOOK_ROUTE_INPUT);
+	if (r) {
+		xdp_translate(ctx, ip6, end, r->locator, r->csum_mode, 1);
+		count_route(r, len);
+		count_reason(ILA_R_ROUTE_IN);
+	} else if (!m) {
+		count_reason(ILA_R_NO_MATCH);
+	}
+	return XDP_PASS;
+}
+
+/* ---- tc -------------------------------------------------------------------------------- */
+
+/*
+ * Translate the destination of the IPv6 header at off through the kernel's helpers:
+ * the address stored with skb->csum kept (CHECKSUM_COMPLETE), the transport checksum
+ * by the difference as a pseudo-header change (which also covers CHECKSUM_PARTIAL).
+ */
+static __always_inline void tc_translate(struct __sk_buff *skb, __u32 off, const __u8 *to,
+					 __u8 mode, int sir_to_ila)
+{
+	__u8 a[16] __attribute__((aligned(4)));
+	__u8 old[8] __attribute__((aligned(4)));
+	__u8 new[8] __attribute__((aligned(4)));
+	__u16 diff = 0;
+	__u8 nexthdr;
+	int udp = 0, at;
+	__s64 d;
+
+	if (bpf_skb_load_bytes(skb, off + 24, a, 16) || bpf_skb_load_bytes(skb, off + 6, &nexthdr, 1))
+		return;
+	__builtin_memcpy(old, a, 8);
+	__builtin_memcpy(new, to, 8);
+	if (!ila_translate(a, new, mode, sir_to_ila, &diff)) {
+		bpf_skb_store_bytes(skb, off + 24, a, 16, BPF_F_RECOMPUTE_CSUM);
+		return;
+	}
+	if (bpf_skb_store_bytes(skb, off + 24, a, 16, BPF_F_RECOMPUTE_CSUM))
+		return;
+	at = ila_l4_csum_at(nexthdr, &udp);
+	if (at < 0) {
+		count_reason(ILA_R_NO_L4_CSUM);
+		return;
+	}
+	d = bpf_csum_diff((__be32 *)old, 8, (__be32 *)new, 8, 0);
+	if (d < 0 || bpf_l4_csum_replace(skb, off + 40 + at, 0, d,
+					 BPF_F_PSEUDO_HDR | (udp ? BPF_F_MARK_MANGLED_0 : 0)))
+		count_reason(ILA_R_NO_L4_CSUM);
+}
+
+/* The IPv6 header of an skb: its offset (Ethernet, one VLAN tag in the data), or -1. */
+static __always_inline int tc_ipv6(struct __sk_buff *skb, struct ipv6hdr **ip6)
+{
+	void *data = (void *)(long)skb->data;
+	void *end = (void *)(long)skb->data_end;
+	__u8 vlan = 0;
+	__u16 proto;
+	int off;
+
+	off = mpt_eth_l3(data, end, &proto, &vlan);
+	if (off < 0) {
+		count_reason(ILA_R_MALFORMED);
+		return -1;
+	}
+	if (proto != bpf_htons(ETH_P_IPV6)) {
+		count_reason(ILA_R_NOT_IPV6);
+		return -1;
+	}
+	*ip6 = data + (off & 31);
+	if ((void *)(*ip6 + 1) > end || (*ip6)->version != 6) {
+		count_reason(ILA_R_MALFORMED);
+		return -1;
+	}
+	return off & 31;
+}
+
+SEC("tcx/ingress")
+int ila_in_tc(struct __sk_buff *skb)
+{
+	struct ila_xlat_key k;
+	struct ila_xlat_val *m;
+	struct ila_route_val *r;
+	struct ipv6hdr *ip6;
+	__u8 daddr[16];
+	int off;
+
+	off = tc_ipv6(skb, &ip6);
+	if (off < 0)
+		return TCX_NEXT;
+	__builtin_memcpy(daddr, &ip6->daddr, 16);
+	m = find_mapping(daddr, skb->ingress_ifindex, &k);
+	if (m) {
+		tc_translate(skb, off, m->locator, m->csum_mode, 0);
+		count_xlat(&k, skb->len);
+		count_reason(ILA_R_XLAT_IN);
+		/* the stored bytes moved the packet pointers: read the destination again */
+		if (bpf_skb_load_bytes(skb, off + 24, daddr, 16))
+			return TCX_NEXT;
+	}
+	r = find_route(daddr, ILA_HOOK_ROUTE_INPUT);
+	if (r) {
+		tc_translate(skb, off, r->locator, r->csum_mode, 1);
+		count_route(r, skb->len);
+		count_reason(ILA_R_ROUTE_IN);
+	} else if (!m) {
+		count_reason(ILA_R_NO_MATCH);
+	}
+	return TCX_NEXT;
+}
+
+SEC("tcx/egress")
+int ila_out_tc(struct __sk_buff *skb)
+{
+	struct ila_route_val *r;
+	struct ipv6hdr *ip6;
+	__u8 daddr[16];
+	int off;
+
+	off = tc_ipv6(skb, &ip6);
+	if (off < 0)
+		return TCX_NEXT;
+	__builtin_memcpy(daddr, &ip6->daddr, 16);
+	r = find_route(daddr, ILA_HOOK_ROUTE_OUTPUT);
+	if (!r) {
+		count_reason(ILA_R_NO_MATCH);
+		return TCX_NEXT;
+	}
+	tc_translate(skb, off, r->locator, r->csum_mode, 1);
+	count_route(r, skb->len);
+	count_reason(ILA_R_ROUTE_OUT);
+	return TCX_NEXT;
+}
+
+char LICENSE[] SEC("license") = "Dual MIT/GPL";

@@ -1,0 +1,59 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR MIT */
+/*
+ * maps.bpf.h - the maps of one namespace's ILA state, declared once for every
+ * object that uses them: ila_state.bpf.c (the anchor that keeps them alive) and
+ * ila.bpf.c (the translator, loaded with the anchor's map fds reused). Layouts:
+ * mpt/ila_abi.h.
+ */
+#ifndef ILA_MAPS_BPF_H
+#define ILA_MAPS_BPF_H
+
+#include "mpt/ila_abi.h"
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct ila_meta);
+} ila_meta SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, ILA_MAX_MAPPINGS);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, struct ila_xlat_key);
+	__type(value, struct ila_xlat_val);
+} ila_xlat SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LPM_TRIE);
+	__uint(max_entries, ILA_MAX_ROUTES);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, struct ila_route_key);
+	__type(value, struct ila_route_val);
+} ila_routes SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
+	__uint(max_entries, ILA_MAX_MAPPINGS);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, struct ila_xlat_key);
+	__type(value, struct ila_counter);
+} ila_xlat_stats SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
+	__uint(max_entries, ILA_MAX_ROUTES);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, struct ila_route_key);
+	__type(value, struct ila_counter);
+} ila_route_stats SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, ILA_R_MAX);
+	__type(key, __u32);
+	__type(value, __u64);
+} ila_reasons SEC(".maps");
+
+#endif /* ILA_MAPS_BPF_H */

@@ -1,0 +1,217 @@
+//! The ILA translator on devices: `bpf/ila/ila.bpf.c` loaded with the namespace's tables
+//! ([`super::state`]) and attached with legacy attachments that outlive the process: on
+//! ingress, `ila_in_xdp` (native or generic XDP) or `ila_in_tc` (tcx), before the stack sees
+//! the packet; on egress, `ila_out_tc` (tcx). Found again by program name.
+
+use std::io;
+use std::mem::MaybeUninit;
+use std::os::fd::AsFd;
+
+use libbpf_rs::skel::{OpenSkel, SkelBuilder};
+use libbpf_rs::OpenObject;
+
+use super::state::IlaState;
+use crate::attach::{self, Checksums, Hook, Programs, TcxDir, XdpMode};
+use crate::error::Error;
+use crate::skel::ila::ila::{IlaSkel, IlaSkelBuilder};
+
+/// The ingress XDP program, as the kernel names it.
+pub const XDP_PROG: &str = "ila_in_xdp";
+/// The ingress tcx program.
+pub const TC_IN_PROG: &str = "ila_in_tc";
+/// The egress tcx program.
+pub const TC_OUT_PROG: &str = "ila_out_tc";
+
+/// The translator's programs, for [`attach::ours_on`].
+pub const PROGRAMS: Programs = Programs {
+    xdp: XDP_PROG,
+    tc_ingress: TC_IN_PROG,
+    tc_egress: Some(TC_OUT_PROG),
+};
+
+/// The translator on one device.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Attachment {
+    /// Device.
+    pub ifindex: u32,
+    /// The ingress hook and its program id.
+    pub ingress: Option<(Hook, u32)>,
+    /// The egress program id (tcx).
+    pub egress: Option<u32>,
+}
+
+impl Attachment {
+    /// Whether anything of ours is on the device.
+    pub fn any(&self) -> bool {
+        self.ingress.is_some() || self.egress.is_some()
+    }
+}
+
+/// The translator on one device (nothing: both `None`).
+pub fn attachment_on(ifindex: u32) -> Result<Attachment, Error> {
+    let mut a = Attachment {
+        ifindex,
+        ingress: None,
+        egress: None,
+    };
+    for f in attach::ours_on(ifindex, &PROGRAMS)? {
+        match f.dir {
+            // XDP first: where both are (a switch killed halfway), XDP is what packets meet
+            TcxDir::Ingress => {
+                a.ingress.get_or_insert((f.hook, f.prog_id));
+            }
+            TcxDir::Egress => a.egress = Some(f.prog_id),
+        }
+    }
+    Ok(a)
+}
+
+/// The devices of the namespace with the translator on them.
+pub fn attachments() -> Result<Vec<Attachment>, Error> {
+    let mut v = Vec::new();
+    for (ifindex, _) in mpt_sys::iface::all() {
+        let a = attachment_on(ifindex)?;
+        if a.any() {
+            v.push(a);
+        }
+    }
+    Ok(v)
+}
+
+/// Open the translator, set its load-time constants, make it use the namespace's tables and
+/// load the programs `hook` needs (its ingress program and the egress one).
+fn load<'o>(
+    obj: &'o mut MaybeUninit<OpenObject>,
+    state: &IlaState,
+    hook: Hook,
+    csum: Checksums,
+) -> Result<IlaSkel<'o>, Error> {
+    let mut open = IlaSkelBuilder::default()
+        .open(obj)
+        .map_err(Error::libbpf("open the ILA translator BPF object"))?;
+    match open.maps.rodata_data.as_deref_mut() {
+        Some(ro) => {
+            // native XDP on a veth asks each frame's skb whether its checksum is partial;
+            // generic XDP cannot (see ila.8, CHECKSUMS)
+            ro.ila_veth_skb = if hook == Hook::Xdp && csum == Checksums::VethSkb {
+                attach::veth_skb_read()
+            } else {
+                0
+            };
+        }
+        None => {
+            return Err(Error::io(
+                "set the ILA translator's load-time constants",
+                io::Error::from_raw_os_error(libc::EINVAL),
+            ))
+        }
+    }
+    open.progs.ila_in_xdp.set_autoload(hook != Hook::Tc);
+    open.progs.ila_in_tc.set_autoload(hook == Hook::Tc);
+    let m = &mut open.maps;
+    for (name, map) in [
+        ("ila_meta", &mut m.ila_meta),
+        ("ila_xlat", &mut m.ila_xlat),
+        ("ila_routes", &mut m.ila_routes),
+        ("ila_xlat_stats", &mut m.ila_xlat_stats),
+        ("ila_route_stats", &mut m.ila_route_stats),
+        ("ila_reasons", &mut m.ila_reasons),
+    ] {
+        map.reuse_fd(state.map(name)?.as_fd())
+            .map_err(Error::libbpf(format!("reuse {name}")))?;
+    }
+    open.load().map_err(Error::libbpf(
+        "load the ILA translator BPF object (verifier)",
+    ))
+}
+
+/// Attach the translator to `ifindex`: ingress on `hook`, egress on tcx, in place of ours
+/// there (a switch of ingress hook removes the other one after the new one is in). A foreign
+/// XDP program is not replaced. `csum`: what the device's frames may be (a veth's: partial).
+/// On failure the device keeps what it had, or (a first attach) nothing of ours.
+pub fn attach(
+    state: &IlaState,
+    ifindex: u32,
+    hook: Hook,
+    csum: Checksums,
+) -> Result<Attachment, Error> {
+    let mut obj = MaybeUninit::uninit();
+    let skel = load(&mut obj, state, hook, csum)?;
+    let before = attachment_on(ifindex)?;
+
+    // egress first: with no ingress of ours yet, it translates only what routes say
+    attach::tcx_replace(
+        ifindex,
+        skel.progs.ila_out_tc.as_fd(),
+        TcxDir::Egress,
+        TC_OUT_PROG,
+        &format!("attach the ILA egress program to ifindex {ifindex} (tcx)"),
+    )?;
+    let ingress = match hook.xdp_mode() {
+        Some(mode) => attach_xdp(ifindex, skel.progs.ila_in_xdp.as_fd(), mode, hook),
+        None => attach::tcx_replace(
+            ifindex,
+            skel.progs.ila_in_tc.as_fd(),
+            TcxDir::Ingress,
+            TC_IN_PROG,
+            &format!("attach the ILA ingress program to ifindex {ifindex} (tcx)"),
+        ),
+    };
+    if let Err(e) = ingress {
+        if before.egress.is_none() {
+            // a first attach: leave nothing behind
+            if let Some(id) = attachment_on(ifindex).ok().and_then(|a| a.egress) {
+                let _ = attach::tcx_detach(ifindex, id, TcxDir::Egress);
+            }
+        }
+        return Err(e);
+    }
+    // the other ingress hook of ours goes now that the new one is in
+    match hook {
+        Hook::Tc => {
+            if let Some((h, _)) = before.ingress.filter(|(h, _)| *h != Hook::Tc) {
+                if let Some(mode) = h.xdp_mode() {
+                    attach::xdp_detach(ifindex, mode)?;
+                }
+            }
+        }
+        Hook::Xdp | Hook::XdpGeneric => {
+            for id in attach::named(&attach::tcx_query(ifindex, TcxDir::Ingress)?, TC_IN_PROG) {
+                attach::tcx_detach(ifindex, id, TcxDir::Ingress)?;
+            }
+        }
+    }
+    attachment_on(ifindex)
+}
+
+fn attach_xdp(
+    ifindex: u32,
+    prog: std::os::fd::BorrowedFd<'_>,
+    mode: XdpMode,
+    hook: Hook,
+) -> Result<(), Error> {
+    let replace = attach::xdp_prepare(ifindex, mode, XDP_PROG)?;
+    attach::xdp_attach(
+        ifindex,
+        prog,
+        mode,
+        replace.as_ref().map(|f| f.as_fd()),
+        &format!(
+            "attach the ILA ingress program to ifindex {ifindex} ({})",
+            hook.name()
+        ),
+    )
+}
+
+/// Remove the translator from a device; returns what was there.
+pub fn detach(ifindex: u32) -> Result<Attachment, Error> {
+    let found = attach::ours_on(ifindex, &PROGRAMS)?;
+    let before = attachment_on(ifindex)?;
+    for f in found {
+        match (f.hook.xdp_mode(), f.dir) {
+            (Some(mode), _) => attach::xdp_detach(ifindex, mode)?,
+            (None, dir) => attach::tcx_detach(ifindex, f.prog_id, dir)?,
+        }
+    }
+    Ok(before)
+}

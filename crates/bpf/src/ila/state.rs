@@ -1,0 +1,334 @@
+//! The ILA tables of one namespace (a [`Suite`] of [`crate::pinned`]): the maps of
+//! `bpf/ila/maps.bpf.h`, held by the anchor `ila_anchor` of `bpf/ila/ila_state.bpf.c`, read
+//! and written as the model's [`Mapping`]s and [`RouteSpec`]s.
+//!
+//! Every write is one map operation, so a table is never half-written; a mapping's or route's
+//! counters are removed with it (a new one with the same key counts from zero) and kept by a
+//! replace.
+
+use std::mem::MaybeUninit;
+use std::os::fd::{AsFd, OwnedFd};
+use std::path::Path;
+
+use ipnet::Ipv6Net;
+use libbpf_rs::skel::{OpenSkel, SkelBuilder};
+use libbpf_rs::{MapCore, MapFlags, MapHandle};
+use mpt_model::ila::{Mapping, RouteSpec};
+
+use super::abi::{
+    sum_percpu, IlaCounter, IlaMeta, IlaRouteKey, IlaRouteVal, IlaXlatKey, IlaXlatVal, Reason,
+    ABI_VERSION,
+};
+use crate::error::Error;
+use crate::pinned::{self, Pinned, Suite};
+use crate::skel::ila::ila_state::IlaStateSkelBuilder;
+
+/// Every map the anchor holds (`bpf/ila/maps.bpf.h`).
+pub const STATE_MAPS: &[&str] = &[
+    "ila_meta",
+    "ila_xlat",
+    "ila_routes",
+    "ila_xlat_stats",
+    "ila_route_stats",
+    "ila_reasons",
+];
+
+/// Name of the anchor program.
+pub const ANCHOR_PROG: &str = "ila_anchor";
+
+/// The ILA suite: `/sys/fs/bpf/ila/<cookie>/`, `/run/ila/<cookie>.lock`.
+pub static SUITE: Suite = Suite {
+    name: "ila",
+    anchor: ANCHOR_PROG,
+    maps: STATE_MAPS,
+    meta_map: "ila_meta",
+    abi_version: ABI_VERSION,
+};
+
+/// What a write found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Written {
+    /// The entry is new.
+    Added,
+    /// The entry was there with other values, now replaced.
+    Replaced,
+    /// The entry was there with these values: nothing changed.
+    Unchanged,
+    /// The entry exists and the write was an add: nothing changed.
+    Exists,
+}
+
+/// The open ILA tables of the calling thread's namespace.
+#[derive(Debug)]
+pub struct IlaState {
+    /// The maps, the namespace's cookie and the anchor.
+    pub pinned: Pinned,
+    xlat: MapHandle,
+    routes: MapHandle,
+    xlat_stats: MapHandle,
+    route_stats: MapHandle,
+    reasons: MapHandle,
+}
+
+/// Load the anchor object, reusing the pins of `pins` or initialising `ila_meta` for `cookie`.
+fn load_anchor(pins: Option<&Path>, cookie: u64) -> Result<OwnedFd, Error> {
+    let mut obj = MaybeUninit::uninit();
+    let mut open = IlaStateSkelBuilder::default()
+        .open(&mut obj)
+        .map_err(Error::libbpf("open the ILA state BPF object"))?;
+    if let Some(dir) = pins {
+        pinned::reuse_pins(dir, open.open_object_mut().maps_mut())?;
+    }
+    let skel = open
+        .load()
+        .map_err(Error::libbpf("load the ILA state BPF object"))?;
+    if pins.is_none() {
+        let meta = IlaMeta {
+            abi_version: ABI_VERSION,
+            flags: 0,
+            netns_cookie: cookie,
+        };
+        skel.maps
+            .ila_meta
+            .update(&0u32.to_ne_bytes(), meta.as_bytes(), MapFlags::ANY)
+            .map_err(Error::libbpf("initialise ila_meta"))?;
+    }
+    skel.progs
+        .ila_anchor
+        .as_fd()
+        .try_clone_to_owned()
+        .map_err(|e| Error::io("keep the ILA state anchor", e))
+}
+
+fn not_found(e: &libbpf_rs::Error) -> bool {
+    e.kind() == libbpf_rs::ErrorKind::NotFound
+}
+
+impl IlaState {
+    /// Open the namespace's tables; create them when `create` and they do not exist yet.
+    /// `None` when there are none and `create` is false.
+    pub fn open(cookie: u64, create: bool) -> Result<Option<IlaState>, Error> {
+        let Some(pinned) = Pinned::open(&SUITE, cookie, create, Box::new(load_anchor))? else {
+            return Ok(None);
+        };
+        pinned.ensure_pinned();
+        Ok(Some(IlaState {
+            xlat: pinned.dup("ila_xlat")?,
+            routes: pinned.dup("ila_routes")?,
+            xlat_stats: pinned.dup("ila_xlat_stats")?,
+            route_stats: pinned.dup("ila_route_stats")?,
+            reasons: pinned.dup("ila_reasons")?,
+            pinned,
+        }))
+    }
+
+    /// The namespace's cookie.
+    pub fn cookie(&self) -> u64 {
+        self.pinned.cookie
+    }
+
+    /// One of the maps (for loading the translator with them).
+    pub fn map(&self, name: &str) -> Result<&MapHandle, Error> {
+        self.pinned.map(name)
+    }
+
+    // ---- ila xlat ------------------------------------------------------------------------
+
+    /// The mapping for a locator match and device (0: any), exactly that key.
+    pub fn mapping(&self, key: &IlaXlatKey) -> Result<Option<Mapping>, Error> {
+        let v = self
+            .xlat
+            .lookup(key.as_bytes(), MapFlags::ANY)
+            .map_err(Error::libbpf("read ila_xlat"))?;
+        Ok(v.as_deref()
+            .and_then(IlaXlatVal::from_bytes)
+            .and_then(|v| v.mapping(key)))
+    }
+
+    /// Every mapping.
+    pub fn mappings(&self) -> Result<Vec<Mapping>, Error> {
+        let mut out = Vec::new();
+        for k in self.xlat.keys() {
+            let Some(key) = IlaXlatKey::from_bytes(&k) else {
+                continue;
+            };
+            if let Some(m) = self.mapping(&key)? {
+                out.push(m);
+            }
+        }
+        Ok(out)
+    }
+
+    /// Add a mapping (`replace`: or overwrite the one with its key).
+    pub fn put_mapping(&self, m: &Mapping, replace: bool) -> Result<Written, Error> {
+        let key = IlaXlatKey::of(m);
+        let val = IlaXlatVal::of(m);
+        let old = self.mapping(&key)?;
+        let outcome = match (&old, replace) {
+            (Some(_), false) => return Ok(Written::Exists),
+            (Some(o), true) if o == m => return Ok(Written::Unchanged),
+            (Some(_), true) => Written::Replaced,
+            (None, _) => Written::Added,
+        };
+        let flags = if outcome == Written::Added {
+            // counters of an earlier mapping with this key are not this one's
+            self.xlat_stats.delete(key.as_bytes()).or_else(|e| {
+                if not_found(&e) {
+                    Ok(())
+                } else {
+                    Err(Error::libbpf("reset ila_xlat_stats")(e))
+                }
+            })?;
+            MapFlags::NO_EXIST
+        } else {
+            MapFlags::EXIST
+        };
+        match self.xlat.update(key.as_bytes(), val.as_bytes(), flags) {
+            Ok(()) => Ok(outcome),
+            // another writer got there first (commands hold the namespace lock: only a tool
+            // that does not)
+            Err(e) if e.kind() == libbpf_rs::ErrorKind::AlreadyExists => Ok(Written::Exists),
+            Err(e) => Err(Error::libbpf("write ila_xlat")(e)),
+        }
+    }
+
+    /// Delete the mapping with this key; `false` if there was none.
+    pub fn delete_mapping(&self, key: &IlaXlatKey) -> Result<bool, Error> {
+        match self.xlat.delete(key.as_bytes()) {
+            Ok(()) => {
+                let _ = self.xlat_stats.delete(key.as_bytes());
+                Ok(true)
+            }
+            Err(e) if not_found(&e) => Ok(false),
+            Err(e) => Err(Error::libbpf("delete from ila_xlat")(e)),
+        }
+    }
+
+    /// Packets and bytes translated by the mapping with this key.
+    pub fn mapping_counter(&self, key: &IlaXlatKey) -> Result<IlaCounter, Error> {
+        Ok(self
+            .xlat_stats
+            .lookup_percpu(key.as_bytes(), MapFlags::ANY)
+            .map_err(Error::libbpf("read ila_xlat_stats"))?
+            .map(|v| sum_percpu(&v))
+            .unwrap_or_default())
+    }
+
+    // ---- ila route -----------------------------------------------------------------------
+
+    /// The route for exactly this prefix.
+    pub fn route(&self, dst: Ipv6Net) -> Result<Option<RouteSpec>, Error> {
+        let key = IlaRouteKey::of(dst);
+        let v = self
+            .routes
+            .lookup(key.as_bytes(), MapFlags::ANY)
+            .map_err(Error::libbpf("read ila_routes"))?;
+        Ok(v.as_deref()
+            .and_then(IlaRouteVal::from_bytes)
+            .and_then(|v| v.route()))
+    }
+
+    /// Every route, in the trie's order.
+    pub fn routes(&self) -> Result<Vec<RouteSpec>, Error> {
+        let mut out = Vec::new();
+        for k in self.routes.keys() {
+            let Some(key) = IlaRouteKey::from_bytes(&k) else {
+                continue;
+            };
+            let v = self
+                .routes
+                .lookup(key.as_bytes(), MapFlags::ANY)
+                .map_err(Error::libbpf("read ila_routes"))?;
+            if let Some(r) = v
+                .as_deref()
+                .and_then(IlaRouteVal::from_bytes)
+                .and_then(|v| v.route())
+            {
+                out.push(r);
+            }
+        }
+        Ok(out)
+    }
+
+    /// Add a route (`replace`: or overwrite the one for its prefix).
+    pub fn put_route(&self, r: &RouteSpec, replace: bool) -> Result<Written, Error> {
+        let key = IlaRouteKey::of(r.dst);
+        let old = self.route(r.dst)?;
+        let outcome = match (&old, replace) {
+            (Some(_), false) => return Ok(Written::Exists),
+            (Some(o), true) if o == r => return Ok(Written::Unchanged),
+            (Some(_), true) => Written::Replaced,
+            (None, _) => Written::Added,
+        };
+        let flags = if outcome == Written::Added {
+            self.route_stats.delete(key.as_bytes()).or_else(|e| {
+                if not_found(&e) {
+                    Ok(())
+                } else {
+                    Err(Error::libbpf("reset ila_route_stats")(e))
+                }
+            })?;
+            MapFlags::NO_EXIST
+        } else {
+            MapFlags::EXIST
+        };
+        match self
+            .routes
+            .update(key.as_bytes(), IlaRouteVal::of(r).as_bytes(), flags)
+        {
+            Ok(()) => Ok(outcome),
+            Err(e) if e.kind() == libbpf_rs::ErrorKind::AlreadyExists => Ok(Written::Exists),
+            Err(e) => Err(Error::libbpf("write ila_routes")(e)),
+        }
+    }
+
+    /// Delete the route for this prefix; `false` if there was none.
+    pub fn delete_route(&self, dst: Ipv6Net) -> Result<bool, Error> {
+        let key = IlaRouteKey::of(dst);
+        match self.routes.delete(key.as_bytes()) {
+            Ok(()) => {
+                let _ = self.route_stats.delete(key.as_bytes());
+                Ok(true)
+            }
+            Err(e) if not_found(&e) => Ok(false),
+            Err(e) => Err(Error::libbpf("delete from ila_routes")(e)),
+        }
+    }
+
+    /// Packets and bytes translated by the route for this prefix.
+    pub fn route_counter(&self, dst: Ipv6Net) -> Result<IlaCounter, Error> {
+        let key = IlaRouteKey::of(dst);
+        Ok(self
+            .route_stats
+            .lookup_percpu(key.as_bytes(), MapFlags::ANY)
+            .map_err(Error::libbpf("read ila_route_stats"))?
+            .map(|v| sum_percpu(&v))
+            .unwrap_or_default())
+    }
+
+    // ---- the programs' verdicts ----------------------------------------------------------
+
+    /// What the programs did with the packets they saw, by reason, summed over CPUs.
+    pub fn reasons(&self) -> Result<Vec<(Reason, u64)>, Error> {
+        let mut out = Vec::new();
+        for r in Reason::ALL {
+            let v = self
+                .reasons
+                .lookup_percpu(&(r as u32).to_ne_bytes(), MapFlags::ANY)
+                .map_err(Error::libbpf("read ila_reasons"))?
+                .unwrap_or_default();
+            let n = v
+                .iter()
+                .filter_map(|b| <[u8; 8]>::try_from(b.get(..8)?).ok())
+                .map(u64::from_ne_bytes)
+                .fold(0u64, u64::wrapping_add);
+            out.push((r, n));
+        }
+        Ok(out)
+    }
+}
+
+/// Remove the ILA tables of the calling thread's namespace (detach the anchor, unpin).
+pub fn destroy(cookie: u64) -> Result<(), Error> {
+    pinned::destroy(&SUITE, cookie)
+}
