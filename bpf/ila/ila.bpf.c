@@ -18,6 +18,9 @@
  * kernel's helpers keep skb->csum and a checksum left to offload right; in XDP
  * the checksum field is fixed by hand, as a complete checksum unless the frame
  * came from a local stack's skb with CHECKSUM_PARTIAL (veth, see ila_veth_skb).
+ * Generic XDP cannot tell: there the field is left to ila_in_tc, loaded next to
+ * it, which the XDP program tells what to add through the packet's metadata
+ * (struct ila_l4_fix, see ila_xdp_generic).
  *
  * Anything that is not IPv6, too short for its headers, or matches nothing
  * passes untouched; every program returns "go on" (XDP_PASS, TCX_NEXT).
@@ -39,6 +42,30 @@
  * mpt/lib/veth.h). 0: frames are complete (a NIC), or a test run.
  */
 const volatile __u32 ila_veth_skb = 0;
+
+/*
+ * Generic XDP (set by user space at load, for both ingress programs): the frame
+ * is an skb whose checksum may be left to offload, which an XDP program cannot
+ * see. So ila_in_xdp translates the address, and the transport checksum's
+ * difference goes in the metadata before the frame; ila_in_tc, attached next to
+ * it on tcx ingress, applies it with the kernel's helper (which knows the skb's
+ * checksum state) and translates nothing itself.
+ */
+const volatile __u32 ila_xdp_generic = 0;
+
+/* What ila_in_xdp leaves in the metadata for ila_in_tc (generic XDP). */
+struct ila_l4_fix {
+	__u32 magic; /* ila_fix_cookie */
+	__u16 diff;  /* what the transport checksum's sum grew by */
+	__u16 pad;
+};
+
+/*
+ * Random, set by user space at load (never 0): marks the metadata records of this
+ * load's XDP program, which its tc program trusts. An skb keeps its metadata
+ * across a veth into the next namespace, whose translator must not take it.
+ */
+const volatile __u32 ila_fix_cookie = 0;
 
 static __always_inline void count_reason(__u32 r)
 {
@@ -110,9 +137,12 @@ static __always_inline struct ila_route_val *find_route(const __u8 *daddr, __u8 
 
 /* ---- XDP ------------------------------------------------------------------------------- */
 
-/* Translate the destination of the IPv6 header at ip6 in place, the checksum by hand. */
+/*
+ * Translate the destination of the IPv6 header at ip6 in place, the checksum by
+ * hand, or (generic XDP) its difference added to *pending for ila_in_tc.
+ */
 static __always_inline void xdp_translate(struct xdp_md *ctx, struct ipv6hdr *ip6, void *end,
-					  const __u8 *to, __u8 mode, int sir_to_ila)
+					  const __u8 *to, __u8 mode, int sir_to_ila, __u32 *pending)
 {
 	__u8 a[16];
 	__u16 diff = 0, c;
@@ -125,6 +155,11 @@ static __always_inline void xdp_translate(struct xdp_md *ctx, struct ipv6hdr *ip
 		return;
 	}
 	__builtin_memcpy(&ip6->daddr, a, 16);
+	if (ila_xdp_generic) {
+		/* (one's complement: 0x10000 marks "pending", the low half is the sum) */
+		*pending = 0x10000 | ila_add((__u16)*pending, diff);
+		return;
+	}
 	at = ila_l4_csum_at(ip6->nexthdr, &udp);
 	if (at < 0) {
 		count_reason(ILA_R_NO_L4_CSUM);
@@ -151,6 +186,27 @@ static __always_inline void xdp_translate(struct xdp_md *ctx, struct ipv6hdr *ip
 	ila_put_word(f, c);
 }
 
+/* Generic XDP: leave the transport checksum's difference to ila_in_tc. */
+static __always_inline void hand_l4_fix(struct xdp_md *ctx, __u16 diff)
+{
+	struct ila_l4_fix *fix;
+	void *data;
+
+	if (bpf_xdp_adjust_meta(ctx, -(int)sizeof(*fix))) {
+		count_reason(ILA_R_NO_L4_CSUM);
+		return;
+	}
+	fix = (void *)(long)ctx->data_meta;
+	data = (void *)(long)ctx->data;
+	if ((void *)(fix + 1) > data) {
+		count_reason(ILA_R_NO_L4_CSUM);
+		return;
+	}
+	fix->magic = ila_fix_cookie;
+	fix->diff = diff;
+	fix->pad = 0;
+}
+
 SEC("xdp")
 int ila_in_xdp(struct xdp_md *ctx)
 {
@@ -160,7 +216,7 @@ int ila_in_xdp(struct xdp_md *ctx)
 	struct ila_xlat_val *m;
 	struct ila_route_val *r;
 	struct ipv6hdr *ip6;
-	__u32 len = end - data;
+	__u32 len = end - data, pending = 0;
 	__u8 vlan = 0;
 	__u16 proto;
 	int off;
@@ -181,18 +237,20 @@ int ila_in_xdp(struct xdp_md *ctx)
 	}
 	m = find_mapping((const __u8 *)&ip6->daddr, ctx->ingress_ifindex, &k);
 	if (m) {
-		xdp_translate(ctx, ip6, end, m->locator, m->csum_mode, 0);
+		xdp_translate(ctx, ip6, end, m->locator, m->csum_mode, 0, &pending);
 		count_xlat(&k, len);
 		count_reason(ILA_R_XLAT_IN);
 	}
 	r = find_route((const __u8 *)&ip6->daddr, ILA_HOOK_ROUTE_INPUT);
 	if (r) {
-		xdp_translate(ctx, ip6, end, r->locator, r->csum_mode, 1);
+		xdp_translate(ctx, ip6, end, r->locator, r->csum_mode, 1, &pending);
 		count_route(r, len);
 		count_reason(ILA_R_ROUTE_IN);
 	} else if (!m) {
 		count_reason(ILA_R_NO_MATCH);
 	}
+	if (pending)
+		hand_l4_fix(ctx, (__u16)pending);
 	return XDP_PASS;
 }
 
@@ -235,6 +293,24 @@ static __always_inline void tc_translate(struct __sk_buff *skb, __u32 off, const
 		count_reason(ILA_R_NO_L4_CSUM);
 }
 
+/* The IPv6 header of an skb without counting (the XDP program counted it). */
+static __always_inline int tc_ipv6_quiet(struct __sk_buff *skb, struct ipv6hdr **ip6)
+{
+	void *data = (void *)(long)skb->data;
+	void *end = (void *)(long)skb->data_end;
+	__u8 vlan = 0;
+	__u16 proto;
+	int off;
+
+	off = mpt_eth_l3(data, end, &proto, &vlan);
+	if (off < 0 || proto != bpf_htons(ETH_P_IPV6))
+		return -1;
+	*ip6 = data + (off & 31);
+	if ((void *)(*ip6 + 1) > end)
+		return -1;
+	return off & 31;
+}
+
 /* The IPv6 header of an skb: its offset (Ethernet, one VLAN tag in the data), or -1. */
 static __always_inline int tc_ipv6(struct __sk_buff *skb, struct ipv6hdr **ip6)
 {
@@ -261,6 +337,39 @@ static __always_inline int tc_ipv6(struct __sk_buff *skb, struct ipv6hdr **ip6)
 	return off & 31;
 }
 
+/*
+ * Next to generic XDP: apply the transport checksum difference ila_in_xdp left in
+ * the metadata, as a pseudo-header change (right for every checksum state).
+ */
+static __always_inline int tc_after_xdp(struct __sk_buff *skb)
+{
+	void *data = (void *)(long)skb->data;
+	struct ila_l4_fix *fix = (void *)(long)skb->data_meta;
+	struct ipv6hdr *ip6;
+	__u8 nexthdr;
+	int off, udp = 0, at;
+	__u16 diff;
+
+	/*
+	 * Read only: a direct write would make the verifier pull (unclone) the skb
+	 * first, which clears the metadata (pskb_expand_head) of an skb a packet
+	 * socket holds a clone of. The record stays; it names this load (a record
+	 * an earlier hop's translator left is not ours).
+	 */
+	if ((void *)(fix + 1) > data || fix->magic != ila_fix_cookie)
+		return TCX_NEXT;
+	diff = fix->diff;
+	off = tc_ipv6_quiet(skb, &ip6);
+	if (off < 0 || bpf_skb_load_bytes(skb, off + 6, &nexthdr, 1))
+		return TCX_NEXT;
+	at = ila_l4_csum_at(nexthdr, &udp);
+	/* the kernel's sums are of 16-bit words as they lie in memory: network order */
+	if (at < 0 || bpf_l4_csum_replace(skb, off + 40 + at, 0, bpf_htons(diff),
+					  BPF_F_PSEUDO_HDR | (udp ? BPF_F_MARK_MANGLED_0 : 0)))
+		count_reason(ILA_R_NO_L4_CSUM);
+	return TCX_NEXT;
+}
+
 SEC("tcx/ingress")
 int ila_in_tc(struct __sk_buff *skb)
 {
@@ -271,6 +380,8 @@ int ila_in_tc(struct __sk_buff *skb)
 	__u8 daddr[16];
 	int off;
 
+	if (ila_xdp_generic)
+		return tc_after_xdp(skb);
 	off = tc_ipv6(skb, &ip6);
 	if (off < 0)
 		return TCX_NEXT;

@@ -1,25 +1,22 @@
-//! ila as a library: its clap definition (used by xtask for the man page and completions).
-//! Only the shared skeleton exists so far; the commands come with their own issue.
+//! ila: Identifier-Locator Addressing translation tables in `ip ila` grammar, over the kernel's
+//! ILA module where it exists and ila's BPF translator where it does not.
+//!
+//! - [`cli`]: the command line (clap) and batch lines, into typed commands; [`grammar`]: the
+//!   words of each object's verbs;
+//! - [`session`]: one invocation (the backend, opened on first use; the batch driver);
+//! - [`cmd`]: one module per object (`xlat`, `route`, `dataplane`), typed command to output;
+//! - [`backend`]: the kernel's ILA (generic netlink "ila", LWT encap ila) and the BPF
+//!   translator (`mpt_bpf::ila`), behind one interface with one set of semantics;
+//! - [`view`]: rows, tables and JSON with iproute2's keys.
 
-use clap::Parser;
-use mpt_cli::GlobalOpts;
+pub mod backend;
+pub mod cli;
+pub mod cmd;
+pub mod grammar;
+pub mod session;
+pub mod view;
 
-/// ila: Identifier-Locator Addressing translation tables (ip ila grammar).
-#[derive(Debug, Parser)]
-#[command(
-    name = "ila",
-    version,
-    about = "Identifier-Locator Addressing translation tables (ip ila grammar)",
-    after_help = "No commands are implemented yet: this build carries only the options shared with mproute.\n\nExit status: 0 success, 1 usage or syntax error, 2 the kernel or the system refused."
-)]
-pub struct Cli {
-    /// Options shared by mproute, ila and pfanout.
-    #[command(flatten)]
-    pub global: GlobalOpts,
-    /// Command words (none are implemented yet).
-    #[arg(trailing_var_arg = true, value_name = "COMMAND")]
-    pub words: Vec<String>,
-}
+pub use cli::Cli;
 
 #[cfg(test)]
 mod docs_tests {

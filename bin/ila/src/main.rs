@@ -1,31 +1,54 @@
-//! ila: thin binary; prints its usage until its commands exist.
+//! ila: thin binary over the ila library and the shared crates. Parse (syntax only), enter the
+//! namespace, then one command or a batch.
 
 use clap::{CommandFactory, Parser};
-use ila::Cli;
+use ila::cli::{Cli, Command};
+use ila::session::Session;
+use mpt_cli::render::Style;
+use mpt_cli::Failure;
+
+const TOOL: &str = "ila";
 
 fn main() {
-    mpt_cli::docs::handle(<Cli as clap::CommandFactory>::command);
+    mpt_cli::docs::handle(Cli::command);
     let cli = match Cli::try_parse() {
         Ok(c) => c,
-        Err(e) => {
-            let code = if e.use_stderr() {
-                mpt_cli::EXIT_USAGE
-            } else {
-                mpt_cli::EXIT_OK
-            };
-            let _ = e.print();
-            std::process::exit(code);
-        }
+        Err(e) => mpt_cli::args::exit_on_error(TOOL, e, &Cli::command()),
     };
-    let _ = Cli::command().print_help();
-    let what = cli
-        .words
-        .first()
-        .map_or_else(String::new, |w| format!(" \"{w}\""));
-    mpt_cli::exit(
-        "ila",
-        Err(mpt_cli::Failure::usage(format!(
-            "command{what} is not implemented yet"
-        ))),
-    );
+    let style = Style {
+        json: cli.global.json,
+        pretty: cli.global.pretty,
+    };
+    // the command's syntax before anything touches the system
+    let command = match &cli.cmd {
+        Some(c) => c.command(),
+        None => Ok(Command::default_show()),
+    };
+    if cli.global.batch.is_some() && cli.cmd.is_some() {
+        mpt_cli::exit(
+            TOOL,
+            Err(Failure::usage(
+                "-b/--batch takes no command on the command line",
+            )),
+        );
+    }
+    let command = match (command, &cli.global.batch) {
+        (Err(f), None) => mpt_cli::exit(TOOL, Err(f)),
+        (c, _) => c,
+    };
+    mpt_bpf::set_verbose(cli.global.verbose);
+    if let Some(ns) = &cli.global.netns {
+        if let Err(e) = mpt_sys::netns::enter(ns) {
+            mpt_cli::exit(TOOL, Err(Failure::system(e.to_string())));
+        }
+    }
+    let mut s = Session::new(cli.global.clone(), cli.backend);
+    if let Some(path) = &cli.global.batch {
+        let force = cli.global.force;
+        std::process::exit(mpt_cli::batch::run_file(TOOL, &mut s, path, style, force));
+    }
+    let r = command
+        .and_then(|c| ila::cmd::run(&mut s, &c))
+        .map(|out| ila::view::print(&out, style));
+    mpt_cli::exit(TOOL, r);
 }

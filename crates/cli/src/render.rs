@@ -12,6 +12,11 @@ pub trait TableRow: Serialize {
     fn headers() -> Vec<&'static str>;
     /// Cells, in the order of [`TableRow::headers`]. A cell may hold several lines.
     fn cells(&self) -> Vec<String>;
+    /// How many of the last columns are counters that only `-s` fills: a table leaves them out
+    /// where no row has a value there (`-`).
+    fn stats_columns() -> usize {
+        0
+    }
 }
 
 /// How to print.
@@ -42,12 +47,22 @@ pub fn rows_to_string<R: TableRow>(rows: &[R], style: Style) -> String {
     if rows.is_empty() {
         return String::new();
     }
+    let mut headers = R::headers();
+    let mut cells: Vec<Vec<String>> = rows.iter().map(TableRow::cells).collect();
+    let stats = R::stats_columns().min(headers.len());
+    let first = headers.len() - stats;
+    if cells.iter().all(|c| c.iter().skip(first).all(|v| v == "-")) {
+        headers.truncate(first);
+        for c in &mut cells {
+            c.truncate(first);
+        }
+    }
     let mut t = Table::new();
     t.load_preset(NOTHING)
         .set_content_arrangement(ContentArrangement::Disabled)
-        .set_header(R::headers());
-    for r in rows {
-        t.add_row(r.cells());
+        .set_header(headers);
+    for c in cells {
+        t.add_row(c);
     }
     let s = t.to_string();
     // comfy-table pads every line; operators grep and diff this output, so trim the ends.

@@ -18,3 +18,7 @@ pub use route::{Family, Nexthop, Route, RouteKey, Verb, MAX_NEXTHOPS, MAX_WEIGHT
 pub const MPROUTE_PROTO: u8 = 245;
 /// Name under which [`MPROUTE_PROTO`] is registered.
 pub const MPROUTE_PROTO_NAME: &str = "mproute";
+/// Protocol number of the FIB routes `ila route` installs (both backends), registered as "ila".
+pub const ILA_PROTO: u8 = 246;
+/// Name under which [`ILA_PROTO`] is registered.
+pub const ILA_PROTO_NAME: &str = "ila";

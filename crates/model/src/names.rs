@@ -41,6 +41,7 @@ const PROTOS: &[(u8, &str)] = &[
     (189, "rip"),
     (192, "eigrp"),
     (crate::MPROUTE_PROTO, crate::MPROUTE_PROTO_NAME),
+    (crate::ILA_PROTO, crate::ILA_PROTO_NAME),
 ];
 
 /// Built-in name of a table, or its number.

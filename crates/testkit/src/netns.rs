@@ -47,6 +47,25 @@ impl Netns {
         Ok(ns)
     }
 
+    /// Start `f` on a thread of its own inside the namespace (a server, a capture) and return
+    /// its handle; joining it returns what `f` returns.
+    pub fn spawn_in<T, F>(&self, f: F) -> std::thread::JoinHandle<T>
+    where
+        T: Send + 'static,
+        F: FnOnce() -> T + Send + 'static,
+    {
+        let path = format!("/run/netns/{}", self.name);
+        std::thread::Builder::new()
+            .name(format!("in {}", self.name))
+            .spawn(move || {
+                let fd = std::fs::File::open(&path).unwrap_or_else(|e| panic!("open {path}: {e}"));
+                nix::sched::setns(&fd, nix::sched::CloneFlags::CLONE_NEWNET)
+                    .unwrap_or_else(|e| panic!("setns {path}: {e}"));
+                f()
+            })
+            .expect("spawn a thread for the namespace")
+    }
+
     /// Run `f` on a thread of its own inside the namespace (and, with `pin_cpu`, on the CPU
     /// it starts on: per-CPU BPF state stays on one CPU), and return what it returns; a panic
     /// in `f` is the caller's.

@@ -468,3 +468,62 @@ fn ip_header(pkt: &[u8], outer: bool) -> Option<(FlowTuple, &[u8])> {
         l4,
     ))
 }
+
+/// What an independent parser makes of the transport checksum of an Ethernet frame carrying
+/// IPv6 TCP, UDP or ICMPv6 (no extension headers) or IPv4 TCP or UDP. `partial`: the sender's
+/// kernel left it to offload (`CHECKSUM_PARTIAL`), so the field must hold the folded
+/// pseudo-header sum for the packet's addresses (0x0000 and 0xffff alike); otherwise the
+/// whole checksum must verify (an IPv4 or IPv6 UDP checksum of 0: no checksum, `None`).
+/// `None` for anything else (not such a packet, or captured short).
+pub fn l4_csum_verdict(frame: &[u8], partial: bool) -> Option<bool> {
+    let mut et = be16(frame, 12)?;
+    let mut off = 14;
+    if et == ETH_P_8021Q || et == ETH_P_8021AD {
+        et = be16(frame, 16)?;
+        off = 18;
+    }
+    let l3 = frame.get(off..)?;
+    let (src, dst, proto, seg): (IpAddr, IpAddr, u8, &[u8]) = match et {
+        ETH_P_IPV6 => {
+            let plen = usize::from(be16(l3, 4)?);
+            let s: [u8; 16] = l3.get(8..24)?.try_into().ok()?;
+            let d: [u8; 16] = l3.get(24..40)?.try_into().ok()?;
+            (
+                IpAddr::from(s),
+                IpAddr::from(d),
+                *l3.get(6)?,
+                l3.get(40..40 + plen)?,
+            )
+        }
+        ETH_P_IP => {
+            let ihl = usize::from(l3.first()? & 0x0f) * 4;
+            let total = usize::from(be16(l3, 2)?);
+            let s: [u8; 4] = l3.get(12..16)?.try_into().ok()?;
+            let d: [u8; 4] = l3.get(16..20)?.try_into().ok()?;
+            (
+                IpAddr::from(s),
+                IpAddr::from(d),
+                *l3.get(9)?,
+                l3.get(ihl..total)?,
+            )
+        }
+        _ => return None,
+    };
+    let at = match proto {
+        IPPROTO_TCP => 16,
+        IPPROTO_UDP => 6,
+        IPPROTO_ICMPV6 if dst.is_ipv6() => 2,
+        _ => return None,
+    };
+    let field = be16(seg, at)?;
+    if proto == IPPROTO_UDP && field == 0 && !partial {
+        return None;
+    }
+    if partial {
+        let ph = pseudo_header(src, dst, proto, seg.len());
+        let sum = csum_sum(&ph) as u16;
+        let zero = |v: u16| v == 0 || v == 0xffff;
+        return Some(field == sum || (zero(field) && zero(sum)));
+    }
+    Some(l4_csum_ok(src, dst, proto, seg))
+}

@@ -31,7 +31,7 @@ pub use crate::topo::{
 };
 
 /// Enter `ns` (network namespace only) on the calling thread.
-fn enter(ns_name: &str) -> io::Result<()> {
+pub(crate) fn enter(ns_name: &str) -> io::Result<()> {
     let path = format!("/run/netns/{ns_name}");
     let f = File::open(&path).map_err(|e| io::Error::new(e.kind(), format!("{path}: {e}")))?;
     setns(&f, CloneFlags::CLONE_NEWNET).map_err(|e| io::Error::other(format!("setns {path}: {e}")))
@@ -164,7 +164,12 @@ fn os_err(what: &str) -> io::Error {
 }
 
 /// `setsockopt` with a plain value.
-fn setopt<T>(fd: RawFd, level: libc::c_int, name: libc::c_int, val: &T) -> io::Result<()> {
+pub(crate) fn setopt<T>(
+    fd: RawFd,
+    level: libc::c_int,
+    name: libc::c_int,
+    val: &T,
+) -> io::Result<()> {
     // SAFETY: `val` points to a live `T` of the size passed.
     let r = unsafe {
         libc::setsockopt(
@@ -183,7 +188,7 @@ fn setopt<T>(fd: RawFd, level: libc::c_int, name: libc::c_int, val: &T) -> io::R
 
 /// An AF_PACKET/SOCK_RAW socket receiving every protocol on `dev` (in the current namespace),
 /// with a 100 ms receive timeout. Returns it and the ifindex.
-fn open_capture(dev: &str) -> io::Result<(OwnedFd, i32)> {
+pub(crate) fn open_capture(dev: &str) -> io::Result<(OwnedFd, i32)> {
     let cdev = CString::new(dev).map_err(|e| io::Error::other(format!("{dev}: {e}")))?;
     // SAFETY: cdev is a valid NUL-terminated string.
     let ifindex = unsafe { libc::if_nametoindex(cdev.as_ptr()) };

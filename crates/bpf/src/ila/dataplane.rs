@@ -98,6 +98,10 @@ fn load<'o>(
             } else {
                 0
             };
+            // generic XDP cannot tell a checksum left to offload: ila_in_tc, next to it,
+            // applies the transport checksum's difference (see ila_xdp_generic)
+            ro.ila_xdp_generic = u32::from(hook == Hook::XdpGeneric);
+            ro.ila_fix_cookie = crate::pinned::random_u32() | 1;
         }
         None => {
             return Err(Error::io(
@@ -107,7 +111,9 @@ fn load<'o>(
         }
     }
     open.progs.ila_in_xdp.set_autoload(hook != Hook::Tc);
-    open.progs.ila_in_tc.set_autoload(hook == Hook::Tc);
+    open.progs
+        .ila_in_tc
+        .set_autoload(matches!(hook, Hook::Tc | Hook::XdpGeneric));
     let m = &mut open.maps;
     for (name, map) in [
         ("ila_meta", &mut m.ila_meta),
@@ -147,14 +153,31 @@ pub fn attach(
         TC_OUT_PROG,
         &format!("attach the ILA egress program to ifindex {ifindex} (tcx)"),
     )?;
-    let ingress = match hook.xdp_mode() {
-        Some(mode) => attach_xdp(ifindex, skel.progs.ila_in_xdp.as_fd(), mode, hook),
-        None => attach::tcx_replace(
+    let tc_in = |what: &str| {
+        attach::tcx_replace(
             ifindex,
             skel.progs.ila_in_tc.as_fd(),
             TcxDir::Ingress,
             TC_IN_PROG,
-            &format!("attach the ILA ingress program to ifindex {ifindex} (tcx)"),
+            &format!("attach the ILA ingress program to ifindex {ifindex} ({what})"),
+        )
+    };
+    let ingress = match hook {
+        Hook::Tc => tc_in("tcx"),
+        // the tc companion first: XDP's frames need it from their first one
+        Hook::XdpGeneric => tc_in("tcx, next to generic XDP").and_then(|()| {
+            attach_xdp(
+                ifindex,
+                skel.progs.ila_in_xdp.as_fd(),
+                XdpMode::Generic,
+                hook,
+            )
+        }),
+        Hook::Xdp => attach_xdp(
+            ifindex,
+            skel.progs.ila_in_xdp.as_fd(),
+            XdpMode::Native,
+            hook,
         ),
     };
     if let Err(e) = ingress {
@@ -162,6 +185,14 @@ pub fn attach(
             // a first attach: leave nothing behind
             if let Some(id) = attachment_on(ifindex).ok().and_then(|a| a.egress) {
                 let _ = attach::tcx_detach(ifindex, id, TcxDir::Egress);
+            }
+        }
+        if before.ingress.is_none() {
+            // (a generic XDP attach that failed after its tc companion)
+            if let Ok(ids) = attach::tcx_query(ifindex, TcxDir::Ingress) {
+                for id in attach::named(&ids, TC_IN_PROG) {
+                    let _ = attach::tcx_detach(ifindex, id, TcxDir::Ingress);
+                }
             }
         }
         return Err(e);
@@ -175,7 +206,8 @@ pub fn attach(
                 }
             }
         }
-        Hook::Xdp | Hook::XdpGeneric => {
+        Hook::XdpGeneric => {}
+        Hook::Xdp => {
             for id in attach::named(&attach::tcx_query(ifindex, TcxDir::Ingress)?, TC_IN_PROG) {
                 attach::tcx_detach(ifindex, id, TcxDir::Ingress)?;
             }

@@ -327,15 +327,12 @@ pub fn get_request(dst: IpAddr) -> Request {
         IpAddr::V4(_) => (Family::V4, 32),
         IpAddr::V6(_) => (Family::V6, 128),
     };
-    let hdr = rtmsg(
-        fam.af(),
-        len,
-        0,
-        0,
-        0,
-        0,
-        RTM_F_FIB_MATCH | RTM_F_LOOKUP_TABLE,
-    );
+    // IPv6's strict check takes RTM_F_FIB_MATCH alone ("Invalid flags for get route request")
+    let fl = match fam {
+        Family::V4 => RTM_F_FIB_MATCH | RTM_F_LOOKUP_TABLE,
+        Family::V6 => RTM_F_FIB_MATCH,
+    };
+    let hdr = rtmsg(fam.af(), len, 0, 0, 0, 0, fl);
     let mut a = AttrBuf::with_header(&hdr);
     a.put(rta::DST, &addr_bytes(&dst));
     Request {

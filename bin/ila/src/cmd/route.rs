@@ -1,0 +1,155 @@
+//! `ila route`: the send side's routes.
+
+use mpt_cli::Failure;
+use mpt_model::ila::table::validate_route;
+use mpt_model::ila::{CsumMode, HookType, IdentType, RouteSpec};
+
+use super::{ifindex, note};
+use crate::backend::{absent, Kind, RouteEntry, Written};
+use crate::grammar::{RouteCmd, RouteVerb};
+use crate::session::Session;
+use crate::view::{prefix, ChangeReport, Output, RouteRow};
+
+/// The main table.
+const MAIN: u32 = 254;
+
+fn table(c: &RouteCmd, what: &str) -> Result<Option<u32>, Failure> {
+    match &c.table {
+        None => Ok(None),
+        Some(t) => mpt_cli::names::table_id(t)
+            .filter(|id| *id != 0)
+            .map(Some)
+            .ok_or_else(|| {
+                Failure::usage(format!(
+                    "{what}: table \"{t}\" is not a table name or number"
+                ))
+            }),
+    }
+}
+
+/// Run `ila route ...`.
+pub fn run(s: &mut Session, c: &RouteCmd) -> Result<Output, Failure> {
+    let what = match c.dst {
+        Some(d) => format!("route {} {}", c.verb.name(), prefix(d)),
+        None => format!("route {}", c.verb.name()),
+    };
+    let stats = s.opts.stats;
+    let table = table(c, &what)?;
+    match c.verb {
+        RouteVerb::Show => {
+            let b = s.backend()?;
+            let kind = b.kind();
+            let mut rows: Vec<(RouteEntry, RouteRow)> = b
+                .routes()?
+                .into_iter()
+                .filter(|(r, _)| c.dst.is_none_or(|d| d == r.spec.dst))
+                .filter(|(r, _)| table.is_none_or(|t| t == r.table))
+                .map(|(r, cnt)| (r, RouteRow::of(&r, cnt, stats, kind)))
+                .collect();
+            rows.sort_by_key(|(r, _)| (r.table, r.spec.dst));
+            Ok(Output::Routes(
+                rows.into_iter().map(|(_, row)| row).collect(),
+            ))
+        }
+        RouteVerb::Flush => {
+            let b = s.backend()?;
+            let kind = b.kind();
+            let all: Vec<RouteEntry> = b
+                .routes()?
+                .into_iter()
+                .map(|(r, _)| r)
+                .filter(|r| table.is_none_or(|t| t == r.table))
+                .collect();
+            for r in &all {
+                b.del_route(
+                    r.spec.dst,
+                    Some(r.table),
+                    &format!("route flush: del {}", prefix(r.spec.dst)),
+                )?;
+            }
+            Ok(Output::Change(Box::new(ChangeReport {
+                changed: !all.is_empty(),
+                action: "flush",
+                backend: kind.name(),
+                mapping: None,
+                route: None,
+                deleted: Some(all.len()),
+            })))
+        }
+        RouteVerb::Del => {
+            let Some(dst) = c.dst else {
+                return Err(Failure::usage(format!("{what}: missing the SIR prefix")));
+            };
+            let b = s.backend()?;
+            let kind = b.kind();
+            match b.del_route(dst, table, &what)? {
+                Some(old) => Ok(Output::Change(Box::new(ChangeReport {
+                    changed: true,
+                    action: "del",
+                    backend: kind.name(),
+                    mapping: None,
+                    route: Some(RouteRow::of(&old, None, false, kind)),
+                    deleted: None,
+                }))),
+                None => Err(absent(&what)),
+            }
+        }
+        RouteVerb::Add | RouteVerb::Replace => {
+            let (Some(dst), Some(locator)) = (c.dst, c.locator) else {
+                return Err(Failure::usage(format!(
+                    "{what}: needs a SIR prefix and \"loc LOCATOR\""
+                )));
+            };
+            let spec = RouteSpec {
+                dst,
+                locator,
+                csum_mode: c.csum_mode.unwrap_or(CsumMode::NoAction),
+                ident_type: c.ident_type.unwrap_or(IdentType::UseFormat),
+                hook_type: c.hook_type.unwrap_or(HookType::Output),
+            };
+            // the kernel's rules (EINVAL there), for both backends, before anything is tried
+            // (the rule's words name the prefix)
+            validate_route(&spec)
+                .map_err(|e| Failure::usage(format!("route {}: {e}", c.verb.name())))?;
+            let dev = match &c.dev {
+                Some(d) => ifindex(d, &what)?,
+                None => 0,
+            };
+            let entry = RouteEntry {
+                spec,
+                via: c.via,
+                ifindex: dev,
+                table: table.unwrap_or(MAIN),
+            };
+            // so that ip route shows "proto ila" (best effort: a read-only /etc is no failure)
+            let _ = mpt_cli::names::register_proto(mpt_model::ILA_PROTO, mpt_model::ILA_PROTO_NAME);
+            let b = s.backend()?;
+            let kind = b.kind();
+            let w = b.put_route(&entry, c.verb == RouteVerb::Replace, &what)?;
+            let shown = b
+                .routes()?
+                .into_iter()
+                .map(|(r, _)| r)
+                .find(|r| r.spec.dst == dst)
+                .unwrap_or(entry);
+            if kind == Kind::Bpf
+                && spec.hook_type == HookType::Output
+                && !crate::backend::bpf::Bpf::egress_on(shown.ifindex)
+            {
+                note(&format!(
+                    "the BPF translator's egress program is not on {}: nothing is translated until \"ila dataplane attach dev {}\"",
+                    crate::view::dev_name(shown.ifindex),
+                    crate::view::dev_name(shown.ifindex)
+                ));
+            }
+            Ok(Output::Change(Box::new(ChangeReport {
+                changed: w != Written::Unchanged,
+                action: c.verb.name(),
+                backend: kind.name(),
+                mapping: None,
+                route: Some(RouteRow::of(&shown, None, false, kind)),
+                deleted: None,
+            })))
+        }
+    }
+}

@@ -1,0 +1,533 @@
+//! The words after an object and its verb, as `ip ila` and `ip route ... encap ila` read them,
+//! turned into typed commands. Syntax only: device names are resolved later, inside the target
+//! namespace.
+//!
+//! Keywords match as iproute2's `matches()` does: any leading part of the keyword (`loc` is
+//! tried before `loc_match`, as in `ipila.c`, so `loc` and `l` mean `loc`). Locators are four
+//! hex groups (`2001:0:119:0`); `::` forms are accepted too.
+
+use std::fmt;
+use std::net::Ipv6Addr;
+
+use ipnet::Ipv6Net;
+use mpt_model::ila::{CsumMode, HookType, IdentType, Locator};
+
+/// A syntax error, in words.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SyntaxError(pub String);
+
+impl fmt::Display for SyntaxError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+fn err<T>(s: impl Into<String>) -> Result<T, SyntaxError> {
+    Err(SyntaxError(s.into()))
+}
+
+/// iproute2's `matches(word, keyword)`: `word` is a non-empty leading part of `keyword`.
+pub fn matches(word: &str, keyword: &str) -> bool {
+    !word.is_empty() && keyword.starts_with(word)
+}
+
+/// The verb of `ila xlat`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum XlatVerb {
+    /// `add`: fails if the (locator match, device) mapping exists.
+    Add,
+    /// `replace`: add or overwrite.
+    Replace,
+    /// `del`.
+    Del,
+    /// `get`: one mapping.
+    Get,
+    /// `show` (`list`, `lst`).
+    Show,
+    /// `flush`: every mapping.
+    Flush,
+}
+
+impl XlatVerb {
+    /// The command-line word.
+    pub const fn name(self) -> &'static str {
+        match self {
+            XlatVerb::Add => "add",
+            XlatVerb::Replace => "replace",
+            XlatVerb::Del => "del",
+            XlatVerb::Get => "get",
+            XlatVerb::Show => "show",
+            XlatVerb::Flush => "flush",
+        }
+    }
+}
+
+/// `ila xlat VERB ...`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct XlatCmd {
+    /// The verb.
+    pub verb: XlatVerb,
+    /// `loc_match LOC`: the locator a destination must have.
+    pub locator_match: Option<Locator>,
+    /// `loc LOC`: what it becomes.
+    pub locator: Option<Locator>,
+    /// `dev DEV`: the receiving device (none: any).
+    pub dev: Option<String>,
+    /// `csum-mode MODE` (add/replace; default no-action, as the kernel's).
+    pub csum_mode: Option<CsumMode>,
+    /// `ident-type TYPE` (default use-format).
+    pub ident_type: Option<IdentType>,
+}
+
+/// The verb of `ila route`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RouteVerb {
+    /// `add`: fails if the route exists.
+    Add,
+    /// `replace`: add or overwrite.
+    Replace,
+    /// `del`.
+    Del,
+    /// `show` (`list`, `lst`).
+    Show,
+    /// `flush`: every ILA route.
+    Flush,
+}
+
+impl RouteVerb {
+    /// The command-line word.
+    pub const fn name(self) -> &'static str {
+        match self {
+            RouteVerb::Add => "add",
+            RouteVerb::Replace => "replace",
+            RouteVerb::Del => "del",
+            RouteVerb::Show => "show",
+            RouteVerb::Flush => "flush",
+        }
+    }
+}
+
+/// `ila route VERB ...`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RouteCmd {
+    /// The verb.
+    pub verb: RouteVerb,
+    /// The SIR prefix (an address alone is a /128).
+    pub dst: Option<Ipv6Net>,
+    /// `loc LOC`.
+    pub locator: Option<Locator>,
+    /// `csum-mode MODE` (default no-action).
+    pub csum_mode: Option<CsumMode>,
+    /// `ident-type TYPE` (default use-format).
+    pub ident_type: Option<IdentType>,
+    /// `hook-type output|input` (default output).
+    pub hook_type: Option<HookType>,
+    /// `via ADDR`.
+    pub via: Option<Ipv6Addr>,
+    /// `dev DEV`.
+    pub dev: Option<String>,
+    /// `table T` (a name or number; default main).
+    pub table: Option<String>,
+}
+
+/// Where `ila dataplane attach` puts the ingress program.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AttachMode {
+    /// tc on virtual devices (veth), native XDP on NICs (tc where the driver has none).
+    Auto,
+    /// Native XDP.
+    Xdp,
+    /// Generic XDP.
+    XdpGeneric,
+    /// tcx.
+    Tc,
+}
+
+/// `ila dataplane ...`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DpCmd {
+    /// `attach dev DEV [dev DEV ...] [auto|xdp|xdp-generic|tc]`.
+    Attach {
+        /// Devices.
+        devs: Vec<String>,
+        /// Ingress hook.
+        mode: AttachMode,
+    },
+    /// `detach dev DEV [dev DEV ...]`.
+    Detach {
+        /// Devices.
+        devs: Vec<String>,
+    },
+    /// `show`.
+    Show,
+}
+
+fn next<'a>(it: &mut std::slice::Iter<'a, String>, what: &str) -> Result<&'a str, SyntaxError> {
+    it.next()
+        .map(String::as_str)
+        .ok_or_else(|| SyntaxError(format!("\"{what}\" needs a value")))
+}
+
+fn locator(s: &str, what: &str) -> Result<Locator, SyntaxError> {
+    s.parse::<Locator>()
+        .map_err(|e| SyntaxError(format!("{what}: {e}")))
+}
+
+fn csum_mode(s: &str) -> Result<CsumMode, SyntaxError> {
+    CsumMode::from_name(s).ok_or_else(|| {
+        SyntaxError(format!(
+            "csum-mode \"{s}\": expected adj-transport, neutral-map, neutral-map-auto or no-action"
+        ))
+    })
+}
+
+fn ident_type(s: &str) -> Result<IdentType, SyntaxError> {
+    // as ip ila: only these two are accepted on input (the others are printed, never set)
+    match s {
+        "luid" => Ok(IdentType::Luid),
+        "use-format" => Ok(IdentType::UseFormat),
+        _ => err(format!("ident-type \"{s}\": expected luid or use-format")),
+    }
+}
+
+fn hook_type(s: &str) -> Result<HookType, SyntaxError> {
+    HookType::from_name(s)
+        .ok_or_else(|| SyntaxError(format!("hook-type \"{s}\": expected output or input")))
+}
+
+fn once<T>(slot: &mut Option<T>, v: T, what: &str) -> Result<(), SyntaxError> {
+    if slot.is_some() {
+        return err(format!("\"{what}\" given twice"));
+    }
+    *slot = Some(v);
+    Ok(())
+}
+
+/// The verb word of `ila xlat`.
+pub fn xlat_verb(w: &str) -> Option<XlatVerb> {
+    Some(match w {
+        "add" => XlatVerb::Add,
+        "replace" => XlatVerb::Replace,
+        "del" | "delete" => XlatVerb::Del,
+        "get" => XlatVerb::Get,
+        "show" | "list" | "lst" | "ls" => XlatVerb::Show,
+        "flush" => XlatVerb::Flush,
+        _ => return None,
+    })
+}
+
+/// Parse `ila xlat [VERB ARGS]` (no verb: `show`).
+pub fn parse_xlat(words: &[String]) -> Result<XlatCmd, SyntaxError> {
+    let Some((first, rest)) = words.split_first() else {
+        return parse_xlat_args(XlatVerb::Show, &[]);
+    };
+    let Some(verb) = xlat_verb(first) else {
+        return err(format!(
+            "unknown xlat command \"{first}\" (expected add, replace, del, get, show, flush)"
+        ));
+    };
+    parse_xlat_args(verb, rest)
+}
+
+fn parse_xlat_args(verb: XlatVerb, words: &[String]) -> Result<XlatCmd, SyntaxError> {
+    let mut c = XlatCmd {
+        verb,
+        locator_match: None,
+        locator: None,
+        dev: None,
+        csum_mode: None,
+        ident_type: None,
+    };
+    let takes_words = !matches!(verb, XlatVerb::Show | XlatVerb::Flush);
+    let mut it = words.iter();
+    while let Some(w) = it.next() {
+        let w = w.as_str();
+        if !takes_words {
+            return err(format!(
+                "unexpected word \"{w}\" ({} takes none)",
+                verb.name()
+            ));
+        }
+        // iproute2's order of tests: loc before loc_match
+        if matches(w, "loc") {
+            once(
+                &mut c.locator,
+                locator(next(&mut it, "loc")?, "loc")?,
+                "loc",
+            )?;
+        } else if matches(w, "loc_match") {
+            let v = locator(next(&mut it, "loc_match")?, "loc_match")?;
+            once(&mut c.locator_match, v, "loc_match")?;
+        } else if matches(w, "dev") {
+            once(&mut c.dev, next(&mut it, "dev")?.to_string(), "dev")?;
+        } else if matches(w, "csum-mode") && matches!(verb, XlatVerb::Add | XlatVerb::Replace) {
+            once(
+                &mut c.csum_mode,
+                csum_mode(next(&mut it, "csum-mode")?)?,
+                "csum-mode",
+            )?;
+        } else if matches(w, "ident-type") && matches!(verb, XlatVerb::Add | XlatVerb::Replace) {
+            once(
+                &mut c.ident_type,
+                ident_type(next(&mut it, "ident-type")?)?,
+                "ident-type",
+            )?;
+        } else {
+            return err(format!("unexpected word \"{w}\""));
+        }
+    }
+    if takes_words && c.locator_match.is_none() {
+        return err("missing \"loc_match LOCATOR\"");
+    }
+    if matches!(verb, XlatVerb::Add | XlatVerb::Replace) && c.locator.is_none() {
+        return err("missing \"loc LOCATOR\"");
+    }
+    if verb == XlatVerb::Get && c.locator.is_some() {
+        return err("get takes loc_match and dev only");
+    }
+    Ok(c)
+}
+
+/// The verb word of `ila route`.
+pub fn route_verb(w: &str) -> Option<RouteVerb> {
+    Some(match w {
+        "add" => RouteVerb::Add,
+        "replace" => RouteVerb::Replace,
+        "del" | "delete" => RouteVerb::Del,
+        "show" | "list" | "lst" | "ls" => RouteVerb::Show,
+        "flush" => RouteVerb::Flush,
+        _ => return None,
+    })
+}
+
+/// A SIR prefix: `ADDR/LEN` or an address alone (a /128), host bits cleared.
+fn sir_prefix(s: &str) -> Result<Ipv6Net, SyntaxError> {
+    let net = match s.parse::<Ipv6Net>() {
+        Ok(n) => n,
+        Err(_) => match s.parse::<Ipv6Addr>() {
+            Ok(a) => Ipv6Net::new(a, 128).map_err(|e| SyntaxError(e.to_string()))?,
+            Err(_) => return err(format!("\"{s}\" is not an IPv6 prefix (SIR-ADDRESS[/LEN])")),
+        },
+    };
+    if net.trunc() != net {
+        return err(format!(
+            "{s}: host bits set (the prefix is {})",
+            net.trunc()
+        ));
+    }
+    Ok(net)
+}
+
+/// Parse `ila route [VERB ARGS]` (no verb: `show`).
+pub fn parse_route(words: &[String]) -> Result<RouteCmd, SyntaxError> {
+    let (verb, rest) = match words.split_first() {
+        None => (RouteVerb::Show, &[][..]),
+        Some((first, rest)) => match route_verb(first) {
+            Some(v) => (v, rest),
+            None => {
+                return err(format!(
+                    "unknown route command \"{first}\" (expected add, replace, del, show, flush)"
+                ))
+            }
+        },
+    };
+    let mut c = RouteCmd {
+        verb,
+        dst: None,
+        locator: None,
+        csum_mode: None,
+        ident_type: None,
+        hook_type: None,
+        via: None,
+        dev: None,
+        table: None,
+    };
+    let writes = matches!(verb, RouteVerb::Add | RouteVerb::Replace);
+    let mut it = rest.iter();
+    while let Some(w) = it.next() {
+        let w = w.as_str();
+        match w {
+            "loc" | "locator" if verb != RouteVerb::Flush => {
+                once(
+                    &mut c.locator,
+                    locator(next(&mut it, "loc")?, "loc")?,
+                    "loc",
+                )?;
+            }
+            "csum-mode" if writes => {
+                once(&mut c.csum_mode, csum_mode(next(&mut it, w)?)?, w)?;
+            }
+            "ident-type" if writes => {
+                once(&mut c.ident_type, ident_type(next(&mut it, w)?)?, w)?;
+            }
+            "hook-type" if writes => once(&mut c.hook_type, hook_type(next(&mut it, w)?)?, w)?,
+            "via" if writes => {
+                let a = next(&mut it, w)?;
+                let a = a
+                    .parse::<Ipv6Addr>()
+                    .map_err(|_| SyntaxError(format!("via \"{a}\": not an IPv6 address")))?;
+                once(&mut c.via, a, w)?;
+            }
+            "dev" | "oif" if writes => once(&mut c.dev, next(&mut it, w)?.to_string(), "dev")?,
+            "table" => once(&mut c.table, next(&mut it, w)?.to_string(), w)?,
+            "to" if c.dst.is_none() && verb != RouteVerb::Flush => {
+                c.dst = Some(sir_prefix(next(&mut it, w)?)?);
+            }
+            _ if c.dst.is_none() && verb != RouteVerb::Flush && !w.is_empty() => {
+                c.dst = Some(sir_prefix(w)?);
+            }
+            _ => return err(format!("unexpected word \"{w}\"")),
+        }
+    }
+    if matches!(verb, RouteVerb::Add | RouteVerb::Replace | RouteVerb::Del) && c.dst.is_none() {
+        return err("missing the SIR prefix");
+    }
+    if writes && c.locator.is_none() {
+        return err("missing \"loc LOCATOR\"");
+    }
+    Ok(c)
+}
+
+/// Parse `ila dataplane [attach|detach|show ...]` (no verb: `show`).
+pub fn parse_dataplane(words: &[String]) -> Result<DpCmd, SyntaxError> {
+    let Some((first, rest)) = words.split_first() else {
+        return Ok(DpCmd::Show);
+    };
+    let mut devs = Vec::new();
+    let mut mode = None;
+    let mut it = rest.iter();
+    let attach = match first.as_str() {
+        "attach" => true,
+        "detach" => false,
+        "show" | "list" | "ls" => {
+            return match rest.first() {
+                None => Ok(DpCmd::Show),
+                Some(w) => err(format!("unexpected word \"{w}\" (show takes none)")),
+            }
+        }
+        w => {
+            return err(format!(
+                "unknown dataplane command \"{w}\" (expected attach, detach, show)"
+            ))
+        }
+    };
+    while let Some(w) = it.next() {
+        match w.as_str() {
+            "dev" => devs.push(next(&mut it, "dev")?.to_string()),
+            m @ ("auto" | "xdp" | "xdp-generic" | "tc") if attach => {
+                let v = match m {
+                    "auto" => AttachMode::Auto,
+                    "xdp" => AttachMode::Xdp,
+                    "xdp-generic" => AttachMode::XdpGeneric,
+                    _ => AttachMode::Tc,
+                };
+                once(&mut mode, v, "the mode")?;
+            }
+            w => return err(format!("unexpected word \"{w}\"")),
+        }
+    }
+    if devs.is_empty() {
+        return err("missing \"dev DEV\"");
+    }
+    Ok(if attach {
+        DpCmd::Attach {
+            devs,
+            mode: mode.unwrap_or(AttachMode::Auto),
+        }
+    } else {
+        DpCmd::Detach { devs }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn w(s: &str) -> Vec<String> {
+        s.split_whitespace().map(String::from).collect()
+    }
+
+    #[test]
+    fn xlat_add_as_ip_ila() {
+        let c = parse_xlat(&w(
+            "add loc_match 2001:0:119:0 loc 3333:0:0:1 csum-mode neutral-map-auto ident-type use-format",
+        ))
+        .expect("parse");
+        assert_eq!(c.verb, XlatVerb::Add);
+        assert_eq!(c.locator_match, Some("2001:0:119:0".parse().expect("loc")));
+        assert_eq!(c.locator, Some("3333:0:0:1".parse().expect("loc")));
+        assert_eq!(c.csum_mode, Some(CsumMode::NeutralMapAuto));
+        assert_eq!(c.ident_type, Some(IdentType::UseFormat));
+        // prefixes of keywords, as matches(): "loc" is loc, "loc_" is loc_match
+        let c = parse_xlat(&w("add loc_ 2001:0:119:0 l 3333:0:0:1 d eth0")).expect("short");
+        assert_eq!(c.locator_match, Some("2001:0:119:0".parse().expect("loc")));
+        assert_eq!(c.locator, Some("3333:0:0:1".parse().expect("loc")));
+        assert_eq!(c.dev.as_deref(), Some("eth0"));
+        // no verb: show
+        assert_eq!(parse_xlat(&[]).expect("show").verb, XlatVerb::Show);
+    }
+
+    #[test]
+    fn xlat_errors_name_the_word() {
+        let e = |s: &str| parse_xlat(&w(s)).expect_err(s).0;
+        assert!(e("add loc 1:2:3:4").contains("loc_match"));
+        assert!(e("add loc_match 1:2:3:4").contains("loc LOCATOR"));
+        assert!(e("add loc_match 1:2:3:4:5 loc 1:2:3:4")
+            .contains("loc_match: invalid locator \"1:2:3:4:5\""));
+        assert!(
+            e("add loc_match 1:2:3:4 loc 1:2:3:4 csum-mode fast").contains("csum-mode \"fast\"")
+        );
+        assert!(e("add loc_match 1:2:3:4 loc 1:2:3:4 ident-type iid").contains("ident-type"));
+        assert!(e("show all").contains("unexpected word \"all\""));
+        assert!(e("frob").contains("unknown xlat command"));
+        assert!(e("del loc_match 1:2:3:4 csum-mode no-action").contains("unexpected word"));
+        assert!(e("add loc_match 1:2:3:4 loc_match 1:2:3:5 loc 1:1:1:1").contains("twice"));
+        assert!(e("add loc_match").contains("needs a value"));
+    }
+
+    #[test]
+    fn route_grammar() {
+        let c = parse_route(&w(
+            "add 2001:db8:1:2:2000::5 loc 2001:db8:ff:1 csum-mode adj-transport hook-type input via 2001:db8:9::1 dev eth0 table 100",
+        ))
+        .expect("parse");
+        assert_eq!(
+            c.dst,
+            Some("2001:db8:1:2:2000::5/128".parse().expect("net"))
+        );
+        assert_eq!(c.hook_type, Some(HookType::Input));
+        assert_eq!(c.via, Some("2001:db8:9::1".parse().expect("via")));
+        assert_eq!(c.table.as_deref(), Some("100"));
+        let c = parse_route(&w("del 2001:db8:1:2::/64")).expect("del");
+        assert_eq!(c.verb, RouteVerb::Del);
+        assert_eq!(parse_route(&[]).expect("show").verb, RouteVerb::Show);
+        let e = |s: &str| parse_route(&w(s)).expect_err(s).0;
+        assert!(e("add 2001:db8:1:2::1/64 loc 1:2:3:4").contains("host bits"));
+        assert!(e("add 10.0.0.0/8 loc 1:2:3:4").contains("not an IPv6 prefix"));
+        assert!(e("add 2001:db8::/64").contains("loc LOCATOR"));
+        assert!(e("add loc 1:2:3:4").contains("SIR prefix"));
+        assert!(e("add 2001:db8::/64 loc 1:2:3:4 hook-type sideways").contains("hook-type"));
+        assert!(e("flush 2001:db8::/64").contains("unexpected word"));
+    }
+
+    #[test]
+    fn dataplane_grammar() {
+        assert_eq!(
+            parse_dataplane(&w("attach dev a dev b xdp")).expect("attach"),
+            DpCmd::Attach {
+                devs: vec!["a".into(), "b".into()],
+                mode: AttachMode::Xdp
+            }
+        );
+        assert_eq!(
+            parse_dataplane(&w("attach dev a")).expect("auto"),
+            DpCmd::Attach {
+                devs: vec!["a".into()],
+                mode: AttachMode::Auto
+            }
+        );
+        assert_eq!(parse_dataplane(&[]).expect("show"), DpCmd::Show);
+        assert!(parse_dataplane(&w("attach")).is_err());
+        assert!(parse_dataplane(&w("detach dev a tc")).is_err());
+    }
+}

@@ -1,0 +1,325 @@
+//! What ila prints: one row type per object, shown as a table or as JSON with iproute2's keys
+//! (`ip -j ila list`: `locator_match`, `locator`, `interface`, `csum_mode`, `ident_type`;
+//! `ip -j route`: `dst`, `gateway`, `dev`, `table`, `protocol` and an `encap` object), plus
+//! `backend`, and with `-s` `packets` and `bytes`.
+
+use mpt_cli::render::{print_json, print_line, print_rows, Style, TableRow};
+use mpt_model::ila::{Mapping, RouteSpec};
+use serde::Serialize;
+
+use crate::backend::{Counter, Kind, RouteEntry};
+
+/// A device's name for display: `*` for any (as `ip ila`), its name, or `if<N>` when it is gone.
+pub fn dev_name(ifindex: u32) -> String {
+    if ifindex == 0 {
+        return "*".into();
+    }
+    mpt_sys::iface::name(ifindex).unwrap_or_else(|| format!("if{ifindex}"))
+}
+
+/// One mapping.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct MappingRow {
+    /// The locator a destination must have.
+    pub locator_match: String,
+    /// What it becomes.
+    pub locator: String,
+    /// The receiving device, `*` for any.
+    pub interface: String,
+    /// `adj-transport`, ...
+    pub csum_mode: &'static str,
+    /// `luid`, `use-format`, ...
+    pub ident_type: &'static str,
+    /// `kernel` or `bpf`.
+    pub backend: &'static str,
+    /// Packets translated (with -s, bpf backend).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub packets: Option<u64>,
+    /// Bytes translated (with -s, bpf backend).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bytes: Option<u64>,
+}
+
+impl MappingRow {
+    /// The row of a mapping; counters only when asked for.
+    pub fn of(m: &Mapping, c: Option<Counter>, stats: bool, backend: Kind) -> MappingRow {
+        let c = c.filter(|_| stats);
+        MappingRow {
+            locator_match: m.locator_match.to_string(),
+            locator: m.locator.to_string(),
+            interface: dev_name(m.ifindex),
+            csum_mode: m.csum_mode.name(),
+            ident_type: m.ident_type.name(),
+            backend: backend.name(),
+            packets: c.map(|c| c.packets),
+            bytes: c.map(|c| c.bytes),
+        }
+    }
+}
+
+fn count(v: Option<u64>) -> String {
+    v.map_or_else(|| "-".into(), |n| n.to_string())
+}
+
+impl TableRow for MappingRow {
+    fn headers() -> Vec<&'static str> {
+        vec![
+            "LOCATOR_MATCH",
+            "LOCATOR",
+            "INTERFACE",
+            "CSUM_MODE",
+            "IDENT_TYPE",
+            "PACKETS",
+            "BYTES",
+        ]
+    }
+    fn cells(&self) -> Vec<String> {
+        vec![
+            self.locator_match.clone(),
+            self.locator.clone(),
+            self.interface.clone(),
+            self.csum_mode.into(),
+            self.ident_type.into(),
+            count(self.packets),
+            count(self.bytes),
+        ]
+    }
+    fn stats_columns() -> usize {
+        2
+    }
+}
+
+/// The `encap` object of a route, as `ip -j route` prints an `encap ila` route's.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct EncapRow {
+    /// `ila`.
+    pub encap_type: &'static str,
+    /// The locator destinations get.
+    pub locator: String,
+    /// Checksum mode.
+    pub csum_mode: &'static str,
+    /// Identifier type.
+    pub ident_type: &'static str,
+    /// `output` or `input`.
+    pub hook_type: &'static str,
+}
+
+/// One route.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct RouteRow {
+    /// The SIR prefix (a /128 without its length, as ip route prints it).
+    pub dst: String,
+    /// Gateway.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gateway: Option<String>,
+    /// Device.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dev: Option<String>,
+    /// Table name.
+    pub table: String,
+    /// `ila`.
+    pub protocol: String,
+    /// The translation.
+    pub encap: EncapRow,
+    /// `kernel` or `bpf`.
+    pub backend: &'static str,
+    /// Packets translated (with -s, bpf backend).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub packets: Option<u64>,
+    /// Bytes translated (with -s, bpf backend).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bytes: Option<u64>,
+}
+
+/// A prefix as `ip route` prints it: a host route without its length.
+pub fn prefix(p: ipnet::Ipv6Net) -> String {
+    if p.prefix_len() == 128 {
+        p.addr().to_string()
+    } else {
+        p.to_string()
+    }
+}
+
+fn encap(s: &RouteSpec) -> EncapRow {
+    EncapRow {
+        encap_type: "ila",
+        locator: s.locator.to_string(),
+        csum_mode: s.csum_mode.name(),
+        ident_type: s.ident_type.name(),
+        hook_type: s.hook_type.name(),
+    }
+}
+
+impl RouteRow {
+    /// The row of a route; counters only when asked for.
+    pub fn of(r: &RouteEntry, c: Option<Counter>, stats: bool, backend: Kind) -> RouteRow {
+        let c = c.filter(|_| stats);
+        RouteRow {
+            dst: prefix(r.spec.dst),
+            gateway: r.via.map(|a| a.to_string()),
+            dev: (r.ifindex != 0).then(|| dev_name(r.ifindex)),
+            table: mpt_cli::names::table_name(r.table),
+            protocol: mpt_cli::names::proto_name(mpt_model::ILA_PROTO),
+            encap: encap(&r.spec),
+            backend: backend.name(),
+            packets: c.map(|c| c.packets),
+            bytes: c.map(|c| c.bytes),
+        }
+    }
+}
+
+impl TableRow for RouteRow {
+    fn headers() -> Vec<&'static str> {
+        vec![
+            "DST",
+            "LOCATOR",
+            "CSUM_MODE",
+            "IDENT_TYPE",
+            "HOOK",
+            "VIA",
+            "DEV",
+            "TABLE",
+            "PACKETS",
+            "BYTES",
+        ]
+    }
+    fn cells(&self) -> Vec<String> {
+        vec![
+            self.dst.clone(),
+            self.encap.locator.clone(),
+            self.encap.csum_mode.into(),
+            self.encap.ident_type.into(),
+            self.encap.hook_type.into(),
+            self.gateway.clone().unwrap_or_else(|| "-".into()),
+            self.dev.clone().unwrap_or_else(|| "-".into()),
+            self.table.clone(),
+            count(self.packets),
+            count(self.bytes),
+        ]
+    }
+    fn stats_columns() -> usize {
+        2
+    }
+}
+
+/// The translator on one device.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct AttachmentRow {
+    /// Device.
+    pub dev: String,
+    /// Ingress hook (`xdp`, `xdp-generic`, `tc`), null if none.
+    pub ingress: Option<&'static str>,
+    /// Its program id.
+    pub ingress_prog_id: Option<u32>,
+    /// Whether the egress program (tcx) is there.
+    pub egress: bool,
+    /// Its program id.
+    pub egress_prog_id: Option<u32>,
+}
+
+impl AttachmentRow {
+    /// The row of a device's attachment.
+    pub fn of(a: &mpt_bpf::ila::dataplane::Attachment) -> AttachmentRow {
+        AttachmentRow {
+            dev: dev_name(a.ifindex),
+            ingress: a.ingress.map(|(h, _)| h.name()),
+            ingress_prog_id: a.ingress.map(|(_, id)| id),
+            egress: a.egress.is_some(),
+            egress_prog_id: a.egress,
+        }
+    }
+}
+
+impl TableRow for AttachmentRow {
+    fn headers() -> Vec<&'static str> {
+        vec!["DEV", "INGRESS", "EGRESS", "PROG_IDS"]
+    }
+    fn cells(&self) -> Vec<String> {
+        let ids: Vec<String> = self
+            .ingress_prog_id
+            .iter()
+            .chain(self.egress_prog_id.iter())
+            .map(u32::to_string)
+            .collect();
+        vec![
+            self.dev.clone(),
+            self.ingress.unwrap_or("-").into(),
+            if self.egress { "tc" } else { "-" }.into(),
+            ids.join(","),
+        ]
+    }
+}
+
+/// `ila dataplane show` (and the report of attach and detach).
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct DataplaneView {
+    /// Whether the command changed an attachment (attach, detach).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub changed: Option<bool>,
+    /// The devices with the translator.
+    pub attachments: Vec<AttachmentRow>,
+    /// What the programs did with the packets they saw, by reason.
+    pub counters: Vec<(String, u64)>,
+}
+
+/// A write's report (`-j`).
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct ChangeReport {
+    /// Whether the tables changed.
+    pub changed: bool,
+    /// The verb.
+    pub action: &'static str,
+    /// `kernel` or `bpf`.
+    pub backend: &'static str,
+    /// The mapping, as it is after the command (or was, for del).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mapping: Option<MappingRow>,
+    /// The route, likewise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub route: Option<RouteRow>,
+    /// How many entries a flush removed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub deleted: Option<usize>,
+}
+
+/// What a command produced.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Output {
+    /// `xlat show`, `xlat get`.
+    Mappings(Vec<MappingRow>),
+    /// `route show`.
+    Routes(Vec<RouteRow>),
+    /// `dataplane ...`.
+    Dataplane(DataplaneView),
+    /// A write.
+    Change(Box<ChangeReport>),
+}
+
+/// Print an output. Writes print nothing but with `-j`, as iproute2.
+pub fn print(out: &Output, style: Style) {
+    match out {
+        Output::Mappings(rows) => print_rows(rows, style),
+        Output::Routes(rows) => print_rows(rows, style),
+        Output::Dataplane(v) => {
+            if style.json {
+                print_json(v, style.pretty);
+                return;
+            }
+            print_rows(&v.attachments, style);
+            let c: Vec<String> = v
+                .counters
+                .iter()
+                .filter(|(_, n)| *n > 0)
+                .map(|(k, n)| format!("{k} {n}"))
+                .collect();
+            if !c.is_empty() {
+                print_line(&format!("counters: {}", c.join(", ")));
+            }
+        }
+        Output::Change(r) => {
+            if style.json {
+                print_json(r, style.pretty);
+            }
+        }
+    }
+}
