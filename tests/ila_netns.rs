@@ -831,3 +831,52 @@ fn translating_routers_forward_right_checksums() {
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
+
+/// `attach ... ingress|egress` attaches one program and leaves the other as it is; `detach`
+/// likewise; without the word, both. `dataplane show` is the oracle, and the kernel's own
+/// view of the device's XDP hook (`ip -j link`).
+#[test]
+fn dataplane_sides_and_hooks() {
+    let p = Pair::new("ila-s");
+    let show = || -> Vec<(String, Value, bool)> {
+        ILA.json(&p.b, &["dataplane", "show"])["attachments"]
+            .as_array()
+            .expect("attachments")
+            .iter()
+            .map(|a| {
+                (
+                    a["dev"].as_str().unwrap_or("").to_string(),
+                    a["ingress"].clone(),
+                    a["egress"].as_bool().unwrap_or(false),
+                )
+            })
+            .collect()
+    };
+    ILA.ok(&p.b, &["dataplane", "attach", "dev", "vb", "egress"]);
+    assert_eq!(show(), [("vb".to_string(), Value::Null, true)]);
+    ILA.ok(
+        &p.b,
+        &["dataplane", "attach", "dev", "vb", "xdp", "ingress"],
+    );
+    assert_eq!(show(), [("vb".to_string(), Value::from("xdp"), true)]);
+    let link = p.b.ip_json(&["link", "show", "dev", "vb"]);
+    assert!(link[0]["xdp"]["prog"]["id"].as_u64().is_some(), "{link}");
+    ILA.ok(&p.b, &["dataplane", "attach", "dev", "vb", "xdp-generic"]);
+    assert_eq!(
+        show(),
+        [("vb".to_string(), Value::from("xdp-generic"), true)]
+    );
+    ILA.ok(&p.b, &["dataplane", "detach", "dev", "vb", "egress"]);
+    assert_eq!(
+        show(),
+        [("vb".to_string(), Value::from("xdp-generic"), false)]
+    );
+    ILA.ok(&p.b, &["dataplane", "attach", "dev", "vb", "tc", "ingress"]);
+    assert_eq!(show(), [("vb".to_string(), Value::from("tc"), false)]);
+    let link = p.b.ip_json(&["link", "show", "dev", "vb"]);
+    assert!(link[0].get("xdp").is_none(), "XDP left behind: {link}");
+    ILA.ok(&p.b, &["dataplane", "detach", "dev", "vb"]);
+    assert_eq!(show(), []);
+    let o = ILA.at(&p.b, &["dataplane", "attach", "dev", "vb", "xdp", "egress"]);
+    assert_eq!(o.status.code(), Some(1), "{o:?}");
+}

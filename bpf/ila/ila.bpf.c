@@ -18,7 +18,7 @@
  * kernel's helpers keep skb->csum and a checksum left to offload right; in XDP
  * the checksum field is fixed by hand, as a complete checksum unless the frame
  * came from a local stack's skb with CHECKSUM_PARTIAL (veth, see ila_veth_skb).
- * Generic XDP cannot tell: there the field is left to ila_in_tc, loaded next to
+ * Generic XDP cannot tell: there the field is left to ila_in_tc_gx, loaded next to
  * it, which the XDP program tells what to add through the packet's metadata
  * (struct ila_l4_fix, see ila_xdp_generic).
  *
@@ -47,13 +47,13 @@ const volatile __u32 ila_veth_skb = 0;
  * Generic XDP (set by user space at load, for both ingress programs): the frame
  * is an skb whose checksum may be left to offload, which an XDP program cannot
  * see. So ila_in_xdp translates the address, and the transport checksum's
- * difference goes in the metadata before the frame; ila_in_tc, attached next to
- * it on tcx ingress, applies it with the kernel's helper (which knows the skb's
+ * difference goes in the metadata before the frame; ila_in_tc_gx, attached next
+ * to it on tcx ingress, applies it with the kernel's helper (which knows the skb's
  * checksum state) and translates nothing itself.
  */
 const volatile __u32 ila_xdp_generic = 0;
 
-/* What ila_in_xdp leaves in the metadata for ila_in_tc (generic XDP). */
+/* What ila_in_xdp leaves in the metadata for ila_in_tc_gx (generic XDP). */
 struct ila_l4_fix {
 	__u32 magic; /* ila_fix_cookie */
 	__u16 diff;  /* what the transport checksum's sum grew by */
@@ -108,28 +108,46 @@ static __always_inline void count_route(const struct ila_route_val *v, __u32 len
 	count(c, len);
 }
 
-/* The mapping for a destination's locator arriving on ifindex: that device's, else any's. */
+/* ILA_META_F_*: which kinds of entries the tables may hold (all, if unreadable). */
+static __always_inline __u32 meta_flags(void)
+{
+	__u32 k = 0;
+	struct ila_meta *m = bpf_map_lookup_elem(&ila_meta, &k);
+
+	return m ? m->flags : ~0U;
+}
+
+/*
+ * The mapping for a destination's locator arriving on ifindex: that device's (if
+ * the table may have any for one device), else any's.
+ */
 static __always_inline struct ila_xlat_val *find_mapping(const __u8 *daddr, __u32 ifindex,
-							 struct ila_xlat_key *k)
+							 struct ila_xlat_key *k, __u32 flags)
 {
 	struct ila_xlat_val *v;
 
 	__builtin_memset(k, 0, sizeof(*k));
 	__builtin_memcpy(k->locator_match, daddr, 8);
-	k->ifindex = ifindex;
-	v = bpf_map_lookup_elem(&ila_xlat, k);
-	if (v)
-		return v;
-	k->ifindex = 0;
+	if (flags & ILA_META_F_DEV_MAPPINGS) {
+		k->ifindex = ifindex;
+		v = bpf_map_lookup_elem(&ila_xlat, k);
+		if (v)
+			return v;
+		k->ifindex = 0;
+	}
 	return bpf_map_lookup_elem(&ila_xlat, k);
 }
 
-/* The route a destination falls in, if it is of hook type hook. */
-static __always_inline struct ila_route_val *find_route(const __u8 *daddr, __u8 hook)
+/* The route a destination falls in, if it is of hook type hook (and there may be any). */
+static __always_inline struct ila_route_val *find_route(const __u8 *daddr, __u8 hook,
+							__u32 flags)
 {
 	struct ila_route_key k = { .prefixlen = 128 };
 	struct ila_route_val *v;
 
+	if (!(flags & (hook == ILA_HOOK_ROUTE_OUTPUT ? ILA_META_F_OUTPUT_ROUTES
+						     : ILA_META_F_INPUT_ROUTES)))
+		return 0;
 	__builtin_memcpy(k.addr, daddr, 16);
 	v = bpf_map_lookup_elem(&ila_routes, &k);
 	return v && v->hook_type == hook ? v : 0;
@@ -216,7 +234,7 @@ int ila_in_xdp(struct xdp_md *ctx)
 	struct ila_xlat_val *m;
 	struct ila_route_val *r;
 	struct ipv6hdr *ip6;
-	__u32 len = end - data, pending = 0;
+	__u32 len = end - data, pending = 0, flags;
 	__u8 vlan = 0;
 	__u16 proto;
 	int off;
@@ -235,13 +253,14 @@ int ila_in_xdp(struct xdp_md *ctx)
 		count_reason(ILA_R_MALFORMED);
 		return XDP_PASS;
 	}
-	m = find_mapping((const __u8 *)&ip6->daddr, ctx->ingress_ifindex, &k);
+	flags = meta_flags();
+	m = find_mapping((const __u8 *)&ip6->daddr, ctx->ingress_ifindex, &k, flags);
 	if (m) {
 		xdp_translate(ctx, ip6, end, m->locator, m->csum_mode, 0, &pending);
 		count_xlat(&k, len);
 		count_reason(ILA_R_XLAT_IN);
 	}
-	r = find_route((const __u8 *)&ip6->daddr, ILA_HOOK_ROUTE_INPUT);
+	r = find_route((const __u8 *)&ip6->daddr, ILA_HOOK_ROUTE_INPUT, flags);
 	if (r) {
 		xdp_translate(ctx, ip6, end, r->locator, r->csum_mode, 1, &pending);
 		count_route(r, len);
@@ -256,41 +275,109 @@ int ila_in_xdp(struct xdp_md *ctx)
 
 /* ---- tc -------------------------------------------------------------------------------- */
 
+#define MPT_CHECKSUM_COMPLETE 2
+
+/* skb->ip_summed (CHECKSUM_*), from the kernel's skb behind the context. */
+static __always_inline int skb_summed(struct __sk_buff *skb)
+{
+	struct sk_buff *k = bpf_cast_to_kern_ctx(skb);
+
+	return BPF_CORE_READ_BITFIELD(k, ip_summed);
+}
+
+/* The one's complement sum of a 16-byte address. */
+static __always_inline __u16 ila_sum_addr(const __u8 *a)
+{
+	return ila_add(ila_sum_locator(a), ila_sum_locator(a + 8));
+}
+
 /*
- * Translate the destination of the IPv6 header at off through the kernel's helpers:
- * the address stored with skb->csum kept (CHECKSUM_COMPLETE), the transport checksum
- * by the difference as a pseudo-header change (which also covers CHECKSUM_PARTIAL).
+ * Translate the destination of the IPv6 header at off through the kernel's helpers,
+ * each writing only the bytes it changes (so that the header area of a TCP clone
+ * stays its own, uncopied): the address, then the transport checksum by the
+ * difference as a pseudo-header change (which covers CHECKSUM_PARTIAL). skb->csum
+ * is kept where it is one (CHECKSUM_COMPLETE).
  */
 static __always_inline void tc_translate(struct __sk_buff *skb, __u32 off, const __u8 *to,
-					 __u8 mode, int sir_to_ila)
+					 __u8 mode, int sir_to_ila, int summed)
 {
 	__u8 a[16] __attribute__((aligned(4)));
-	__u8 old[8] __attribute__((aligned(4)));
-	__u8 new[8] __attribute__((aligned(4)));
 	__u16 diff = 0;
 	__u8 nexthdr;
 	int udp = 0, at;
-	__s64 d;
+	__u64 recompute = summed == MPT_CHECKSUM_COMPLETE ? BPF_F_RECOMPUTE_CSUM : 0;
 
 	if (bpf_skb_load_bytes(skb, off + 24, a, 16) || bpf_skb_load_bytes(skb, off + 6, &nexthdr, 1))
 		return;
-	__builtin_memcpy(old, a, 8);
-	__builtin_memcpy(new, to, 8);
-	if (!ila_translate(a, new, mode, sir_to_ila, &diff)) {
-		bpf_skb_store_bytes(skb, off + 24, a, 16, BPF_F_RECOMPUTE_CSUM);
+	if (!ila_translate(a, to, mode, sir_to_ila, &diff)) {
+		bpf_skb_store_bytes(skb, off + 24, a, 16, recompute);
 		return;
 	}
-	if (bpf_skb_store_bytes(skb, off + 24, a, 16, BPF_F_RECOMPUTE_CSUM))
+	/* adj-transport: the locator alone changes */
+	if (bpf_skb_store_bytes(skb, off + 24, a, 8, recompute))
 		return;
 	at = ila_l4_csum_at(nexthdr, &udp);
 	if (at < 0) {
 		count_reason(ILA_R_NO_L4_CSUM);
 		return;
 	}
-	d = bpf_csum_diff((__be32 *)old, 8, (__be32 *)new, 8, 0);
-	if (d < 0 || bpf_l4_csum_replace(skb, off + 40 + at, 0, d,
-					 BPF_F_PSEUDO_HDR | (udp ? BPF_F_MARK_MANGLED_0 : 0)))
+	/* the kernel's sums are of 16-bit words as they lie in memory: network order */
+	if (bpf_l4_csum_replace(skb, off + 40 + at, 0, bpf_htons(diff),
+				BPF_F_PSEUDO_HDR | (udp ? BPF_F_MARK_MANGLED_0 : 0)))
 		count_reason(ILA_R_NO_L4_CSUM);
+}
+
+/*
+ * The same by direct packet access (the verifier makes the linear data writable
+ * first, which costs no copy for an skb from a device, nor for a TCP clone on
+ * egress, whose headers were pushed in its own headroom): the address and the transport checksum written in
+ * place, the checksum as its state needs (CHECKSUM_PARTIAL: the pseudo-header sum
+ * it holds takes the difference), skb->csum (CHECKSUM_COMPLETE) by the sum the two
+ * writes changed. Returns -1, having changed nothing, when the checksum is beyond
+ * the linear data (then tc_translate).
+ */
+static __always_inline int tc_translate_direct(struct ipv6hdr *ip6, void *end, const __u8 *to,
+					       __u8 mode, int sir_to_ila, int summed,
+					       __u16 *changed)
+{
+	__u8 a[16];
+	__u16 diff = 0, before, c, c2, delta;
+	int udp = 0, at = -1, fix;
+	__u8 *f = 0;
+
+	__builtin_memcpy(a, &ip6->daddr, 16);
+	before = ila_sum_addr(a);
+	fix = ila_translate(a, to, mode, sir_to_ila, &diff);
+	if (fix) {
+		at = ila_l4_csum_at(ip6->nexthdr, &udp);
+		if (at >= 0) {
+			f = (__u8 *)(ip6 + 1) + (at & 31);
+			if ((void *)(f + 2) > end)
+				return -1;
+		}
+	}
+	__builtin_memcpy(&ip6->daddr, a, 16);
+	delta = ila_add(ila_sum_addr(a), (__u16)~before);
+	if (fix) {
+		if (!f) {
+			count_reason(ILA_R_NO_L4_CSUM);
+		} else {
+			c = ila_word(f);
+			if (summed == MPT_CHECKSUM_PARTIAL) {
+				c2 = ila_add(c, diff);
+			} else if (udp && c == 0) {
+				c2 = 0; /* no checksum, and none after */
+			} else {
+				c2 = ila_adjust_checksum(c, diff);
+				if (udp && c2 == 0)
+					c2 = 0xffff;
+			}
+			ila_put_word(f, c2);
+			delta = ila_add(delta, ila_add(c2, (__u16)~c));
+		}
+	}
+	*changed = delta;
+	return 0;
 }
 
 /* The IPv6 header of an skb without counting (the XDP program counted it). */
@@ -338,10 +425,14 @@ static __always_inline int tc_ipv6(struct __sk_buff *skb, struct ipv6hdr **ip6)
 }
 
 /*
- * Next to generic XDP: apply the transport checksum difference ila_in_xdp left in
- * the metadata, as a pseudo-header change (right for every checksum state).
+ * Next to generic XDP (tcx ingress, in place of ila_in_tc): apply the transport
+ * checksum difference ila_in_xdp left in the metadata, as a pseudo-header change
+ * (right for every checksum state). A program of its own: ila_in_tc writes the
+ * packet directly, for which the verifier unclones the skb first, and that clears
+ * the metadata (pskb_expand_head) of an skb a packet socket holds a clone of.
  */
-static __always_inline int tc_after_xdp(struct __sk_buff *skb)
+SEC("tcx/ingress")
+int ila_in_tc_gx(struct __sk_buff *skb)
 {
 	void *data = (void *)(long)skb->data;
 	struct ila_l4_fix *fix = (void *)(long)skb->data_meta;
@@ -370,6 +461,27 @@ static __always_inline int tc_after_xdp(struct __sk_buff *skb)
 	return TCX_NEXT;
 }
 
+/*
+ * Translation of the IPv6 packet at off: in place where the checksum is in the
+ * linear data, else through the helpers. Returns the IPv6 header again (the
+ * helpers move the packet pointers), or 0.
+ */
+static __always_inline struct ipv6hdr *tc_in_translate(struct __sk_buff *skb, int off,
+						       struct ipv6hdr *ip6, const __u8 *to,
+						       __u8 mode, int sir_to_ila, int summed)
+{
+	void *end = (void *)(long)skb->data_end;
+	__u16 changed = 0;
+
+	if (tc_translate_direct(ip6, end, to, mode, sir_to_ila, summed, &changed) == 0) {
+		if (summed == MPT_CHECKSUM_COMPLETE && changed && changed != 0xffff)
+			bpf_csum_update(skb, bpf_htons(changed));
+		return ip6;
+	}
+	tc_translate(skb, off, to, mode, sir_to_ila, summed);
+	return tc_ipv6_quiet(skb, &ip6) == off ? ip6 : 0;
+}
+
 SEC("tcx/ingress")
 int ila_in_tc(struct __sk_buff *skb)
 {
@@ -377,27 +489,26 @@ int ila_in_tc(struct __sk_buff *skb)
 	struct ila_xlat_val *m;
 	struct ila_route_val *r;
 	struct ipv6hdr *ip6;
-	__u8 daddr[16];
-	int off;
+	__u32 flags;
+	int off, summed;
 
-	if (ila_xdp_generic)
-		return tc_after_xdp(skb);
 	off = tc_ipv6(skb, &ip6);
 	if (off < 0)
 		return TCX_NEXT;
-	__builtin_memcpy(daddr, &ip6->daddr, 16);
-	m = find_mapping(daddr, skb->ingress_ifindex, &k);
+	flags = meta_flags();
+	m = find_mapping((const __u8 *)&ip6->daddr, skb->ingress_ifindex, &k, flags);
+	if (m || (flags & ILA_META_F_INPUT_ROUTES))
+		summed = skb_summed(skb);
 	if (m) {
-		tc_translate(skb, off, m->locator, m->csum_mode, 0);
+		ip6 = tc_in_translate(skb, off, ip6, m->locator, m->csum_mode, 0, summed);
 		count_xlat(&k, skb->len);
 		count_reason(ILA_R_XLAT_IN);
-		/* the stored bytes moved the packet pointers: read the destination again */
-		if (bpf_skb_load_bytes(skb, off + 24, daddr, 16))
+		if (!ip6)
 			return TCX_NEXT;
 	}
-	r = find_route(daddr, ILA_HOOK_ROUTE_INPUT);
+	r = find_route((const __u8 *)&ip6->daddr, ILA_HOOK_ROUTE_INPUT, flags);
 	if (r) {
-		tc_translate(skb, off, r->locator, r->csum_mode, 1);
+		tc_in_translate(skb, off, ip6, r->locator, r->csum_mode, 1, summed);
 		count_route(r, skb->len);
 		count_reason(ILA_R_ROUTE_IN);
 	} else if (!m) {
@@ -418,12 +529,12 @@ int ila_out_tc(struct __sk_buff *skb)
 	if (off < 0)
 		return TCX_NEXT;
 	__builtin_memcpy(daddr, &ip6->daddr, 16);
-	r = find_route(daddr, ILA_HOOK_ROUTE_OUTPUT);
+	r = find_route(daddr, ILA_HOOK_ROUTE_OUTPUT, meta_flags());
 	if (!r) {
 		count_reason(ILA_R_NO_MATCH);
 		return TCX_NEXT;
 	}
-	tc_translate(skb, off, r->locator, r->csum_mode, 1);
+	tc_in_translate(skb, off, ip6, r->locator, r->csum_mode, 1, skb_summed(skb));
 	count_route(r, skb->len);
 	count_reason(ILA_R_ROUTE_OUT);
 	return TCX_NEXT;

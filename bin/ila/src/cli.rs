@@ -126,7 +126,8 @@ pub enum Obj {
     /// The BPF translator on devices (bpf backend).
     #[command(
         alias = "dp",
-        override_usage = "ila dataplane attach dev DEV [dev DEV ...] [auto|xdp|xdp-generic|tc]\n       ila dataplane detach dev DEV [dev DEV ...]\n       ila dataplane show"
+        override_usage = "ila dataplane attach dev DEV [dev DEV ...] [auto|xdp|xdp-generic|tc] [ingress|egress]\n       ila dataplane detach dev DEV [dev DEV ...] [ingress|egress]\n       ila dataplane show",
+        after_help = "ingress: the program that applies mappings and input routes (where ILA packets arrive); egress: the one that applies output routes (where SIR destinations leave). Neither word: both."
     )]
     Dataplane(Words),
 }

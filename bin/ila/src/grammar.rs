@@ -143,20 +143,33 @@ pub enum AttachMode {
     Tc,
 }
 
+/// Which of the translator's programs (`ingress`, `egress`; neither word: both).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Sides {
+    /// The ingress program: mappings and input routes.
+    pub ingress: bool,
+    /// The egress program: output routes.
+    pub egress: bool,
+}
+
 /// `ila dataplane ...`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum DpCmd {
-    /// `attach dev DEV [dev DEV ...] [auto|xdp|xdp-generic|tc]`.
+    /// `attach dev DEV [dev DEV ...] [auto|xdp|xdp-generic|tc] [ingress|egress]`.
     Attach {
         /// Devices.
         devs: Vec<String>,
         /// Ingress hook.
         mode: AttachMode,
+        /// Which programs.
+        sides: Sides,
     },
-    /// `detach dev DEV [dev DEV ...]`.
+    /// `detach dev DEV [dev DEV ...] [ingress|egress]`.
     Detach {
         /// Devices.
         devs: Vec<String>,
+        /// Which programs.
+        sides: Sides,
     },
     /// `show`.
     Show,
@@ -395,6 +408,7 @@ pub fn parse_dataplane(words: &[String]) -> Result<DpCmd, SyntaxError> {
     };
     let mut devs = Vec::new();
     let mut mode = None;
+    let mut side: Option<Sides> = None;
     let mut it = rest.iter();
     let attach = match first.as_str() {
         "attach" => true,
@@ -423,19 +437,45 @@ pub fn parse_dataplane(words: &[String]) -> Result<DpCmd, SyntaxError> {
                 };
                 once(&mut mode, v, "the mode")?;
             }
+            "ingress" => once(
+                &mut side,
+                Sides {
+                    ingress: true,
+                    egress: false,
+                },
+                "ingress|egress",
+            )?,
+            "egress" => once(
+                &mut side,
+                Sides {
+                    ingress: false,
+                    egress: true,
+                },
+                "ingress|egress",
+            )?,
             w => return err(format!("unexpected word \"{w}\"")),
         }
     }
     if devs.is_empty() {
         return err("missing \"dev DEV\"");
     }
+    let sides = side.unwrap_or(Sides {
+        ingress: true,
+        egress: true,
+    });
+    if attach && mode.is_some() && !sides.ingress {
+        return err(
+            "the mode (auto, xdp, xdp-generic, tc) is the ingress program's: not with egress",
+        );
+    }
     Ok(if attach {
         DpCmd::Attach {
             devs,
             mode: mode.unwrap_or(AttachMode::Auto),
+            sides,
         }
     } else {
-        DpCmd::Detach { devs }
+        DpCmd::Detach { devs, sides }
     })
 }
 
@@ -516,18 +556,48 @@ mod tests {
             parse_dataplane(&w("attach dev a dev b xdp")).expect("attach"),
             DpCmd::Attach {
                 devs: vec!["a".into(), "b".into()],
-                mode: AttachMode::Xdp
+                mode: AttachMode::Xdp,
+                sides: Sides {
+                    ingress: true,
+                    egress: true
+                }
             }
         );
         assert_eq!(
             parse_dataplane(&w("attach dev a")).expect("auto"),
             DpCmd::Attach {
                 devs: vec!["a".into()],
-                mode: AttachMode::Auto
+                mode: AttachMode::Auto,
+                sides: Sides {
+                    ingress: true,
+                    egress: true
+                }
             }
         );
+        assert!(matches!(
+            parse_dataplane(&w("attach dev a egress")).expect("egress"),
+            DpCmd::Attach {
+                sides: Sides {
+                    ingress: false,
+                    egress: true
+                },
+                ..
+            }
+        ));
+        assert!(parse_dataplane(&w("attach dev a xdp egress")).is_err());
+        assert!(parse_dataplane(&w("attach dev a ingress egress")).is_err());
         assert_eq!(parse_dataplane(&[]).expect("show"), DpCmd::Show);
         assert!(parse_dataplane(&w("attach")).is_err());
         assert!(parse_dataplane(&w("detach dev a tc")).is_err());
+        assert_eq!(
+            parse_dataplane(&w("detach dev a ingress")).expect("detach"),
+            DpCmd::Detach {
+                devs: vec!["a".into()],
+                sides: Sides {
+                    ingress: true,
+                    egress: false
+                }
+            }
+        );
     }
 }

@@ -50,5 +50,6 @@ fn main() {
     let r = command
         .and_then(|c| ila::cmd::run(&mut s, &c))
         .map(|out| ila::view::print(&out, style));
-    mpt_cli::exit(TOOL, r);
+    let fin = mpt_cli::batch::BatchTool::finish(&mut s);
+    mpt_cli::exit(TOOL, r.and(fin));
 }

@@ -63,6 +63,9 @@ impl BatchTool for Session {
     }
 
     fn finish(&mut self) -> Result<(), Failure> {
-        Ok(())
+        match self.backend.as_mut() {
+            Some(b) => b.finish(),
+            None => Ok(()),
+        }
     }
 }

@@ -22,7 +22,7 @@
 #endif
 
 /* Bump on ANY layout or semantic change of the structs below. */
-#define ILA_ABI_VERSION 1
+#define ILA_ABI_VERSION 2
 
 /* max_entries of the tables and their counters. */
 #define ILA_MAX_MAPPINGS (1 << 16)
@@ -38,10 +38,20 @@
 #define ILA_HOOK_ROUTE_OUTPUT 0
 #define ILA_HOOK_ROUTE_INPUT 1
 
+/*
+ * ila_meta.flags: which kinds of entries the tables may hold, so that the programs
+ * skip the lookups that cannot match. User space sets a bit before it writes an
+ * entry of its kind and clears it only when no such entry is left (a bit set with
+ * no entry costs a lookup, a bit clear with an entry would lose it).
+ */
+#define ILA_META_F_DEV_MAPPINGS 1  /* mappings for one receiving device */
+#define ILA_META_F_INPUT_ROUTES 2  /* routes of hook type input */
+#define ILA_META_F_OUTPUT_ROUTES 4 /* routes of hook type output */
+
 /* The single entry (key 0) of ila_meta. abi_version stays the first field forever. */
 struct ila_meta {
 	__u32 abi_version;
-	__u32 flags;        /* none yet */
+	__u32 flags;        /* ILA_META_F_* */
 	__u64 netns_cookie; /* the owning namespace */
 };
 

@@ -9,6 +9,7 @@
 //!   kernel's forwarding against mproute's XDP and tc dataplane.
 
 mod forward;
+mod ila;
 mod routes;
 mod select;
 mod support;
@@ -46,6 +47,29 @@ enum What {
         /// Runs per program.
         #[arg(long, default_value_t = 5)]
         runs: u32,
+    },
+    /// Request/response transactions between two namespaces through ila's BPF translator,
+    /// against the same topology addressed directly and with no programs, interleaved.
+    Ila {
+        /// Seconds per run and case.
+        #[arg(long, default_value_t = 5)]
+        seconds: u32,
+        /// Runs per case.
+        #[arg(long, default_value_t = 3)]
+        runs: u32,
+        /// Concurrent connections.
+        #[arg(long, default_value_t = 16)]
+        streams: u32,
+        /// Checksum mode of both tables.
+        #[arg(long, default_value = "adj-transport")]
+        csum_mode: String,
+        /// B's ingress hook: auto, xdp, xdp-generic or tc.
+        #[arg(long, default_value = "auto")]
+        hook: String,
+        /// Both programs on both devices (default: A's egress and B's ingress, where the
+        /// translation is).
+        #[arg(long)]
+        both_sides: bool,
     },
     /// Packet rate through a router namespace over veth (H1 - R - H2): the kernel's forwarding
     /// against mproute's XDP and tc dataplane, with an XDP live-frames generator in H1 and an
@@ -89,6 +113,21 @@ fn run(what: What) -> Result<bool> {
     match what {
         What::Routes { count, runs } => routes::run(count, runs).map(|()| true),
         What::Select { repeat, runs } => select::run(repeat, runs),
+        What::Ila {
+            seconds,
+            runs,
+            streams,
+            csum_mode,
+            hook,
+            both_sides,
+        } => ila::run(&ila::Opts {
+            seconds,
+            runs,
+            streams,
+            csum_mode,
+            hook,
+            both_sides,
+        }),
         What::Forward {
             seconds,
             runs,

@@ -380,8 +380,8 @@ pub fn tcx_replace(
 pub struct Programs {
     /// Its XDP program.
     pub xdp: &'static str,
-    /// Its tcx ingress program.
-    pub tc_ingress: &'static str,
+    /// Its tcx ingress programs (one of them on a device at a time).
+    pub tc_ingress: &'static [&'static str],
     /// Its tcx egress program, if it has one.
     pub tc_egress: Option<&'static str>,
 }
@@ -415,8 +415,10 @@ pub fn ours_on(ifindex: u32, p: &Programs) -> Result<Vec<Found>, Error> {
             });
         }
     }
-    let tc = [(p.tc_ingress, TcxDir::Ingress)]
-        .into_iter()
+    let tc = p
+        .tc_ingress
+        .iter()
+        .map(|n| (*n, TcxDir::Ingress))
         .chain(p.tc_egress.map(|n| (n, TcxDir::Egress)));
     for (name, dir) in tc {
         for id in named(&tcx_query(ifindex, dir)?, name) {

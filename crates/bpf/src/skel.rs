@@ -113,6 +113,12 @@ pub mod bench {
     }
 
     skeleton! {
+        /// Skeleton of `bpf/bench/tc_pass.bpf.c`: `mpt_bench_tc_in` and `mpt_bench_tc_out`
+        /// return TCX_NEXT at once, the calibration of `cargo xtask bench ila`.
+        tc_pass
+    }
+
+    skeleton! {
         /// Skeleton of `bpf/bench/sink.bpf.c`: XDP packet counters of `cargo xtask bench
         /// forward`: `mpt_bench_sink` and `mpt_bench_drop` count and drop, `mpt_bench_pass`
         /// counts and passes; one per-CPU slot each in `bench_cnt`.

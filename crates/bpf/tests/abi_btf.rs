@@ -773,6 +773,13 @@ fn ila_header_constants_match_rust() {
         header_define("ILA_ABI_VERSION"),
         u64::from(ila::ABI_VERSION)
     );
+    for (name, v) in [
+        ("ILA_META_F_DEV_MAPPINGS", ila::META_F_DEV_MAPPINGS),
+        ("ILA_META_F_INPUT_ROUTES", ila::META_F_INPUT_ROUTES),
+        ("ILA_META_F_OUTPUT_ROUTES", ila::META_F_OUTPUT_ROUTES),
+    ] {
+        assert_eq!(header_define(name), u64::from(v), "{name}");
+    }
     assert_eq!(
         header_define("ILA_MAX_MAPPINGS"),
         u64::from(ila::MAX_MAPPINGS)

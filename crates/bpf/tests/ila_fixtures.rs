@@ -164,6 +164,25 @@ impl Fx<'_> {
         for k in m.ila_routes.keys().collect::<Vec<_>>() {
             m.ila_routes.delete(&k).expect("clear ila_routes");
         }
+        // the kinds of entries there are, as the tool keeps them (ILA_META_F_*)
+        let mut flags = 0;
+        if mappings.iter().any(|x| x.ifindex != 0) {
+            flags |= mpt_bpf::ila::abi::META_F_DEV_MAPPINGS;
+        }
+        if routes.iter().any(|r| r.hook_type == HookType::Input) {
+            flags |= mpt_bpf::ila::abi::META_F_INPUT_ROUTES;
+        }
+        if routes.iter().any(|r| r.hook_type == HookType::Output) {
+            flags |= mpt_bpf::ila::abi::META_F_OUTPUT_ROUTES;
+        }
+        let meta = mpt_bpf::ila::abi::IlaMeta {
+            abi_version: mpt_bpf::ila::abi::ABI_VERSION,
+            flags,
+            netns_cookie: 0,
+        };
+        m.ila_meta
+            .update(&0u32.to_ne_bytes(), meta.as_bytes(), MapFlags::ANY)
+            .expect("write ila_meta");
         for x in mappings {
             m.ila_xlat
                 .update(

@@ -550,9 +550,34 @@ fn ila_genl_requests_field_by_field() {
     ]
     .concat();
     assert_eq!(hex(&ours(&dump, false)), hex(&want));
-    // flush: ILA_CMD_FLUSH
+    // one mapping: ILA_CMD_GET without NLM_F_DUMP, its key (match, device); the kernel
+    // answers the mapping, or ESRCH
+    let get = ila::get(
+        fam,
+        &MappingAttrs {
+            locator_match: Some(loc("2001:0:119:0")),
+            ifindex: Some(7),
+            ..MappingAttrs::default()
+        },
+    );
+    let want: Vec<u8> = [
+        &[0x28, 0, 0, 0, 0x1b, 0, 0x05, 0][..], // 40 bytes, REQUEST | ACK
+        &[0; 8][..],
+        &[3, 1, 0, 0][..], // ILA_CMD_GET, version 1
+        &[12, 0, 3, 0, 0x20, 0x01, 0, 0, 0x01, 0x19, 0, 0][..], // LOCATOR_MATCH
+        &[8, 0, 4, 0, 7, 0, 0, 0][..], // IFINDEX 7
+    ]
+    .concat();
+    assert_eq!(hex(&ours(&get, true)), hex(&want));
+    // flush: ILA_CMD_FLUSH, no attributes
     let flush = ila::flush(fam);
-    assert_eq!(&ours(&flush, true)[16..20], &[4, 1, 0, 0]);
+    let want: Vec<u8> = [
+        &[0x14, 0, 0, 0, 0x1b, 0, 0x05, 0][..],
+        &[0; 8][..],
+        &[4, 1, 0, 0][..],
+    ]
+    .concat();
+    assert_eq!(hex(&ours(&flush, true)), hex(&want));
 }
 
 #[test]

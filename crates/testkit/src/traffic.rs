@@ -380,7 +380,19 @@ pub fn send_udp_flows(ns: &Netns, flows: &[FlowSpec], packets_per_flow: u32) {
             let from = SocketAddr::new(f.src, f.sport);
             let to = SocketAddr::new(f.dst, f.dport);
             // Unconnected: ICMP port unreachable from the far end does not fail later sends.
-            let sock = UdpSocket::bind(from).unwrap_or_else(|e| panic!("bind UDP {from}: {e}"));
+            // (a bind has been seen to meet EADDRINUSE for a port no socket of the
+            // namespace should hold, once, under a loaded suite: tried again a while)
+            let mut tries = 0;
+            let sock = loop {
+                match UdpSocket::bind(from) {
+                    Ok(s) => break s,
+                    Err(e) if e.kind() == io::ErrorKind::AddrInUse && tries < 200 => {
+                        tries += 1;
+                        std::thread::sleep(Duration::from_millis(5));
+                    }
+                    Err(e) => panic!("bind UDP {from}: {e}"),
+                }
+            };
             for k in 0..packets_per_flow {
                 let payload = format!("mpt flow {i} packet {k}");
                 sock.send_to(payload.as_bytes(), to)

@@ -44,7 +44,7 @@ enum Task {
     Test,
     /// Show the tools at work in throwaway network namespaces.
     Demo,
-    /// Benchmarks (setup, then the mpt-bench package in release mode): routes, select, forward;
+    /// Benchmarks (setup, then the mpt-bench package in release mode): routes, select, forward, ila;
     /// `cargo xtask bench help` lists their options.
     #[command(disable_help_flag = true)]
     Bench {
@@ -136,7 +136,16 @@ fn bench(args: &[OsString]) -> Result<bool> {
     setup::setup()?;
     util::run_cargo(
         &root,
-        &["build", "--release", "-p", "mproute", "-p", "mpt-bench"],
+        &[
+            "build",
+            "--release",
+            "-p",
+            "mproute",
+            "-p",
+            "ila",
+            "-p",
+            "mpt-bench",
+        ],
     )?;
     let bin = util::target_dir(&root).join("release/mpt-bench");
     let status = std::process::Command::new(&bin)

@@ -21,6 +21,7 @@ const PACKAGES: &[&str] = &[
     "strace",
     "iputils-ping",
     "procps",
+    "ethtool",
 ];
 
 const BPFFS: &str = "/sys/fs/bpf";

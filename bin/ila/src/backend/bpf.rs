@@ -36,6 +36,8 @@ pub struct Bpf {
     lock: Option<NsLock>,
     rtnl: Option<Socket>,
     repaired: bool,
+    /// Entries were deleted: the tables' kind flags may be cleared at the end.
+    deleted: bool,
 }
 
 impl std::fmt::Debug for Bpf {
@@ -177,6 +179,7 @@ impl Bpf {
             ifindex: key.1,
             pad: 0,
         };
+        self.deleted = true;
         self.tables()?
             .delete_mapping(&k)
             .map_err(|e| fail("delete an ILA mapping", e))
@@ -187,6 +190,7 @@ impl Bpf {
         if self.state(false)?.is_none() {
             return Ok(0);
         }
+        self.deleted = true;
         let s = self.tables()?;
         let all = s.mappings().map_err(|e| fail("list ILA mappings", e))?;
         for m in &all {
@@ -430,6 +434,7 @@ impl Bpf {
         else {
             return Ok(None);
         };
+        self.deleted = true;
         match self.fib_request(Verb::Del, &old, what) {
             Ok(()) => {}
             // gone meanwhile: the entry goes too
@@ -440,6 +445,21 @@ impl Bpf {
             .delete_route(dst)
             .map_err(|e| fail(what, e))?;
         Ok(Some(old))
+    }
+
+    /// The end of the invocation: after deletes, clear the flags of the kinds of entries the
+    /// tables no longer hold (once, not per delete of a batch).
+    pub fn finish(&mut self) -> Result<(), Failure> {
+        if !self.deleted {
+            return Ok(());
+        }
+        self.deleted = false;
+        match self.state(false)? {
+            Some(s) => s
+                .settle_flags()
+                .map_err(|e| fail("update the ILA tables' flags", e)),
+            None => Ok(()),
+        }
     }
 
     /// Whether the route's device (or any device, for 0) has the translator's egress program:

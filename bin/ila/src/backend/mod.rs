@@ -94,7 +94,7 @@ pub enum Backend {
     /// The kernel's.
     Kernel(kernel::Kernel),
     /// The BPF translator's.
-    Bpf(bpf::Bpf),
+    Bpf(Box<bpf::Bpf>),
 }
 
 impl Backend {
@@ -102,17 +102,25 @@ impl Backend {
     /// kernel has no ILA is a failure that says so; `auto` then takes bpf.
     pub fn open(choice: BackendChoice) -> Result<Backend, Failure> {
         if choice == BackendChoice::Bpf {
-            return Ok(Backend::Bpf(bpf::Bpf::new()));
+            return Ok(Backend::Bpf(Box::default()));
         }
         let mut genl = Socket::generic().map_err(Failure::from)?;
         match genl.resolve_family(mpt_netlink::msg::genl::ila::FAMILY) {
             Ok(Some(f)) => Ok(Backend::Kernel(kernel::Kernel::new(genl, f.id))),
-            Ok(None) if choice == BackendChoice::Auto => Ok(Backend::Bpf(bpf::Bpf::new())),
+            Ok(None) if choice == BackendChoice::Auto => Ok(Backend::Bpf(Box::default())),
             Ok(None) => Err(Failure::system(
                 "backend kernel: this kernel has no ILA (the generic netlink family \"ila\" is absent: CONFIG_IPV6_ILA, module ila) [ENOENT]",
             )
             .hint("use --backend bpf (or auto, the default), ila's BPF translator")),
             Err(e) => Err(Failure::from(e)),
+        }
+    }
+
+    /// The work left at the end of the invocation.
+    pub fn finish(&mut self) -> Result<(), Failure> {
+        match self {
+            Backend::Kernel(_) => Ok(()),
+            Backend::Bpf(b) => b.finish(),
         }
     }
 

@@ -48,7 +48,11 @@ pub fn run(s: &mut Session, c: &DpCmd) -> Result<Output, Failure> {
     }
     match c {
         DpCmd::Show => view(None, s),
-        DpCmd::Attach { devs, mode } => {
+        DpCmd::Attach { devs, mode, sides } => {
+            let sides = dp::Sides {
+                ingress: sides.ingress,
+                egress: sides.egress,
+            };
             let mut sock = Socket::route().map_err(Failure::from)?;
             let links = link::all(&mut sock).map_err(Failure::from)?;
             let mut plan = Vec::new();
@@ -78,31 +82,36 @@ pub fn run(s: &mut Session, c: &DpCmd) -> Result<Output, Failure> {
             let mut changed = false;
             for (d, i, hook, csum) in plan {
                 let before = dp::attachment_on(i).map_err(|e| fail("dataplane attach", e))?;
-                let r = dp::attach(state, i, hook, csum);
+                let r = dp::attach(state, i, hook, csum, sides);
                 let r = match r {
                     // auto: a NIC whose driver has no native XDP gets tc
                     Err(e)
                         if *mode == AttachMode::Auto
                             && matches!(e.kind, mpt_bpf::ErrorKind::NoNativeXdp(_)) =>
                     {
-                        dp::attach(state, i, Hook::Tc, csum)
+                        dp::attach(state, i, Hook::Tc, csum, sides)
                     }
                     r => r,
                 };
                 let after =
                     r.map_err(|e| fail(&format!("dataplane attach dev {d} {}", hook.name()), e))?;
                 changed |= before.ingress.map(|(h, _)| h) != after.ingress.map(|(h, _)| h)
-                    || before.egress.is_none();
+                    || before.egress.is_none() != after.egress.is_none();
             }
             view(Some(changed), s)
         }
-        DpCmd::Detach { devs } => {
+        DpCmd::Detach { devs, sides } => {
+            let sides = dp::Sides {
+                ingress: sides.ingress,
+                egress: sides.egress,
+            };
             let mut changed = false;
             for d in devs {
                 let what = format!("dataplane detach dev {d}");
                 let i = ifindex(d, &what)?;
-                let a = dp::detach(i).map_err(|e| fail(&what, e))?;
-                changed |= a.any();
+                let a = dp::detach(i, sides).map_err(|e| fail(&what, e))?;
+                changed |=
+                    (sides.ingress && a.ingress.is_some()) || (sides.egress && a.egress.is_some());
             }
             view(Some(changed), s)
         }

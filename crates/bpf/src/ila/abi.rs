@@ -11,7 +11,13 @@ use crate::layout::{assert_layout, impl_bytes};
 use crate::skel::ila::ila_state::types as btf;
 
 /// `ILA_ABI_VERSION`.
-pub const ABI_VERSION: u32 = 1;
+pub const ABI_VERSION: u32 = 2;
+/// `ILA_META_F_DEV_MAPPINGS`: the mappings may include one for a single receiving device.
+pub const META_F_DEV_MAPPINGS: u32 = 1;
+/// `ILA_META_F_INPUT_ROUTES`: the routes may include one of hook type input.
+pub const META_F_INPUT_ROUTES: u32 = 2;
+/// `ILA_META_F_OUTPUT_ROUTES`: the routes may include one of hook type output.
+pub const META_F_OUTPUT_ROUTES: u32 = 4;
 /// `ILA_MAX_MAPPINGS`.
 pub const MAX_MAPPINGS: u32 = 1 << 16;
 /// `ILA_MAX_ROUTES`.
@@ -23,7 +29,7 @@ pub const MAX_ROUTES: u32 = 1 << 16;
 pub struct IlaMeta {
     /// `ILA_ABI_VERSION` of the writer; stays the first field forever.
     pub abi_version: u32,
-    /// None yet.
+    /// `META_F_*`: which kinds of entries the tables may hold.
     pub flags: u32,
     /// The owning namespace's cookie.
     pub netns_cookie: u64,

@@ -19,15 +19,34 @@ use crate::skel::ila::ila::{IlaSkel, IlaSkelBuilder};
 pub const XDP_PROG: &str = "ila_in_xdp";
 /// The ingress tcx program.
 pub const TC_IN_PROG: &str = "ila_in_tc";
+/// The ingress tcx program next to generic XDP (applies the checksum differences it left).
+pub const TC_IN_GX_PROG: &str = "ila_in_tc_gx";
 /// The egress tcx program.
 pub const TC_OUT_PROG: &str = "ila_out_tc";
 
 /// The translator's programs, for [`attach::ours_on`].
 pub const PROGRAMS: Programs = Programs {
     xdp: XDP_PROG,
-    tc_ingress: TC_IN_PROG,
+    tc_ingress: &[TC_IN_PROG, TC_IN_GX_PROG],
     tc_egress: Some(TC_OUT_PROG),
 };
+
+/// Which of the translator's hooks a command is about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Sides {
+    /// The ingress program (mappings, input routes).
+    pub ingress: bool,
+    /// The egress program (output routes).
+    pub egress: bool,
+}
+
+impl Sides {
+    /// Both.
+    pub const BOTH: Sides = Sides {
+        ingress: true,
+        egress: true,
+    };
+}
 
 /// The translator on one device.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -111,9 +130,10 @@ fn load<'o>(
         }
     }
     open.progs.ila_in_xdp.set_autoload(hook != Hook::Tc);
+    open.progs.ila_in_tc.set_autoload(hook == Hook::Tc);
     open.progs
-        .ila_in_tc
-        .set_autoload(matches!(hook, Hook::Tc | Hook::XdpGeneric));
+        .ila_in_tc_gx
+        .set_autoload(hook == Hook::XdpGeneric);
     let m = &mut open.maps;
     for (name, map) in [
         ("ila_meta", &mut m.ila_meta),
@@ -140,39 +160,52 @@ pub fn attach(
     ifindex: u32,
     hook: Hook,
     csum: Checksums,
+    sides: Sides,
 ) -> Result<Attachment, Error> {
     let mut obj = MaybeUninit::uninit();
     let skel = load(&mut obj, state, hook, csum)?;
     let before = attachment_on(ifindex)?;
 
     // egress first: with no ingress of ours yet, it translates only what routes say
-    attach::tcx_replace(
-        ifindex,
-        skel.progs.ila_out_tc.as_fd(),
-        TcxDir::Egress,
-        TC_OUT_PROG,
-        &format!("attach the ILA egress program to ifindex {ifindex} (tcx)"),
-    )?;
-    let tc_in = |what: &str| {
+    if sides.egress {
         attach::tcx_replace(
             ifindex,
-            skel.progs.ila_in_tc.as_fd(),
+            skel.progs.ila_out_tc.as_fd(),
+            TcxDir::Egress,
+            TC_OUT_PROG,
+            &format!("attach the ILA egress program to ifindex {ifindex} (tcx)"),
+        )?;
+    }
+    if !sides.ingress {
+        return attachment_on(ifindex);
+    }
+    // a tc ingress program of ours in place of the one there (either kind): appended, then
+    // the old ones go
+    let tc_in = |prog: std::os::fd::BorrowedFd<'_>, what: &str| -> Result<(), Error> {
+        let old = tc_ingress_ids(ifindex)?;
+        attach::tcx_attach(
+            ifindex,
+            prog,
             TcxDir::Ingress,
-            TC_IN_PROG,
             &format!("attach the ILA ingress program to ifindex {ifindex} ({what})"),
-        )
+        )?;
+        for id in old {
+            attach::tcx_detach(ifindex, id, TcxDir::Ingress)?;
+        }
+        Ok(())
     };
     let ingress = match hook {
-        Hook::Tc => tc_in("tcx"),
+        Hook::Tc => tc_in(skel.progs.ila_in_tc.as_fd(), "tcx"),
         // the tc companion first: XDP's frames need it from their first one
-        Hook::XdpGeneric => tc_in("tcx, next to generic XDP").and_then(|()| {
-            attach_xdp(
-                ifindex,
-                skel.progs.ila_in_xdp.as_fd(),
-                XdpMode::Generic,
-                hook,
-            )
-        }),
+        Hook::XdpGeneric => tc_in(skel.progs.ila_in_tc_gx.as_fd(), "tcx, next to generic XDP")
+            .and_then(|()| {
+                attach_xdp(
+                    ifindex,
+                    skel.progs.ila_in_xdp.as_fd(),
+                    XdpMode::Generic,
+                    hook,
+                )
+            }),
         Hook::Xdp => attach_xdp(
             ifindex,
             skel.progs.ila_in_xdp.as_fd(),
@@ -181,7 +214,7 @@ pub fn attach(
         ),
     };
     if let Err(e) = ingress {
-        if before.egress.is_none() {
+        if before.egress.is_none() && sides.egress {
             // a first attach: leave nothing behind
             if let Some(id) = attachment_on(ifindex).ok().and_then(|a| a.egress) {
                 let _ = attach::tcx_detach(ifindex, id, TcxDir::Egress);
@@ -189,10 +222,8 @@ pub fn attach(
         }
         if before.ingress.is_none() {
             // (a generic XDP attach that failed after its tc companion)
-            if let Ok(ids) = attach::tcx_query(ifindex, TcxDir::Ingress) {
-                for id in attach::named(&ids, TC_IN_PROG) {
-                    let _ = attach::tcx_detach(ifindex, id, TcxDir::Ingress);
-                }
+            for id in tc_ingress_ids(ifindex).unwrap_or_default() {
+                let _ = attach::tcx_detach(ifindex, id, TcxDir::Ingress);
             }
         }
         return Err(e);
@@ -208,12 +239,20 @@ pub fn attach(
         }
         Hook::XdpGeneric => {}
         Hook::Xdp => {
-            for id in attach::named(&attach::tcx_query(ifindex, TcxDir::Ingress)?, TC_IN_PROG) {
+            for id in tc_ingress_ids(ifindex)? {
                 attach::tcx_detach(ifindex, id, TcxDir::Ingress)?;
             }
         }
     }
     attachment_on(ifindex)
+}
+
+/// Our tc ingress programs on a device (either kind).
+fn tc_ingress_ids(ifindex: u32) -> Result<Vec<u32>, Error> {
+    let ids = attach::tcx_query(ifindex, TcxDir::Ingress)?;
+    let mut v = attach::named(&ids, TC_IN_PROG);
+    v.extend(attach::named(&ids, TC_IN_GX_PROG));
+    Ok(v)
 }
 
 fn attach_xdp(
@@ -235,11 +274,15 @@ fn attach_xdp(
     )
 }
 
-/// Remove the translator from a device; returns what was there.
-pub fn detach(ifindex: u32) -> Result<Attachment, Error> {
+/// Remove the translator's programs of `sides` from a device; returns what was there.
+pub fn detach(ifindex: u32, sides: Sides) -> Result<Attachment, Error> {
     let found = attach::ours_on(ifindex, &PROGRAMS)?;
     let before = attachment_on(ifindex)?;
     for f in found {
+        let egress = f.dir == TcxDir::Egress;
+        if (egress && !sides.egress) || (!egress && !sides.ingress) {
+            continue;
+        }
         match (f.hook.xdp_mode(), f.dir) {
             (Some(mode), _) => attach::xdp_detach(ifindex, mode)?,
             (None, dir) => attach::tcx_detach(ifindex, f.prog_id, dir)?,

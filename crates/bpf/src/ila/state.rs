@@ -13,11 +13,11 @@ use std::path::Path;
 use ipnet::Ipv6Net;
 use libbpf_rs::skel::{OpenSkel, SkelBuilder};
 use libbpf_rs::{MapCore, MapFlags, MapHandle};
-use mpt_model::ila::{Mapping, RouteSpec};
+use mpt_model::ila::{HookType, Mapping, RouteSpec};
 
 use super::abi::{
     sum_percpu, IlaCounter, IlaMeta, IlaRouteKey, IlaRouteVal, IlaXlatKey, IlaXlatVal, Reason,
-    ABI_VERSION,
+    ABI_VERSION, META_F_DEV_MAPPINGS, META_F_INPUT_ROUTES, META_F_OUTPUT_ROUTES,
 };
 use crate::error::Error;
 use crate::pinned::{self, Pinned, Suite};
@@ -63,6 +63,7 @@ pub enum Written {
 pub struct IlaState {
     /// The maps, the namespace's cookie and the anchor.
     pub pinned: Pinned,
+    meta: MapHandle,
     xlat: MapHandle,
     routes: MapHandle,
     xlat_stats: MapHandle,
@@ -113,6 +114,7 @@ impl IlaState {
         };
         pinned.ensure_pinned();
         Ok(Some(IlaState {
+            meta: pinned.dup("ila_meta")?,
             xlat: pinned.dup("ila_xlat")?,
             routes: pinned.dup("ila_routes")?,
             xlat_stats: pinned.dup("ila_xlat_stats")?,
@@ -130,6 +132,55 @@ impl IlaState {
     /// One of the maps (for loading the translator with them).
     pub fn map(&self, name: &str) -> Result<&MapHandle, Error> {
         self.pinned.map(name)
+    }
+
+    // ---- ila_meta.flags ------------------------------------------------------------------
+
+    /// The meta record.
+    pub fn meta(&self) -> Result<IlaMeta, Error> {
+        let v = self
+            .meta
+            .lookup(&0u32.to_ne_bytes(), MapFlags::ANY)
+            .map_err(Error::libbpf("read ila_meta"))?
+            .unwrap_or_default();
+        IlaMeta::from_bytes(&v).ok_or_else(|| {
+            Error::io(
+                "read ila_meta",
+                std::io::Error::from_raw_os_error(libc::EINVAL),
+            )
+        })
+    }
+
+    fn set_flags(&self, set: u32, clear: u32) -> Result<(), Error> {
+        let mut m = self.meta()?;
+        let flags = (m.flags | set) & !clear;
+        if flags == m.flags {
+            return Ok(());
+        }
+        m.flags = flags;
+        self.meta
+            .update(&0u32.to_ne_bytes(), m.as_bytes(), MapFlags::ANY)
+            .map_err(Error::libbpf("write ila_meta"))
+    }
+
+    /// Clear the flags of the kinds of entries the tables no longer hold (after deletes;
+    /// a set flag without its entries only costs the programs a lookup).
+    pub fn settle_flags(&self) -> Result<(), Error> {
+        let dev = self.mappings()?.iter().any(|m| m.ifindex != 0);
+        let routes = self.routes()?;
+        let input = routes.iter().any(|r| r.hook_type == HookType::Input);
+        let output = routes.iter().any(|r| r.hook_type == HookType::Output);
+        let mut clear = 0;
+        if !dev {
+            clear |= META_F_DEV_MAPPINGS;
+        }
+        if !input {
+            clear |= META_F_INPUT_ROUTES;
+        }
+        if !output {
+            clear |= META_F_OUTPUT_ROUTES;
+        }
+        self.set_flags(0, clear)
     }
 
     // ---- ila xlat ------------------------------------------------------------------------
@@ -170,6 +221,10 @@ impl IlaState {
             (Some(_), true) => Written::Replaced,
             (None, _) => Written::Added,
         };
+        if m.ifindex != 0 {
+            // before the entry: the programs must look for it from its first packet
+            self.set_flags(META_F_DEV_MAPPINGS, 0)?;
+        }
         let flags = if outcome == Written::Added {
             // counters of an earlier mapping with this key are not this one's
             self.xlat_stats.delete(key.as_bytes()).or_else(|e| {
@@ -260,6 +315,13 @@ impl IlaState {
             (Some(_), true) => Written::Replaced,
             (None, _) => Written::Added,
         };
+        self.set_flags(
+            match r.hook_type {
+                HookType::Input => META_F_INPUT_ROUTES,
+                HookType::Output => META_F_OUTPUT_ROUTES,
+            },
+            0,
+        )?;
         let flags = if outcome == Written::Added {
             self.route_stats.delete(key.as_bytes()).or_else(|e| {
                 if not_found(&e) {

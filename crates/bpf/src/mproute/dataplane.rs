@@ -43,7 +43,7 @@ use crate::attach::prog_name;
 /// Our programs, for [`attach::ours_on`].
 const PROGRAMS: attach::Programs = attach::Programs {
     xdp: XDP_PROG,
-    tc_ingress: TC_PROG,
+    tc_ingress: &[TC_PROG],
     tc_egress: None,
 };
 
