@@ -1,4 +1,5 @@
-//! `cargo xtask demo`: mproute in throwaway namespaces R (router), A, B and a client C.
+//! `cargo xtask demo`: mproute in throwaway namespaces R (router), A, B and a client C; then
+//! ila between two more, IA and IB (see [`ila_demo`]).
 //!
 //! ```text
 //!   A: eth0 10.1.0.2/24 2001:db8:1::2/64 ── va  R  vb ── B: eth0 10.2.0.2/24 2001:db8:2::2/64
@@ -105,7 +106,7 @@ fn step(program: &Path, shown: &str, args: &[&str]) -> Result<()> {
 pub fn demo() -> Result<()> {
     crate::setup::setup()?;
     let root = util::repo_root()?;
-    util::run_cargo(&root, &["build", "-p", "mproute"])?;
+    util::run_cargo(&root, &["build", "-p", "mproute", "-p", "ila"])?;
     let mproute: PathBuf = util::target_dir(&root).join("debug/mproute");
     if !mproute.is_file() {
         bail!("{} not found after the build", mproute.display());
@@ -204,6 +205,181 @@ pub fn demo() -> Result<()> {
 
     m(&["flush"])?;
     step(ip, "ip", &["-n", r, "route", "show"])?;
+    drop(topo);
+    ila_demo(&util::target_dir(&root).join("debug/ila"))?;
     println!("demo: ok");
+    Ok(())
+}
+
+/// Identifier-Locator Addressing between two namespaces, with ila's BPF translator (this
+/// kernel has no ILA module):
+///
+/// ```text
+///   IA va 2001:db8:a::1/64 ------ vb 2001:db8:a::2/64 IB
+///      route SIR_B loc 2001:db8:ff:1      ILA address 2001:db8:ff:1:2000::b on vb
+///      (egress: SIR -> ILA)               SIR address 2001:db8:1:2:2000::b on lo
+///                                         xlat loc_match 2001:db8:ff:1 loc 2001:db8:1:2
+/// ```
+///
+/// IA pings B's SIR address; the wire between them carries B's ILA address; IB's ingress
+/// program takes it back to the SIR address before the stack sees it.
+fn ila_demo(ila: &Path) -> Result<()> {
+    if !ila.is_file() {
+        bail!("{} not found after the build", ila.display());
+    }
+    let a = netns("ia")?;
+    let b = netns("ib")?;
+    println!(
+        "demo: ILA: namespaces IA={} IB={} (removed at the end)",
+        a.name(),
+        b.name()
+    );
+    let (an, bn) = (a.name(), b.name());
+    util::ip(&[
+        "-n", an, "link", "add", "va", "type", "veth", "peer", "name", "vb", "netns", bn,
+    ])?;
+    for (ns, dev) in [(an, "va"), (bn, "vb")] {
+        util::ip(&["-n", ns, "link", "set", dev, "up"])?;
+    }
+    util::ip(&[
+        "-n",
+        an,
+        "addr",
+        "add",
+        "2001:db8:a::1/64",
+        "dev",
+        "va",
+        "nodad",
+    ])?;
+    util::ip(&[
+        "-n",
+        bn,
+        "addr",
+        "add",
+        "2001:db8:a::2/64",
+        "dev",
+        "vb",
+        "nodad",
+    ])?;
+    util::ip(&[
+        "-n",
+        bn,
+        "addr",
+        "add",
+        "2001:db8:ff:1:2000::b/64",
+        "dev",
+        "vb",
+        "nodad",
+    ])?;
+    util::ip(&[
+        "-n",
+        bn,
+        "addr",
+        "add",
+        "2001:db8:1:2:2000::b/128",
+        "dev",
+        "lo",
+    ])?;
+    util::ip(&[
+        "-n",
+        an,
+        "route",
+        "add",
+        "2001:db8:ff:1::/64",
+        "via",
+        "2001:db8:a::2",
+    ])?;
+    let i = |ns: &str, args: &[&str]| -> Result<()> {
+        let mut all = vec!["-n", ns];
+        all.extend_from_slice(args);
+        step(ila, "ila", &all)
+    };
+    // the kernel's ILA module is not there: ila says so, and auto takes the BPF translator
+    let mut k = Command::new(ila);
+    k.args(["-n", bn, "--backend", "kernel", "xlat", "show"]);
+    println!("+ ila -n IB --backend kernel xlat show   (expected to fail here)");
+    let out = k.output().context("run ila")?;
+    print!("{}", String::from_utf8_lossy(&out.stderr));
+    if out.status.code() != Some(2) {
+        bail!("--backend kernel without the ILA module should exit 2");
+    }
+    i(
+        bn,
+        &[
+            "xlat",
+            "add",
+            "loc_match",
+            "2001:db8:ff:1",
+            "loc",
+            "2001:db8:1:2",
+            "csum-mode",
+            "neutral-map-auto",
+        ],
+    )?;
+    i(bn, &["dataplane", "attach", "dev", "vb", "ingress"])?;
+    i(
+        an,
+        &[
+            "route",
+            "add",
+            "2001:db8:1:2:2000::b",
+            "loc",
+            "2001:db8:ff:1",
+            "csum-mode",
+            "neutral-map-auto",
+        ],
+    )?;
+    i(an, &["dataplane", "attach", "dev", "va", "egress"])?;
+    i(an, &["route", "show"])?;
+    step(
+        Path::new("ip"),
+        "ip",
+        &["-n", an, "-6", "route", "show", "proto", "ila"],
+    )?;
+    // the wire between them carries the ILA address
+    let mut dump = Command::new("ip");
+    dump.args([
+        "netns",
+        "exec",
+        an,
+        "tcpdump",
+        "-l",
+        "-n",
+        "-i",
+        "va",
+        "-c",
+        "2",
+        "icmp6 and ip6[40] == 128",
+    ]);
+    dump.stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null());
+    let capture = dump.spawn().context("start tcpdump")?;
+    std::thread::sleep(std::time::Duration::from_millis(700));
+    println!("+ ip netns exec IA ping -c 3 2001:db8:1:2:2000::b");
+    run(Command::new("ip").args([
+        "netns",
+        "exec",
+        an,
+        "ping",
+        "-6",
+        "-c",
+        "3",
+        "-i",
+        "0.3",
+        "2001:db8:1:2:2000::b",
+    ]))?;
+    let seen = capture.wait_with_output().context("tcpdump")?;
+    println!("demo: on IA's wire (tcpdump -i va):");
+    let wire = String::from_utf8_lossy(&seen.stdout);
+    print!("{wire}");
+    if !wire.contains("2001:db8:ff:1:") {
+        bail!("the echo requests did not leave IA with B's ILA address");
+    }
+    i(bn, &["-s", "xlat", "show"])?;
+    i(bn, &["-j", "-p", "xlat", "show"])?;
+    i(an, &["-s", "route", "show"])?;
+    i(bn, &["dataplane", "show"])?;
+    i(an, &["route", "flush"])?;
+    i(bn, &["xlat", "flush"])?;
     Ok(())
 }
