@@ -880,3 +880,37 @@ fn dataplane_sides_and_hooks() {
     let o = ILA.at(&p.b, &["dataplane", "attach", "dev", "vb", "xdp", "egress"]);
     assert_eq!(o.status.code(), Some(1), "{o:?}");
 }
+
+/// A mapping's counters are its own: they count what it translated, survive a replace, and a
+/// mapping deleted and added again (whose counter slot is reused) starts from zero.
+#[test]
+fn counters_belong_to_their_entry() {
+    let p = Pair::new("ila-c");
+    let add = ["xlat", "add", "loc_match", LOC_B, "loc", SIR_NET];
+    ILA.ok(&p.b, &add);
+    ILA.ok(&p.b, &["dataplane", "attach", "dev", "vb", "ingress"]);
+    let packets = || ILA.json(&p.b, &["-s", "xlat", "show"])[0]["packets"].as_u64();
+    assert_eq!(packets(), Some(0));
+    // A sends to B's ILA address: B maps it (the echo replies come from the SIR address, which
+    // ping does not take for its own; the count is the point)
+    let _ =
+        p.a.exec("ping", &["-6", "-c", "3", "-i", "0.2", "-W", "1", ILA_B]);
+    assert_eq!(packets(), Some(3));
+    ILA.ok(
+        &p.b,
+        &[
+            "xlat",
+            "replace",
+            "loc_match",
+            LOC_B,
+            "loc",
+            SIR_NET,
+            "csum-mode",
+            "neutral-map-auto",
+        ],
+    );
+    assert_eq!(packets(), Some(3), "a replace keeps the counters");
+    ILA.ok(&p.b, &["xlat", "del", "loc_match", LOC_B]);
+    ILA.ok(&p.b, &add);
+    assert_eq!(packets(), Some(0), "a new mapping counts from zero");
+}

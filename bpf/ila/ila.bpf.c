@@ -83,10 +83,22 @@ static __always_inline void count(struct ila_counter *c, __u32 len)
 	}
 }
 
-static __always_inline void count_xlat(const struct ila_xlat_key *k, __u32 len)
+/* A mapping's or route's counter slot, if it has one. */
+static __always_inline struct ila_counter *slot_counter(__u32 slot)
 {
-	struct ila_counter zero = {}, *c = bpf_map_lookup_elem(&ila_xlat_stats, k);
+	return slot ? bpf_map_lookup_elem(&ila_slot_stats, &slot) : 0;
+}
 
+static __always_inline void count_xlat(const struct ila_xlat_key *k,
+				       const struct ila_xlat_val *v, __u32 len)
+{
+	struct ila_counter zero = {}, *c = slot_counter(v->stats_slot);
+
+	if (c) {
+		count(c, len);
+		return;
+	}
+	c = bpf_map_lookup_elem(&ila_xlat_stats, k);
 	if (!c) {
 		bpf_map_update_elem(&ila_xlat_stats, k, &zero, BPF_NOEXIST);
 		c = bpf_map_lookup_elem(&ila_xlat_stats, k);
@@ -97,7 +109,12 @@ static __always_inline void count_xlat(const struct ila_xlat_key *k, __u32 len)
 static __always_inline void count_route(const struct ila_route_val *v, __u32 len)
 {
 	struct ila_route_key k = { .prefixlen = v->prefix_len };
-	struct ila_counter zero = {}, *c;
+	struct ila_counter zero = {}, *c = slot_counter(v->stats_slot);
+
+	if (c) {
+		count(c, len);
+		return;
+	}
 
 	__builtin_memcpy(k.addr, v->prefix, 16);
 	c = bpf_map_lookup_elem(&ila_route_stats, &k);
@@ -257,7 +274,7 @@ int ila_in_xdp(struct xdp_md *ctx)
 	m = find_mapping((const __u8 *)&ip6->daddr, ctx->ingress_ifindex, &k, flags);
 	if (m) {
 		xdp_translate(ctx, ip6, end, m->locator, m->csum_mode, 0, &pending);
-		count_xlat(&k, len);
+		count_xlat(&k, m, len);
 		count_reason(ILA_R_XLAT_IN);
 	}
 	r = find_route((const __u8 *)&ip6->daddr, ILA_HOOK_ROUTE_INPUT, flags);
@@ -501,7 +518,7 @@ int ila_in_tc(struct __sk_buff *skb)
 		summed = skb_summed(skb);
 	if (m) {
 		ip6 = tc_in_translate(skb, off, ip6, m->locator, m->csum_mode, 0, summed);
-		count_xlat(&k, skb->len);
+		count_xlat(&k, m, skb->len);
 		count_reason(ILA_R_XLAT_IN);
 		if (!ip6)
 			return TCX_NEXT;

@@ -29,6 +29,7 @@ int ila_anchor(struct __sk_buff *skb)
 		    bpf_map_lookup_elem(&ila_routes, &rk) &&
 		    bpf_map_lookup_elem(&ila_xlat_stats, &xk) &&
 		    bpf_map_lookup_elem(&ila_route_stats, &rk) &&
+		    bpf_map_lookup_elem(&ila_slot_stats, &k) &&
 		    bpf_map_lookup_elem(&ila_reasons, &k))
 			return TCX_NEXT;
 	}

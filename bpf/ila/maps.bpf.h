@@ -34,6 +34,13 @@ struct {
 } ila_routes SEC(".maps");
 
 struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, ILA_STATS_SLOTS);
+	__type(key, __u32);
+	__type(value, struct ila_counter);
+} ila_slot_stats SEC(".maps");
+
+struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
 	__uint(max_entries, ILA_MAX_MAPPINGS);
 	__uint(map_flags, BPF_F_NO_PREALLOC);

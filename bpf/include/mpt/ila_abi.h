@@ -22,11 +22,17 @@
 #endif
 
 /* Bump on ANY layout or semantic change of the structs below. */
-#define ILA_ABI_VERSION 2
+#define ILA_ABI_VERSION 3
 
 /* max_entries of the tables and their counters. */
 #define ILA_MAX_MAPPINGS (1 << 16)
 #define ILA_MAX_ROUTES (1 << 16)
+/*
+ * Slots of ila_slot_stats, the per-CPU array the first mappings and routes count
+ * in (slot 0 is none: such an entry counts in ila_xlat_stats or ila_route_stats, a
+ * per-CPU hash, a lookup more per packet). Shared by mappings and routes.
+ */
+#define ILA_STATS_SLOTS 8192
 
 /* ILA_CSUM_* (include/uapi/linux/ila.h) */
 #define ILA_CSUM_ADJUST_TRANSPORT 0
@@ -71,7 +77,8 @@ struct ila_xlat_val {
 	__u8 locator[8];  /* what the destination's upper 64 bits become */
 	__u8 csum_mode;   /* ILA_CSUM_* */
 	__u8 ident_type;  /* ILA_ATYPE_* (kept, not acted on: the kernel's table does not either) */
-	__u8 pad[6];
+	__u8 pad[2];
+	__u32 stats_slot; /* its counter in ila_slot_stats, 0: in ila_xlat_stats */
 };
 
 /*
@@ -96,9 +103,10 @@ struct ila_route_val {
 	__u8 pad;
 	__u32 prefix_len; /* the route's key: its length, */
 	__u8 prefix[16];  /* and its prefix (host bits zero) */
+	__u32 stats_slot; /* its counter in ila_slot_stats, 0: in ila_route_stats */
 };
 
-/* Per-CPU counters of one mapping (ila_xlat_stats) or route (ila_route_stats). */
+/* Per-CPU counters of one mapping or route (ila_slot_stats, ila_xlat_stats, ila_route_stats). */
 struct ila_counter {
 	__u64 packets;
 	__u64 bytes;
@@ -128,9 +136,11 @@ ILA__ABI_ASSERT(ILA__OFF(ila_xlat_key, ifindex) == 8, "ila_xlat_key.ifindex offs
 ILA__ABI_ASSERT(sizeof(struct ila_xlat_val) == 16, "sizeof(struct ila_xlat_val)");
 ILA__ABI_ASSERT(ILA__OFF(ila_xlat_val, csum_mode) == 8, "ila_xlat_val.csum_mode offset");
 ILA__ABI_ASSERT(ILA__OFF(ila_xlat_val, ident_type) == 9, "ila_xlat_val.ident_type offset");
+ILA__ABI_ASSERT(ILA__OFF(ila_xlat_val, stats_slot) == 12, "ila_xlat_val.stats_slot offset");
 ILA__ABI_ASSERT(sizeof(struct ila_route_key) == 20, "sizeof(struct ila_route_key)");
 ILA__ABI_ASSERT(ILA__OFF(ila_route_key, addr) == 4, "ila_route_key.addr offset");
-ILA__ABI_ASSERT(sizeof(struct ila_route_val) == 32, "sizeof(struct ila_route_val)");
+ILA__ABI_ASSERT(sizeof(struct ila_route_val) == 36, "sizeof(struct ila_route_val)");
+ILA__ABI_ASSERT(ILA__OFF(ila_route_val, stats_slot) == 32, "ila_route_val.stats_slot offset");
 ILA__ABI_ASSERT(ILA__OFF(ila_route_val, csum_mode) == 8, "ila_route_val.csum_mode offset");
 ILA__ABI_ASSERT(ILA__OFF(ila_route_val, hook_type) == 10, "ila_route_val.hook_type offset");
 ILA__ABI_ASSERT(ILA__OFF(ila_route_val, prefix_len) == 12, "ila_route_val.prefix_len offset");

@@ -534,14 +534,16 @@ fn test_run_costs(b: &Netns, tx_ns: f64) -> Result<()> {
             };
             maps.ila_meta
                 .update(&0u32.to_ne_bytes(), meta.as_bytes(), MapFlags::ANY)?;
-            maps.ila_xlat.update(
-                IlaXlatKey::of(&m).as_bytes(),
-                IlaXlatVal::of(&m).as_bytes(),
-                MapFlags::ANY,
-            )?;
+            // counting in slots 1 and 2, as the tool's first entries do
+            let mut mv = IlaXlatVal::of(&m);
+            mv.stats_slot = 1;
+            let mut rv = IlaRouteVal::of(&r);
+            rv.stats_slot = 2;
+            maps.ila_xlat
+                .update(IlaXlatKey::of(&m).as_bytes(), mv.as_bytes(), MapFlags::ANY)?;
             maps.ila_routes.update(
                 IlaRouteKey::of(r.dst).as_bytes(),
-                IlaRouteVal::of(&r).as_bytes(),
+                rv.as_bytes(),
                 MapFlags::ANY,
             )?;
             let frame = |dst: &str| {

@@ -666,7 +666,8 @@ fn ila_structs_match_btf() {
             locator,
             csum_mode,
             ident_type,
-            pad
+            pad,
+            stats_slot
         }),
     );
     check(
@@ -684,7 +685,8 @@ fn ila_structs_match_btf() {
             hook_type,
             pad,
             prefix_len,
-            prefix
+            prefix,
+            stats_slot
         }),
     );
     check(
@@ -725,6 +727,14 @@ fn ila_map_definitions_match_abi() {
             value_size: IlaRouteVal::SIZE,
             max_entries: ila::MAX_ROUTES,
             flags: BPF_F_NO_PREALLOC,
+        },
+        MapDef {
+            name: "ila_slot_stats",
+            ty: MapType::PercpuArray,
+            key_size: u32_size,
+            value_size: IlaCounter::SIZE,
+            max_entries: ila::STATS_SLOTS,
+            flags: 0,
         },
         MapDef {
             name: "ila_xlat_stats",
@@ -785,6 +795,10 @@ fn ila_header_constants_match_rust() {
         u64::from(ila::MAX_MAPPINGS)
     );
     assert_eq!(header_define("ILA_MAX_ROUTES"), u64::from(ila::MAX_ROUTES));
+    assert_eq!(
+        header_define("ILA_STATS_SLOTS"),
+        u64::from(ila::STATS_SLOTS)
+    );
     for (name, m) in [
         ("ILA_CSUM_ADJUST_TRANSPORT", CsumMode::AdjustTransport),
         ("ILA_CSUM_NEUTRAL_MAP", CsumMode::NeutralMap),

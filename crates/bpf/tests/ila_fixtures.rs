@@ -155,8 +155,14 @@ impl Fx<'_> {
         out.data
     }
 
-    /// Make the tables exactly these.
+    /// Make the tables exactly these (their counters in the per-CPU hashes).
     fn set(&self, mappings: &[Mapping], routes: &[RouteSpec]) {
+        self.set_with(mappings, routes, false);
+    }
+
+    /// Make the tables exactly these; with `slotted`, entry i counts in slot i + 1 of
+    /// `ila_slot_stats` (mappings first), as the tool gives the first entries.
+    fn set_with(&self, mappings: &[Mapping], routes: &[RouteSpec], slotted: bool) {
         let m = &self.skel.maps;
         for k in m.ila_xlat.keys().collect::<Vec<_>>() {
             m.ila_xlat.delete(&k).expect("clear ila_xlat");
@@ -183,24 +189,42 @@ impl Fx<'_> {
         m.ila_meta
             .update(&0u32.to_ne_bytes(), meta.as_bytes(), MapFlags::ANY)
             .expect("write ila_meta");
+        let mut slot = 0u32;
+        let mut next = || {
+            if slotted {
+                slot += 1;
+            }
+            slot
+        };
         for x in mappings {
+            let mut v = IlaXlatVal::of(x);
+            v.stats_slot = next();
             m.ila_xlat
-                .update(
-                    IlaXlatKey::of(x).as_bytes(),
-                    IlaXlatVal::of(x).as_bytes(),
-                    MapFlags::ANY,
-                )
+                .update(IlaXlatKey::of(x).as_bytes(), v.as_bytes(), MapFlags::ANY)
                 .expect("write ila_xlat");
         }
         for r in routes {
+            let mut v = IlaRouteVal::of(r);
+            v.stats_slot = next();
             m.ila_routes
                 .update(
                     IlaRouteKey::of(r.dst).as_bytes(),
-                    IlaRouteVal::of(r).as_bytes(),
+                    v.as_bytes(),
                     MapFlags::ANY,
                 )
                 .expect("write ila_routes");
         }
+    }
+
+    /// The counter of slot `slot` of `ila_slot_stats`.
+    fn slot_counter(&self, slot: u32) -> IlaCounter {
+        self.skel
+            .maps
+            .ila_slot_stats
+            .lookup_percpu(&slot.to_ne_bytes(), MapFlags::ANY)
+            .expect("read ila_slot_stats")
+            .map(|v| mpt_bpf::ila::abi::sum_percpu(&v))
+            .unwrap_or_default()
     }
 
     fn reasons(&self) -> [u64; R_MAX as usize] {
@@ -674,7 +698,18 @@ fn table_semantics() {
 /// Counters: a mapping's and a route's packets and bytes, and one reason per packet.
 #[test]
 fn counters_and_reasons() {
-    with_fixture(|fx| {
+    counters_case(false);
+}
+
+/// The same with the entries' counters in slots of the per-CPU array, as the tool gives the
+/// first 8191 entries (and nothing counted in the hashes).
+#[test]
+fn counters_in_slots() {
+    counters_case(true);
+}
+
+fn counters_case(slotted: bool) {
+    with_fixture(move |fx| {
         let m = mapping(
             "2001:db8:ff:1",
             "2001:db8:1:2",
@@ -687,7 +722,7 @@ fn counters_and_reasons() {
             CsumMode::AdjustTransport,
             HookType::Output,
         );
-        fx.set(&[m], &[r]);
+        fx.set_with(&[m], &[r], slotted);
         let before = fx.reasons();
         let f = frame(L4::Tcp, addr("2001:db8:ff:1:2000::7"));
         for _ in 0..3 {
@@ -717,19 +752,31 @@ fn counters_and_reasons() {
         .frame();
         fx.run(Prog::InXdp, &frag, fx.a0);
 
-        let c = fx.mapping_counter(&m);
+        let c = if slotted {
+            fx.slot_counter(1)
+        } else {
+            fx.mapping_counter(&m)
+        };
         assert_eq!(c.packets, 5, "mapping packets");
         assert_eq!(
             c.bytes,
             4 * f.len() as u64 + frag.len() as u64,
             "mapping bytes"
         );
-        let c = fx.route_counter(&r);
+        let c = if slotted {
+            fx.slot_counter(2)
+        } else {
+            fx.route_counter(&r)
+        };
         assert_eq!(
             (c.packets, c.bytes),
             (2, 2 * g.len() as u64),
             "route counter"
         );
+        if slotted {
+            assert_eq!(fx.mapping_counter(&m).packets, 0, "counted in the hash too");
+            assert_eq!(fx.route_counter(&r).packets, 0, "counted in the hash too");
+        }
         let after = fx.reasons();
         let delta = |r: Reason| after[r as usize] - before[r as usize];
         assert_eq!(delta(Reason::XlatIn), 5);

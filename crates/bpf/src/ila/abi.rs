@@ -11,7 +11,7 @@ use crate::layout::{assert_layout, impl_bytes};
 use crate::skel::ila::ila_state::types as btf;
 
 /// `ILA_ABI_VERSION`.
-pub const ABI_VERSION: u32 = 2;
+pub const ABI_VERSION: u32 = 3;
 /// `ILA_META_F_DEV_MAPPINGS`: the mappings may include one for a single receiving device.
 pub const META_F_DEV_MAPPINGS: u32 = 1;
 /// `ILA_META_F_INPUT_ROUTES`: the routes may include one of hook type input.
@@ -22,6 +22,8 @@ pub const META_F_OUTPUT_ROUTES: u32 = 4;
 pub const MAX_MAPPINGS: u32 = 1 << 16;
 /// `ILA_MAX_ROUTES`.
 pub const MAX_ROUTES: u32 = 1 << 16;
+/// `ILA_STATS_SLOTS`: slots of `ila_slot_stats` (slot 0: none).
+pub const STATS_SLOTS: u32 = 8192;
 
 /// `struct ila_meta`: the single value (key 0) of `ila_meta`.
 #[repr(C)]
@@ -58,7 +60,9 @@ pub struct IlaXlatVal {
     /// `ILA_ATYPE_*`.
     pub ident_type: u8,
     /// 0.
-    pub pad: [u8; 6],
+    pub pad: [u8; 2],
+    /// Its counter in `ila_slot_stats` (0: in `ila_xlat_stats`).
+    pub stats_slot: u32,
 }
 
 /// `struct ila_route_key`: key of the `ila_routes` LPM trie.
@@ -89,6 +93,8 @@ pub struct IlaRouteVal {
     pub prefix_len: u32,
     /// and its prefix.
     pub prefix: [u8; 16],
+    /// Its counter in `ila_slot_stats` (0: in `ila_route_stats`).
+    pub stats_slot: u32,
 }
 
 /// `struct ila_counter`.
@@ -162,13 +168,14 @@ assert_layout!(IlaXlatVal, btf::ila_xlat_val, 16, {
     locator: [u8; 8] = 0,
     csum_mode: u8 = 8,
     ident_type: u8 = 9,
-    pad: [u8; 6] = 10,
+    pad: [u8; 2] = 10,
+    stats_slot: u32 = 12,
 });
 assert_layout!(IlaRouteKey, btf::ila_route_key, 20, {
     prefixlen: u32 = 0,
     addr: [u8; 16] = 4,
 });
-assert_layout!(IlaRouteVal, btf::ila_route_val, 32, {
+assert_layout!(IlaRouteVal, btf::ila_route_val, 36, {
     locator: [u8; 8] = 0,
     csum_mode: u8 = 8,
     ident_type: u8 = 9,
@@ -176,6 +183,7 @@ assert_layout!(IlaRouteVal, btf::ila_route_val, 32, {
     pad: u8 = 11,
     prefix_len: u32 = 12,
     prefix: [u8; 16] = 16,
+    stats_slot: u32 = 32,
 });
 assert_layout!(IlaCounter, btf::ila_counter, 16, {
     packets: u64 = 0,
@@ -206,6 +214,7 @@ impl_bytes!(IlaXlatVal {
     csum_mode: u8,
     ident_type: u8,
     pad: bytes,
+    stats_slot: u32,
 });
 impl_bytes!(IlaRouteKey {
     prefixlen: u32,
@@ -219,6 +228,7 @@ impl_bytes!(IlaRouteVal {
     pad: u8,
     prefix_len: u32,
     prefix: bytes,
+    stats_slot: u32,
 });
 impl_bytes!(IlaCounter {
     packets: u64,
@@ -243,7 +253,8 @@ impl IlaXlatVal {
             locator: m.locator.0,
             csum_mode: m.csum_mode.as_u8(),
             ident_type: m.ident_type.as_u8(),
-            pad: [0; 6],
+            pad: [0; 2],
+            stats_slot: 0,
         }
     }
     /// The mapping of a key and a value; `None` for a checksum mode this version does not know.
@@ -280,6 +291,7 @@ impl IlaRouteVal {
             pad: 0,
             prefix_len: k.prefixlen,
             prefix: k.addr,
+            stats_slot: 0,
         }
     }
     /// The route it describes; `None` for numbers this version does not know.

@@ -139,6 +139,7 @@ fn load<'o>(
         ("ila_meta", &mut m.ila_meta),
         ("ila_xlat", &mut m.ila_xlat),
         ("ila_routes", &mut m.ila_routes),
+        ("ila_slot_stats", &mut m.ila_slot_stats),
         ("ila_xlat_stats", &mut m.ila_xlat_stats),
         ("ila_route_stats", &mut m.ila_route_stats),
         ("ila_reasons", &mut m.ila_reasons),

@@ -17,7 +17,7 @@ use mpt_model::ila::{HookType, Mapping, RouteSpec};
 
 use super::abi::{
     sum_percpu, IlaCounter, IlaMeta, IlaRouteKey, IlaRouteVal, IlaXlatKey, IlaXlatVal, Reason,
-    ABI_VERSION, META_F_DEV_MAPPINGS, META_F_INPUT_ROUTES, META_F_OUTPUT_ROUTES,
+    ABI_VERSION, META_F_DEV_MAPPINGS, META_F_INPUT_ROUTES, META_F_OUTPUT_ROUTES, STATS_SLOTS,
 };
 use crate::error::Error;
 use crate::pinned::{self, Pinned, Suite};
@@ -28,6 +28,7 @@ pub const STATE_MAPS: &[&str] = &[
     "ila_meta",
     "ila_xlat",
     "ila_routes",
+    "ila_slot_stats",
     "ila_xlat_stats",
     "ila_route_stats",
     "ila_reasons",
@@ -66,9 +67,13 @@ pub struct IlaState {
     meta: MapHandle,
     xlat: MapHandle,
     routes: MapHandle,
+    slot_stats: MapHandle,
     xlat_stats: MapHandle,
     route_stats: MapHandle,
     reasons: MapHandle,
+    /// Which `ila_slot_stats` slots mappings and routes hold, from their values: read on
+    /// first use, written through (writes hold the namespace lock).
+    slots: std::sync::Mutex<Option<Vec<bool>>>,
 }
 
 /// Load the anchor object, reusing the pins of `pins` or initialising `ila_meta` for `cookie`.
@@ -117,6 +122,8 @@ impl IlaState {
             meta: pinned.dup("ila_meta")?,
             xlat: pinned.dup("ila_xlat")?,
             routes: pinned.dup("ila_routes")?,
+            slot_stats: pinned.dup("ila_slot_stats")?,
+            slots: std::sync::Mutex::new(None),
             xlat_stats: pinned.dup("ila_xlat_stats")?,
             route_stats: pinned.dup("ila_route_stats")?,
             reasons: pinned.dup("ila_reasons")?,
@@ -183,17 +190,85 @@ impl IlaState {
         self.set_flags(0, clear)
     }
 
+    // ---- counter slots --------------------------------------------------------------------
+
+    /// Take the lowest free slot of `ila_slot_stats`, its counters zeroed; 0 when all are
+    /// taken (the entry then counts in its per-CPU hash).
+    fn take_slot(&self) -> Result<u32, Error> {
+        let mut guard = self.slots.lock().unwrap_or_else(|e| e.into_inner());
+        if guard.is_none() {
+            let mut taken = vec![false; STATS_SLOTS as usize];
+            taken[0] = true;
+            for k in self.xlat.keys() {
+                if let Some(v) =
+                    IlaXlatKey::from_bytes(&k).and_then(|k| self.xlat_val(&k).ok().flatten())
+                {
+                    if let Some(t) = taken.get_mut(v.stats_slot as usize) {
+                        *t = true;
+                    }
+                }
+            }
+            for k in self.routes.keys() {
+                if let Some(v) =
+                    IlaRouteKey::from_bytes(&k).and_then(|k| self.route_val(&k).ok().flatten())
+                {
+                    if let Some(t) = taken.get_mut(v.stats_slot as usize) {
+                        *t = true;
+                    }
+                }
+            }
+            *guard = Some(taken);
+        }
+        let Some(taken) = guard.as_mut() else {
+            return Ok(0);
+        };
+        let Some(slot) = taken.iter().position(|t| !t) else {
+            return Ok(0);
+        };
+        let cpus = libbpf_rs::num_possible_cpus().map_err(Error::libbpf("count the CPUs"))?;
+        let zero = vec![vec![0u8; IlaCounter::SIZE]; cpus];
+        let slot = slot as u32;
+        self.slot_stats
+            .update_percpu(&slot.to_ne_bytes(), &zero, MapFlags::ANY)
+            .map_err(Error::libbpf("reset a counter slot"))?;
+        taken[slot as usize] = true;
+        Ok(slot)
+    }
+
+    /// Give a slot back.
+    fn free_slot(&self, slot: u32) {
+        if slot == 0 {
+            return;
+        }
+        let mut guard = self.slots.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(t) = guard.as_mut().and_then(|v| v.get_mut(slot as usize)) {
+            *t = false;
+        }
+    }
+
+    /// The counter of a slot, summed over CPUs.
+    fn slot_counter(&self, slot: u32) -> Result<IlaCounter, Error> {
+        Ok(self
+            .slot_stats
+            .lookup_percpu(&slot.to_ne_bytes(), MapFlags::ANY)
+            .map_err(Error::libbpf("read ila_slot_stats"))?
+            .map(|v| sum_percpu(&v))
+            .unwrap_or_default())
+    }
+
     // ---- ila xlat ------------------------------------------------------------------------
 
-    /// The mapping for a locator match and device (0: any), exactly that key.
-    pub fn mapping(&self, key: &IlaXlatKey) -> Result<Option<Mapping>, Error> {
+    fn xlat_val(&self, key: &IlaXlatKey) -> Result<Option<IlaXlatVal>, Error> {
         let v = self
             .xlat
             .lookup(key.as_bytes(), MapFlags::ANY)
             .map_err(Error::libbpf("read ila_xlat"))?;
-        Ok(v.as_deref()
-            .and_then(IlaXlatVal::from_bytes)
-            .and_then(|v| v.mapping(key)))
+        Ok(v.as_deref().and_then(IlaXlatVal::from_bytes))
+    }
+
+    /// The mapping for a locator match and device (0: any), exactly that key.
+    pub fn mapping(&self, key: &IlaXlatKey) -> Result<Option<Mapping>, Error> {
+        Ok(self.xlat_val(key)?.and_then(|v| v.mapping(key)))
     }
 
     /// Every mapping.
@@ -213,8 +288,9 @@ impl IlaState {
     /// Add a mapping (`replace`: or overwrite the one with its key).
     pub fn put_mapping(&self, m: &Mapping, replace: bool) -> Result<Written, Error> {
         let key = IlaXlatKey::of(m);
-        let val = IlaXlatVal::of(m);
-        let old = self.mapping(&key)?;
+        let mut val = IlaXlatVal::of(m);
+        let raw = self.xlat_val(&key)?;
+        let old = raw.and_then(|v| v.mapping(&key));
         let outcome = match (&old, replace) {
             (Some(_), false) => return Ok(Written::Exists),
             (Some(o), true) if o == m => return Ok(Written::Unchanged),
@@ -234,24 +310,37 @@ impl IlaState {
                     Err(Error::libbpf("reset ila_xlat_stats")(e))
                 }
             })?;
+            val.stats_slot = self.take_slot()?;
             MapFlags::NO_EXIST
         } else {
+            // a replace keeps the counters
+            val.stats_slot = raw.map_or(0, |r| r.stats_slot);
             MapFlags::EXIST
         };
         match self.xlat.update(key.as_bytes(), val.as_bytes(), flags) {
             Ok(()) => Ok(outcome),
             // another writer got there first (commands hold the namespace lock: only a tool
             // that does not)
-            Err(e) if e.kind() == libbpf_rs::ErrorKind::AlreadyExists => Ok(Written::Exists),
-            Err(e) => Err(Error::libbpf("write ila_xlat")(e)),
+            Err(e) if e.kind() == libbpf_rs::ErrorKind::AlreadyExists => {
+                self.free_slot(val.stats_slot);
+                Ok(Written::Exists)
+            }
+            Err(e) => {
+                if outcome == Written::Added {
+                    self.free_slot(val.stats_slot);
+                }
+                Err(Error::libbpf("write ila_xlat")(e))
+            }
         }
     }
 
     /// Delete the mapping with this key; `false` if there was none.
     pub fn delete_mapping(&self, key: &IlaXlatKey) -> Result<bool, Error> {
+        let slot = self.xlat_val(key)?.map_or(0, |v| v.stats_slot);
         match self.xlat.delete(key.as_bytes()) {
             Ok(()) => {
                 let _ = self.xlat_stats.delete(key.as_bytes());
+                self.free_slot(slot);
                 Ok(true)
             }
             Err(e) if not_found(&e) => Ok(false),
@@ -261,6 +350,13 @@ impl IlaState {
 
     /// Packets and bytes translated by the mapping with this key.
     pub fn mapping_counter(&self, key: &IlaXlatKey) -> Result<IlaCounter, Error> {
+        if let Some(slot) = self
+            .xlat_val(key)?
+            .map(|v| v.stats_slot)
+            .filter(|s| *s != 0)
+        {
+            return self.slot_counter(slot);
+        }
         Ok(self
             .xlat_stats
             .lookup_percpu(key.as_bytes(), MapFlags::ANY)
@@ -271,15 +367,18 @@ impl IlaState {
 
     // ---- ila route -----------------------------------------------------------------------
 
-    /// The route for exactly this prefix.
-    pub fn route(&self, dst: Ipv6Net) -> Result<Option<RouteSpec>, Error> {
-        let key = IlaRouteKey::of(dst);
+    fn route_val(&self, key: &IlaRouteKey) -> Result<Option<IlaRouteVal>, Error> {
         let v = self
             .routes
             .lookup(key.as_bytes(), MapFlags::ANY)
             .map_err(Error::libbpf("read ila_routes"))?;
-        Ok(v.as_deref()
-            .and_then(IlaRouteVal::from_bytes)
+        Ok(v.as_deref().and_then(IlaRouteVal::from_bytes))
+    }
+
+    /// The route for exactly this prefix.
+    pub fn route(&self, dst: Ipv6Net) -> Result<Option<RouteSpec>, Error> {
+        Ok(self
+            .route_val(&IlaRouteKey::of(dst))?
             .and_then(|v| v.route()))
     }
 
@@ -308,7 +407,9 @@ impl IlaState {
     /// Add a route (`replace`: or overwrite the one for its prefix).
     pub fn put_route(&self, r: &RouteSpec, replace: bool) -> Result<Written, Error> {
         let key = IlaRouteKey::of(r.dst);
-        let old = self.route(r.dst)?;
+        let raw = self.route_val(&key)?;
+        let old = raw.and_then(|v| v.route());
+        let mut val = IlaRouteVal::of(r);
         let outcome = match (&old, replace) {
             (Some(_), false) => return Ok(Written::Exists),
             (Some(o), true) if o == r => return Ok(Written::Unchanged),
@@ -330,26 +431,35 @@ impl IlaState {
                     Err(Error::libbpf("reset ila_route_stats")(e))
                 }
             })?;
+            val.stats_slot = self.take_slot()?;
             MapFlags::NO_EXIST
         } else {
+            val.stats_slot = raw.map_or(0, |r| r.stats_slot);
             MapFlags::EXIST
         };
-        match self
-            .routes
-            .update(key.as_bytes(), IlaRouteVal::of(r).as_bytes(), flags)
-        {
+        match self.routes.update(key.as_bytes(), val.as_bytes(), flags) {
             Ok(()) => Ok(outcome),
-            Err(e) if e.kind() == libbpf_rs::ErrorKind::AlreadyExists => Ok(Written::Exists),
-            Err(e) => Err(Error::libbpf("write ila_routes")(e)),
+            Err(e) if e.kind() == libbpf_rs::ErrorKind::AlreadyExists => {
+                self.free_slot(val.stats_slot);
+                Ok(Written::Exists)
+            }
+            Err(e) => {
+                if outcome == Written::Added {
+                    self.free_slot(val.stats_slot);
+                }
+                Err(Error::libbpf("write ila_routes")(e))
+            }
         }
     }
 
     /// Delete the route for this prefix; `false` if there was none.
     pub fn delete_route(&self, dst: Ipv6Net) -> Result<bool, Error> {
         let key = IlaRouteKey::of(dst);
+        let slot = self.route_val(&key)?.map_or(0, |v| v.stats_slot);
         match self.routes.delete(key.as_bytes()) {
             Ok(()) => {
                 let _ = self.route_stats.delete(key.as_bytes());
+                self.free_slot(slot);
                 Ok(true)
             }
             Err(e) if not_found(&e) => Ok(false),
@@ -360,6 +470,13 @@ impl IlaState {
     /// Packets and bytes translated by the route for this prefix.
     pub fn route_counter(&self, dst: Ipv6Net) -> Result<IlaCounter, Error> {
         let key = IlaRouteKey::of(dst);
+        if let Some(slot) = self
+            .route_val(&key)?
+            .map(|v| v.stats_slot)
+            .filter(|s| *s != 0)
+        {
+            return self.slot_counter(slot);
+        }
         Ok(self
             .route_stats
             .lookup_percpu(key.as_bytes(), MapFlags::ANY)
