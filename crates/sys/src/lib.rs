@@ -1,6 +1,8 @@
 //! `mpt-sys`: the system calls our tools need that are neither netlink nor BPF: entering network
 //! namespaces and telling them apart ([`netns`]), interface names and addresses ([`iface`]),
-//! `/proc/sys/net` settings ([`sysctl`]) and ethtool ioctls ([`ethtool`]).
+//! `/proc/sys/net` settings ([`sysctl`]), ethtool ioctls ([`ethtool`]), AF_PACKET sockets with
+//! their fanout groups, counters and `TPACKET_V3` rings ([`packet`]), and which processes hold
+//! a socket ([`procfd`]).
 //!
 //! Boundary: every `unsafe` call of this kind lives here, behind safe functions that return
 //! typed errors naming what was attempted; the tools' binaries hold none. Everything acts in the
@@ -10,6 +12,8 @@ pub mod error;
 pub mod ethtool;
 pub mod iface;
 pub mod netns;
+pub mod packet;
+pub mod procfd;
 pub mod sysctl;
 
 pub use error::Error;
