@@ -12,8 +12,9 @@
 //! - [`error`]: typed errors with a kind to choose a hint from.
 //!
 //! Then one module per tool's programs and maps ([`mproute`], [`ila`]), whose structs are defined once in
-//! `bpf/include/mpt/*_abi.h` and mirrored with size and offset checks; and the generated
-//! skeletons ([`skel`]).
+//! `bpf/include/mpt/*_abi.h` and mirrored with size and offset checks; [`pfanout`], the
+//! steering program of pfanout's fanout groups in mode `ebpf` (no maps, no pinned state); and
+//! the generated skeletons ([`skel`]).
 
 pub mod attach;
 pub mod error;
@@ -21,6 +22,7 @@ pub mod ila;
 mod layout;
 pub mod log;
 pub mod mproute;
+pub mod pfanout;
 pub mod pinned;
 pub mod prog;
 pub mod skel;

@@ -85,6 +85,17 @@ pub mod ila {
     }
 }
 
+/// pfanout's programs (`bpf/pfanout/`).
+pub mod pfanout {
+    skeleton! {
+        /// Skeleton of `bpf/pfanout/pfanout_steer.bpf.c`: its `pfanout_steer` (socket filter)
+        /// program steers the packets of an AF_PACKET fanout group in mode `ebpf`
+        /// (PACKET_FANOUT_EBPF) by mproute's symmetric flow hash, seeded with the rodata
+        /// `pfanout_seed` (see [`crate::pfanout`]).
+        pfanout_steer
+    }
+}
+
 /// Test-only programs (`bpf/test/`): never attached.
 pub mod test {
     skeleton! {
