@@ -86,6 +86,20 @@ impl From<mpt_netlink::Error> for Failure {
     }
 }
 
+impl From<mpt_sys::Error> for Failure {
+    fn from(e: mpt_sys::Error) -> Self {
+        let hint = match e.errno() {
+            Some(1) | Some(13) => Some("run as root (CAP_NET_ADMIN or CAP_NET_RAW is needed)"),
+            _ => None,
+        };
+        let f = Failure::system(e.to_string());
+        match hint {
+            Some(h) => f.hint(h),
+            None => f,
+        }
+    }
+}
+
 /// Exit the process with the code of `r`, printing the failure first.
 pub fn exit(tool: &str, r: Result<(), Failure>) -> ! {
     match r {

@@ -3,8 +3,10 @@
 //! Boundary: no sockets, no files, no libc. Everything here is data and arithmetic that can be
 //! unit-tested without privileges: routes ([`route`]: identities and nexthops, multipath
 //! algorithms, RFC 2992 hash-threshold selection, FIB verification and drift), the flow hash
-//! ([`hash`], which the BPF programs reproduce bit for bit), protocol and table names.
+//! ([`hash`], which the BPF programs reproduce bit for bit), protocol and table names, AF_PACKET fanout
+//! groups ([`fanout`]).
 
+pub mod fanout;
 pub mod hash;
 pub mod ila;
 pub mod names;
