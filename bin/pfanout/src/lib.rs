@@ -1,25 +1,23 @@
-//! pfanout as a library: its clap definition (used by xtask for the man page and completions).
-//! Only the shared skeleton exists so far; the commands come with their own issue.
+//! pfanout: AF_PACKET fanout groups: show them (sock_diag), run them (every mode and flag,
+//! rollover, eBPF steering), measure them.
+//!
+//! Layout: [`cli`] and [`grammar`] turn the command line and batch lines into a typed
+//! [`cli::Command`]; [`show`] reads the namespace's packet sockets; [`group`] makes a group of
+//! worker sockets in one step and explains the kernel's refusals; [`run`] runs the workers;
+//! [`bench`] is the rollover experiment; [`view`] prints; [`session`] drives batches. The
+//! sockets themselves are `mpt_sys::packet`, the eBPF program `mpt_bpf::pfanout`, the modes,
+//! flags and classic program `mpt_model::fanout`.
 
-use clap::Parser;
-use mpt_cli::GlobalOpts;
+pub mod bench;
+pub mod cli;
+pub mod grammar;
+pub mod group;
+pub mod run;
+pub mod session;
+pub mod show;
+pub mod view;
 
-/// pfanout: AF_PACKET fanout groups: inspect, run and measure them.
-#[derive(Debug, Parser)]
-#[command(
-    name = "pfanout",
-    version,
-    about = "AF_PACKET fanout groups: inspect, run and measure them",
-    after_help = "No commands are implemented yet: this build carries only the options shared with mproute.\n\nExit status: 0 success, 1 usage or syntax error, 2 the kernel or the system refused."
-)]
-pub struct Cli {
-    /// Options shared by mproute, ila and pfanout.
-    #[command(flatten)]
-    pub global: GlobalOpts,
-    /// Command words (none are implemented yet).
-    #[arg(trailing_var_arg = true, value_name = "COMMAND")]
-    pub words: Vec<String>,
-}
+pub use cli::Cli;
 
 #[cfg(test)]
 mod docs_tests {

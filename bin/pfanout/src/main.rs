@@ -1,31 +1,55 @@
-//! pfanout: thin binary; prints its usage until its commands exist.
+//! pfanout: thin binary over the pfanout library and the shared crates. Parse (syntax only),
+//! enter the namespace, then one command or a batch.
 
 use clap::{CommandFactory, Parser};
-use pfanout::Cli;
+use mpt_cli::render::Style;
+use mpt_cli::Failure;
+use pfanout::cli::{Cli, Command};
+use pfanout::session::Session;
+
+const TOOL: &str = "pfanout";
 
 fn main() {
-    mpt_cli::docs::handle(<Cli as clap::CommandFactory>::command);
+    mpt_cli::docs::handle(Cli::command);
     let cli = match Cli::try_parse() {
         Ok(c) => c,
-        Err(e) => {
-            let code = if e.use_stderr() {
-                mpt_cli::EXIT_USAGE
-            } else {
-                mpt_cli::EXIT_OK
-            };
-            let _ = e.print();
-            std::process::exit(code);
-        }
+        Err(e) => mpt_cli::args::exit_on_error(TOOL, e, &Cli::command()),
     };
-    let _ = Cli::command().print_help();
-    let what = cli
-        .words
-        .first()
-        .map_or_else(String::new, |w| format!(" \"{w}\""));
-    mpt_cli::exit(
-        "pfanout",
-        Err(mpt_cli::Failure::usage(format!(
-            "command{what} is not implemented yet"
-        ))),
-    );
+    let style = Style {
+        json: cli.global.json,
+        pretty: cli.global.pretty,
+    };
+    let command = match &cli.cmd {
+        Some(c) => c.command(),
+        None => Ok(Command::Show(Default::default())),
+    };
+    if cli.global.batch.is_some() && cli.cmd.is_some() {
+        mpt_cli::exit(
+            TOOL,
+            Err(Failure::usage(
+                "-b/--batch takes no command on the command line",
+            )),
+        );
+    }
+    let command = match (command, &cli.global.batch) {
+        (Err(f), None) => mpt_cli::exit(TOOL, Err(f)),
+        (c, _) => c,
+    };
+    mpt_bpf::set_verbose(cli.global.verbose);
+    if let Some(ns) = &cli.global.netns {
+        if let Err(e) = mpt_sys::netns::enter(ns) {
+            mpt_cli::exit(TOOL, Err(Failure::system(e.to_string())));
+        }
+    }
+    let mut s = Session {
+        opts: cli.global.clone(),
+    };
+    if let Some(path) = &cli.global.batch {
+        let force = cli.global.force;
+        std::process::exit(mpt_cli::batch::run_file(TOOL, &mut s, path, style, force));
+    }
+    let r = command
+        .and_then(|c| s.run(&c))
+        .map(|out| pfanout::view::print(&out, style));
+    mpt_cli::exit(TOOL, r);
 }

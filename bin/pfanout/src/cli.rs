@@ -1,0 +1,220 @@
+//! The command line of pfanout, first stage (syntax only): clap parses the global options and
+//! the command (`show`, `run`, `bench`), the grammar ([`crate::grammar`]) its words, into a typed
+//! [`Command`]. Batch lines are parsed the same way ([`parse_line`]).
+
+use clap::{CommandFactory, Parser, Subcommand};
+use mpt_cli::{Failure, GlobalOpts};
+
+use crate::grammar::{self, BenchCmd, RunCmd, ShowCmd};
+
+/// Examples and exit codes, in -h and --help.
+macro_rules! short_help {
+    () => {
+        "\
+Examples:
+  pfanout show
+  pfanout -n capture -j show dev eth0
+  pfanout run dev eth0 mode hash flags rollover workers 4 duration 10
+  pfanout run dev eth0 group 7 mode ebpf workers 2 write /tmp/cap
+  pfanout bench workers 4 per-worker 5000
+
+Exit status: 0 success, 1 usage or syntax error (nothing was done), 2 the kernel or the
+system refused (no socket of ours is left in a group)."
+    };
+}
+
+const AFTER_HELP: &str = short_help!();
+
+const AFTER_LONG_HELP: &str = concat!(
+    "\
+AF_PACKET fanout groups spread the packets a device sees over several packet sockets (members)
+by a mode; capture and IDS daemons run them. A group is known by its id within a network
+namespace; every member must join with the same mode, flags, device and protocol.
+
+MODES
+  hash      the symmetric flow hash (both directions of a flow reach one member)
+  lb        round robin
+  cpu       the CPU the packet arrived on
+  rollover  the first member with room
+  rnd       a random member
+  qm        the packet's receive queue
+  cbpf      pfanout's classic program: XOR of addresses and ports (symmetric)
+  ebpf      pfanout's eBPF program: mproute's symmetric flow hash
+
+FLAGS
+  rollover         a member without room passes the packet on to one with room
+  defrag           IPv4 fragments are reassembled before the mode chooses
+  uniqueid         the kernel chooses an unused group id (no group ID may be given)
+  ignore-outgoing  the group sees no packets the host sends
+
+SHOW
+  Every AF_PACKET socket of the namespace comes from the kernel's sock_diag (packet_diag),
+  which reports a socket's group id and mode but not its flags. pfanout reads the flags of
+  sockets that a pfanout process holds from the socket itself (a duplicate of its descriptor,
+  pidfd_getfd); other programs' flags are shown as unknown. The owning processes are found
+  through /proc/PID/fd. FILL is the receive queue (rmem_alloc) against its limit (rcvbuf);
+  DROPS is the socket's drop counter. -d also lists sockets in no group; -s prints bytes.
+
+RUN
+  Workers, one socket and thread each, join one group bound to DEV. On a terminal a table
+  is printed once a second: packets and bytes the workers read, the kernel's drops
+  (PACKET_STATISTICS) and rollovers (PACKET_ROLLOVER_STATS: all, huge, failed); with -j a
+  JSON line each second. Ctrl-C, SIGTERM, duration or count end the run with a summary.
+
+",
+    short_help!()
+);
+
+/// pfanout: AF_PACKET fanout groups: inspect, run and measure them.
+#[derive(Debug, Parser)]
+#[command(
+    name = "pfanout",
+    version,
+    about = "AF_PACKET fanout groups: inspect, run and measure them",
+    after_help = AFTER_HELP,
+    after_long_help = AFTER_LONG_HELP,
+    subcommand_required = false
+)]
+pub struct Cli {
+    /// Options shared by mproute, ila and pfanout.
+    #[command(flatten)]
+    pub global: GlobalOpts,
+    /// The command.
+    #[command(subcommand)]
+    pub cmd: Option<Obj>,
+}
+
+/// Commands. `pfanout` alone is `pfanout show`.
+#[derive(Debug, Subcommand)]
+pub enum Obj {
+    /// The fanout groups of the namespace, their members and owners.
+    #[command(alias = "list", override_usage = "pfanout show [dev DEV] [group ID]")]
+    Show(Words),
+    /// Run a fanout group of worker sockets and count what each receives.
+    #[command(
+        override_usage = "pfanout run dev DEV [group ID] mode MODE [flags FLAG[,FLAG...]] [workers N] [ring] [write DIR]\n                   [duration S] [count N] [per-worker PPS] [max-members N] [proto PROTO] [rcvbuf BYTES]",
+        after_help = "MODE  := hash | lb | cpu | rollover | rnd | qm | cbpf | ebpf\nFLAG  := rollover | defrag | uniqueid | ignore-outgoing\nPROTO := all (default) | ip | ipv6 | arp | NUMBER\nworkers defaults to 2; per-worker limits each worker to PPS packets a second (a slow consumer);\nwrite DIR writes DIR/worker-N.pcap for each worker."
+    )]
+    Run(Words),
+    /// The rollover experiment between two throwaway namespaces.
+    #[command(
+        override_usage = "pfanout bench [workers N] [rate PPS] [per-worker PPS] [seconds S]",
+        after_help = "N workers (default 4) each process at most per-worker packets a second (default 5000, by a\ntoken bucket that sleeps); one UDP flow at rate PPS (default twice what the workers take\ntogether) comes from a generator in the peer namespace. For hash, hash+rollover, rollover,\ncpu and cpu+rollover: packets processed, dropped and rolled over per second; then the\nratios with and without rollover."
+    )]
+    Bench(Words),
+}
+
+/// The words after the command, parsed by the grammar.
+#[derive(Debug, Clone, clap::Args)]
+pub struct Words {
+    /// The command's words.
+    #[arg(
+        trailing_var_arg = true,
+        allow_hyphen_values = true,
+        value_name = "ARGS"
+    )]
+    pub args: Vec<String>,
+}
+
+/// A command, typed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Command {
+    /// `pfanout show ...`.
+    Show(ShowCmd),
+    /// `pfanout run ...`.
+    Run(RunCmd),
+    /// `pfanout bench ...`.
+    Bench(BenchCmd),
+}
+
+impl Obj {
+    /// The typed command.
+    pub fn command(&self) -> Result<Command, Failure> {
+        fn usage(what: &'static str) -> impl Fn(grammar::SyntaxError) -> Failure {
+            move |e| Failure::usage(format!("{what}: {e}"))
+        }
+        Ok(match self {
+            Obj::Show(w) => Command::Show(grammar::parse_show(&w.args).map_err(usage("show"))?),
+            Obj::Run(w) => Command::Run(grammar::parse_run(&w.args).map_err(usage("run"))?),
+            Obj::Bench(w) => Command::Bench(grammar::parse_bench(&w.args).map_err(usage("bench"))?),
+        })
+    }
+}
+
+/// One line of a batch file, for the wording of a line whose command is unknown.
+#[derive(Debug, Parser)]
+#[command(
+    name = "pfanout",
+    no_binary_name = true,
+    disable_help_flag = true,
+    disable_help_subcommand = true
+)]
+struct Line {
+    #[command(subcommand)]
+    cmd: Obj,
+}
+
+/// How a command word becomes its [`Obj`].
+type MakeObj = fn(Words) -> Obj;
+
+/// Every command of [`Obj`] and its aliases (a test holds it to the clap definition).
+const OBJECTS: &[(&str, MakeObj)] = &[
+    ("show", Obj::Show),
+    ("list", Obj::Show),
+    ("run", Obj::Run),
+    ("bench", Obj::Bench),
+];
+
+/// Parse the words of one batch line (`show dev eth0`).
+pub fn parse_line(words: &[String]) -> Result<Command, Failure> {
+    if let Some((first, rest)) = words.split_first() {
+        if let Some((_, make)) = OBJECTS.iter().find(|(n, _)| n == first) {
+            return make(Words {
+                args: rest.to_vec(),
+            })
+            .command();
+        }
+    }
+    match Line::try_parse_from(words) {
+        Ok(l) => l.cmd.command(),
+        Err(e) => Err(mpt_cli::args::clap_failure(&e, &Cli::command())),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn words(s: &str) -> Vec<String> {
+        s.split_whitespace().map(String::from).collect()
+    }
+
+    #[test]
+    fn the_command_table_is_the_clap_definition() {
+        let cmd = Line::command();
+        let mut clap_names: Vec<String> = cmd
+            .get_subcommands()
+            .flat_map(|s| {
+                std::iter::once(s.get_name().to_string())
+                    .chain(s.get_all_aliases().map(String::from))
+            })
+            .collect();
+        let mut ours: Vec<String> = OBJECTS.iter().map(|(n, _)| n.to_string()).collect();
+        clap_names.sort();
+        ours.sort();
+        assert_eq!(clap_names, ours);
+    }
+
+    #[test]
+    fn batch_lines() {
+        assert!(matches!(
+            parse_line(&words("show dev x")),
+            Ok(Command::Show(_))
+        ));
+        let f = parse_line(&words("frob")).expect_err("unknown");
+        assert_eq!(f.message, "unknown command \"frob\"");
+        let f = parse_line(&words("run dev x")).expect_err("no mode");
+        assert!(f.message.starts_with("run: "), "{f:?}");
+        assert_eq!(f.code, mpt_cli::EXIT_USAGE);
+    }
+}

@@ -1,0 +1,318 @@
+//! The words of pfanout's commands, iproute2's way (`KEYWORD VALUE` pairs in any order, bare
+//! keywords for switches), into typed commands. Syntax only: devices and groups are resolved
+//! when the command runs.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use mpt_model::fanout::{Flags, Mode};
+
+/// A syntax error, one line.
+pub type SyntaxError = String;
+
+/// `pfanout show [dev DEV] [group ID]`.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ShowCmd {
+    /// Only groups (and sockets) bound to this device.
+    pub dev: Option<String>,
+    /// Only this group.
+    pub group: Option<u16>,
+}
+
+/// `pfanout run ...`: a group of worker sockets.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunCmd {
+    /// The device the workers are bound to.
+    pub dev: String,
+    /// The group id (none: a free one, or the kernel's with `uniqueid`).
+    pub group: Option<u16>,
+    /// The mode.
+    pub mode: Mode,
+    /// The flags.
+    pub flags: Flags,
+    /// Workers (sockets, one thread each).
+    pub workers: u32,
+    /// A TPACKET_V3 ring per worker instead of copies.
+    pub ring: bool,
+    /// One pcap file per worker in this directory.
+    pub write: Option<PathBuf>,
+    /// Stop after this long.
+    pub duration: Option<Duration>,
+    /// Stop after this many packets (all workers together).
+    pub count: Option<u64>,
+    /// Each worker processes at most this many packets per second (a slow consumer).
+    pub per_worker: Option<u32>,
+    /// The group's member limit, given when the group is created (0: the kernel's default).
+    pub max_members: u32,
+    /// The protocol the sockets are bound to (`ETH_P_*`, host order).
+    pub protocol: u16,
+    /// Receive buffer of each socket in bytes.
+    pub rcvbuf: Option<u32>,
+}
+
+/// `pfanout bench ...`: the rollover experiment.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BenchCmd {
+    /// Workers.
+    pub workers: u32,
+    /// The generator's packet rate.
+    pub rate: u32,
+    /// Packets each worker processes per second.
+    pub per_worker: u32,
+    /// Measured seconds per mode.
+    pub seconds: u32,
+}
+
+impl Default for BenchCmd {
+    fn default() -> Self {
+        BenchCmd {
+            workers: 4,
+            rate: 0,
+            per_worker: 5000,
+            seconds: 3,
+        }
+    }
+}
+
+impl BenchCmd {
+    /// The generator's rate: as given, else twice what the workers can take together.
+    pub fn effective_rate(&self) -> u32 {
+        if self.rate > 0 {
+            self.rate
+        } else {
+            self.per_worker
+                .saturating_mul(self.workers)
+                .saturating_mul(2)
+        }
+    }
+}
+
+struct Words<'a> {
+    w: &'a [String],
+    i: usize,
+}
+
+impl<'a> Words<'a> {
+    fn next(&mut self) -> Option<&'a str> {
+        let w = self.w.get(self.i)?;
+        self.i += 1;
+        Some(w.as_str())
+    }
+    fn value(&mut self, key: &str) -> Result<&'a str, SyntaxError> {
+        self.next()
+            .ok_or_else(|| format!("\"{key}\" needs a value"))
+    }
+}
+
+fn number<T: std::str::FromStr>(key: &str, v: &str, what: &str) -> Result<T, SyntaxError> {
+    v.parse()
+        .map_err(|_| format!("{key} \"{v}\" is not {what}"))
+}
+
+fn group_id(v: &str) -> Result<u16, SyntaxError> {
+    number("group", v, "a group id (0-65535)")
+}
+
+fn seconds(key: &str, v: &str) -> Result<Duration, SyntaxError> {
+    let s: f64 = number(key, v, "a number of seconds")?;
+    if !(s > 0.0 && s < 1e9) {
+        return Err(format!("{key} \"{v}\" is not a positive number of seconds"));
+    }
+    Ok(Duration::from_secs_f64(s))
+}
+
+fn positive(key: &str, v: &str) -> Result<u32, SyntaxError> {
+    let n: u32 = number(key, v, "a positive number")?;
+    if n == 0 {
+        return Err(format!("{key} must be at least 1"));
+    }
+    Ok(n)
+}
+
+/// `show` words.
+pub fn parse_show(words: &[String]) -> Result<ShowCmd, SyntaxError> {
+    let mut w = Words { w: words, i: 0 };
+    let mut c = ShowCmd::default();
+    while let Some(k) = w.next() {
+        match k {
+            "dev" => c.dev = Some(w.value(k)?.to_string()),
+            "group" => c.group = Some(group_id(w.value(k)?)?),
+            other => {
+                return Err(format!(
+                    "unknown word \"{other}\" (show takes dev DEV, group ID)"
+                ))
+            }
+        }
+    }
+    Ok(c)
+}
+
+/// Most workers `run` starts (the kernel's own limit per group is 65536).
+pub const MAX_WORKERS: u32 = 1024;
+
+/// `run` words.
+pub fn parse_run(words: &[String]) -> Result<RunCmd, SyntaxError> {
+    let mut w = Words { w: words, i: 0 };
+    let (mut dev, mut mode) = (None, None);
+    let mut c = RunCmd {
+        dev: String::new(),
+        group: None,
+        mode: Mode::Hash,
+        flags: Flags::empty(),
+        workers: 2,
+        ring: false,
+        write: None,
+        duration: None,
+        count: None,
+        per_worker: None,
+        max_members: 0,
+        protocol: mpt_model::fanout::ETH_P_ALL,
+        rcvbuf: None,
+    };
+    while let Some(k) = w.next() {
+        match k {
+            "dev" => dev = Some(w.value(k)?.to_string()),
+            "group" => c.group = Some(group_id(w.value(k)?)?),
+            "mode" => {
+                let v = w.value(k)?;
+                mode = Some(Mode::parse(v).ok_or_else(|| {
+                    format!("unknown mode \"{v}\" (the modes are {})", Mode::names())
+                })?);
+            }
+            "flags" => c.flags = Flags::parse(w.value(k)?)?,
+            "workers" => {
+                let n = positive(k, w.value(k)?)?;
+                if n > MAX_WORKERS {
+                    return Err(format!("workers {n}: at most {MAX_WORKERS}"));
+                }
+                c.workers = n;
+            }
+            "ring" => c.ring = true,
+            "write" => c.write = Some(PathBuf::from(w.value(k)?)),
+            "duration" => c.duration = Some(seconds(k, w.value(k)?)?),
+            "count" => {
+                let v = w.value(k)?;
+                let n: u64 = number(k, v, "a number of packets")?;
+                if n == 0 {
+                    return Err("count must be at least 1".into());
+                }
+                c.count = Some(n);
+            }
+            "per-worker" => c.per_worker = Some(positive(k, w.value(k)?)?),
+            "max-members" => {
+                let v = w.value(k)?;
+                c.max_members = number(k, v, "a number of members")?;
+            }
+            "proto" | "protocol" => {
+                let v = w.value(k)?;
+                c.protocol = mpt_model::fanout::parse_protocol(v).ok_or_else(|| {
+                    format!("proto \"{v}\" is not a protocol (all, ip, ipv6, arp or a number)")
+                })?;
+                if c.protocol == 0 {
+                    return Err("proto 0 cannot join a fanout group".into());
+                }
+            }
+            "rcvbuf" => c.rcvbuf = Some(positive(k, w.value(k)?)?),
+            other => {
+                return Err(format!(
+                    "unknown word \"{other}\" (run takes dev, group, mode, flags, workers, ring, write, duration, count, per-worker, max-members, proto, rcvbuf)"
+                ))
+            }
+        }
+    }
+    c.dev = dev.ok_or("\"dev DEV\" is required")?;
+    c.mode = mode.ok_or_else(|| format!("\"mode MODE\" is required ({})", Mode::names()))?;
+    Ok(c)
+}
+
+/// `bench` words.
+pub fn parse_bench(words: &[String]) -> Result<BenchCmd, SyntaxError> {
+    let mut w = Words { w: words, i: 0 };
+    let mut c = BenchCmd::default();
+    while let Some(k) = w.next() {
+        match k {
+            "workers" => {
+                let n = positive(k, w.value(k)?)?;
+                if n > 64 {
+                    return Err(format!("workers {n}: the bench takes at most 64"));
+                }
+                c.workers = n;
+            }
+            "rate" => c.rate = positive(k, w.value(k)?)?,
+            "per-worker" => c.per_worker = positive(k, w.value(k)?)?,
+            "seconds" => c.seconds = positive(k, w.value(k)?)?,
+            other => {
+                return Err(format!(
+                    "unknown word \"{other}\" (bench takes workers N, rate PPS, per-worker PPS, seconds S)"
+                ))
+            }
+        }
+    }
+    Ok(c)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn w(s: &str) -> Vec<String> {
+        s.split_whitespace().map(String::from).collect()
+    }
+
+    #[test]
+    fn run_words() {
+        let c = parse_run(&w(
+            "dev eth0 mode hash flags rollover,defrag workers 4 ring",
+        ))
+        .expect("ok");
+        assert_eq!(c.dev, "eth0");
+        assert_eq!(c.mode, Mode::Hash);
+        assert_eq!(c.flags, Flags::ROLLOVER.union(Flags::DEFRAG));
+        assert_eq!((c.workers, c.ring, c.group), (4, true, None));
+        let c = parse_run(&w("mode cbpf dev x group 42 duration 1.5 count 10")).expect("ok");
+        assert_eq!(c.group, Some(42));
+        assert_eq!(c.duration, Some(Duration::from_millis(1500)));
+        assert_eq!(c.count, Some(10));
+    }
+
+    #[test]
+    fn run_errors_name_the_word() {
+        let e = parse_run(&w("dev eth0 mode fast")).expect_err("mode");
+        assert!(e.contains("\"fast\"") && e.contains("hash, lb"), "{e}");
+        assert!(parse_run(&w("mode hash")).expect_err("dev").contains("dev"));
+        assert!(parse_run(&w("dev x")).expect_err("mode").contains("mode"));
+        assert!(parse_run(&w("dev x mode lb flags warp"))
+            .expect_err("flag")
+            .contains("warp"));
+        assert!(parse_run(&w("dev x mode lb group 70000"))
+            .expect_err("id")
+            .contains("70000"));
+        assert!(parse_run(&w("dev x mode lb workers 0"))
+            .expect_err("0")
+            .contains("workers"));
+        assert!(parse_run(&w("dev x mode lb dev"))
+            .expect_err("value")
+            .contains("needs a value"));
+        assert!(parse_run(&w("dev x mode lb frob"))
+            .expect_err("word")
+            .contains("frob"));
+    }
+
+    #[test]
+    fn show_and_bench_words() {
+        assert_eq!(
+            parse_show(&w("dev v0 group 3")).expect("ok"),
+            ShowCmd {
+                dev: Some("v0".into()),
+                group: Some(3)
+            }
+        );
+        assert!(parse_show(&w("mode hash")).is_err());
+        let b = parse_bench(&w("workers 3 per-worker 1000")).expect("ok");
+        assert_eq!(
+            (b.workers, b.per_worker, b.effective_rate()),
+            (3, 1000, 6000)
+        );
+        assert!(parse_bench(&w("rate 0")).is_err());
+    }
+}

@@ -1,0 +1,467 @@
+//! `pfanout run`: the workers of a group, one thread each, counting what they read (and
+//! writing it to pcap files), the kernel's counters of each socket sampled by its own worker,
+//! a live line or table once a second, a summary at the end.
+
+use std::fs::File;
+use std::io::{BufWriter, IsTerminal, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use mpt_cli::Failure;
+use mpt_sys::packet::PacketSocket;
+use pcap_file::pcap::{PcapPacket, PcapWriter};
+use serde::Serialize;
+
+use crate::grammar::RunCmd;
+use crate::group::Group;
+
+/// How long a worker waits for a packet before it looks at the stop flag again.
+const POLL: Duration = Duration::from_millis(50);
+/// How often a worker reads its socket's kernel counters.
+const SAMPLE: Duration = Duration::from_millis(200);
+/// Bytes copied per packet (and the pcap files' snap length).
+const SNAPLEN: usize = 65535;
+
+/// Counters of one worker, shared with the main thread.
+#[derive(Debug, Default)]
+struct Counters {
+    packets: AtomicU64,
+    bytes: AtomicU64,
+    kernel_packets: AtomicU64,
+    drops: AtomicU64,
+    roll_all: AtomicU64,
+    roll_huge: AtomicU64,
+    roll_failed: AtomicU64,
+}
+
+/// One worker's figures.
+#[derive(Debug, Clone, Copy, Default, Serialize, PartialEq, Eq)]
+pub struct WorkerStats {
+    /// Worker number.
+    pub worker: u32,
+    /// Packets the worker read.
+    pub packets: u64,
+    /// Their bytes (on the wire).
+    pub bytes: u64,
+    /// Packets the kernel queued to the socket, drops included (PACKET_STATISTICS).
+    pub kernel_packets: u64,
+    /// Packets the kernel dropped for lack of room.
+    pub drops: u64,
+    /// Rollovers away from this socket (tp_all).
+    pub rollover_all: u64,
+    /// Of those, of a huge flow while the socket was low on room (tp_huge).
+    pub rollover_huge: u64,
+    /// Packets that found no member with room (tp_failed).
+    pub rollover_failed: u64,
+}
+
+impl Counters {
+    fn read(&self, worker: u32) -> WorkerStats {
+        let l = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        WorkerStats {
+            worker,
+            packets: l(&self.packets),
+            bytes: l(&self.bytes),
+            kernel_packets: l(&self.kernel_packets),
+            drops: l(&self.drops),
+            rollover_all: l(&self.roll_all),
+            rollover_huge: l(&self.roll_huge),
+            rollover_failed: l(&self.roll_failed),
+        }
+    }
+
+    fn sample(&self, s: &PacketSocket) -> Result<(), mpt_sys::Error> {
+        let st = s.statistics()?;
+        self.kernel_packets
+            .fetch_add(u64::from(st.packets), Ordering::Relaxed);
+        self.drops.fetch_add(u64::from(st.drops), Ordering::Relaxed);
+        if let Some(r) = s.rollover_stats()? {
+            self.roll_all.store(r.all, Ordering::Relaxed);
+            self.roll_huge.store(r.huge, Ordering::Relaxed);
+            self.roll_failed.store(r.failed, Ordering::Relaxed);
+        }
+        Ok(())
+    }
+}
+
+/// A token bucket that sleeps: `rate` tokens a second, at most 10 ms of them at once.
+#[derive(Debug)]
+struct Bucket {
+    rate: f64,
+    tokens: f64,
+    cap: f64,
+    last: Instant,
+}
+
+impl Bucket {
+    fn new(rate: u32) -> Bucket {
+        let rate = f64::from(rate);
+        Bucket {
+            rate,
+            tokens: 1.0,
+            cap: (rate / 100.0).max(1.0),
+            last: Instant::now(),
+        }
+    }
+    /// Wait (at most `max`) until a token is there; whether one is.
+    fn wait(&mut self, max: Duration) -> bool {
+        let now = Instant::now();
+        self.tokens =
+            (self.tokens + now.duration_since(self.last).as_secs_f64() * self.rate).min(self.cap);
+        self.last = now;
+        if self.tokens >= 1.0 {
+            return true;
+        }
+        let need = Duration::from_secs_f64((1.0 - self.tokens) / self.rate);
+        std::thread::sleep(need.min(max));
+        false
+    }
+    fn take(&mut self) {
+        self.tokens -= 1.0;
+    }
+}
+
+/// Why a run ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Ended {
+    /// `duration` passed.
+    Duration,
+    /// `count` packets were read.
+    Count,
+    /// SIGINT or SIGTERM.
+    Signal,
+    /// A worker failed.
+    Error,
+}
+
+/// The running group.
+#[derive(Debug)]
+pub struct Running {
+    /// Group id.
+    pub id: u16,
+    /// Group description for output.
+    pub info: GroupInfo,
+    counters: Vec<Arc<Counters>>,
+    threads: Vec<std::thread::JoinHandle<()>>,
+    stop: Arc<AtomicBool>,
+    error: Arc<Mutex<Option<String>>>,
+    started: Instant,
+}
+
+/// What the output says about the group.
+#[derive(Debug, Clone, Serialize)]
+pub struct GroupInfo {
+    /// Group id.
+    pub group: u16,
+    /// Mode.
+    pub mode: String,
+    /// Flags kept by the kernel.
+    pub flags: Vec<&'static str>,
+    /// Device.
+    pub dev: String,
+    /// Workers.
+    pub workers: u32,
+    /// Ring or copies.
+    pub ring: bool,
+}
+
+fn pcap_writer(dir: &Path, i: u32) -> Result<PcapWriter<BufWriter<File>>, Failure> {
+    let path: PathBuf = dir.join(format!("worker-{i}.pcap"));
+    let f = File::create(&path)
+        .map_err(|e| Failure::system(format!("create {}: {e}", path.display())))?;
+    PcapWriter::new(BufWriter::new(f))
+        .map_err(|e| Failure::system(format!("write {}: {e}", path.display())))
+}
+
+impl Running {
+    /// Open the group and start its workers. `stop` ends them (a signal handler sets it).
+    pub fn start(cmd: &RunCmd, stop: Arc<AtomicBool>) -> Result<Running, Failure> {
+        if let Some(dir) = &cmd.write {
+            std::fs::create_dir_all(dir)
+                .map_err(|e| Failure::system(format!("create {}: {e}", dir.display())))?;
+        }
+        let group = Group::open(cmd)?;
+        let mut writers = Vec::new();
+        for i in 0..cmd.workers {
+            writers.push(match &cmd.write {
+                Some(d) => Some(pcap_writer(d, i)?),
+                None => None,
+            });
+        }
+        let info = GroupInfo {
+            group: group.id,
+            mode: group.mode.to_string(),
+            flags: group.flags.names(),
+            dev: group.dev.clone(),
+            workers: cmd.workers,
+            ring: cmd.ring,
+        };
+        let error = Arc::new(Mutex::new(None));
+        let total = Arc::new(AtomicU64::new(0));
+        let mut counters = Vec::new();
+        let mut threads = Vec::new();
+        let id = group.id;
+        for (i, (sock, w)) in group.sockets.into_iter().zip(writers).enumerate() {
+            let c = Arc::new(Counters::default());
+            counters.push(Arc::clone(&c));
+            let job = Job {
+                sock,
+                pcap: w,
+                counters: c,
+                stop: Arc::clone(&stop),
+                error: Arc::clone(&error),
+                total: Arc::clone(&total),
+                count: cmd.count,
+                bucket: cmd.per_worker.map(Bucket::new),
+                ring: cmd.ring,
+            };
+            let t = std::thread::Builder::new()
+                .name(format!("worker-{i}"))
+                .spawn(move || job.run())
+                .map_err(|e| Failure::system(format!("start worker {i}: {e}")))?;
+            threads.push(t);
+        }
+        // the steering program may go now: the group holds it
+        Ok(Running {
+            id,
+            info,
+            counters,
+            threads,
+            stop,
+            error,
+            started: Instant::now(),
+        })
+    }
+
+    /// Every worker's figures now.
+    pub fn snapshot(&self) -> Vec<WorkerStats> {
+        self.counters
+            .iter()
+            .enumerate()
+            .map(|(i, c)| c.read(i as u32))
+            .collect()
+    }
+
+    /// Whether the workers stopped (count reached, or an error).
+    pub fn stopped(&self) -> bool {
+        self.stop.load(Ordering::Relaxed)
+    }
+
+    /// Seconds since the start.
+    pub fn elapsed(&self) -> f64 {
+        self.started.elapsed().as_secs_f64()
+    }
+
+    /// Stop the workers, wait for them, and give their last figures (or a worker's error).
+    pub fn finish(self) -> Result<(Vec<WorkerStats>, f64), Failure> {
+        self.stop.store(true, Ordering::Relaxed);
+        let secs = self.elapsed();
+        for t in self.threads {
+            let _ = t.join();
+        }
+        if let Some(e) = self.error.lock().ok().and_then(|mut g| g.take()) {
+            return Err(Failure::system(e));
+        }
+        let stats = self
+            .counters
+            .iter()
+            .enumerate()
+            .map(|(i, c)| c.read(i as u32))
+            .collect();
+        Ok((stats, secs))
+    }
+
+    /// Whether a worker failed.
+    pub fn failed(&self) -> bool {
+        self.error.lock().map(|g| g.is_some()).unwrap_or(true)
+    }
+}
+
+/// A worker's thread.
+struct Job {
+    sock: PacketSocket,
+    pcap: Option<PcapWriter<BufWriter<File>>>,
+    counters: Arc<Counters>,
+    stop: Arc<AtomicBool>,
+    error: Arc<Mutex<Option<String>>>,
+    total: Arc<AtomicU64>,
+    count: Option<u64>,
+    bucket: Option<Bucket>,
+    ring: bool,
+}
+
+impl Job {
+    fn fail(&self, what: String) {
+        if let Ok(mut g) = self.error.lock() {
+            g.get_or_insert(what);
+        }
+        self.stop.store(true, Ordering::Relaxed);
+    }
+
+    /// Count one packet; whether the run goes on.
+    fn seen(&mut self, data: &[u8], orig_len: usize, ts: Duration) -> bool {
+        self.counters.packets.fetch_add(1, Ordering::Relaxed);
+        self.counters
+            .bytes
+            .fetch_add(orig_len as u64, Ordering::Relaxed);
+        if let Some(w) = self.pcap.as_mut() {
+            let p = PcapPacket::new(ts, orig_len as u32, data);
+            if let Err(e) = w.write_packet(&p) {
+                self.fail(format!("write pcap: {e}"));
+                return false;
+            }
+        }
+        if let Some(b) = self.bucket.as_mut() {
+            b.take();
+        }
+        let n = self.total.fetch_add(1, Ordering::Relaxed) + 1;
+        if self.count.is_some_and(|c| n >= c) {
+            self.stop.store(true, Ordering::Relaxed);
+            return false;
+        }
+        true
+    }
+
+    fn run(mut self) {
+        let mut buf = vec![0u8; SNAPLEN];
+        let mut sampled = Instant::now();
+        let ring = self.ring;
+        while !self.stop.load(Ordering::Relaxed) {
+            if let Some(b) = self.bucket.as_mut() {
+                if !b.wait(POLL) {
+                    if sampled.elapsed() >= SAMPLE {
+                        sampled = Instant::now();
+                        if let Err(e) = self.counters.sample(&self.sock) {
+                            self.fail(e.to_string());
+                        }
+                    }
+                    continue;
+                }
+            }
+            if ring {
+                let mut frames: Vec<(Vec<u8>, usize, Duration)> = Vec::new();
+                let pcap = self.pcap.is_some();
+                let limited = self.bucket.is_some();
+                let r = self
+                    .sock
+                    .ring_poll(POLL, if limited { 1 } else { 8 }, &mut |f| {
+                        frames.push((
+                            if pcap { f.data.to_vec() } else { Vec::new() },
+                            f.orig_len,
+                            f.ts,
+                        ));
+                    });
+                if let Err(e) = r {
+                    if link_down(&e) {
+                        continue;
+                    }
+                    self.fail(e.to_string());
+                    break;
+                }
+                for (d, len, ts) in frames {
+                    if !self.seen(&d, len, ts) {
+                        break;
+                    }
+                }
+            } else {
+                match self.sock.recv(&mut buf, POLL) {
+                    Ok(Some(r)) => {
+                        let n = r.len.min(buf.len());
+                        let data = buf[..n].to_vec();
+                        if !self.seen(&data, r.orig_len, r.ts) {
+                            break;
+                        }
+                    }
+                    Ok(None) => {}
+                    Err(e) if link_down(&e) => {}
+                    Err(e) => {
+                        self.fail(e.to_string());
+                        break;
+                    }
+                }
+            }
+            if sampled.elapsed() >= SAMPLE {
+                sampled = Instant::now();
+                if let Err(e) = self.counters.sample(&self.sock) {
+                    self.fail(e.to_string());
+                }
+            }
+        }
+        let _ = self.counters.sample(&self.sock);
+        if let Some(w) = self.pcap.take() {
+            let mut inner = w.into_writer();
+            if let Err(e) = inner.flush() {
+                self.fail(format!("write pcap: {e}"));
+            }
+        }
+    }
+}
+
+/// The device went down (the kernel reports ENETDOWN once to a bound packet socket): the
+/// socket stays in its group and receives again when the link comes back, so wait.
+fn link_down(e: &mpt_sys::Error) -> bool {
+    if e.errno() == Some(libc::ENETDOWN) {
+        std::thread::sleep(POLL);
+        true
+    } else {
+        false
+    }
+}
+
+/// Whether the live view is a table (standard output is a terminal, not JSON).
+pub fn live_table(json: bool) -> bool {
+    !json && std::io::stdout().is_terminal()
+}
+
+/// Install SIGINT and SIGTERM handlers that set `stop`.
+pub fn stop_on_signals(stop: &Arc<AtomicBool>) -> Result<(), Failure> {
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register(sig, Arc::clone(stop))
+            .map_err(|e| Failure::system(format!("install a signal handler: {e}")))?;
+    }
+    Ok(())
+}
+
+/// Run until duration, count, a signal or an error; print the live view on the way.
+pub fn run(
+    cmd: &RunCmd,
+    json: bool,
+    mut live: impl FnMut(&Running, &[WorkerStats], bool),
+) -> Result<crate::view::RunSummary, Failure> {
+    let stop = Arc::new(AtomicBool::new(false));
+    let signalled = Arc::new(AtomicBool::new(false));
+    stop_on_signals(&signalled)?;
+    let running = Running::start(cmd, Arc::clone(&stop))?;
+    let table = live_table(json);
+    let mut next = Instant::now() + Duration::from_secs(1);
+    let deadline = cmd.duration.map(|d| Instant::now() + d);
+    let ended = loop {
+        std::thread::sleep(Duration::from_millis(20));
+        if signalled.load(Ordering::Relaxed) {
+            break Ended::Signal;
+        }
+        if running.failed() {
+            break Ended::Error;
+        }
+        if running.stopped() {
+            break Ended::Count;
+        }
+        if deadline.is_some_and(|d| Instant::now() >= d) {
+            break Ended::Duration;
+        }
+        if Instant::now() >= next {
+            next += Duration::from_secs(1);
+            let s = running.snapshot();
+            if json || table {
+                live(&running, &s, table);
+            }
+        }
+    };
+    let info = running.info.clone();
+    let (workers, seconds) = running.finish()?;
+    let _ = std::io::stdout().flush();
+    Ok(crate::view::RunSummary::new(info, workers, seconds, ended))
+}

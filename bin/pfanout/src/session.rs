@@ -1,0 +1,62 @@
+//! One invocation: the global options, the commands run one by one (batch lines too).
+
+use mpt_cli::batch::{self, BatchTool};
+use mpt_cli::render::Style;
+use mpt_cli::{Failure, GlobalOpts};
+
+use crate::cli::Command;
+use crate::view::{self, Output};
+
+/// The session.
+#[derive(Debug)]
+pub struct Session {
+    /// Global options.
+    pub opts: GlobalOpts,
+}
+
+impl Session {
+    /// Run one command.
+    pub fn run(&mut self, c: &Command) -> Result<Output, Failure> {
+        match c {
+            Command::Show(s) => Ok(Output::Groups(
+                crate::show::run(s, self.opts.details)?,
+                self.opts.stats,
+            )),
+            Command::Run(r) => {
+                let json = self.opts.json;
+                let mut drawn = 0usize;
+                let s = crate::run::run(r, json, |running, w, table| {
+                    view::live(&running.info, running.elapsed(), w, table, &mut drawn)
+                })?;
+                Ok(Output::Run(s))
+            }
+            Command::Bench(b) => Ok(Output::Bench(crate::bench::run(b)?)),
+        }
+    }
+}
+
+impl BatchTool for Session {
+    type Cmd = Command;
+    type Out = Output;
+
+    fn parse_line(&self, words: &[String]) -> Result<Command, Failure> {
+        crate::cli::parse_line(words)
+    }
+
+    fn run_lines(
+        &mut self,
+        lines: Vec<(usize, Result<Command, Failure>)>,
+        force: bool,
+        emit: &mut dyn FnMut(usize, Result<Output, Failure>),
+    ) {
+        batch::run_each(lines, force, emit, |c| self.run(&c));
+    }
+
+    fn print(out: &Output, style: Style) {
+        view::print(out, style);
+    }
+
+    fn finish(&mut self) -> Result<(), Failure> {
+        Ok(())
+    }
+}

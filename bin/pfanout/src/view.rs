@@ -1,0 +1,276 @@
+//! What pfanout prints: groups (`show`), the live view and summary of `run`, the table of
+//! `bench`; each as a table or as JSON from the same rows.
+
+use mpt_cli::render::{self, Style, TableRow};
+use serde::Serialize;
+
+use crate::bench::BenchReport;
+use crate::run::{Ended, GroupInfo, WorkerStats};
+use crate::show::{flags_words, GroupView, SocketView};
+
+/// A command's output.
+#[derive(Debug)]
+pub enum Output {
+    /// `show`.
+    Groups(Vec<GroupView>, bool),
+    /// `run`'s summary.
+    Run(RunSummary),
+    /// `bench`.
+    Bench(BenchReport),
+}
+
+/// Print an output.
+pub fn print(out: &Output, style: Style) {
+    match out {
+        Output::Groups(g, stats) => print_groups(g, *stats, style),
+        Output::Run(s) => print_summary(s, style),
+        Output::Bench(b) => crate::bench::print(b, style),
+    }
+}
+
+fn fill(s: &SocketView, bytes: bool) -> String {
+    match (s.rmem_alloc, s.rcvbuf) {
+        (Some(a), Some(b)) if bytes => format!("{a}/{b}"),
+        (Some(a), Some(b)) if b > 0 => format!("{:.0}%", 100.0 * f64::from(a) / f64::from(b)),
+        _ => "-".to_string(),
+    }
+}
+
+/// A member's row.
+#[derive(Debug, Serialize)]
+struct MemberRow<'a> {
+    #[serde(flatten)]
+    s: &'a SocketView,
+    #[serde(skip)]
+    bytes: bool,
+}
+
+impl TableRow for MemberRow<'_> {
+    fn headers() -> Vec<&'static str> {
+        vec!["INODE", "PID", "PROCESS", "RING", "FILL", "DROPS"]
+    }
+    fn cells(&self) -> Vec<String> {
+        let s = self.s;
+        let pids: Vec<String> = s.owners.iter().map(|o| o.pid.to_string()).collect();
+        let names: Vec<String> = s.owners.iter().map(|o| o.process.clone()).collect();
+        vec![
+            s.inode.to_string(),
+            if pids.is_empty() {
+                "-".into()
+            } else {
+                pids.join(",")
+            },
+            if names.is_empty() {
+                "-".into()
+            } else {
+                names.join(",")
+            },
+            match &s.ring {
+                Some(r) => format!(
+                    "v{} {}x{}B frames {}x{}B",
+                    r.version, r.block_nr, r.block_size, r.frame_nr, r.frame_size
+                ),
+                None => "-".into(),
+            },
+            fill(s, self.bytes),
+            s.drops.map_or("-".into(), |d| d.to_string()),
+        ]
+    }
+}
+
+fn print_groups(groups: &[GroupView], stats: bool, style: Style) {
+    if style.json {
+        render::print_json(&groups, style.pretty);
+        return;
+    }
+    let mut out = Vec::new();
+    for g in groups {
+        let head = match g.id {
+            Some(id) => format!(
+                "group {id} mode {} flags {} members {} dev {} proto {}",
+                g.mode,
+                flags_words(&g.flags),
+                g.members,
+                g.dev.as_deref().unwrap_or("-"),
+                g.protocol
+            ),
+            None => format!("no group: {} sockets", g.members),
+        };
+        let rows: Vec<MemberRow<'_>> = g
+            .sockets
+            .iter()
+            .map(|s| MemberRow { s, bytes: stats })
+            .collect();
+        let table = render::rows_to_string(&rows, Style::default());
+        let body: Vec<String> = table.lines().map(|l| format!("    {l}")).collect();
+        out.push(format!("{head}\n{}", body.join("\n")));
+    }
+    if !out.is_empty() {
+        render::print_line(&out.join("\n"));
+    }
+}
+
+/// The summary of a run.
+#[derive(Debug, Clone, Serialize)]
+pub struct RunSummary {
+    /// `summary`.
+    pub r#type: &'static str,
+    /// The group.
+    #[serde(flatten)]
+    pub info: GroupInfo,
+    /// Seconds the workers ran.
+    pub seconds: f64,
+    /// Why it ended.
+    pub ended: Ended,
+    /// Per worker.
+    pub per_worker: Vec<WorkerStats>,
+    /// All workers together (worker is the count of workers).
+    pub total: WorkerStats,
+}
+
+impl RunSummary {
+    /// The summary of `workers`' figures.
+    pub fn new(info: GroupInfo, workers: Vec<WorkerStats>, seconds: f64, ended: Ended) -> Self {
+        let total = sum(&workers);
+        RunSummary {
+            r#type: "summary",
+            info,
+            seconds,
+            ended,
+            per_worker: workers,
+            total,
+        }
+    }
+}
+
+/// The sum of the workers' figures.
+pub fn sum(w: &[WorkerStats]) -> WorkerStats {
+    let mut t = WorkerStats {
+        worker: w.len() as u32,
+        ..WorkerStats::default()
+    };
+    for s in w {
+        t.packets += s.packets;
+        t.bytes += s.bytes;
+        t.kernel_packets += s.kernel_packets;
+        t.drops += s.drops;
+        t.rollover_all += s.rollover_all;
+        t.rollover_huge += s.rollover_huge;
+        t.rollover_failed += s.rollover_failed;
+    }
+    t
+}
+
+/// A worker's row (or the total's).
+#[derive(Debug, Serialize)]
+struct WorkerRow {
+    label: String,
+    s: WorkerStats,
+}
+
+impl TableRow for WorkerRow {
+    fn headers() -> Vec<&'static str> {
+        vec![
+            "WORKER", "PACKETS", "BYTES", "DROPS", "ROLLOVER", "HUGE", "FAILED",
+        ]
+    }
+    fn cells(&self) -> Vec<String> {
+        let s = &self.s;
+        vec![
+            self.label.clone(),
+            s.packets.to_string(),
+            s.bytes.to_string(),
+            s.drops.to_string(),
+            s.rollover_all.to_string(),
+            s.rollover_huge.to_string(),
+            s.rollover_failed.to_string(),
+        ]
+    }
+}
+
+/// The worker table, with a total line.
+pub fn worker_table(w: &[WorkerStats]) -> String {
+    let mut rows: Vec<WorkerRow> = w
+        .iter()
+        .map(|s| WorkerRow {
+            label: s.worker.to_string(),
+            s: *s,
+        })
+        .collect();
+    rows.push(WorkerRow {
+        label: "total".into(),
+        s: sum(w),
+    });
+    render::rows_to_string(&rows, Style::default())
+}
+
+fn head(i: &GroupInfo) -> String {
+    format!(
+        "group {} mode {} flags {} dev {} workers {}{}",
+        i.group,
+        i.mode,
+        if i.flags.is_empty() {
+            "none".to_string()
+        } else {
+            i.flags.join(",")
+        },
+        i.dev,
+        i.workers,
+        if i.ring { " ring" } else { "" }
+    )
+}
+
+fn print_summary(s: &RunSummary, style: Style) {
+    if style.json {
+        render::print_json(s, style.pretty);
+        return;
+    }
+    render::print_line(&format!(
+        "{}: {} packets in {:.1} s (ended by {})",
+        head(&s.info),
+        s.total.packets,
+        s.seconds,
+        match s.ended {
+            Ended::Duration => "duration",
+            Ended::Count => "count",
+            Ended::Signal => "signal",
+            Ended::Error => "error",
+        }
+    ));
+    render::print_line(&worker_table(&s.per_worker));
+}
+
+/// One live line of `-j run`.
+#[derive(Debug, Serialize)]
+struct Interval<'a> {
+    r#type: &'static str,
+    group: u16,
+    elapsed: f64,
+    per_worker: &'a [WorkerStats],
+    total: WorkerStats,
+}
+
+/// Print the live view: a JSON line, or a table redrawn in place on a terminal.
+pub fn live(info: &GroupInfo, elapsed: f64, w: &[WorkerStats], table: bool, drawn: &mut usize) {
+    if !table {
+        render::print_json(
+            &Interval {
+                r#type: "interval",
+                group: info.group,
+                elapsed,
+                per_worker: w,
+                total: sum(w),
+            },
+            false,
+        );
+        return;
+    }
+    let text = format!("{} ({elapsed:.0} s)\n{}", head(info), worker_table(w));
+    let mut out = String::new();
+    if *drawn > 0 {
+        out.push_str(&format!("\x1b[{}A\x1b[J", *drawn));
+    }
+    out.push_str(&text);
+    *drawn = text.lines().count();
+    render::print_line(&out);
+}

@@ -1,0 +1,707 @@
+//! Root integration tests of pfanout, each in throwaway namespaces: the cases of the kernel's
+//! own selftest `tools/testing/selftests/net/psock_fanout.c` through pfanout's code paths (the
+//! control cases: joining with other flags or modes, uniqueid, the member limit; the datapath
+//! cases: hash, hash+rollover, lb, rollover, cbpf, ebpf, cpu, uniqueid), `pfanout show` against
+//! groups an independent C program makes, and bad input.
+//!
+//! ```text
+//!   TX  pt ------------------ pr  RX      (IPv6 off on both: no neighbour discovery noise)
+//!       crafted frames                    pfanout run dev pr ...
+//!       (to a foreign MAC: RX's stack drops them silently, its packet sockets see them)
+//! ```
+//!
+//! Where a packet went is judged by tcpdump reading the workers' pcap files (`write DIR`), and
+//! counts by the run's JSON summary. Needs root; it fails, it does not skip, without it.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use mpt_model::hash::{flow_hash, FlowKey};
+use mpt_model::route::Family;
+use mpt_sys::packet::PacketSocket;
+use mpt_testkit::packet::{eth, udp, Ip4};
+use mpt_testkit::traffic::in_netns;
+use mpt_testkit::{require_root, veth, Netns, Tool};
+use serde_json::Value;
+
+const PF: Tool = Tool::new(env!("CARGO_BIN_EXE_pfanout"));
+const FOREIGN_MAC: [u8; 6] = [0x02, 0, 0, 0, 0, 0x99];
+const TX_MAC: [u8; 6] = [0x02, 0, 0, 0, 0, 0x01];
+
+struct Link {
+    tx: Netns,
+    rx: Netns,
+}
+
+fn link(tag: &str) -> Link {
+    require_root();
+    let tx = Netns::new(&format!("{tag}t"));
+    let rx = Netns::new(&format!("{tag}r"));
+    for ns in [&tx, &rx] {
+        ns.try_sysctl(&[
+            ("net.ipv6.conf.all.disable_ipv6", "1"),
+            ("net.ipv6.conf.default.disable_ipv6", "1"),
+        ])
+        .expect("sysctl");
+    }
+    veth(&tx, "pt", &rx, "pr");
+    Link { tx, rx }
+}
+
+/// A UDP frame of flow (src:sport -> dst:dport), `n` payload bytes.
+fn frame(src: &str, dst: &str, sport: u16, dport: u16) -> Vec<u8> {
+    let ip = Ip4::new(src, dst, 17, udp(sport, dport, 64)).bytes();
+    eth(FOREIGN_MAC, TX_MAC, 0x0800, &ip)
+}
+
+impl Link {
+    /// Send `frames` from TX's end, from CPU `cpu` if given.
+    fn send(&self, frames: &[Vec<u8>], cpu: Option<usize>) {
+        let frames = frames.to_vec();
+        in_netns(&self.tx, move || {
+            if let Some(c) = cpu {
+                let mut set = nix::sched::CpuSet::new();
+                set.set(c).expect("cpu");
+                nix::sched::sched_setaffinity(nix::unistd::Pid::from_raw(0), &set).expect("pin");
+            }
+            let idx = mpt_sys::iface::index("pt").expect("pt");
+            let s = PacketSocket::open(idx, mpt_sys::packet::ETH_P_ALL).expect("socket");
+            for f in &frames {
+                s.send(f).expect("send");
+            }
+        });
+        std::thread::sleep(Duration::from_millis(200));
+    }
+
+    /// Start `pfanout -n RX -j run dev pr ARGS` in the background and wait until its group
+    /// `group` has `members` members in `pfanout show`.
+    // the child is the caller's to wait for (stop() does)
+    #[allow(clippy::zombie_processes)]
+    fn run(&self, args: &str, group: u16, members: usize) -> Child {
+        let mut a: Vec<String> = vec!["-n".into(), self.rx.name().into(), "-j".into()];
+        a.extend(["run", "dev", "pr"].map(String::from));
+        a.extend(args.split_whitespace().map(String::from));
+        let mut child = Command::new(PF.bin)
+            .args(&a)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn pfanout");
+        let t = Instant::now();
+        loop {
+            let g = self.groups();
+            if g.iter()
+                .any(|g| g["group"] == group && g["members"].as_u64() == Some(members as u64))
+            {
+                return child;
+            }
+            if t.elapsed() > Duration::from_secs(10) {
+                let _ = child.kill();
+                let out = child.wait_with_output().expect("wait");
+                panic!(
+                    "group {group} with {members} members never appeared: {g:?}; pfanout said {}",
+                    String::from_utf8_lossy(&out.stderr)
+                );
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    fn groups(&self) -> Vec<Value> {
+        PF.json(&self.rx, &["-d", "show"])
+            .as_array()
+            .cloned()
+            .unwrap_or_default()
+    }
+
+    fn no_sockets_left(&self) {
+        let g = self.groups();
+        assert!(g.is_empty(), "sockets left behind: {g:?}");
+    }
+}
+
+/// End a run with SIGTERM; its JSON summary.
+fn stop(child: Child) -> Value {
+    stop_with(child, "TERM")
+}
+
+/// End a run with signal `sig` (`TERM`, `INT`); its JSON summary.
+fn stop_with(child: Child, sig: &str) -> Value {
+    let o = Command::new("kill")
+        .args([format!("-{sig}"), child.id().to_string()])
+        .output()
+        .expect("kill");
+    assert!(o.status.success(), "kill: {o:?}");
+    let out = child.wait_with_output().expect("wait");
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(
+        out.status.success(),
+        "pfanout run failed: {} {}",
+        text,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let last = text.lines().last().unwrap_or_default();
+    let v: Value = serde_json::from_str(last).unwrap_or_else(|e| panic!("{e}: {text}"));
+    assert_eq!(v["type"], "summary", "{v}");
+    assert_eq!(v["ended"], "signal", "{v}");
+    v
+}
+
+fn per_worker(v: &Value, key: &str) -> Vec<u64> {
+    v["per_worker"]
+        .as_array()
+        .expect("per_worker")
+        .iter()
+        .map(|w| w[key].as_u64().expect("number"))
+        .collect()
+}
+
+/// Per worker pcap file: the UDP flows tcpdump reads in it, `src.port>dst.port` -> packets.
+fn flows_in(dir: &std::path::Path, workers: usize) -> Vec<BTreeMap<String, u64>> {
+    (0..workers)
+        .map(|i| {
+            let f = dir.join(format!("worker-{i}.pcap"));
+            let out = Command::new("tcpdump")
+                .args(["-nn", "-r"])
+                .arg(&f)
+                .output()
+                .expect("tcpdump");
+            assert!(
+                out.status.success(),
+                "tcpdump -r {}: {:?}",
+                f.display(),
+                out
+            );
+            let mut m = BTreeMap::new();
+            for l in String::from_utf8_lossy(&out.stdout).lines() {
+                // 01:02:03.000 IP 192.0.2.1.4000 > 192.0.2.2.53: UDP, length 64
+                let w: Vec<&str> = l.split_whitespace().collect();
+                if w.len() > 4 && w[1] == "IP" {
+                    *m.entry(format!("{}>{}", w[2], w[4].trim_end_matches(':')))
+                        .or_insert(0) += 1;
+                }
+            }
+            m
+        })
+        .collect()
+}
+
+fn tmpdir(tag: &str) -> std::path::PathBuf {
+    let d = std::env::temp_dir().join(format!("pfanout-test-{tag}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    d
+}
+
+fn flow_frames(n_flows: u16, per_flow: usize, both_ways: bool) -> Vec<Vec<u8>> {
+    let mut v = Vec::new();
+    for f in 0..n_flows {
+        for _ in 0..per_flow {
+            v.push(frame("192.0.2.1", "192.0.2.2", 4000 + f, 53));
+            if both_ways {
+                v.push(frame("192.0.2.2", "192.0.2.1", 53, 4000 + f));
+            }
+        }
+    }
+    v
+}
+
+/// The worker each flow reached; each flow (both of its directions) must be in one worker.
+fn worker_of_flows(flows: &[BTreeMap<String, u64>]) -> BTreeMap<u16, usize> {
+    let mut out = BTreeMap::new();
+    for (w, m) in flows.iter().enumerate() {
+        for k in m.keys() {
+            // the flow's client port: 4000 + f on either side
+            let port = k
+                .split(['>', '.'])
+                .filter_map(|p| p.parse::<u16>().ok())
+                .find(|p| *p >= 4000)
+                .expect("client port");
+            if let Some(prev) = out.insert(port, w) {
+                assert_eq!(
+                    prev, w,
+                    "flow {port} reached workers {prev} and {w}: {flows:?}"
+                );
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn datapath_hash_keeps_flows_and_both_directions_together() {
+    let l = link("pfh");
+    let dir = tmpdir("hash");
+    let c = l.run(
+        &format!("group 11 mode hash workers 2 write {}", dir.display()),
+        11,
+        2,
+    );
+    l.send(&flow_frames(16, 3, true), None);
+    let v = stop(c);
+    assert_eq!(per_worker(&v, "packets").iter().sum::<u64>(), 96);
+    let flows = flows_in(&dir, 2);
+    let at = worker_of_flows(&flows);
+    assert_eq!(at.len(), 16);
+    let used: BTreeSet<usize> = at.values().copied().collect();
+    assert_eq!(used.len(), 2, "16 flows all hashed to one worker: {at:?}");
+    assert_eq!(
+        flows
+            .iter()
+            .map(|m| m.values().sum::<u64>())
+            .collect::<Vec<_>>(),
+        per_worker(&v, "packets"),
+        "the pcap files hold what the summary counts"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+    l.no_sockets_left();
+}
+
+#[test]
+fn datapath_lb_alternates() {
+    let l = link("pfl");
+    let c = l.run("group 12 mode lb workers 2", 12, 2);
+    l.send(&flow_frames(1, 20, false), None);
+    let v = stop(c);
+    assert_eq!(per_worker(&v, "packets"), [10, 10]);
+    l.send(&flow_frames(1, 15, false), None); // nobody listens any more
+    l.no_sockets_left();
+}
+
+#[test]
+fn datapath_cbpf_is_the_xor_of_the_flow() {
+    let l = link("pfc");
+    let dir = tmpdir("cbpf");
+    let c = l.run(
+        &format!("group 13 mode cbpf workers 2 write {}", dir.display()),
+        13,
+        2,
+    );
+    l.send(&flow_frames(8, 2, true), None);
+    stop(c);
+    let at = worker_of_flows(&flows_in(&dir, 2));
+    for (port, w) in &at {
+        // saddr ^ daddr ^ sport ^ dport, modulo the members
+        let x = 0xc000_0201u32 ^ 0xc000_0202 ^ u32::from(*port) ^ 53;
+        assert_eq!((x % 2) as usize, *w, "flow {port}");
+    }
+    assert_eq!(at.len(), 8);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn datapath_ebpf_is_mproutes_flow_hash() {
+    let l = link("pfe");
+    let dir = tmpdir("ebpf");
+    let c = l.run(
+        &format!("group 14 mode ebpf workers 3 ring write {}", dir.display()),
+        14,
+        3,
+    );
+    l.send(&flow_frames(12, 2, true), None);
+    let v = stop(c);
+    assert_eq!(per_worker(&v, "packets").iter().sum::<u64>(), 48);
+    let at = worker_of_flows(&flows_in(&dir, 3));
+    assert_eq!(at.len(), 12);
+    for (port, w) in &at {
+        let mut k = FlowKey {
+            family: Family::V4,
+            src: [0; 16],
+            dst: [0; 16],
+            proto: 17,
+            sport: *port,
+            dport: 53,
+        };
+        k.src[..4].copy_from_slice(&[192, 0, 2, 1]);
+        k.dst[..4].copy_from_slice(&[192, 0, 2, 2]);
+        assert_eq!((flow_hash(&k, true, 0) % 3) as usize, *w, "flow {port}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn datapath_cpu_follows_the_receiving_cpu() {
+    let l = link("pfu");
+    let c = l.run("group 15 mode cpu workers 2", 15, 2);
+    l.send(&flow_frames(1, 20, false), Some(0));
+    let v = stop(c);
+    assert_eq!(per_worker(&v, "packets"), [20, 0]);
+    if std::thread::available_parallelism().map_or(1, |n| n.get()) > 1 {
+        let c = l.run("group 15 mode cpu workers 2", 15, 2);
+        l.send(&flow_frames(1, 20, false), Some(1));
+        let v = stop(c);
+        assert_eq!(per_worker(&v, "packets"), [0, 20]);
+    }
+}
+
+#[test]
+fn datapath_uniqueid_groups_each_see_everything() {
+    let l = link("pfq");
+    let a = l.run_unique();
+    let b = l.run_unique();
+    l.send(&flow_frames(2, 10, false), None);
+    for c in [a, b] {
+        let v = stop(c);
+        assert_eq!(per_worker(&v, "packets"), [20]);
+        assert!(v["group"].as_u64().is_some(), "{v}");
+    }
+}
+
+impl Link {
+    /// A run with `flags uniqueid` (the kernel chooses the id); waits for one more group.
+    #[allow(clippy::zombie_processes)]
+    fn run_unique(&self) -> Child {
+        let before = self.groups().len();
+        let mut child = Command::new(PF.bin)
+            .args([
+                "-n",
+                self.rx.name(),
+                "-j",
+                "run",
+                "dev",
+                "pr",
+                "mode",
+                "hash",
+            ])
+            .args(["flags", "uniqueid", "workers", "1"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn");
+        let t = Instant::now();
+        while self.groups().len() <= before {
+            if t.elapsed() > Duration::from_secs(10) {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!("no unique group appeared");
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        child
+    }
+}
+
+/// Slow workers (10 packets a second) and a burst of 1500 frames of one flow: the hashed
+/// worker's socket fills.
+fn overload(l: &Link, args: &str, group: u16) -> Value {
+    let c = l.run(
+        &format!("group {group} {args} workers 2 per-worker 10 rcvbuf 65536"),
+        group,
+        2,
+    );
+    l.send(&flow_frames(1, 1500, false), None);
+    std::thread::sleep(Duration::from_millis(400));
+    stop(c)
+}
+
+#[test]
+fn datapath_rollover_moves_what_a_full_socket_cannot_take() {
+    let l = link("pfr");
+    // without rollover one worker gets the flow and drops
+    let v = overload(&l, "mode hash", 16);
+    let k = per_worker(&v, "kernel_packets");
+    assert!(k.contains(&0) && k.contains(&1500), "{v}");
+    assert!(v["total"]["drops"].as_u64() > Some(0), "{v}");
+    // hash+rollover: the other worker takes the overflow
+    let v = overload(&l, "mode hash flags rollover", 17);
+    let k = per_worker(&v, "kernel_packets");
+    assert!(k.iter().all(|n| *n > 0), "both workers receive: {v}");
+    assert!(v["total"]["rollover_all"].as_u64() > Some(0), "{v}");
+    assert!(
+        v["flags"]
+            .as_array()
+            .is_some_and(|f| f.contains(&"rollover".into())),
+        "{v}"
+    );
+    // rollover mode
+    let v = overload(&l, "mode rollover", 18);
+    let k = per_worker(&v, "kernel_packets");
+    assert!(k.iter().all(|n| *n > 0), "both workers receive: {v}");
+    assert_eq!(k.iter().sum::<u64>(), 1500, "{v}");
+    l.no_sockets_left();
+}
+
+#[test]
+fn control_joins_need_the_same_mode_and_flags() {
+    let l = link("pfj");
+    // rollover mode refuses the rollover flag (test_control_single)
+    let o = PF.at(
+        &l.rx,
+        &["run", "dev", "pr", "mode", "rollover", "flags", "rollover"],
+    );
+    assert_eq!(o.status.code(), Some(2));
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(
+        e.lines().next().map(|l| l.contains("rollover flag")),
+        Some(true),
+        "{e}"
+    );
+    l.no_sockets_left();
+    // test_control_group: group 0 is a group too
+    let first = l.run("group 0 mode hash workers 1", 0, 1);
+    for bad in [
+        "mode hash flags defrag",
+        "mode hash flags rollover",
+        "mode cpu",
+    ] {
+        let args: Vec<&str> = ["run", "dev", "pr", "group", "0"]
+            .into_iter()
+            .chain(bad.split_whitespace())
+            .collect();
+        let o = PF.at(&l.rx, &args);
+        assert_eq!(o.status.code(), Some(2), "{bad}: {o:?}");
+        let e = String::from_utf8_lossy(&o.stderr);
+        assert!(e.starts_with("pfanout: join fanout group 0:"), "{bad}: {e}");
+        assert!(e.contains("[EINVAL]"), "{e}");
+    }
+    // with the link down, a plain join still works
+    l.rx.ip_ok(&["link", "set", "pr", "down"]);
+    let second = l.run("group 0 mode hash workers 2", 0, 3);
+    l.rx.ip_ok(&["link", "set", "pr", "up"]);
+    let g = l.groups();
+    let g0 = g.iter().find(|g| g["group"] == 0).expect("group 0");
+    assert_eq!(g0["mode"], "hash");
+    assert_eq!(
+        g0["flags"],
+        serde_json::json!([]),
+        "our sockets: flags known"
+    );
+    stop(first);
+    stop(second);
+    l.no_sockets_left();
+}
+
+#[test]
+fn control_member_limit_and_uniqueid() {
+    let l = link("pfm");
+    let code = |args: &str| {
+        let a: Vec<&str> = ["run", "dev", "pr"]
+            .into_iter()
+            .chain(args.split_whitespace())
+            .collect();
+        let o = PF.at(&l.rx, &a);
+        (
+            o.status.code(),
+            String::from_utf8_lossy(&o.stderr).to_string(),
+        )
+    };
+    let (c, e) = code("group 21 mode hash max-members 65537");
+    assert_eq!(c, Some(2), "{e}");
+    assert!(e.contains("at most 65536"), "{e}");
+    let first = l.run("group 21 mode hash max-members 256 workers 1", 21, 1);
+    let (c, e) = code("group 21 mode hash max-members 257");
+    assert_eq!(c, Some(2), "{e}");
+    let more = l.run("group 21 mode hash max-members 256 workers 1", 21, 2);
+    let legacy = l.run("group 21 mode hash workers 1", 21, 3);
+    for ch in [first, more, legacy] {
+        stop(ch);
+    }
+    // a full group
+    let (c, e) = code("group 22 mode lb max-members 2 workers 3");
+    assert_eq!(c, Some(2), "{e}");
+    assert!(e.contains("[ENOSPC]") && e.contains("full"), "{e}");
+    l.no_sockets_left();
+    // uniqueid: the kernel's id, uniqueid not kept; an id with uniqueid is refused
+    let (c, e) = code("group 9 mode hash flags uniqueid");
+    assert_eq!(c, Some(2), "{e}");
+    assert!(e.contains("uniqueid"), "{e}");
+    let u = l.run_unique();
+    let g = l.groups();
+    assert_eq!(g.len(), 1, "{g:?}");
+    let id = g[0]["group"].as_u64().expect("id") as u16;
+    assert_eq!(
+        g[0]["flags"],
+        serde_json::json!([]),
+        "uniqueid is not kept: {g:?}"
+    );
+    let (c, e) = code(&format!("group {id} mode cpu"));
+    assert_eq!(c, Some(2), "{e}");
+    let join = l.run(&format!("group {id} mode hash workers 1"), id, 2);
+    let u2 = l.run_unique();
+    assert_eq!(l.groups().len(), 2);
+    for ch in [u, join, u2] {
+        stop(ch);
+    }
+    l.no_sockets_left();
+}
+
+/// The independent C program of `tests/helpers/fanout_member.c`, built once per test.
+fn helper() -> std::path::PathBuf {
+    let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/helpers/fanout_member.c");
+    let out = std::env::temp_dir().join(format!("fanout_member-{}", std::process::id()));
+    if !out.exists() {
+        let o = Command::new("cc")
+            .arg("-O1")
+            .arg("-o")
+            .arg(&out)
+            .arg(&src)
+            .output()
+            .expect("cc");
+        assert!(
+            o.status.success(),
+            "cc: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+    }
+    out
+}
+
+struct Member {
+    child: Child,
+    inodes: Vec<u64>,
+}
+
+impl Member {
+    fn start(ns: &Netns, args: &[&str]) -> Member {
+        let mut child = Command::new("ip")
+            .args(["netns", "exec", ns.name()])
+            .arg(helper())
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("helper");
+        let mut line = String::new();
+        let out = child.stdout.take().expect("stdout");
+        BufReader::new(out).read_line(&mut line).expect("read");
+        let inodes = line
+            .split_whitespace()
+            .skip(1)
+            .map(|s| s.parse().expect("inode"))
+            .collect();
+        assert!(line.starts_with("ready"), "helper said {line:?}");
+        Member { child, inodes }
+    }
+}
+
+impl Drop for Member {
+    fn drop(&mut self) {
+        if let Some(mut i) = self.child.stdin.take() {
+            let _ = i.flush();
+        }
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn show_sees_another_programs_groups_and_only_this_namespaces() {
+    let l = link("pfs");
+    // group 31: hash with rollover, 3 members with rings; group 32: lb, 1 member
+    let a = Member::start(&l.rx, &["pr", "31", "0x1000", "3", "ring"]);
+    let b = Member::start(&l.rx, &["pr", "32", "1", "1"]);
+    let other = Member::start(&l.tx, &["pt", "33", "0", "2"]);
+    let g = l.groups();
+    let find = |id: u64| g.iter().find(|x| x["group"] == id).cloned();
+    let g31 = find(31).expect("group 31");
+    assert_eq!(g31["mode"], "hash");
+    assert_eq!(g31["members"], 3);
+    assert_eq!(g31["dev"], "pr");
+    assert_eq!(g31["protocol"], "all");
+    assert_eq!(
+        g31["flags"],
+        Value::Null,
+        "another program's flags are unknown"
+    );
+    let pid = a.child.id();
+    let socks = g31["sockets"].as_array().expect("sockets");
+    let inos: BTreeSet<u64> = socks
+        .iter()
+        .map(|s| s["inode"].as_u64().expect("ino"))
+        .collect();
+    assert_eq!(inos, a.inodes.iter().copied().collect());
+    for s in socks {
+        let owners = s["owners"].as_array().expect("owners");
+        assert_eq!(owners.len(), 1, "{s}");
+        assert_eq!(owners[0]["pid"].as_u64(), Some(u64::from(pid)));
+        assert!(
+            owners[0]["process"]
+                .as_str()
+                .is_some_and(|p| p.starts_with("fanout_member")),
+            "{s}"
+        );
+        assert_eq!(s["ring"]["version"], 3, "{s}");
+        assert_eq!(s["ring"]["block_nr"], 8, "{s}");
+        assert_eq!(s["ring"]["block_size"], 65536, "{s}");
+        assert!(s["rcvbuf"].as_u64() > Some(0));
+    }
+    let g32 = find(32).expect("group 32");
+    assert_eq!(
+        (g32["mode"].clone(), g32["members"].clone()),
+        ("lb".into(), 1.into())
+    );
+    assert!(
+        find(33).is_none(),
+        "the other namespace's group appears: {g:?}"
+    );
+    assert!(
+        g.iter().all(|x| x["group"].is_u64()),
+        "only groups without -d: {g:?}"
+    );
+    // filters
+    let only = PF.json(&l.rx, &["show", "group", "32"]);
+    assert_eq!(only.as_array().map(Vec::len), Some(1));
+    // -n and ip netns exec give the same answer
+    let by_n = PF.ok(&l.rx, &["-j", "show"]);
+    let o = Command::new("ip")
+        .args(["netns", "exec", l.rx.name(), PF.bin, "-j", "show"])
+        .output()
+        .expect("ip netns exec");
+    assert_eq!(String::from_utf8_lossy(&o.stdout), by_n);
+    // the table names what it knows
+    let t = PF.ok(&l.rx, &["show"]);
+    assert!(
+        t.contains("group 31 mode hash flags unknown members 3 dev pr proto all"),
+        "{t}"
+    );
+    drop((a, b, other));
+    l.no_sockets_left();
+}
+
+#[test]
+fn bad_input_one_line_and_nothing_left_behind() {
+    let l = link("pfb");
+    let cases: &[(&[&str], i32, &str)] = &[
+        (
+            &["run", "dev", "pr", "mode", "fastest"],
+            1,
+            "unknown mode \"fastest\"",
+        ),
+        (&["run", "mode", "hash"], 1, "\"dev DEV\" is required"),
+        (
+            &["run", "dev", "pr", "mode", "hash", "flags", "rollover,warp"],
+            1,
+            "warp",
+        ),
+        (
+            &["run", "dev", "pt", "mode", "hash"],
+            2,
+            "cannot find device \"pt\"",
+        ),
+        (
+            &["run", "dev", "pr", "mode", "lb", "proto", "0"],
+            1,
+            "proto 0",
+        ),
+        (&["frobnicate"], 1, "unknown command"),
+        (&["show", "dev", "nosuch"], 2, "nosuch"),
+    ];
+    for (args, code, words) in cases {
+        let o = PF.at(&l.rx, args);
+        let e = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(*code), "{args:?}: {e}");
+        let first = e.lines().next().unwrap_or_default();
+        assert!(
+            first.starts_with("pfanout: ") && first.contains(words),
+            "{args:?}: {e}"
+        );
+        assert!(e.lines().count() <= 2, "{args:?}: {e}");
+        l.no_sockets_left();
+    }
+    // SIGINT ends a run with its summary, like SIGTERM
+    let c = l.run("group 41 mode lb workers 1", 41, 1);
+    let v = stop_with(c, "INT");
+    assert_eq!(v["group"], 41);
+    l.no_sockets_left();
+}
