@@ -106,7 +106,10 @@ fn step(program: &Path, shown: &str, args: &[&str]) -> Result<()> {
 pub fn demo() -> Result<()> {
     crate::setup::setup()?;
     let root = util::repo_root()?;
-    util::run_cargo(&root, &["build", "-p", "mproute", "-p", "ila"])?;
+    util::run_cargo(
+        &root,
+        &["build", "-p", "mproute", "-p", "ila", "-p", "pfanout"],
+    )?;
     let mproute: PathBuf = util::target_dir(&root).join("debug/mproute");
     if !mproute.is_file() {
         bail!("{} not found after the build", mproute.display());
@@ -207,7 +210,85 @@ pub fn demo() -> Result<()> {
     step(ip, "ip", &["-n", r, "route", "show"])?;
     drop(topo);
     ila_demo(&util::target_dir(&root).join("debug/ila"))?;
+    fanout_demo(&util::target_dir(&root).join("debug/pfanout"))?;
     println!("demo: ok");
+    Ok(())
+}
+
+/// An AF_PACKET fanout group: `pfanout run` in the background in FB (three workers, hash with
+/// rollover), `pfanout show` of it while it runs, pings from FA, then the run's summary.
+fn fanout_demo(pfanout: &Path) -> Result<()> {
+    if !pfanout.is_file() {
+        bail!("{} not found after the build", pfanout.display());
+    }
+    let a = netns("fa")?;
+    let b = netns("fb")?;
+    println!(
+        "demo: fanout: namespaces FA={} FB={} (removed at the end)",
+        a.name(),
+        b.name()
+    );
+    let (an, bn) = (a.name(), b.name());
+    util::ip(&[
+        "-n", an, "link", "add", "fa0", "type", "veth", "peer", "name", "fb0", "netns", bn,
+    ])?;
+    for (ns, dev, addr) in [(an, "fa0", "203.0.113.1/24"), (bn, "fb0", "203.0.113.2/24")] {
+        util::ip(&["-n", ns, "addr", "add", addr, "dev", dev])?;
+        util::ip(&["-n", ns, "link", "set", dev, "up"])?;
+    }
+    let args = [
+        "-n", bn, "run", "dev", "fb0", "group", "7", "mode", "hash", "flags", "rollover",
+        "workers", "3", "duration", "4",
+    ];
+    println!("+ pfanout {} &", args.join(" "));
+    let child = Command::new(pfanout)
+        .args(args)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .context("start pfanout run")?;
+    // wait for the group's three members
+    let mut seen = false;
+    for _ in 0..100 {
+        let o = Command::new(pfanout)
+            .args(["-n", bn, "-j", "show", "group", "7"])
+            .output()
+            .context("run pfanout show")?;
+        if String::from_utf8_lossy(&o.stdout).contains("\"members\":3") {
+            seen = true;
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    if !seen {
+        bail!("pfanout run's group 7 did not appear in pfanout show");
+    }
+    step(pfanout, "pfanout", &["-n", bn, "show"])?;
+    step(
+        pfanout,
+        "pfanout",
+        &["-n", bn, "-j", "-p", "show", "dev", "fb0"],
+    )?;
+    step(
+        Path::new("ip"),
+        "ip",
+        &[
+            "netns",
+            "exec",
+            an,
+            "ping",
+            "-q",
+            "-c",
+            "50",
+            "-i",
+            "0.01",
+            "203.0.113.2",
+        ],
+    )?;
+    let out = child.wait_with_output().context("wait for pfanout run")?;
+    println!("{}", String::from_utf8_lossy(&out.stdout).trim_end());
+    if !out.status.success() {
+        bail!("pfanout run failed");
+    }
     Ok(())
 }
 
