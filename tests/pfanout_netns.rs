@@ -705,3 +705,66 @@ fn bad_input_one_line_and_nothing_left_behind() {
     assert_eq!(v["group"], 41);
     l.no_sockets_left();
 }
+
+#[test]
+fn datapath_rnd_and_qm_account_for_every_packet() {
+    let l = link("pfn");
+    for (mode, id) in [("rnd", 51u16), ("qm", 52)] {
+        let c = l.run(&format!("group {id} mode {mode} workers 2"), id, 2);
+        l.send(&flow_frames(4, 10, false), None);
+        let v = stop(c);
+        assert_eq!(v["mode"], mode);
+        assert_eq!(per_worker(&v, "packets").iter().sum::<u64>(), 40, "{v}");
+        if mode == "qm" {
+            // a veth receives on queue 0: every packet to worker 0
+            assert_eq!(per_worker(&v, "packets"), [40, 0], "{v}");
+        }
+    }
+    l.no_sockets_left();
+}
+
+#[test]
+fn ignore_outgoing_hides_what_the_host_sends() {
+    let l = link("pfo");
+    // groups on TX's own device: its outgoing frames are seen unless ignore-outgoing
+    let run_tx = |args: &str, id: u16| {
+        let mut child = Command::new(PF.bin)
+            .args([
+                "-n",
+                l.tx.name(),
+                "-j",
+                "run",
+                "dev",
+                "pt",
+                "group",
+                &id.to_string(),
+            ])
+            .args(args.split_whitespace())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn");
+        let t = Instant::now();
+        while !PF
+            .json(&l.tx, &["show", "group", &id.to_string()])
+            .as_array()
+            .is_some_and(|a| !a.is_empty())
+        {
+            if t.elapsed() > Duration::from_secs(10) {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!("group {id} never appeared");
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        child
+    };
+    let seen = run_tx("mode lb workers 1", 61);
+    let blind = run_tx("mode lb flags ignore-outgoing workers 1", 62);
+    l.send(&flow_frames(1, 20, false), None);
+    let v = stop(seen);
+    assert_eq!(per_worker(&v, "packets"), [20], "{v}");
+    let v = stop(blind);
+    assert_eq!(per_worker(&v, "packets"), [0], "{v}");
+    assert_eq!(v["flags"], serde_json::json!(["ignore-outgoing"]), "{v}");
+}
