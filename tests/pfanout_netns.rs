@@ -745,10 +745,10 @@ fn ignore_outgoing_hides_what_the_host_sends() {
             .spawn()
             .expect("spawn");
         let t = Instant::now();
-        while !PF
+        while PF
             .json(&l.tx, &["show", "group", &id.to_string()])
             .as_array()
-            .is_some_and(|a| !a.is_empty())
+            .is_none_or(|a| a.is_empty())
         {
             if t.elapsed() > Duration::from_secs(10) {
                 let _ = child.kill();
