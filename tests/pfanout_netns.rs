@@ -68,8 +68,13 @@ impl Link {
             }
             let idx = mpt_sys::iface::index("pt").expect("pt");
             let s = PacketSocket::open(idx, mpt_sys::packet::ETH_P_ALL).expect("socket");
-            for f in &frames {
-                s.send(f).expect("send");
+            // in chunks: a burst beyond netdev_max_backlog (1000) would be dropped before
+            // any packet socket sees it
+            for chunk in frames.chunks(200) {
+                for f in chunk {
+                    s.send(f).expect("send");
+                }
+                std::thread::sleep(Duration::from_millis(5));
             }
         });
         std::thread::sleep(Duration::from_millis(200));
@@ -80,8 +85,14 @@ impl Link {
     // the child is the caller's to wait for (stop() does)
     #[allow(clippy::zombie_processes)]
     fn run(&self, args: &str, group: u16, members: usize) -> Child {
-        let mut a: Vec<String> = vec!["-n".into(), self.rx.name().into(), "-j".into()];
-        a.extend(["run", "dev", "pr"].map(String::from));
+        self.run_at(&self.rx, "pr", args, group, members)
+    }
+
+    /// `pfanout -n NS -j run dev DEV ARGS` in the background, as [`Link::run`].
+    #[allow(clippy::zombie_processes)]
+    fn run_at(&self, ns: &Netns, dev: &str, args: &str, group: u16, members: usize) -> Child {
+        let mut a: Vec<String> = vec!["-n".into(), ns.name().into(), "-j".into()];
+        a.extend(["run", "dev", dev].map(String::from));
         a.extend(args.split_whitespace().map(String::from));
         let mut child = Command::new(PF.bin)
             .args(&a)
@@ -91,7 +102,11 @@ impl Link {
             .expect("spawn pfanout");
         let t = Instant::now();
         loop {
-            let g = self.groups();
+            let g = PF
+                .json(ns, &["show"])
+                .as_array()
+                .cloned()
+                .unwrap_or_default();
             if g.iter()
                 .any(|g| g["group"] == group && g["members"].as_u64() == Some(members as u64))
             {
@@ -120,6 +135,31 @@ impl Link {
         let g = self.groups();
         assert!(g.is_empty(), "sockets left behind: {g:?}");
     }
+}
+
+/// Wait (at most 15 s) for a run with `count` to end by itself; its JSON summary.
+fn done(mut child: Child) -> Value {
+    let t = Instant::now();
+    while child.try_wait().expect("try_wait").is_none() {
+        if t.elapsed() > Duration::from_secs(15) {
+            // short of its count: end it and show what it had
+            let v = stop(child);
+            panic!("the run never reached its count: {v}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let out = child.wait_with_output().expect("wait");
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(
+        out.status.success(),
+        "pfanout run failed: {text} {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_str(text.lines().last().unwrap_or_default())
+        .unwrap_or_else(|e| panic!("{e}: {text}"));
+    assert_eq!(v["type"], "summary", "{v}");
+    assert_eq!(v["ended"], "count", "{v}");
+    v
 }
 
 /// End a run with SIGTERM; its JSON summary.
@@ -234,12 +274,15 @@ fn datapath_hash_keeps_flows_and_both_directions_together() {
     let l = link("pfh");
     let dir = tmpdir("hash");
     let c = l.run(
-        &format!("group 11 mode hash workers 2 write {}", dir.display()),
+        &format!(
+            "group 11 mode hash workers 2 count 96 write {}",
+            dir.display()
+        ),
         11,
         2,
     );
     l.send(&flow_frames(16, 3, true), None);
-    let v = stop(c);
+    let v = done(c);
     assert_eq!(per_worker(&v, "packets").iter().sum::<u64>(), 96);
     let flows = flows_in(&dir, 2);
     let at = worker_of_flows(&flows);
@@ -261,11 +304,10 @@ fn datapath_hash_keeps_flows_and_both_directions_together() {
 #[test]
 fn datapath_lb_alternates() {
     let l = link("pfl");
-    let c = l.run("group 12 mode lb workers 2", 12, 2);
+    let c = l.run("group 12 mode lb workers 2 count 20", 12, 2);
     l.send(&flow_frames(1, 20, false), None);
-    let v = stop(c);
+    let v = done(c);
     assert_eq!(per_worker(&v, "packets"), [10, 10]);
-    l.send(&flow_frames(1, 15, false), None); // nobody listens any more
     l.no_sockets_left();
 }
 
@@ -274,12 +316,15 @@ fn datapath_cbpf_is_the_xor_of_the_flow() {
     let l = link("pfc");
     let dir = tmpdir("cbpf");
     let c = l.run(
-        &format!("group 13 mode cbpf workers 2 write {}", dir.display()),
+        &format!(
+            "group 13 mode cbpf workers 2 count 32 write {}",
+            dir.display()
+        ),
         13,
         2,
     );
     l.send(&flow_frames(8, 2, true), None);
-    stop(c);
+    done(c);
     let at = worker_of_flows(&flows_in(&dir, 2));
     for (port, w) in &at {
         // saddr ^ daddr ^ sport ^ dport, modulo the members
@@ -288,6 +333,23 @@ fn datapath_cbpf_is_the_xor_of_the_flow() {
     }
     assert_eq!(at.len(), 8);
     let _ = std::fs::remove_dir_all(&dir);
+    // the copies of outgoing packets (skb->data at the link header) steer alike: a group on
+    // the sender's own device
+    let c = l.run_at(
+        &l.tx,
+        "pt",
+        &format!(
+            "group 13 mode cbpf workers 2 count 32 write {}",
+            dir.display()
+        ),
+        13,
+        2,
+    );
+    l.send(&flow_frames(8, 2, true), None);
+    done(c);
+    let out = worker_of_flows(&flows_in(&dir, 2));
+    assert_eq!(out, at, "outgoing copies steer as received packets do");
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
@@ -295,12 +357,15 @@ fn datapath_ebpf_is_mproutes_flow_hash() {
     let l = link("pfe");
     let dir = tmpdir("ebpf");
     let c = l.run(
-        &format!("group 14 mode ebpf workers 3 ring write {}", dir.display()),
+        &format!(
+            "group 14 mode ebpf workers 3 ring count 48 write {}",
+            dir.display()
+        ),
         14,
         3,
     );
     l.send(&flow_frames(12, 2, true), None);
-    let v = stop(c);
+    let v = done(c);
     assert_eq!(per_worker(&v, "packets").iter().sum::<u64>(), 48);
     let at = worker_of_flows(&flows_in(&dir, 3));
     assert_eq!(at.len(), 12);
@@ -323,14 +388,14 @@ fn datapath_ebpf_is_mproutes_flow_hash() {
 #[test]
 fn datapath_cpu_follows_the_receiving_cpu() {
     let l = link("pfu");
-    let c = l.run("group 15 mode cpu workers 2", 15, 2);
+    let c = l.run("group 15 mode cpu workers 2 count 20", 15, 2);
     l.send(&flow_frames(1, 20, false), Some(0));
-    let v = stop(c);
+    let v = done(c);
     assert_eq!(per_worker(&v, "packets"), [20, 0]);
     if std::thread::available_parallelism().map_or(1, |n| n.get()) > 1 {
-        let c = l.run("group 15 mode cpu workers 2", 15, 2);
+        let c = l.run("group 15 mode cpu workers 2 count 20", 15, 2);
         l.send(&flow_frames(1, 20, false), Some(1));
-        let v = stop(c);
+        let v = done(c);
         assert_eq!(per_worker(&v, "packets"), [0, 20]);
     }
 }
@@ -338,11 +403,11 @@ fn datapath_cpu_follows_the_receiving_cpu() {
 #[test]
 fn datapath_uniqueid_groups_each_see_everything() {
     let l = link("pfq");
-    let a = l.run_unique();
-    let b = l.run_unique();
+    let a = l.run_unique("count 20");
+    let b = l.run_unique("count 20");
     l.send(&flow_frames(2, 10, false), None);
     for c in [a, b] {
-        let v = stop(c);
+        let v = done(c);
         assert_eq!(per_worker(&v, "packets"), [20]);
         assert!(v["group"].as_u64().is_some(), "{v}");
     }
@@ -351,8 +416,14 @@ fn datapath_uniqueid_groups_each_see_everything() {
 impl Link {
     /// A run with `flags uniqueid` (the kernel chooses the id); waits for one more group.
     #[allow(clippy::zombie_processes)]
-    fn run_unique(&self) -> Child {
-        let before = self.groups().len();
+    fn run_unique(&self, extra: &str) -> Child {
+        let ids = |l: &Link| -> BTreeSet<u64> {
+            PF.json(&l.rx, &["show"])
+                .as_array()
+                .map(|a| a.iter().filter_map(|g| g["group"].as_u64()).collect())
+                .unwrap_or_default()
+        };
+        let before = ids(self);
         let mut child = Command::new(PF.bin)
             .args([
                 "-n",
@@ -365,12 +436,13 @@ impl Link {
                 "hash",
             ])
             .args(["flags", "uniqueid", "workers", "1"])
+            .args(extra.split_whitespace())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
             .expect("spawn");
         let t = Instant::now();
-        while self.groups().len() <= before {
+        while ids(self).is_subset(&before) {
             if t.elapsed() > Duration::from_secs(10) {
                 let _ = child.kill();
                 let _ = child.wait();
@@ -506,7 +578,7 @@ fn control_member_limit_and_uniqueid() {
     let (c, e) = code("group 9 mode hash flags uniqueid");
     assert_eq!(c, Some(2), "{e}");
     assert!(e.contains("uniqueid"), "{e}");
-    let u = l.run_unique();
+    let u = l.run_unique("");
     let g = l.groups();
     assert_eq!(g.len(), 1, "{g:?}");
     let id = g[0]["group"].as_u64().expect("id") as u16;
@@ -518,7 +590,7 @@ fn control_member_limit_and_uniqueid() {
     let (c, e) = code(&format!("group {id} mode cpu"));
     assert_eq!(c, Some(2), "{e}");
     let join = l.run(&format!("group {id} mode hash workers 1"), id, 2);
-    let u2 = l.run_unique();
+    let u2 = l.run_unique("");
     assert_eq!(l.groups().len(), 2);
     for ch in [u, join, u2] {
         stop(ch);
@@ -591,7 +663,9 @@ fn show_sees_another_programs_groups_and_only_this_namespaces() {
     // group 31: hash with rollover, 3 members with rings; group 32: lb, 1 member
     let a = Member::start(&l.rx, &["pr", "31", "0x1000", "3", "ring"]);
     let b = Member::start(&l.rx, &["pr", "32", "1", "1"]);
-    let other = Member::start(&l.tx, &["pt", "33", "0", "2"]);
+    // the same id in another namespace, another mode: ids are per namespace
+    let other = Member::start(&l.tx, &["pt", "31", "1", "2"]);
+    let loose = Member::start(&l.rx, &["pr", "-", "0", "1"]);
     let g = l.groups();
     let find = |id: u64| g.iter().find(|x| x["group"] == id).cloned();
     let g31 = find(31).expect("group 31");
@@ -631,13 +705,29 @@ fn show_sees_another_programs_groups_and_only_this_namespaces() {
         (g32["mode"].clone(), g32["members"].clone()),
         ("lb".into(), 1.into())
     );
+    let theirs: BTreeSet<u64> = other.inodes.iter().copied().collect();
     assert!(
-        find(33).is_none(),
-        "the other namespace's group appears: {g:?}"
+        g.iter()
+            .flat_map(|x| x["sockets"].as_array().cloned().unwrap_or_default())
+            .all(|s| s["inode"].as_u64().is_some_and(|i| !theirs.contains(&i))),
+        "the other namespace's sockets appear: {g:?}"
     );
+    // -d (as groups() asks) lists the socket in no group, with its own device
+    let none = g
+        .iter()
+        .find(|x| x["group"].is_null())
+        .expect("no-group entry with -d");
+    assert_eq!(
+        none["sockets"][0]["inode"].as_u64(),
+        loose.inodes.first().copied()
+    );
+    assert_eq!(none["sockets"][0]["dev"], "pr");
+    let plain = PF.json(&l.rx, &["show"]);
     assert!(
-        g.iter().all(|x| x["group"].is_u64()),
-        "only groups without -d: {g:?}"
+        plain
+            .as_array()
+            .is_some_and(|a| a.iter().all(|x| x["group"].is_u64())),
+        "only groups without -d: {plain}"
     );
     // filters
     let only = PF.json(&l.rx, &["show", "group", "32"]);
@@ -655,7 +745,7 @@ fn show_sees_another_programs_groups_and_only_this_namespaces() {
         t.contains("group 31 mode hash flags unknown members 3 dev pr proto all"),
         "{t}"
     );
-    drop((a, b, other));
+    drop((a, b, other, loose));
     l.no_sockets_left();
 }
 
@@ -699,6 +789,24 @@ fn bad_input_one_line_and_nothing_left_behind() {
         assert!(e.lines().count() <= 2, "{args:?}: {e}");
         l.no_sockets_left();
     }
+    // a refused run writes no files
+    let dir = tmpdir("bad");
+    let o = PF.at(
+        &l.rx,
+        &[
+            "run",
+            "dev",
+            "pr",
+            "mode",
+            "rollover",
+            "flags",
+            "rollover",
+            "write",
+            &dir.to_string_lossy(),
+        ],
+    );
+    assert_eq!(o.status.code(), Some(2), "{o:?}");
+    assert!(!dir.exists(), "{} was left behind", dir.display());
     // SIGINT ends a run with its summary, like SIGTERM
     let c = l.run("group 41 mode lb workers 1", 41, 1);
     let v = stop_with(c, "INT");
@@ -710,9 +818,9 @@ fn bad_input_one_line_and_nothing_left_behind() {
 fn datapath_rnd_and_qm_account_for_every_packet() {
     let l = link("pfn");
     for (mode, id) in [("rnd", 51u16), ("qm", 52)] {
-        let c = l.run(&format!("group {id} mode {mode} workers 2"), id, 2);
+        let c = l.run(&format!("group {id} mode {mode} workers 2 count 40"), id, 2);
         l.send(&flow_frames(4, 10, false), None);
-        let v = stop(c);
+        let v = done(c);
         assert_eq!(v["mode"], mode);
         assert_eq!(per_worker(&v, "packets").iter().sum::<u64>(), 40, "{v}");
         if mode == "qm" {
@@ -759,10 +867,10 @@ fn ignore_outgoing_hides_what_the_host_sends() {
         }
         child
     };
-    let seen = run_tx("mode lb workers 1", 61);
+    let seen = run_tx("mode lb workers 1 count 20", 61);
     let blind = run_tx("mode lb flags ignore-outgoing workers 1", 62);
     l.send(&flow_frames(1, 20, false), None);
-    let v = stop(seen);
+    let v = done(seen);
     assert_eq!(per_worker(&v, "packets"), [20], "{v}");
     let v = stop(blind);
     assert_eq!(per_worker(&v, "packets"), [0], "{v}");

@@ -3,7 +3,7 @@
  * AF_PACKET sockets (ETH_P_ALL) bound to DEV, each joins fanout group ID with MODE and FLAGS
  * (the 16-bit type_flags, legacy int form), optionally with a TPACKET_V3 ring of 8 blocks of
  * 64 KiB (frames of 2 KiB), then prints "ready INO INO ..." and waits until standard input
- * closes.
+ * closes. An ID of "-" joins no group.
  *
  *   fanout_member DEV ID TYPE_FLAGS COUNT [ring]
  */
@@ -57,7 +57,8 @@ int main(int argc, char **argv)
 			}
 		}
 		int val = id | (tf << 16);
-		if (setsockopt(fd, SOL_PACKET, PACKET_FANOUT, &val, sizeof(val)) < 0) {
+		if (argv[2][0] != '-' &&
+		    setsockopt(fd, SOL_PACKET, PACKET_FANOUT, &val, sizeof(val)) < 0) {
 			perror("PACKET_FANOUT");
 			return 2;
 		}

@@ -278,7 +278,7 @@ pub fn run(cmd: &BenchCmd) -> Result<BenchReport, Failure> {
     let base = format!("pfanout-bench-{}", std::process::id());
     let (g, c) = (format!("{base}-gen"), format!("{base}-cap"));
     let abort = Arc::new(AtomicBool::new(false));
-    crate::run::stop_on_signals(&abort)?;
+    let _signals = crate::run::stop_on_signals(&abort)?;
     let mut ns = Netns { names: Vec::new() };
     for n in [&g, &c] {
         ip(&["netns", "add", n])?;

@@ -52,19 +52,6 @@ fn sys(e: mpt_sys::Error) -> Failure {
     }
 }
 
-/// A group id no group of this namespace uses, starting from one derived from our pid.
-fn free_id() -> Result<u16, Failure> {
-    let used: std::collections::HashSet<u16> = show::dump()?
-        .iter()
-        .filter_map(|s| s.fanout.map(|(id, _)| id))
-        .collect();
-    let start = (std::process::id() % 0xffff) as u16;
-    (0..=u16::MAX)
-        .map(|i| start.wrapping_add(i))
-        .find(|id| *id != 0 && !used.contains(id))
-        .ok_or_else(|| Failure::system("no free fanout group id in this namespace"))
-}
-
 impl Group {
     /// Open, bind and join `cmd.workers` sockets.
     pub fn open(cmd: &RunCmd) -> Result<Group, Failure> {
@@ -81,13 +68,21 @@ impl Group {
                 "check the device name with \"ip link\" (in this namespace: pfanout -n NETNS)",
             )
         })?;
-        let unique = cmd.flags.contains(Flags::UNIQUEID);
-        let mut id = match (unique, cmd.group) {
-            (true, _) => 0,
-            (false, Some(g)) => g,
-            (false, None) => free_id()?,
+        // no id given: the kernel chooses an unused one (uniqueid), atomically
+        let first_flags = match cmd.group {
+            None => cmd.flags.union(Flags::UNIQUEID),
+            Some(_) => cmd.flags,
+        };
+        let mut id = cmd.group.unwrap_or(0);
+        // joining another program's group: its steering program stays as it is
+        let existed = match cmd.group {
+            Some(g) if !cmd.flags.contains(Flags::UNIQUEID) => show::dump()?
+                .iter()
+                .any(|s| s.fanout.is_some_and(|(i, _)| i == g)),
+            _ => false,
         };
         let steering = match cmd.mode {
+            Mode::Ebpf if existed => None,
             Mode::Ebpf => Some(
                 Steering::load(0)
                     .map_err(|e| Failure::system(format!("load the eBPF steering program: {e}")))?,
@@ -108,18 +103,21 @@ impl Group {
             } else {
                 s.enable_timestamps().map_err(sys)?;
             }
-            let flags = if i == 0 { cmd.flags } else { kept };
+            let flags = if i == 0 { first_flags } else { kept };
             let tf = fanout::type_flags(cmd.mode, flags);
             if let Err(e) = s.join_fanout(id, tf, cmd.max_members) {
                 return Err(explain_join(e, id, cmd, i));
             }
             if i == 0 {
-                if let Ok(Some(v)) = s.fanout() {
+                // 0 is also group 0 in mode hash without flags (packet_diag would tell them
+                // apart; the join just succeeded, so it is that group)
+                if let Some(v) = s.fanout().map_err(sys)? {
                     let j = Joined::from_raw(v);
                     id = j.id;
                     kept = j.flags;
                 }
                 match (cmd.mode, &steering) {
+                    (_, _) if existed => {}
                     (Mode::Cbpf, _) => {
                         let prog: Vec<libc::sock_filter> = fanout::classic_program()
                             .iter()
@@ -154,7 +152,11 @@ fn explain_join(e: mpt_sys::Error, id: u16, cmd: &RunCmd, i: u32) -> Failure {
         Some(n) => mpt_sys::error::words(&std::io::Error::from_raw_os_error(n)),
         None => e.to_string(),
     };
-    let base = format!("join fanout group {id}: {words}");
+    let base = if cmd.group.is_none() && i == 0 {
+        format!("create a fanout group: {words}")
+    } else {
+        format!("join fanout group {id}: {words}")
+    };
     let mut f = Failure::system(base.clone());
     match errno {
         Some(libc::EINVAL) => {

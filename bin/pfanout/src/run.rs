@@ -11,7 +11,8 @@ use std::time::{Duration, Instant};
 
 use mpt_cli::Failure;
 use mpt_sys::packet::PacketSocket;
-use pcap_file::pcap::{PcapPacket, PcapWriter};
+use pcap_file::pcap::{PcapHeader, PcapPacket, PcapWriter};
+use pcap_file::DataLink;
 use serde::Serialize;
 
 use crate::grammar::RunCmd;
@@ -20,7 +21,9 @@ use crate::group::Group;
 /// How long a worker waits for a packet before it looks at the stop flag again.
 const POLL: Duration = Duration::from_millis(50);
 /// How often a worker reads its socket's kernel counters.
-const SAMPLE: Duration = Duration::from_millis(200);
+const SAMPLE: Duration = Duration::from_millis(50);
+/// Most packets a worker still reads from its queue once told to stop.
+const DRAIN: usize = 1 << 16;
 /// Bytes copied per packet (and the pcap files' snap length).
 const SNAPLEN: usize = 65535;
 
@@ -39,8 +42,9 @@ struct Counters {
 /// One worker's figures.
 #[derive(Debug, Clone, Copy, Default, Serialize, PartialEq, Eq)]
 pub struct WorkerStats {
-    /// Worker number.
-    pub worker: u32,
+    /// Worker number (none in a total).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub worker: Option<u32>,
     /// Packets the worker read.
     pub packets: u64,
     /// Their bytes (on the wire).
@@ -49,7 +53,8 @@ pub struct WorkerStats {
     pub kernel_packets: u64,
     /// Packets the kernel dropped for lack of room.
     pub drops: u64,
-    /// Rollovers away from this socket (tp_all).
+    /// Rollovers away from this socket (tp_all); in mode rollover the kernel counts every
+    /// packet it places this way, the first member's own included.
     pub rollover_all: u64,
     /// Of those, of a huge flow while the socket was low on room (tp_huge).
     pub rollover_huge: u64,
@@ -61,7 +66,7 @@ impl Counters {
     fn read(&self, worker: u32) -> WorkerStats {
         let l = |a: &AtomicU64| a.load(Ordering::Relaxed);
         WorkerStats {
-            worker,
+            worker: Some(worker),
             packets: l(&self.packets),
             bytes: l(&self.bytes),
             kernel_packets: l(&self.kernel_packets),
@@ -168,29 +173,74 @@ pub struct GroupInfo {
     pub ring: bool,
 }
 
-fn pcap_writer(dir: &Path, i: u32) -> Result<PcapWriter<BufWriter<File>>, Failure> {
+fn pcap_writer(
+    dir: &Path,
+    i: u32,
+    link: DataLink,
+    made: &mut Vec<PathBuf>,
+) -> Result<PcapWriter<BufWriter<File>>, Failure> {
     let path: PathBuf = dir.join(format!("worker-{i}.pcap"));
     let f = File::create(&path)
         .map_err(|e| Failure::system(format!("create {}: {e}", path.display())))?;
-    PcapWriter::new(BufWriter::new(f))
+    made.push(path.clone());
+    let header = PcapHeader {
+        datalink: link,
+        snaplen: SNAPLEN as u32,
+        ..PcapHeader::default()
+    };
+    PcapWriter::with_header(BufWriter::new(f), header)
         .map_err(|e| Failure::system(format!("write {}: {e}", path.display())))
+}
+
+/// The pcap link type of what a packet socket reads on device `ifindex`: Ethernet frames on
+/// Ethernet and loopback devices, IP packets on devices without a link header (tun,
+/// WireGuard, IP tunnels).
+fn link_type(ifindex: u32) -> DataLink {
+    match mpt_sys::iface::hw_type(ifindex) {
+        Ok(1) | Ok(772) => DataLink::ETHERNET,
+        Ok(_) => DataLink::RAW,
+        Err(_) => DataLink::ETHERNET,
+    }
+}
+
+/// The pcap files of `cmd.write`, one per worker; on a failure, what was made is removed.
+fn pcap_writers(
+    cmd: &RunCmd,
+    ifindex: u32,
+) -> Result<Vec<Option<PcapWriter<BufWriter<File>>>>, Failure> {
+    let Some(dir) = &cmd.write else {
+        return Ok((0..cmd.workers).map(|_| None).collect());
+    };
+    let fresh = !dir.exists();
+    std::fs::create_dir_all(dir)
+        .map_err(|e| Failure::system(format!("create {}: {e}", dir.display())))?;
+    let mut made = Vec::new();
+    let link = link_type(ifindex);
+    let mut out = Vec::new();
+    for i in 0..cmd.workers {
+        match pcap_writer(dir, i, link, &mut made) {
+            Ok(w) => out.push(Some(w)),
+            Err(f) => {
+                drop(out);
+                for p in &made {
+                    let _ = std::fs::remove_file(p);
+                }
+                if fresh {
+                    let _ = std::fs::remove_dir(dir);
+                }
+                return Err(f);
+            }
+        }
+    }
+    Ok(out)
 }
 
 impl Running {
     /// Open the group and start its workers. `stop` ends them (a signal handler sets it).
     pub fn start(cmd: &RunCmd, stop: Arc<AtomicBool>) -> Result<Running, Failure> {
-        if let Some(dir) = &cmd.write {
-            std::fs::create_dir_all(dir)
-                .map_err(|e| Failure::system(format!("create {}: {e}", dir.display())))?;
-        }
+        // the group first: a refused join leaves no files either
         let group = Group::open(cmd)?;
-        let mut writers = Vec::new();
-        for i in 0..cmd.workers {
-            writers.push(match &cmd.write {
-                Some(d) => Some(pcap_writer(d, i)?),
-                None => None,
-            });
-        }
+        let writers = pcap_writers(cmd, group.ifindex)?;
         let info = GroupInfo {
             group: group.id,
             mode: group.mode.to_string(),
@@ -220,9 +270,17 @@ impl Running {
             };
             let t = std::thread::Builder::new()
                 .name(format!("worker-{i}"))
-                .spawn(move || job.run())
-                .map_err(|e| Failure::system(format!("start worker {i}: {e}")))?;
-            threads.push(t);
+                .spawn(move || job.run());
+            match t {
+                Ok(t) => threads.push(t),
+                Err(e) => {
+                    stop.store(true, Ordering::Relaxed);
+                    for t in threads {
+                        let _ = t.join();
+                    }
+                    return Err(Failure::system(format!("start worker {i}: {e}")));
+                }
+            }
         }
         // the steering program may go now: the group holds it
         Ok(Running {
@@ -303,6 +361,22 @@ impl Job {
 
     /// Count one packet; whether the run goes on.
     fn seen(&mut self, data: &[u8], orig_len: usize, ts: Duration) -> bool {
+        if let Some(c) = self.count {
+            // take a place below count, or stop without counting this one
+            let placed = self
+                .total
+                .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| {
+                    (n < c).then_some(n + 1)
+                });
+            match placed {
+                Ok(n) if n + 1 >= c => self.stop.store(true, Ordering::Relaxed),
+                Ok(_) => {}
+                Err(_) => {
+                    self.stop.store(true, Ordering::Relaxed);
+                    return false;
+                }
+            }
+        }
         self.counters.packets.fetch_add(1, Ordering::Relaxed);
         self.counters
             .bytes
@@ -317,12 +391,48 @@ impl Job {
         if let Some(b) = self.bucket.as_mut() {
             b.take();
         }
-        let n = self.total.fetch_add(1, Ordering::Relaxed) + 1;
-        if self.count.is_some_and(|c| n >= c) {
-            self.stop.store(true, Ordering::Relaxed);
-            return false;
+        !self.stop.load(Ordering::Relaxed)
+    }
+
+    /// After a stop by signal or duration: read what is still queued, so that the summary
+    /// holds what the kernel delivered before the end (not with count, which is exact).
+    fn drain(&mut self, buf: &mut [u8]) {
+        if self.count.is_some() || self.bucket.is_some() {
+            return;
         }
-        true
+        let mut n = 0usize;
+        while n < DRAIN {
+            if self.ring {
+                let mut frames: Vec<(Vec<u8>, usize, Duration)> = Vec::new();
+                let pcap = self.pcap.is_some();
+                let got = self.sock.ring_poll(Duration::ZERO, 8, &mut |f| {
+                    frames.push((
+                        if pcap { f.data.to_vec() } else { Vec::new() },
+                        f.orig_len,
+                        f.ts,
+                    ));
+                });
+                match got {
+                    Ok(k) if k > 0 => {
+                        n += k;
+                        for (d, len, ts) in frames {
+                            self.seen(&d, len, ts);
+                        }
+                    }
+                    _ => return,
+                }
+            } else {
+                match self.sock.try_recv(buf) {
+                    Ok(Some(r)) => {
+                        n += 1;
+                        let k = r.len.min(buf.len());
+                        let data = buf[..k].to_vec();
+                        self.seen(&data, r.orig_len, r.ts);
+                    }
+                    _ => return,
+                }
+            }
+        }
     }
 
     fn run(mut self) {
@@ -390,6 +500,9 @@ impl Job {
                 }
             }
         }
+        if self.error.lock().map(|g| g.is_none()).unwrap_or(false) {
+            self.drain(&mut buf);
+        }
         let _ = self.counters.sample(&self.sock);
         if let Some(w) = self.pcap.take() {
             let mut inner = w.into_writer();
@@ -416,13 +529,29 @@ pub fn live_table(json: bool) -> bool {
     !json && std::io::stdout().is_terminal()
 }
 
-/// Install SIGINT and SIGTERM handlers that set `stop`.
-pub fn stop_on_signals(stop: &Arc<AtomicBool>) -> Result<(), Failure> {
-    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        signal_hook::flag::register(sig, Arc::clone(stop))
-            .map_err(|e| Failure::system(format!("install a signal handler: {e}")))?;
+/// SIGINT and SIGTERM set a flag while this lives; dropped, they act as before again.
+#[derive(Debug)]
+pub struct SignalFlag {
+    ids: Vec<signal_hook::SigId>,
+}
+
+impl Drop for SignalFlag {
+    fn drop(&mut self) {
+        for id in self.ids.drain(..) {
+            signal_hook::low_level::unregister(id);
+        }
     }
-    Ok(())
+}
+
+/// Install SIGINT and SIGTERM handlers that set `stop`, until the result is dropped.
+pub fn stop_on_signals(stop: &Arc<AtomicBool>) -> Result<SignalFlag, Failure> {
+    let mut f = SignalFlag { ids: Vec::new() };
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        let id = signal_hook::flag::register(sig, Arc::clone(stop))
+            .map_err(|e| Failure::system(format!("install a signal handler: {e}")))?;
+        f.ids.push(id);
+    }
+    Ok(f)
 }
 
 /// Run until duration, count, a signal or an error; print the live view on the way.
@@ -433,7 +562,7 @@ pub fn run(
 ) -> Result<crate::view::RunSummary, Failure> {
     let stop = Arc::new(AtomicBool::new(false));
     let signalled = Arc::new(AtomicBool::new(false));
-    stop_on_signals(&signalled)?;
+    let _signals = stop_on_signals(&signalled)?;
     let running = Running::start(cmd, Arc::clone(&stop))?;
     let table = live_table(json);
     let mut next = Instant::now() + Duration::from_secs(1);

@@ -60,6 +60,10 @@ pub struct SocketView {
     pub inode: u32,
     /// `raw` or `dgram`.
     pub r#type: &'static str,
+    /// The device it is bound to (`*`: every device).
+    pub dev: Option<String>,
+    /// The protocol it is bound to.
+    pub protocol: String,
     /// The processes holding it.
     pub owners: Vec<OwnerView>,
     /// The receive ring, if any.
@@ -139,7 +143,7 @@ fn socket_view(s: &PacketSock, owners: &[Owner]) -> SocketView {
     let flags = owners
         .iter()
         .filter(|o| is_pfanout(o))
-        .find_map(|o| mpt_sys::packet::fanout_of(o.pid, o.fd).ok())
+        .find_map(|o| mpt_sys::packet::fanout_of(o.pid, o.fd, u64::from(s.ino)).ok())
         // getsockopt answers 0 both outside any group and for group 0, mode hash, no flags:
         // packet_diag says which
         .and_then(|v| match (v, s.fanout) {
@@ -150,6 +154,8 @@ fn socket_view(s: &PacketSock, owners: &[Owner]) -> SocketView {
     SocketView {
         inode: s.ino,
         r#type: if s.sock_type == 2 { "dgram" } else { "raw" },
+        dev: s.info.map(|i| dev_name(i.ifindex)),
+        protocol: fanout::protocol_name(s.protocol),
         owners: owners
             .iter()
             .map(|o| OwnerView {
@@ -193,6 +199,7 @@ pub fn group(socks: &[PacketSock]) -> Vec<GroupView> {
             .map(|s| socket_view(s, owners.get(&u64::from(s.ino)).unwrap_or(&none)))
             .collect();
         let flags = sockets.iter().find_map(|s| s.flags.clone());
+        let grouped = id.is_some();
         let g = GroupView {
             id,
             mode: match mode_number {
@@ -202,10 +209,14 @@ pub fn group(socks: &[PacketSock]) -> Vec<GroupView> {
             mode_number,
             flags,
             members: members.len(),
-            dev: ifindex.map(dev_name),
-            ifindex,
-            protocol: fanout::protocol_name(first.protocol),
-            protocol_number: Some(first.protocol),
+            dev: ifindex.filter(|_| grouped).map(dev_name),
+            ifindex: ifindex.filter(|_| grouped),
+            protocol: if grouped {
+                fanout::protocol_name(first.protocol)
+            } else {
+                "-".to_string()
+            },
+            protocol_number: Some(first.protocol).filter(|_| grouped),
             sockets,
         };
         if id.is_none() {

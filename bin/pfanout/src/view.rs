@@ -124,7 +124,7 @@ pub struct RunSummary {
     pub ended: Ended,
     /// Per worker.
     pub per_worker: Vec<WorkerStats>,
-    /// All workers together (worker is the count of workers).
+    /// All workers together.
     pub total: WorkerStats,
 }
 
@@ -146,7 +146,7 @@ impl RunSummary {
 /// The sum of the workers' figures.
 pub fn sum(w: &[WorkerStats]) -> WorkerStats {
     let mut t = WorkerStats {
-        worker: w.len() as u32,
+        worker: None,
         ..WorkerStats::default()
     };
     for s in w {
@@ -193,7 +193,7 @@ pub fn worker_table(w: &[WorkerStats]) -> String {
     let mut rows: Vec<WorkerRow> = w
         .iter()
         .map(|s| WorkerRow {
-            label: s.worker.to_string(),
+            label: s.worker.map_or_else(|| "-".to_string(), |w| w.to_string()),
             s: *s,
         })
         .collect();
@@ -245,7 +245,7 @@ fn print_summary(s: &RunSummary, style: Style) {
 struct Interval<'a> {
     r#type: &'static str,
     group: u16,
-    elapsed: f64,
+    seconds: f64,
     per_worker: &'a [WorkerStats],
     total: WorkerStats,
 }
@@ -257,7 +257,7 @@ pub fn live(info: &GroupInfo, elapsed: f64, w: &[WorkerStats], table: bool, draw
             &Interval {
                 r#type: "interval",
                 group: info.group,
-                elapsed,
+                seconds: elapsed,
                 per_worker: w,
                 total: sum(w),
             },

@@ -285,6 +285,10 @@ const RET_A: u16 = 0x16;
 const RET_K: u16 = 0x06;
 /// `SKF_AD_OFF + SKF_AD_PROTOCOL`: the packet's protocol (host order) as an absolute load.
 const AD_PROTOCOL: u32 = 0xffff_f000;
+/// `SKF_NET_OFF`: loads at this offset and above are from the network header, wherever
+/// `skb->data` is (the network header for received packets, the link header for the copies
+/// of outgoing ones that the group also sees).
+const NET: u32 = 0xfff0_0000;
 
 /// One line of the program below: an instruction, or a label, or a jump to labels.
 enum Line {
@@ -326,8 +330,9 @@ fn assemble(lines: &[Line]) -> Vec<Insn> {
     out
 }
 
-/// The classic program mode `cbpf` installs: a symmetric XOR of the flow. Offsets are from the
-/// network header (where the kernel's fanout demux runs the program).
+/// The classic program mode `cbpf` installs: a symmetric XOR of the flow. Every load is
+/// relative to the network header (`SKF_NET_OFF`), so the copies of outgoing packets, whose
+/// `skb->data` is at the link header, steer as the received ones do.
 ///
 /// IPv4: `saddr ^ daddr`, and for TCP, UDP or SCTP packets that are not fragments also
 /// `sport ^ dport`. IPv6: the last 32 bits of each address XORed, and for TCP, UDP or SCTP
@@ -343,30 +348,30 @@ pub fn classic_program() -> Vec<Insn> {
         Label("other"),
         I(RET_K, 0),
         Label("v4"),
-        I(LD_W_ABS, 12),
+        I(LD_W_ABS, NET + 12),
         I(TAX, 0),
-        I(LD_W_ABS, 16),
+        I(LD_W_ABS, NET + 16),
         I(XOR_X, 0),
         I(ST, 0), // M[0] = saddr ^ daddr
-        I(LD_H_ABS, 6),
+        I(LD_H_ABS, NET + 6),
         J(JSET_K, 0x3fff, "addrs", "whole"), // MF or an offset: a fragment
         Label("whole"),
-        I(LD_B_ABS, 9),
+        I(LD_B_ABS, NET + 9),
         J(JEQ_K, 6, "l4v4", "v4udp"),
         Label("v4udp"),
         J(JEQ_K, 17, "l4v4", "v4sctp"),
         Label("v4sctp"),
         J(JEQ_K, 132, "l4v4", "addrs"),
         Label("l4v4"),
-        I(LDX_B_MSH, 0), // X = 4 * ihl
+        I(LDX_B_MSH, NET), // X = 4 * ihl
         Ja("ports"),
         Label("v6"),
-        I(LD_W_ABS, 20),
+        I(LD_W_ABS, NET + 20),
         I(TAX, 0),
-        I(LD_W_ABS, 36),
+        I(LD_W_ABS, NET + 36),
         I(XOR_X, 0),
         I(ST, 0),
-        I(LD_B_ABS, 6),
+        I(LD_B_ABS, NET + 6),
         J(JEQ_K, 6, "l4v6", "v6udp"),
         Label("v6udp"),
         J(JEQ_K, 17, "l4v6", "v6sctp"),
@@ -375,9 +380,9 @@ pub fn classic_program() -> Vec<Insn> {
         Label("l4v6"),
         I(LDX_K, 40),
         Label("ports"),
-        I(LD_H_IND, 0),
+        I(LD_H_IND, NET),
         I(ST, 1),
-        I(LD_H_IND, 2),
+        I(LD_H_IND, NET + 2),
         I(TAX, 0),
         I(LD_MEM, 1),
         I(XOR_X, 0),
@@ -475,6 +480,8 @@ mod tests {
         let (mut a, mut x, mut m) = (0u32, 0u32, [0u32; 16]);
         let mut pc = 0usize;
         let ld = |o: usize, n: usize| -> Option<u32> {
+            // every load of the program is network-relative; the packet starts there
+            let o = o.checked_sub(NET as usize)?;
             let b = p.get(o..o + n)?;
             Some(b.iter().fold(0u32, |acc, &v| acc << 8 | u32::from(v)))
         };
@@ -496,7 +503,7 @@ mod tests {
                     Some(v) => a = v,
                     None => return 0,
                 },
-                LD_H_IND => match ld(x as usize + k, 2) {
+                LD_H_IND => match ld(k + x as usize, 2) {
                     Some(v) => a = v,
                     None => return 0,
                 },

@@ -66,6 +66,20 @@ pub(crate) fn ifreq(ifindex: u32) -> Result<libc::ifreq, Error> {
     Ok(ifr)
 }
 
+/// The hardware type of device `ifindex` (`ARPHRD_*`: 1 Ethernet, 772 loopback, 0xfffe none
+/// as tun and WireGuard devices have, whose frames start with the IP header).
+pub fn hw_type(ifindex: u32) -> Result<u16, Error> {
+    let mut ifr = ifreq(ifindex)?;
+    let sock = ioctl_socket("SIOCGIFHWADDR")?;
+    // SAFETY: SIOCGIFHWADDR reads ifr_name and fills ifr_hwaddr of a valid ifreq.
+    let rc = unsafe { libc::ioctl(sock.as_raw_fd(), libc::SIOCGIFHWADDR, &mut ifr) };
+    if rc < 0 {
+        return Err(Error::last(format!("hardware type of ifindex {ifindex}")));
+    }
+    // SAFETY: SIOCGIFHWADDR filled the ifr_hwaddr member of the union.
+    Ok(unsafe { ifr.ifr_ifru.ifru_hwaddr }.sa_family)
+}
+
 /// The Ethernet address of device `ifindex`; `None` for a device that has none (not
 /// `ARPHRD_ETHER`).
 pub fn ether_addr(ifindex: u32) -> Result<Option<[u8; 6]>, Error> {

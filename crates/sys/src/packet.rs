@@ -204,6 +204,28 @@ fn wait_readable(fd: BorrowedFd<'_>, timeout: Duration, what: &str) -> Result<bo
         }
         return Err(Error::io(format!("poll {what}"), e));
     }
+    if rc > 0 && p.revents & libc::POLLIN == 0 && p.revents & libc::POLLERR != 0 {
+        // a pending socket error (ENETDOWN when the device goes down): a ring never reads
+        // it with recvmsg, so take it here, or every poll would return at once
+        let mut err: libc::c_int = 0;
+        let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+        // SAFETY: SO_ERROR writes one int into err; len says its size.
+        let rc = unsafe {
+            libc::getsockopt(
+                fd.as_raw_fd(),
+                libc::SOL_SOCKET,
+                libc::SO_ERROR,
+                (&mut err as *mut libc::c_int).cast(),
+                &mut len,
+            )
+        };
+        if rc == 0 && err != 0 {
+            return Err(Error::io(
+                format!("poll {what}"),
+                io::Error::from_raw_os_error(err),
+            ));
+        }
+    }
     Ok(rc > 0)
 }
 
@@ -743,7 +765,7 @@ impl AsRawFd for PacketSocket {
 /// `pidfd_open(pid)` and `pidfd_getfd(fd)` (≥ 5.6; needs ptrace rights over the process,
 /// CAP_SYS_PTRACE for another user's), then `getsockopt(PACKET_FANOUT)` on the duplicate,
 /// which is closed again. Errors name the pid and fd.
-pub fn fanout_of(pid: u32, fd: i32) -> Result<Option<u32>, Error> {
+pub fn fanout_of(pid: u32, fd: i32, inode: u64) -> Result<Option<u32>, Error> {
     let pid_t = libc::pid_t::try_from(pid).map_err(|_| {
         Error::io(
             format!("pidfd_open of pid {pid}"),
@@ -772,6 +794,14 @@ pub fn fanout_of(pid: u32, fd: i32) -> Result<Option<u32>, Error> {
     }
     // SAFETY: `raw` is a new descriptor that nothing else owns; dropping it closes it.
     let dup = unsafe { OwnedFd::from_raw_fd(raw as RawFd) };
+    // the pid or the descriptor may have been reused since they were found
+    let st = nix::sys::stat::fstat(dup.as_raw_fd())
+        .map_err(|e| Error::io(format!("fstat fd {fd} of pid {pid}"), e.into()))?;
+    if st.st_ino != inode {
+        return Err(Error::NotFound(format!(
+            "fd {fd} of pid {pid} is no longer socket {inode}"
+        )));
+    }
     fanout_value(dup.as_fd()).map_err(|e| {
         Error::io(
             format!("getsockopt PACKET_FANOUT on fd {fd} of pid {pid}"),

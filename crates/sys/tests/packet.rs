@@ -384,21 +384,25 @@ fn fanout_seen_from_outside() {
     let (a, _b) = link("pkpidfd");
     let pid = std::process::id();
     let s = open(&a, "va", ETH_P_IP);
-    assert_eq!(fanout_of(pid, s.as_raw_fd()).expect("fanout_of"), None);
+    let ino = s.inode().expect("inode");
+    assert_eq!(fanout_of(pid, s.as_raw_fd(), ino).expect("fanout_of"), None);
+    // another inode than the one expected: the fd is not taken for it
+    assert!(fanout_of(pid, s.as_raw_fd(), ino + 1).is_err());
     s.join_fanout(21, HASH | FLAG_ROLLOVER, 0).expect("join");
     let v = s.fanout().expect("fanout");
     assert_eq!(v, Some(21 | 0x10 << 24));
-    assert_eq!(fanout_of(pid, s.as_raw_fd()).expect("fanout_of"), v);
+    assert_eq!(fanout_of(pid, s.as_raw_fd(), ino).expect("fanout_of"), v);
 
     // Not a socket: the error names the pid and the fd.
     let f = std::fs::File::open("/dev/null").expect("/dev/null");
-    let e = fanout_of(pid, f.as_raw_fd()).expect_err("not a socket");
+    let null_ino = std::os::unix::fs::MetadataExt::ino(&f.metadata().expect("stat"));
+    let e = fanout_of(pid, f.as_raw_fd(), null_ino).expect_err("not a socket");
     let msg = e.to_string();
     assert!(
         msg.contains(&format!("pid {pid}")) && msg.contains(&format!("fd {}", f.as_raw_fd())),
         "{msg}"
     );
     // No such fd.
-    let e = fanout_of(pid, 1_000_000).expect_err("no such fd");
+    let e = fanout_of(pid, 1_000_000, ino).expect_err("no such fd");
     assert_eq!(e.errno(), Some(libc::EBADF), "{e}");
 }
