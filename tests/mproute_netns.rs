@@ -1328,3 +1328,84 @@ fn counter_slots_are_never_shared_even_when_their_record_is_lost() {
         "the route's own entry"
     );
 }
+
+/// `mproute ARGS` as the unprivileged user nobody, in the test runner's namespace (nothing
+/// there can change: the user may not).
+fn as_nobody(args: &[&str]) -> std::process::Output {
+    std::process::Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups", MPROUTE])
+        .args(args)
+        .current_dir("/")
+        .output()
+        .expect("setpriv")
+}
+
+#[test]
+fn defects_of_the_reliability_run_stay_fixed() {
+    require_root();
+    // an unprivileged write fails on its own error, with no verification warning before it
+    let o = as_nobody(&["add", "198.19.100.0/24", "nexthop", "dev", "lo"]);
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{e}");
+    assert!(!e.contains("warning"), "{e}");
+    assert!(e.starts_with("mproute: lock state:"), "{e}");
+    // an unprivileged show works as ip route show does, and says what it could not read
+    let o = as_nobody(&["-j", "show"]);
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "{e}");
+    assert!(
+        e.starts_with("mproute: warning:") && e.lines().count() == 1,
+        "{e}"
+    );
+    let rows: Value = serde_json::from_slice(&o.stdout).expect("json");
+    assert!(rows.is_array());
+
+    let ns = Netns::new("defects");
+    ns.ip_ok(&["link", "set", "lo", "up"]);
+    // a duplicate nexthop names it as written, after the command
+    let o = MP.at(
+        &ns,
+        &[
+            "add",
+            "198.19.100.0/24",
+            "nexthop",
+            "dev",
+            "lo",
+            "nexthop",
+            "dev",
+            "lo",
+        ],
+    );
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{e}");
+    assert_eq!(
+        e.lines().next(),
+        Some("mproute: add 198.19.100.0/24: nexthop dev lo is listed twice"),
+        "{e}"
+    );
+    // a missing batch file: the errno's name, not Rust's (os error N)
+    let o = MP.at(&ns, &["-b", "/nonexistent/batch"]);
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{e}");
+    assert!(e.contains("[ENOENT]") && !e.contains("os error"), "{e}");
+    // echoed input: control bytes escaped, a 1 MB word cut
+    let dir = std::env::temp_dir().join(format!("mproute-defects-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let batch = dir.join("b");
+    let mut text = b"add 198.19.1.0/24 nexthop dev \x01\x1b[2J".to_vec();
+    text.extend(std::iter::repeat_n(b'x', 1 << 20));
+    text.push(b'\n');
+    std::fs::write(&batch, &text).expect("write");
+    let o = MP.at(&ns, &["-b", &batch.to_string_lossy()]);
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{}", e.len());
+    let first = e.lines().next().unwrap_or_default();
+    assert!(first.len() < 400, "{} bytes", first.len());
+    assert!(first.contains("\\x01\\x1b[2J"), "{first}");
+    assert!(
+        !e.bytes().any(|b| b < 0x20 && b != b'\n'),
+        "raw control bytes echoed"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(MP.ok(&ns, &["show"]).trim().is_empty());
+}

@@ -49,6 +49,7 @@ fn main() {
         Ok(c) => c,
         Err(f) => mpt_cli::exit(TOOL, Err(f)),
     };
+    s.read_only = matches!(command, Command::Show(_));
     if command == Command::Dataplane(DpSpec::Watch) {
         mpt_cli::exit(TOOL, mproute::cmd::watch::run(&mut s, style));
     }

@@ -93,7 +93,24 @@ pub fn resolve(spec: &RouteSpec) -> Result<Resolved, Failure> {
         });
     }
     if !nexthops.is_empty() {
-        validate_nexthops(&spec.dst, &nexthops).map_err(|e| Failure::usage(e.to_string()))?;
+        validate_nexthops(&spec.dst, &nexthops).map_err(|e| {
+            let what = match &e {
+                // name the device as the operator wrote it
+                mpt_model::route::SpecError::Duplicate(_, i) => {
+                    let nh = &spec.nexthops[(*i).min(spec.nexthops.len() - 1)];
+                    let mut w = Vec::new();
+                    if let Some(v) = nh.via {
+                        w.push(format!("via {v}"));
+                    }
+                    if let Some(d) = &nh.dev {
+                        w.push(format!("dev {d}"));
+                    }
+                    format!("nexthop {} is listed twice", w.join(" "))
+                }
+                e => e.to_string(),
+            };
+            Failure::usage(format!("{} {}: {what}", spec.verb.name(), spec.dst))
+        })?;
     }
     let family = mpt_model::Family::of_net(&spec.dst);
     Ok(Resolved {

@@ -38,6 +38,9 @@ pub struct Session {
     pub(crate) arm_needed: bool,
     /// The FIB generation reader (a small BPF program), loaded on first use.
     pub(crate) fibgen: Option<mpt_bpf::mproute::fib_generation::FibGenReader>,
+    /// The invocation only reads (show): the state is opened without the lock, and where
+    /// this user cannot read it the routes are shown without it (a warning says so).
+    pub read_only: bool,
 }
 
 impl std::fmt::Debug for Session {
@@ -62,6 +65,7 @@ impl Session {
             use_nh_objects: false,
             arm_needed: false,
             fibgen: None,
+            read_only: false,
         }
     }
 
@@ -78,7 +82,22 @@ impl Session {
 
     pub(crate) fn store(&mut self, create: bool) -> Result<Option<&Store>, Failure> {
         if self.store.is_none() && (create || !self.store_checked) {
-            self.store = Store::open(create)?;
+            self.store = if self.read_only && !create {
+                self.store_checked = true;
+                match Store::open_unlocked() {
+                    Ok(s) => s,
+                    Err(f) if !nix::unistd::geteuid().is_root() => {
+                        eprintln!(
+                            "mproute: warning: mproute's state cannot be read as this user, routes are shown without their algorithms ({})",
+                            f.message
+                        );
+                        None
+                    }
+                    Err(f) => return Err(f),
+                }
+            } else {
+                Store::open(create)?
+            };
             self.store_checked = true;
             if create && self.store.is_some() {
                 // Best effort: lets `ip route` print "proto mproute".
@@ -186,8 +205,12 @@ impl Session {
         if self.store(false)?.and_then(Store::native) == Some(true) {
             return Ok("kernel");
         }
-        let att = mpt_bpf::mproute::dataplane::attachments()
-            .map_err(|e| crate::store::fail("list dataplane attachments", e))?;
+        let att = match mpt_bpf::mproute::dataplane::attachments() {
+            Ok(a) => a,
+            // without the state nothing is managed: who would enforce is moot
+            Err(_) if self.read_only && self.store.is_none() => return Ok("unknown"),
+            Err(e) => return Err(crate::store::fail("list dataplane attachments", e)),
+        };
         Ok(
             if att
                 .iter()

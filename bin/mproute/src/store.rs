@@ -30,7 +30,8 @@ pub struct Managed {
 #[derive(Debug)]
 pub struct Store {
     inner: RouteState,
-    _lock: NsLock,
+    /// None for a read-only invocation (show), which reads without waiting for writers.
+    _lock: Option<NsLock>,
 }
 
 /// Map a BPF-layer error to an operator-facing failure, with the hint its kind calls for.
@@ -80,9 +81,24 @@ pub fn from_key(k: &MptRouteKey) -> Option<RouteKey> {
 impl Store {
     /// Open (and with `create`, create) the state of the current namespace, holding its lock.
     pub fn open(create: bool) -> Result<Option<Store>, Failure> {
+        Store::open_with(create, true)
+    }
+
+    /// Open the state to read it, without the lock (`show`, as `ip route show` takes none).
+    pub fn open_unlocked() -> Result<Option<Store>, Failure> {
+        Store::open_with(false, false)
+    }
+
+    fn open_with(create: bool, locked: bool) -> Result<Option<Store>, Failure> {
         let cookie = mpt_sys::netns::cookie().map_err(|e| fail("open state", e.into()))?;
-        let lock = NsLock::take(&mpt_bpf::mproute::state::SUITE, cookie)
-            .map_err(|e| fail("lock state", e))?;
+        let lock = if locked {
+            Some(
+                NsLock::take(&mpt_bpf::mproute::state::SUITE, cookie)
+                    .map_err(|e| fail("lock state", e))?,
+            )
+        } else {
+            None
+        };
         let Some(inner) = RouteState::open(cookie, create).map_err(|e| fail("open state", e))?
         else {
             return Ok(None);

@@ -549,13 +549,15 @@ impl Session {
         if self.arm_needed {
             return Ok(());
         }
-        self.arm_needed = true;
+        // armed again at the end only if this got as far as the state: a command refused
+        // before it (no privilege, no lock) changed nothing and verifies nothing
         if let Some(store) = self.store(false)? {
             store
                 .bpf()
                 .set_fib4_gen(None)
                 .map_err(|e| crate::store::fail("write the FIB generation", e))?;
         }
+        self.arm_needed = true;
         Ok(())
     }
 

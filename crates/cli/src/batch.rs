@@ -144,7 +144,11 @@ pub fn run_file<T: BatchTool>(
     let (name, text) = if path.as_os_str() == "-" {
         let mut s = String::new();
         if let Err(e) = std::io::stdin().read_to_string(&mut s) {
-            Failure::system(format!("read batch from standard input: {e}")).eprint(tool_name);
+            Failure::system(format!(
+                "read batch from standard input: {}",
+                mpt_sys::error::words(&e)
+            ))
+            .eprint(tool_name);
             return EXIT_SYSTEM;
         }
         ("-".to_string(), s)
@@ -152,8 +156,12 @@ pub fn run_file<T: BatchTool>(
         match std::fs::read_to_string(path) {
             Ok(s) => (path.display().to_string(), s),
             Err(e) => {
-                Failure::system(format!("read batch file {}: {e}", path.display()))
-                    .eprint(tool_name);
+                Failure::system(format!(
+                    "read batch file {}: {}",
+                    path.display(),
+                    mpt_sys::error::words(&e)
+                ))
+                .eprint(tool_name);
                 return EXIT_SYSTEM;
             }
         }

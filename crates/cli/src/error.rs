@@ -47,13 +47,48 @@ impl Failure {
         self.message = format!("{file}:{line}: {}", self.message);
         self
     }
-    /// Print as `TOOL: message` and `hint: ...` to standard error.
+    /// Print as `TOOL: message` and `hint: ...` to standard error, each one line: what the
+    /// operator typed is echoed with control bytes escaped and long words cut ([`sanitize`]).
     pub fn eprint(&self, tool: &str) {
-        eprintln!("{tool}: {}", self.message);
+        eprintln!("{tool}: {}", sanitize(&self.message));
         if let Some(h) = &self.hint {
-            eprintln!("hint: {h}");
+            eprintln!("hint: {}", sanitize(h));
         }
     }
+}
+
+/// Longest word of a message printed whole; a longer one keeps its start and says its length.
+pub const MAX_WORD: usize = 120;
+
+/// A message as it may reach a terminal or a log: control bytes (newlines included) as `\xNN`,
+/// and any word longer than [`MAX_WORD`] characters cut to its start and `...(N bytes)`.
+pub fn sanitize(s: &str) -> String {
+    let mut out = String::with_capacity(s.len().min(4096));
+    for (i, word) in s.split(' ').enumerate() {
+        if i > 0 {
+            out.push(' ');
+        }
+        let n = word.chars().count();
+        let kept: String = if n > MAX_WORD {
+            word.chars().take(MAX_WORD / 2).collect()
+        } else {
+            word.to_string()
+        };
+        for c in kept.chars() {
+            if c.is_control() {
+                let mut b = [0u8; 4];
+                for byte in c.encode_utf8(&mut b).bytes() {
+                    out.push_str(&format!("\\x{byte:02x}"));
+                }
+            } else {
+                out.push(c);
+            }
+        }
+        if n > MAX_WORD {
+            out.push_str(&format!("...({} bytes)", word.len()));
+        }
+    }
+    out
 }
 
 impl fmt::Display for Failure {
@@ -108,5 +143,33 @@ pub fn exit(tool: &str, r: Result<(), Failure>) -> ! {
             f.eprint(tool);
             std::process::exit(f.code)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn echoed_input_is_bounded_and_escaped() {
+        assert_eq!(
+            sanitize("cannot find device \"eth0\""),
+            "cannot find device \"eth0\""
+        );
+        assert_eq!(
+            sanitize("dev \"a\u{1}\u{1b}[2Jb\nc\""),
+            "dev \"a\\x01\\x1b[2Jb\\x0ac\""
+        );
+        assert_eq!(sanitize("nul \u{0} here"), "nul \\x00 here");
+        let long = format!("device \"{}\" missing", "x".repeat(1_000_000));
+        let s = sanitize(&long);
+        assert!(s.len() < 200, "{}", s.len());
+        assert!(
+            s.starts_with("device \"xxx") && s.contains("...(1000002 bytes)"),
+            "{s}"
+        );
+        assert!(s.ends_with(" missing"));
+        // non-ASCII text stays as it is
+        assert_eq!(sanitize("flux \u{e9}t\u{e9}"), "flux \u{e9}t\u{e9}");
     }
 }

@@ -215,9 +215,9 @@ pub enum SpecError {
     /// More than [`MAX_NEXTHOPS`].
     #[error("{0} nexthops given; at most 32 are supported")]
     TooMany(usize),
-    /// The same nexthop listed twice.
-    #[error("nexthop via {0} is listed twice")]
-    Duplicate(String),
+    /// The same nexthop listed twice: its description and its index.
+    #[error("nexthop {0} is listed twice")]
+    Duplicate(String, usize),
     /// A nexthop with neither gateway nor device.
     #[error("a nexthop needs \"via ADDR\" or \"dev DEV\"")]
     Empty,
@@ -251,10 +251,12 @@ pub fn validate_nexthops(dst: &IpNet, nexthops: &[Nexthop]) -> Result<(), SpecEr
             .iter()
             .any(|o| o.gateway == nh.gateway && o.ifindex == nh.ifindex)
         {
-            let what = nh
-                .gateway
-                .map_or_else(|| format!("dev #{}", nh.ifindex), |g| g.to_string());
-            return Err(SpecError::Duplicate(what));
+            let what = match nh.gateway {
+                Some(g) if nh.ifindex != 0 => format!("via {g} dev #{}", nh.ifindex),
+                Some(g) => format!("via {g}"),
+                None => format!("dev #{}", nh.ifindex),
+            };
+            return Err(SpecError::Duplicate(what, i));
         }
     }
     Ok(())
@@ -292,7 +294,7 @@ mod tests {
         ));
         assert!(matches!(
             validate_nexthops(&v4, &[nh("10.1.0.1", 1), nh("10.1.0.1", 2)]),
-            Err(SpecError::Duplicate(_))
+            Err(SpecError::Duplicate(_, 1))
         ));
         let many: Vec<_> = (0..33)
             .map(|i| nh(&format!("10.1.0.{}", i + 1), 1))
