@@ -1409,3 +1409,55 @@ fn defects_of_the_reliability_run_stay_fixed() {
     let _ = std::fs::remove_dir_all(&dir);
     assert!(MP.ok(&ns, &["show"]).trim().is_empty());
 }
+
+#[test]
+fn a_deleted_namespace_leaves_nothing_once_another_gets_its_state() {
+    require_root();
+    // a namespace deleted as an operator deletes one (testkit's Netns would also remove the
+    // tools' files on drop, which is what is under test here)
+    struct Gone(String, Option<u64>);
+    impl Drop for Gone {
+        fn drop(&mut self) {
+            let _ = mpt_testkit::run("ip", &["netns", "del", &self.0]);
+            if let Some(c) = self.1 {
+                mpt_testkit::remove_tool_state(c);
+            }
+        }
+    }
+    let name = format!("{}-{}-gone", mpt_testkit::NS_PREFIX, std::process::id());
+    mpt_testkit::run_ok("ip", &["netns", "add", &name]);
+    let mut gone = Gone(name.clone(), None);
+    mpt_testkit::run_ok("ip", &["-n", &name, "link", "set", "lo", "up"]);
+    let o = MP.run(&[
+        "-n",
+        &name,
+        "add",
+        "198.19.100.0/24",
+        "nexthop",
+        "dev",
+        "lo",
+    ]);
+    assert!(o.status.success(), "{o:?}");
+    let cookie = mpt_testkit::netns_cookie(&name).expect("cookie");
+    gone.1 = Some(cookie);
+    let pins = std::path::PathBuf::from(format!("/sys/fs/bpf/mproute/{cookie}"));
+    let lock = std::path::PathBuf::from(format!("/run/mproute/{cookie}.lock"));
+    assert!(
+        pins.is_dir() && lock.is_file(),
+        "the state's names exist while it lives"
+    );
+    mpt_testkit::run_ok("ip", &["netns", "del", &name]);
+    assert!(
+        pins.is_dir(),
+        "deleting the namespace alone leaves its names"
+    );
+    let next = Netns::new("next");
+    next.ip_ok(&["link", "set", "lo", "up"]);
+    MP.ok(&next, &["add", "198.19.101.0/24", "nexthop", "dev", "lo"]);
+    assert!(!pins.exists(), "{} outlived its namespace", pins.display());
+    assert!(!lock.exists(), "{} outlived its namespace", lock.display());
+    // the live namespace keeps its own
+    let c = next.cookie().expect("cookie");
+    assert!(std::path::Path::new(&format!("/run/mproute/{c}.lock")).is_file());
+    drop(gone);
+}

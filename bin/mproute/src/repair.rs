@@ -166,16 +166,14 @@ impl Session {
         }
         // State pinned for namespaces that no longer exist.
         let live = mpt_sys::netns::reachable_cookies();
-        for dir in mpt_bpf::pinned::stale_pin_dirs(&mpt_bpf::mproute::state::SUITE, &live) {
-            if mpt_bpf::pinned::remove_pin_dir(&dir).is_ok() {
-                rows.push(ActionRow {
-                    action: "removed-stale-state".into(),
-                    dst: dir.display().to_string(),
-                    table: None,
-                    metric: None,
-                    reason: "its network namespace no longer exists".into(),
-                });
-            }
+        for path in mpt_bpf::pinned::sweep_stale(&mpt_bpf::mproute::state::SUITE, &live) {
+            rows.push(ActionRow {
+                action: "removed-stale-state".into(),
+                dst: path.display().to_string(),
+                table: None,
+                metric: None,
+                reason: "its network namespace no longer exists".into(),
+            });
         }
         Ok(rows)
     }

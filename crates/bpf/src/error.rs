@@ -36,6 +36,9 @@ pub enum ErrorKind {
     ForeignXdp(io::Error),
     /// The system layer failed (namespace cookie, interface names).
     System(mpt_sys::Error),
+    /// A directory the state or its lock lives in could be changed by someone other than
+    /// root: refused rather than trusted (the message says which and why).
+    Untrusted(String),
 }
 
 impl Error {
@@ -68,7 +71,7 @@ impl Error {
                 e.raw_os_error()
             }
             ErrorKind::System(e) => e.errno(),
-            ErrorKind::Libbpf(_) | ErrorKind::Abi { .. } => None,
+            ErrorKind::Libbpf(_) | ErrorKind::Abi { .. } | ErrorKind::Untrusted(_) => None,
         }
     }
 }
@@ -90,6 +93,7 @@ impl fmt::Display for Error {
                     "the namespace's {suite} state has ABI version {found}, this {suite} has {ours}"
                 )
             }
+            ErrorKind::Untrusted(why) => write!(f, "{what}: {why}"),
             ErrorKind::System(e) if what.is_empty() => write!(f, "{e}"),
             ErrorKind::System(e) => write!(f, "{what}: {e}"),
         }

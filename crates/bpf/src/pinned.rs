@@ -87,6 +87,8 @@ impl NsLock {
     /// Take the lock of `suite` for namespace `cookie`, waiting for other invocations.
     pub fn take(suite: &Suite, cookie: u64) -> Result<NsLock, Error> {
         let dir = suite.lock_dir();
+        let what = format!("{}'s lock directory", suite.name);
+        check_trusted(&dir, &dir, &what)?;
         std::fs::DirBuilder::new()
             .recursive(true)
             .mode(0o700)
@@ -117,6 +119,50 @@ pub struct Pinned {
     pub cookie: u64,
     /// Id of the anchor program.
     pub anchor_id: u32,
+}
+
+/// Refuse a directory that someone other than root could change: each existing directory
+/// from `top` down to `dir` must be a real directory (not a symlink) owned by root (or by the
+/// caller), and writable by its owner only; above `top` a directory writable by others must be
+/// sticky and root's (as `/sys/fs/bpf`, 1777, and `/tmp` are), so that nobody else can rename
+/// what lies in it.
+pub fn check_trusted(top: &Path, dir: &Path, what: &str) -> Result<(), Error> {
+    use std::os::unix::fs::MetadataExt;
+    let me = nix::unistd::geteuid().as_raw();
+    let untrusted = |why: String| Error {
+        what: format!("refuse {what}"),
+        kind: ErrorKind::Untrusted(why),
+    };
+    let mut chain: Vec<&Path> = dir.ancestors().collect();
+    chain.reverse();
+    for p in chain {
+        let Ok(m) = std::fs::symlink_metadata(p) else {
+            break; // not there yet: we create it, mode 0700
+        };
+        let ours = p.starts_with(top);
+        if m.file_type().is_symlink() {
+            return Err(untrusted(format!("{} is a symbolic link", p.display())));
+        }
+        if !m.is_dir() {
+            return Err(untrusted(format!("{} is not a directory", p.display())));
+        }
+        if m.uid() != 0 && m.uid() != me {
+            return Err(untrusted(format!(
+                "{} belongs to uid {}, not root",
+                p.display(),
+                m.uid()
+            )));
+        }
+        let others_write = m.mode() & 0o022 != 0;
+        if others_write && (ours || m.mode() & 0o1000 == 0 || m.uid() != 0) {
+            return Err(untrusted(format!(
+                "{} is writable by others (mode {:o})",
+                p.display(),
+                m.mode() & 0o7777
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// Whether `p` is on a bpffs.
@@ -163,9 +209,21 @@ impl Pinned {
         }
         // No anchor: re-create it from pins if they exist (someone detached it), else create
         // fresh state if asked to.
+        // pins are trusted only in a directory nobody but root can change
+        if let Some(d) = pin_dir(suite, cookie) {
+            check_trusted(
+                &suite.pin_root(),
+                &d,
+                &format!("{}'s state pins", suite.name),
+            )?;
+        }
         let pins = pin_dir(suite, cookie).filter(|d| d.join(suite.meta_map).exists());
         if pins.is_none() && !create {
             return Ok(None);
+        }
+        if pins.is_none() {
+            // a namespace gets its state: what deleted ones left goes now
+            let _ = sweep_stale(suite, &mpt_sys::netns::reachable_cookies());
         }
         let prog = load(pins.as_deref(), cookie)?;
         crate::attach::tcx_attach(
@@ -238,7 +296,10 @@ impl Pinned {
     /// invocation that can see the host's bpffs). Best effort: the anchor alone keeps the state.
     pub fn ensure_pinned(&self) {
         if let Some(dir) = pin_dir(self.suite, self.cookie) {
-            if !dir.join(self.suite.meta_map).exists() {
+            let what = format!("{}'s state pins", self.suite.name);
+            if check_trusted(&self.suite.pin_root(), &dir, &what).is_ok()
+                && !dir.join(self.suite.meta_map).exists()
+            {
                 let _ = pin_maps(&dir, self.maps.iter().map(|(n, m)| (n.as_str(), m.as_fd())));
             }
         }
@@ -306,6 +367,47 @@ pub fn stale_pin_dirs(suite: &Suite, live: &[u64]) -> Vec<PathBuf> {
         })
         .map(|e| e.path())
         .collect()
+}
+
+/// Remove what namespaces that no longer exist left of `suite`: their pin directories and
+/// lock files (a lock file only if nobody holds it). Returns what was removed. Called when a
+/// namespace's state is created and by the tools' `sync`, so that the leftovers of deleted
+/// namespaces last until the next namespace gets its state at most.
+pub fn sweep_stale(suite: &Suite, live: &[u64]) -> Vec<PathBuf> {
+    let mut gone = Vec::new();
+    for dir in stale_pin_dirs(suite, live) {
+        if remove_pin_dir(&dir).is_ok() {
+            gone.push(dir);
+        }
+    }
+    let Ok(rd) = std::fs::read_dir(suite.lock_dir()) else {
+        return gone;
+    };
+    for e in rd.filter_map(|e| e.ok()) {
+        let name = e.file_name();
+        let Some(cookie) = name
+            .to_str()
+            .and_then(|s| s.strip_suffix(".lock"))
+            .and_then(|s| s.parse::<u64>().ok())
+        else {
+            continue;
+        };
+        if live.contains(&cookie) {
+            continue;
+        }
+        let path = e.path();
+        // a cookie is never reused: nobody can want this lock again once it is free
+        let Ok(f) = OpenOptions::new().write(true).open(&path) else {
+            continue;
+        };
+        if let Ok(held) = nix::fcntl::Flock::lock(f, nix::fcntl::FlockArg::LockExclusiveNonblock) {
+            if std::fs::remove_file(&path).is_ok() {
+                gone.push(path);
+            }
+            drop(held);
+        }
+    }
+    gone
 }
 
 /// Remove a pin directory and the pins in it.

@@ -57,6 +57,9 @@ pub fn fail(what: &str, e: mpt_bpf::Error) -> Failure {
             "the device's driver has no native XDP: use auto (tc where there is none), xdp-generic or tc"
         }
         ErrorKind::ForeignXdp(_) => "detach the other XDP program first (ip link set DEV xdp off)",
+        ErrorKind::Untrusted(_) => {
+            "someone else may have made it: check it, then remove it, or give it to root with mode 0700"
+        }
         _ => "ila's BPF backend needs root, BPF and tcx (Linux 6.6+)",
     };
     Failure::system(format!("{what}: {e}")).hint(hint)
