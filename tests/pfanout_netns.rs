@@ -876,3 +876,50 @@ fn ignore_outgoing_hides_what_the_host_sends() {
     assert_eq!(per_worker(&v, "packets"), [0], "{v}");
     assert_eq!(v["flags"], serde_json::json!(["ignore-outgoing"]), "{v}");
 }
+
+#[test]
+fn live_view_each_second_on_a_terminal_and_as_json_lines() {
+    let l = link("pfv");
+    // JSON: an interval line each second, then the summary
+    let o = PF.at(
+        &l.rx,
+        &[
+            "-j", "run", "dev", "pr", "mode", "lb", "workers", "2", "duration", "2.5",
+        ],
+    );
+    assert!(o.status.success(), "{o:?}");
+    let lines: Vec<Value> = String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .map(|s| serde_json::from_str(s).expect("json line"))
+        .collect();
+    let intervals = lines.iter().filter(|v| v["type"] == "interval").count();
+    assert!(intervals >= 2, "{lines:?}");
+    assert_eq!(
+        lines.last().map(|v| v["type"].clone()),
+        Some("summary".into())
+    );
+    assert!(lines[0]["per_worker"]
+        .as_array()
+        .is_some_and(|w| w.len() == 2));
+    // on a terminal (script(1) gives it one): the table, redrawn in place
+    let cmd = format!(
+        "{} -n {} run dev pr mode lb workers 2 duration 2.5",
+        PF.bin,
+        l.rx.name()
+    );
+    let o = Command::new("script")
+        .args(["-q", "-e", "-c", &cmd, "/dev/null"])
+        .output()
+        .expect("script");
+    assert!(o.status.success(), "{o:?}");
+    let t = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        t.matches("WORKER").count() >= 3,
+        "live tables and the summary: {t}"
+    );
+    assert!(
+        t.contains("\x1b[") && t.contains("\x1b[J"),
+        "redrawn in place: {t:?}"
+    );
+    assert!(t.contains("ended by duration"), "{t}");
+}
