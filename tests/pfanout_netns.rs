@@ -923,3 +923,40 @@ fn live_view_each_second_on_a_terminal_and_as_json_lines() {
     );
     assert!(t.contains("ended by duration"), "{t}");
 }
+
+/// A 72-byte UDP datagram of one flow as two IPv4 fragments (40 + 32 bytes).
+fn fragments(id_port: u16) -> Vec<Vec<u8>> {
+    let dgram = udp(id_port, 53, 64);
+    let (a, b) = dgram.split_at(40);
+    [(0x2000u16, a), (40 / 8, b)]
+        .iter()
+        .map(|(frag, part)| {
+            let ip = Ip4::new("192.0.2.1", "192.0.2.2", 17, part.to_vec())
+                .frag(*frag)
+                .bytes();
+            eth(FOREIGN_MAC, TX_MAC, 0x0800, &ip)
+        })
+        .collect()
+}
+
+#[test]
+fn defrag_reassembles_before_the_group_sees_the_packet() {
+    let l = link("pfd");
+    // without defrag: both fragments
+    let c = l.run("group 71 mode hash workers 2 count 2", 71, 2);
+    l.send(&fragments(4000), None);
+    let v = done(c);
+    assert_eq!(v["total"]["packets"], 2, "{v}");
+    assert_eq!(
+        v["total"]["bytes"].as_u64(),
+        Some(2 * 14 + 20 + 40 + 20 + 32),
+        "{v}"
+    );
+    // with defrag: one reassembled datagram, its whole length
+    let c = l.run("group 72 mode hash flags defrag workers 2 count 1", 72, 2);
+    l.send(&fragments(4001), None);
+    let v = done(c);
+    assert_eq!(v["total"]["packets"], 1, "{v}");
+    assert_eq!(v["total"]["bytes"].as_u64(), Some(14 + 20 + 72), "{v}");
+    assert_eq!(v["flags"], serde_json::json!(["defrag"]), "{v}");
+}
