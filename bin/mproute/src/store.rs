@@ -45,7 +45,7 @@ pub fn fail(what: &str, e: mpt_bpf::Error) -> Failure {
         ErrorKind::Untrusted(_) => {
             "someone else may have made it: check it, then remove it, or give it to root with mode 0700"
         }
-        _ => "mproute needs root, BPF and tcx (Linux 6.6+)",
+        _ => "mproute needs root and BPF",
     };
     Failure::system(format!("{what}: {e}")).hint(hint)
 }

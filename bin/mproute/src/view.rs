@@ -32,6 +32,14 @@ pub fn print(out: &Output, style: Style) {
                 if let Some(c) = &v.counter_slots {
                     print_line(&c.line());
                 }
+                print_line(&format!(
+                    "tc hook: {}: {}",
+                    match v.tc_hook {
+                        "classic" => "classic tc, a clsact qdisc with direct-action filters",
+                        other => other,
+                    },
+                    v.tc_hook_why
+                ));
                 if let Some(f) = &v.fib_check {
                     print_line(&f.line());
                     for u in &f.unverified {
@@ -449,6 +457,10 @@ pub struct DataplaneView {
     /// Managed routes whose counters are in the per-CPU array (the rest use a hash map).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub counter_slots: Option<CounterSlots>,
+    /// How tc programs (the state's anchor, mode tc) are attached: `tcx` or `classic`.
+    pub tc_hook: &'static str,
+    /// Why.
+    pub tc_hook_why: &'static str,
 }
 
 /// How many of the per-CPU counter slots managed routes hold.
@@ -508,6 +520,14 @@ impl DataplaneView {
             notes,
             fib_check: None,
             counter_slots: None,
+            tc_hook: match mpt_bpf::attach::tc_backend() {
+                mpt_bpf::attach::TcBackend::Tcx => "tcx",
+                mpt_bpf::attach::TcBackend::Classic(_) => "classic",
+            },
+            tc_hook_why: match mpt_bpf::attach::tc_backend() {
+                mpt_bpf::attach::TcBackend::Tcx => "the kernel has tcx (Linux 6.6+)",
+                mpt_bpf::attach::TcBackend::Classic(why) => why,
+            },
         }
     }
 }

@@ -154,6 +154,155 @@ impl TcxDir {
     }
 }
 
+/// How tc programs are attached on this kernel: tcx (Linux 6.6+), or classic tc (a clsact
+/// qdisc and direct-action filters) where tcx is missing. tcx's return codes are classic tc's
+/// (TCX_NEXT is TC_ACT_UNSPEC, "go on"), so the same programs run on both.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TcBackend {
+    /// tcx.
+    Tcx,
+    /// Classic tc, and why.
+    Classic(&'static str),
+}
+
+/// The environment variable that makes the tools pretend tcx is missing (for tests of the
+/// classic tc fallback on kernels that have tcx).
+pub const FORCE_CLASSIC_TC: &str = "MPT_FORCE_CLASSIC_TC";
+
+/// The backend, probed once: tcx unless [`FORCE_CLASSIC_TC`] is set to 1 or the kernel does
+/// not know the tcx attach type (a query on lo answers EINVAL).
+pub fn tc_backend() -> TcBackend {
+    static B: std::sync::OnceLock<TcBackend> = std::sync::OnceLock::new();
+    *B.get_or_init(|| {
+        if std::env::var(FORCE_CLASSIC_TC).is_ok_and(|v| v == "1") {
+            return TcBackend::Classic("forced by MPT_FORCE_CLASSIC_TC=1");
+        }
+        match link_query(1, TcxDir::Ingress) {
+            Err(e) if e.errno() == Some(libc::EINVAL) => {
+                TcBackend::Classic("the kernel has no tcx (Linux 6.6+)")
+            }
+            _ => TcBackend::Tcx,
+        }
+    })
+}
+
+/// Classic tc: a clsact qdisc, one direct-action bpf filter per program, all of handle 1,
+/// each at a priority of its own (the first free one, so that programs run in the order they
+/// were attached, as on tcx). Found again by querying those priorities.
+mod classic {
+    use std::os::fd::{AsRawFd, BorrowedFd};
+
+    use super::{ifindex_i32, TcxDir};
+    use crate::error::Error;
+
+    /// The filters' handle.
+    const HANDLE: u32 = 1;
+    /// Priorities used (a hook holds at most this many of our programs).
+    const PRIORITIES: std::ops::RangeInclusive<u32> = 1..=16;
+
+    fn hook(ifindex: u32, dir: TcxDir) -> libbpf_sys::bpf_tc_hook {
+        libbpf_sys::bpf_tc_hook {
+            sz: std::mem::size_of::<libbpf_sys::bpf_tc_hook>() as _,
+            ifindex: ifindex_i32(ifindex),
+            attach_point: match dir {
+                TcxDir::Ingress => libbpf_sys::BPF_TC_INGRESS,
+                TcxDir::Egress => libbpf_sys::BPF_TC_EGRESS,
+            },
+            ..Default::default()
+        }
+    }
+
+    fn opts(priority: u32) -> libbpf_sys::bpf_tc_opts {
+        libbpf_sys::bpf_tc_opts {
+            sz: std::mem::size_of::<libbpf_sys::bpf_tc_opts>() as _,
+            handle: HANDLE,
+            priority,
+            ..Default::default()
+        }
+    }
+
+    /// (priority, program id) of every filter of ours on the hook, by priority.
+    fn filters(ifindex: u32, dir: TcxDir) -> Result<Vec<(u32, u32)>, Error> {
+        let h = hook(ifindex, dir);
+        let mut v = Vec::new();
+        for p in PRIORITIES {
+            let mut o = opts(p);
+            // SAFETY: h and o are initialised and sized; the call fills o.prog_id.
+            let rc = unsafe { libbpf_sys::bpf_tc_query(&h, &mut o) };
+            if rc == 0 {
+                v.push((p, o.prog_id));
+            } else if -rc != libc::ENOENT && -rc != libc::EINVAL {
+                return Err(Error::sys(
+                    format!("query tc filters on ifindex {ifindex}"),
+                    rc,
+                ));
+            }
+        }
+        Ok(v)
+    }
+
+    pub(super) fn query(ifindex: u32, dir: TcxDir) -> Result<Vec<u32>, Error> {
+        Ok(filters(ifindex, dir)?
+            .into_iter()
+            .map(|(_, id)| id)
+            .collect())
+    }
+
+    pub(super) fn attach(
+        ifindex: u32,
+        prog: BorrowedFd<'_>,
+        dir: TcxDir,
+        what: &str,
+    ) -> Result<(), Error> {
+        let mut qdisc = libbpf_sys::bpf_tc_hook {
+            attach_point: libbpf_sys::BPF_TC_INGRESS | libbpf_sys::BPF_TC_EGRESS,
+            ..hook(ifindex, dir)
+        };
+        // SAFETY: qdisc is initialised and sized.
+        let rc = unsafe { libbpf_sys::bpf_tc_hook_create(&mut qdisc) };
+        if rc < 0 && -rc != libc::EEXIST {
+            return Err(Error::sys(format!("{what}: add the clsact qdisc"), rc));
+        }
+        let used: Vec<u32> = filters(ifindex, dir)?.into_iter().map(|(p, _)| p).collect();
+        // after the last one: programs run in the order they were attached
+        let next = used.iter().max().map_or(1, |m| m + 1);
+        if !PRIORITIES.contains(&next) {
+            return Err(Error::sys(
+                format!("{what}: no free tc filter priority"),
+                -libc::ENOSPC,
+            ));
+        }
+        let h = hook(ifindex, dir);
+        let mut o = libbpf_sys::bpf_tc_opts {
+            prog_fd: prog.as_raw_fd(),
+            ..opts(next)
+        };
+        // SAFETY: h and o are initialised; prog is a loaded sched_cls program.
+        let rc = unsafe { libbpf_sys::bpf_tc_attach(&h, &mut o) };
+        if rc < 0 {
+            return Err(Error::sys(what, rc));
+        }
+        Ok(())
+    }
+
+    pub(super) fn detach(ifindex: u32, id: u32, dir: TcxDir) -> Result<(), Error> {
+        let Some((p, _)) = filters(ifindex, dir)?.into_iter().find(|(_, i)| *i == id) else {
+            return Ok(()); // gone meanwhile
+        };
+        let h = hook(ifindex, dir);
+        let o = opts(p);
+        // SAFETY: h and o are initialised; handle and priority name one filter.
+        let rc = unsafe { libbpf_sys::bpf_tc_detach(&h, &o) };
+        if rc < 0 && -rc != libc::ENOENT {
+            return Err(Error::sys(
+                format!("detach tc filter {p} from ifindex {ifindex}"),
+                rc,
+            ));
+        }
+        Ok(())
+    }
+}
+
 fn ifindex_i32(ifindex: u32) -> i32 {
     i32::try_from(ifindex).unwrap_or(i32::MAX)
 }
@@ -234,6 +383,13 @@ pub fn xdp_detach(ifindex: u32, mode: XdpMode) -> Result<(), Error> {
 /// Ids of the programs on a device's tcx hook, legacy and link attachments alike, in the order
 /// they run. A device that never had one has none.
 pub fn tcx_query(ifindex: u32, dir: TcxDir) -> Result<Vec<u32>, Error> {
+    match tc_backend() {
+        TcBackend::Tcx => link_query(ifindex, dir),
+        TcBackend::Classic(_) => classic::query(ifindex, dir),
+    }
+}
+
+fn link_query(ifindex: u32, dir: TcxDir) -> Result<Vec<u32>, Error> {
     let mut ids = [0u32; 64];
     let mut opts = libbpf_sys::bpf_prog_query_opts {
         sz: std::mem::size_of::<libbpf_sys::bpf_prog_query_opts>() as _,
@@ -269,6 +425,13 @@ pub fn tcx_attach(
     dir: TcxDir,
     what: &str,
 ) -> Result<(), Error> {
+    match tc_backend() {
+        TcBackend::Tcx => link_attach(ifindex, prog, dir, what),
+        TcBackend::Classic(_) => classic::attach(ifindex, prog, dir, what),
+    }
+}
+
+fn link_attach(ifindex: u32, prog: BorrowedFd<'_>, dir: TcxDir, what: &str) -> Result<(), Error> {
     let opts = libbpf_sys::bpf_prog_attach_opts {
         sz: std::mem::size_of::<libbpf_sys::bpf_prog_attach_opts>() as _,
         ..Default::default()
@@ -290,6 +453,13 @@ pub fn tcx_attach(
 
 /// Remove program `id` from a device's tcx hook.
 pub fn tcx_detach(ifindex: u32, id: u32, dir: TcxDir) -> Result<(), Error> {
+    match tc_backend() {
+        TcBackend::Tcx => link_detach(ifindex, id, dir),
+        TcBackend::Classic(_) => classic::detach(ifindex, id, dir),
+    }
+}
+
+fn link_detach(ifindex: u32, id: u32, dir: TcxDir) -> Result<(), Error> {
     let fd = crate::prog::fd(id)?;
     let opts = libbpf_sys::bpf_prog_detach_opts {
         sz: std::mem::size_of::<libbpf_sys::bpf_prog_detach_opts>() as _,

@@ -230,10 +230,7 @@ impl Pinned {
             LO_IFINDEX,
             prog.as_fd(),
             TcxDir::Ingress,
-            &format!(
-                "attach the {} state anchor to lo (tcx ingress, Linux 6.6+)",
-                suite.name
-            ),
+            &format!("attach the {} state anchor to lo (tc ingress)", suite.name),
         )?;
         match find_anchor(suite)? {
             Some((id, maps)) => Self::from_maps(suite, cookie, id, &maps).map(Some),

@@ -109,6 +109,30 @@ fn test() -> Result<bool> {
             ],
         )?;
         done.push("tests");
+        // the root tests of the tools that attach tc programs, again with classic tc (clsact
+        // and direct-action filters), the fallback for kernels without tcx
+        util::run_cargo_env(
+            &root,
+            &[("MPT_FORCE_CLASSIC_TC", "1")],
+            &[
+                "test",
+                "-p",
+                "mproute",
+                "--test",
+                "mproute_netns",
+                "--test",
+                "dataplane_netns",
+                "--test",
+                "fastpath_netns",
+                "-p",
+                "ila",
+                "--test",
+                "ila_netns",
+                "--",
+                "--test-threads=2",
+            ],
+        )?;
+        done.push("classic tc");
         if !docs::check_docs(&root)? {
             return Ok(false);
         }

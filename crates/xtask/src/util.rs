@@ -44,9 +44,18 @@ pub fn output(cmd: &mut Command) -> Result<String> {
 
 /// `cargo ARGS` in the repository root, stdio inherited.
 pub fn run_cargo(root: &Path, args: &[&str]) -> Result<()> {
+    run_cargo_env(root, &[], args)
+}
+
+/// `VAR=VALUE ... cargo ARGS` in the repository root, stdio inherited.
+pub fn run_cargo_env(root: &Path, env: &[(&str, &str)], args: &[&str]) -> Result<()> {
     let mut cmd = Command::new(cargo());
     cmd.args(args).current_dir(root);
-    println!("+ cargo {}", args.join(" "));
+    let shown: Vec<String> = env.iter().map(|(k, v)| format!("{k}={v} ")).collect();
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    println!("+ {}cargo {}", shown.concat(), args.join(" "));
     run(&mut cmd)
 }
 

@@ -60,7 +60,7 @@ pub fn fail(what: &str, e: mpt_bpf::Error) -> Failure {
         ErrorKind::Untrusted(_) => {
             "someone else may have made it: check it, then remove it, or give it to root with mode 0700"
         }
-        _ => "ila's BPF backend needs root, BPF and tcx (Linux 6.6+)",
+        _ => "ila's BPF backend needs root and BPF",
     };
     Failure::system(format!("{what}: {e}")).hint(hint)
 }
