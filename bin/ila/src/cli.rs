@@ -3,6 +3,7 @@
 //! into a typed [`Command`]. Batch lines are parsed the same way ([`parse_line`]).
 
 use clap::{CommandFactory, Parser, Subcommand, ValueEnum};
+use mpt_cli::args::{Entry, Words};
 use mpt_cli::{Failure, GlobalOpts};
 
 use crate::grammar::{self, DpCmd, RouteCmd, XlatCmd};
@@ -132,18 +133,6 @@ pub enum Obj {
     Dataplane(Words),
 }
 
-/// The words after the object, parsed by the grammar.
-#[derive(Debug, Clone, clap::Args)]
-pub struct Words {
-    /// The verb and its words.
-    #[arg(
-        trailing_var_arg = true,
-        allow_hyphen_values = true,
-        value_name = "ARGS"
-    )]
-    pub args: Vec<String>,
-}
-
 /// A command, typed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Command {
@@ -195,11 +184,8 @@ struct Line {
     cmd: Obj,
 }
 
-/// How an object word becomes its [`Obj`].
-type MakeObj = fn(Words) -> Obj;
-
 /// Every object of [`Obj`] and its aliases (a test holds it to the clap definition).
-const OBJECTS: &[(&str, MakeObj)] = &[
+const OBJECTS: &[Entry<Words, Obj>] = &[
     ("xlat", Obj::Xlat),
     ("route", Obj::Route),
     ("dataplane", Obj::Dataplane),
@@ -208,18 +194,13 @@ const OBJECTS: &[(&str, MakeObj)] = &[
 
 /// Parse the words of one batch line (`xlat add ...`).
 pub fn parse_line(words: &[String]) -> Result<Command, Failure> {
-    if let Some((first, rest)) = words.split_first() {
-        if let Some((_, make)) = OBJECTS.iter().find(|(n, _)| n == first) {
-            return make(Words {
-                args: rest.to_vec(),
-            })
-            .command();
-        }
-    }
-    match Line::try_parse_from(words) {
-        Ok(l) => l.cmd.command(),
-        Err(e) => Err(mpt_cli::args::clap_failure(&e, &Cli::command())),
-    }
+    mpt_cli::args::parse_line(
+        words,
+        OBJECTS,
+        Obj::command,
+        |w| Line::try_parse_from(w).map(|l| l.cmd),
+        &Cli::command(),
+    )
 }
 
 #[cfg(test)]
@@ -232,17 +213,7 @@ mod tests {
 
     #[test]
     fn the_object_table_is_the_clap_definition() {
-        let cmd = Line::command();
-        let mut clap_names: Vec<String> = cmd
-            .get_subcommands()
-            .flat_map(|s| {
-                std::iter::once(s.get_name().to_string())
-                    .chain(s.get_all_aliases().map(String::from))
-            })
-            .collect();
-        let mut ours: Vec<String> = OBJECTS.iter().map(|(n, _)| n.to_string()).collect();
-        clap_names.sort();
-        ours.sort();
+        let (ours, clap_names) = mpt_cli::args::table_and_clap_names(OBJECTS, &Line::command());
         assert_eq!(clap_names, ours);
     }
 

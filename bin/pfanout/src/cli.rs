@@ -3,6 +3,7 @@
 //! [`Command`]. Batch lines are parsed the same way ([`parse_line`]).
 
 use clap::{CommandFactory, Parser, Subcommand};
+use mpt_cli::args::{Entry, Words};
 use mpt_cli::{Failure, GlobalOpts};
 
 use crate::grammar::{self, BenchCmd, RunCmd, ShowCmd};
@@ -104,18 +105,6 @@ pub enum Obj {
     Bench(Words),
 }
 
-/// The words after the command, parsed by the grammar.
-#[derive(Debug, Clone, clap::Args)]
-pub struct Words {
-    /// The command's words.
-    #[arg(
-        trailing_var_arg = true,
-        allow_hyphen_values = true,
-        value_name = "ARGS"
-    )]
-    pub args: Vec<String>,
-}
-
 /// A command, typed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Command {
@@ -154,11 +143,8 @@ struct Line {
     cmd: Obj,
 }
 
-/// How a command word becomes its [`Obj`].
-type MakeObj = fn(Words) -> Obj;
-
 /// Every command of [`Obj`] and its aliases (a test holds it to the clap definition).
-const OBJECTS: &[(&str, MakeObj)] = &[
+const OBJECTS: &[Entry<Words, Obj>] = &[
     ("show", Obj::Show),
     ("list", Obj::Show),
     ("run", Obj::Run),
@@ -167,18 +153,13 @@ const OBJECTS: &[(&str, MakeObj)] = &[
 
 /// Parse the words of one batch line (`show dev eth0`).
 pub fn parse_line(words: &[String]) -> Result<Command, Failure> {
-    if let Some((first, rest)) = words.split_first() {
-        if let Some((_, make)) = OBJECTS.iter().find(|(n, _)| n == first) {
-            return make(Words {
-                args: rest.to_vec(),
-            })
-            .command();
-        }
-    }
-    match Line::try_parse_from(words) {
-        Ok(l) => l.cmd.command(),
-        Err(e) => Err(mpt_cli::args::clap_failure(&e, &Cli::command())),
-    }
+    mpt_cli::args::parse_line(
+        words,
+        OBJECTS,
+        Obj::command,
+        |w| Line::try_parse_from(w).map(|l| l.cmd),
+        &Cli::command(),
+    )
 }
 
 #[cfg(test)]
@@ -191,17 +172,7 @@ mod tests {
 
     #[test]
     fn the_command_table_is_the_clap_definition() {
-        let cmd = Line::command();
-        let mut clap_names: Vec<String> = cmd
-            .get_subcommands()
-            .flat_map(|s| {
-                std::iter::once(s.get_name().to_string())
-                    .chain(s.get_all_aliases().map(String::from))
-            })
-            .collect();
-        let mut ours: Vec<String> = OBJECTS.iter().map(|(n, _)| n.to_string()).collect();
-        clap_names.sort();
-        ours.sort();
+        let (ours, clap_names) = mpt_cli::args::table_and_clap_names(OBJECTS, &Line::command());
         assert_eq!(clap_names, ours);
     }
 

@@ -359,7 +359,7 @@ impl Job {
         self.stop.store(true, Ordering::Relaxed);
     }
 
-    /// Count one packet; whether the run goes on.
+    /// Count one packet (and write it); false when `count` was reached before it.
     fn seen(&mut self, data: &[u8], orig_len: usize, ts: Duration) -> bool {
         if let Some(c) = self.count {
             // take a place below count, or stop without counting this one
@@ -391,7 +391,44 @@ impl Job {
         if let Some(b) = self.bucket.as_mut() {
             b.take();
         }
-        !self.stop.load(Ordering::Relaxed)
+        true
+    }
+
+    /// Receive what is queued, waiting up to `timeout` for it: one frame in copy mode, up to
+    /// `blocks` blocks of the ring; each frame counted (and written). The frames received.
+    fn receive(
+        &mut self,
+        buf: &mut [u8],
+        timeout: Duration,
+        blocks: usize,
+    ) -> Result<usize, mpt_sys::Error> {
+        if !self.ring {
+            return Ok(match self.sock.recv(buf, timeout)? {
+                Some(r) => {
+                    let n = r.len.min(buf.len());
+                    self.seen(&buf[..n], r.orig_len, r.ts);
+                    1
+                }
+                None => 0,
+            });
+        }
+        // the ring's frames are counted once it is handed back: the socket is borrowed
+        // while it is walked (their bytes are kept only for a pcap file)
+        let mut frames: Vec<(Vec<u8>, usize, Duration)> = Vec::new();
+        let pcap = self.pcap.is_some();
+        let n = self.sock.ring_poll(timeout, blocks, &mut |f| {
+            frames.push((
+                if pcap { f.data.to_vec() } else { Vec::new() },
+                f.orig_len,
+                f.ts,
+            ));
+        })?;
+        for (d, len, ts) in frames {
+            if !self.seen(&d, len, ts) {
+                break;
+            }
+        }
+        Ok(n)
     }
 
     /// After a stop by signal or duration: read what is still queued, so that the summary
@@ -402,35 +439,9 @@ impl Job {
         }
         let mut n = 0usize;
         while n < DRAIN {
-            if self.ring {
-                let mut frames: Vec<(Vec<u8>, usize, Duration)> = Vec::new();
-                let pcap = self.pcap.is_some();
-                let got = self.sock.ring_poll(Duration::ZERO, 8, &mut |f| {
-                    frames.push((
-                        if pcap { f.data.to_vec() } else { Vec::new() },
-                        f.orig_len,
-                        f.ts,
-                    ));
-                });
-                match got {
-                    Ok(k) if k > 0 => {
-                        n += k;
-                        for (d, len, ts) in frames {
-                            self.seen(&d, len, ts);
-                        }
-                    }
-                    _ => return,
-                }
-            } else {
-                match self.sock.try_recv(buf) {
-                    Ok(Some(r)) => {
-                        n += 1;
-                        let k = r.len.min(buf.len());
-                        let data = buf[..k].to_vec();
-                        self.seen(&data, r.orig_len, r.ts);
-                    }
-                    _ => return,
-                }
+            match self.receive(buf, Duration::ZERO, 8) {
+                Ok(k) if k > 0 => n += k,
+                _ => return,
             }
         }
     }
@@ -438,7 +449,6 @@ impl Job {
     fn run(mut self) {
         let mut buf = vec![0u8; SNAPLEN];
         let mut sampled = Instant::now();
-        let ring = self.ring;
         while !self.stop.load(Ordering::Relaxed) {
             if let Some(b) = self.bucket.as_mut() {
                 if !b.wait(POLL) {
@@ -451,46 +461,13 @@ impl Job {
                     continue;
                 }
             }
-            if ring {
-                let mut frames: Vec<(Vec<u8>, usize, Duration)> = Vec::new();
-                let pcap = self.pcap.is_some();
-                let limited = self.bucket.is_some();
-                let r = self
-                    .sock
-                    .ring_poll(POLL, if limited { 1 } else { 8 }, &mut |f| {
-                        frames.push((
-                            if pcap { f.data.to_vec() } else { Vec::new() },
-                            f.orig_len,
-                            f.ts,
-                        ));
-                    });
-                if let Err(e) = r {
-                    if link_down(&e) {
-                        continue;
-                    }
+            let blocks = if self.bucket.is_some() { 1 } else { 8 };
+            match self.receive(&mut buf, POLL, blocks) {
+                Ok(_) => {}
+                Err(e) if link_down(&e) => {}
+                Err(e) => {
                     self.fail(e.to_string());
                     break;
-                }
-                for (d, len, ts) in frames {
-                    if !self.seen(&d, len, ts) {
-                        break;
-                    }
-                }
-            } else {
-                match self.sock.recv(&mut buf, POLL) {
-                    Ok(Some(r)) => {
-                        let n = r.len.min(buf.len());
-                        let data = buf[..n].to_vec();
-                        if !self.seen(&data, r.orig_len, r.ts) {
-                            break;
-                        }
-                    }
-                    Ok(None) => {}
-                    Err(e) if link_down(&e) => {}
-                    Err(e) => {
-                        self.fail(e.to_string());
-                        break;
-                    }
                 }
             }
             if sampled.elapsed() >= SAMPLE {

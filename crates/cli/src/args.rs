@@ -46,6 +46,70 @@ pub fn clap_failure(e: &clap::Error, cmd: &clap::Command) -> Failure {
     }
 }
 
+/// The words after a command word, parsed by the tool's own grammar (ila's and pfanout's
+/// objects; mproute has its own type for its help text).
+#[derive(Debug, Clone, clap::Args)]
+pub struct Words {
+    /// The command's words.
+    #[arg(
+        trailing_var_arg = true,
+        allow_hyphen_values = true,
+        value_name = "ARGS"
+    )]
+    pub args: Vec<String>,
+}
+
+impl From<Vec<String>> for Words {
+    fn from(args: Vec<String>) -> Self {
+        Words { args }
+    }
+}
+
+/// One entry of a tool's table of command words: the word (or an alias) and the subcommand
+/// its remaining words make.
+pub type Entry<A, O> = (&'static str, fn(A) -> O);
+
+/// Parse one batch line: a first word in `table` makes its subcommand from the rest, which
+/// `command` turns into the typed command; any other line goes to `line` (the tool's
+/// subcommands parsed without a binary name) so that the failure has clap's wording, in one
+/// line with a hint naming what `cli` accepts.
+pub fn parse_line<A: From<Vec<String>>, O, C>(
+    words: &[String],
+    table: &[Entry<A, O>],
+    command: impl Fn(&O) -> Result<C, Failure>,
+    line: impl FnOnce(&[String]) -> Result<O, clap::Error>,
+    cli: &clap::Command,
+) -> Result<C, Failure> {
+    if let Some((first, rest)) = words.split_first() {
+        if let Some((_, make)) = table.iter().find(|(n, _)| n == first) {
+            return command(&make(A::from(rest.to_vec())));
+        }
+    }
+    match line(words) {
+        Ok(o) => command(&o),
+        Err(e) => Err(clap_failure(&e, cli)),
+    }
+}
+
+/// The words of `table` and the names and aliases clap knows for `cmd`'s subcommands, each
+/// sorted: a tool's test holds the two equal, so that a batch line and the command line accept
+/// the same words.
+pub fn table_and_clap_names<A, O>(
+    table: &[Entry<A, O>],
+    cmd: &clap::Command,
+) -> (Vec<String>, Vec<String>) {
+    let mut ours: Vec<String> = table.iter().map(|(n, _)| n.to_string()).collect();
+    let mut clap_names: Vec<String> = cmd
+        .get_subcommands()
+        .flat_map(|s| {
+            std::iter::once(s.get_name().to_string()).chain(s.get_all_aliases().map(String::from))
+        })
+        .collect();
+    ours.sort();
+    clap_names.sort();
+    (ours, clap_names)
+}
+
 /// Handle a failed parse of the command line: print help or version as asked (exit 0), or the
 /// error as one line (exit 1).
 pub fn exit_on_error(tool: &str, e: clap::Error, cmd: &clap::Command) -> ! {
