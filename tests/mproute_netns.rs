@@ -1498,3 +1498,239 @@ fn the_tc_hook_in_use_is_the_one_reported() {
     );
     MP.ok(&ns, &["flush"]);
 }
+
+fn strs(v: &[String]) -> Vec<&str> {
+    v.iter().map(String::as_str).collect()
+}
+
+/// `mproute -n NS ARGS` and `mproute -n NS --check ARGS`, both refused: the dry run predicts the
+/// kernel's refusal in the same words and exit code, and changes nothing.
+fn refused_alike(ns: &Netns, args: &[&str]) {
+    let before = snapshot(ns);
+    let mut dry = vec!["--check"];
+    dry.extend_from_slice(args);
+    let c = MP.at(ns, &dry);
+    assert_eq!(
+        snapshot(ns),
+        before,
+        "--check {} changed something",
+        args.join(" ")
+    );
+    let r = MP.at(ns, args);
+    let (ce, re) = (
+        String::from_utf8_lossy(&c.stderr),
+        String::from_utf8_lossy(&r.stderr),
+    );
+    assert_eq!(r.status.code(), Some(2), "{re}");
+    assert_eq!(c.status.code(), Some(2), "--check: {ce}");
+    assert_eq!(ce, re, "--check predicts the refusal in the kernel's words");
+}
+
+#[test]
+fn check_reports_what_would_change_and_changes_nothing() {
+    require_root();
+    let t = TwoPaths::new("check");
+    let ns = &t.r;
+    let route = [
+        "198.51.100.0/24",
+        "algo",
+        "l4-hash",
+        "nexthop",
+        "via",
+        "10.1.0.2",
+        "dev",
+        "va",
+        "nexthop",
+        "via",
+        "10.2.0.2",
+        "dev",
+        "vb",
+    ];
+    let with = |verb: &str, extra: &[&str]| -> Vec<String> {
+        let mut v = vec!["--check".to_string(), verb.to_string()];
+        v.extend(route.iter().map(|s| s.to_string()));
+        v.extend(extra.iter().map(|s| s.to_string()));
+        v
+    };
+    // a fresh namespace: the dry run creates no state (no pins) and no route
+    let before = snapshot(ns);
+    let args = with("add", &[]);
+    let v = MP.json(ns, &strs(&args));
+    assert_eq!(v["check"], true);
+    assert_eq!(v["changed"], true);
+    assert_eq!(v["diff"]["before"], Value::Null);
+    assert_eq!(v["diff"]["after"]["algo"], "l4-hash");
+    assert_eq!(
+        paths(&v["diff"]["after"]),
+        [
+            ("10.1.0.2".to_string(), "va".to_string(), 1),
+            ("10.2.0.2".to_string(), "vb".to_string(), 1)
+        ]
+    );
+    assert_eq!(snapshot(ns), before);
+    let cookie = ns.cookie().expect("cookie");
+    assert!(
+        !std::path::Path::new(&format!("/sys/fs/bpf/mproute/{cookie}")).exists(),
+        "--check created mproute's state"
+    );
+    // refusals the kernel decides from what is there, predicted in its words
+    refused_alike(
+        ns,
+        &[
+            "add",
+            "192.0.2.0/24",
+            "nexthop",
+            "via",
+            "10.99.0.1",
+            "dev",
+            "va",
+        ],
+    );
+    refused_alike(
+        ns,
+        &[
+            "add",
+            "192.0.2.0/24",
+            "nexthop",
+            "via",
+            "10.2.0.2",
+            "dev",
+            "va",
+        ],
+    );
+    ns.ip_ok(&["link", "set", "vb", "down"]);
+    refused_alike(ns, &["add", "192.0.2.0/24", "nexthop", "dev", "vb"]);
+    ns.ip_ok(&["link", "set", "vb", "up"]);
+    refused_alike(
+        ns,
+        &[
+            "change",
+            "192.0.2.0/24",
+            "nexthop",
+            "via",
+            "10.1.0.2",
+            "dev",
+            "va",
+        ],
+    );
+    refused_alike(ns, &["del", "192.0.2.0/24"]);
+
+    // the route in place: add is refused, replace as it is changes nothing
+    let real: Vec<String> = with("add", &[]).into_iter().skip(1).collect();
+    MP.ok(ns, &strs(&real));
+    refused_alike(ns, &strs(&real));
+    let before = snapshot(ns);
+    let v = MP.json(ns, &strs(&with("replace", &[])));
+    assert_eq!(
+        (v["check"].clone(), v["changed"].clone()),
+        (true.into(), false.into())
+    );
+    assert_eq!(v["diff"]["before"], v["diff"]["after"]);
+    // another weight and algorithm: would change, before and after say how
+    let mut other = with("replace", &["weight", "3"]);
+    other[4] = "per-packet".into();
+    let v = MP.json(ns, &strs(&other));
+    assert_eq!(v["changed"], true);
+    assert_eq!(v["diff"]["before"]["algo"], "l4-hash");
+    assert_eq!(v["diff"]["after"]["algo"], "per-packet");
+    assert_eq!(paths(&v["diff"]["before"])[1].2, 1);
+    assert_eq!(paths(&v["diff"]["after"])[1].2, 3);
+    let text = MP.ok(ns, &strs(&other));
+    assert!(
+        text.starts_with("replace 198.51.100.0/24: would change\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains("\n  - 198.51.100.0/24 proto mproute metric 0 algo l4-hash"),
+        "{text}"
+    );
+    assert!(
+        text.contains("\n  + 198.51.100.0/24 proto mproute metric 0 algo per-packet"),
+        "{text}"
+    );
+    // del and flush: what would go
+    let v = MP.json(ns, &["--check", "del", "198.51.100.0/24"]);
+    assert_eq!(v["changed"], true);
+    assert_eq!(v["diff"]["after"], Value::Null);
+    assert_eq!(v["diff"]["before"]["algo"], "l4-hash");
+    let v = MP.json(ns, &["--check", "flush"]);
+    assert_eq!(
+        (v["check"].clone(), v["changed"].clone()),
+        (true.into(), true.into())
+    );
+    assert_eq!(v["actions"][0]["dst"], "198.51.100.0/24");
+    assert_eq!(MP.json(ns, &["--check", "sync"])["changed"], false);
+    assert_eq!(snapshot(ns), before, "the dry runs changed something");
+
+    // a batch: each line sees what the lines before it would have done; exit 0
+    let dir = std::env::temp_dir().join(format!("mpt-check-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("tmp dir");
+    let file = dir.join("check.batch");
+    std::fs::write(
+        &file,
+        "add 203.0.113.0/24 nexthop via 10.1.0.2 dev va\n\
+         replace 203.0.113.0/24 nexthop via 10.1.0.2 dev va\n\
+         replace 198.51.100.0/24 algo l4-hash nexthop via 10.1.0.2 dev va nexthop via 10.2.0.2 dev vb\n\
+         del 203.0.113.0/24\n\
+         del 198.51.100.0/24\n",
+    )
+    .expect("write batch");
+    let f = file.to_str().expect("utf-8 path");
+    let lines = MP.json_lines(ns, &["--check", "-b", f]);
+    let changed: Vec<bool> = lines
+        .iter()
+        .map(|l| l["changed"].as_bool().expect("changed"))
+        .collect();
+    assert_eq!(changed, [true, false, false, true, true]);
+    assert!(lines.iter().all(|l| l["check"] == true));
+    // a line the real batch would fail on fails the dry run (FILE:LINE, exit 2)
+    std::fs::write(
+        &file,
+        "del 203.0.113.0/24\nadd 198.51.100.0/24 nexthop via 10.1.0.2 dev va\n",
+    )
+    .expect("write batch");
+    let o = MP.at(ns, &["--check", "--force", "-b", f]);
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{e}");
+    assert!(
+        e.contains(&format!("{f}:1: del 203.0.113.0/24: no such route")),
+        "{e}"
+    );
+    assert!(
+        e.contains(&format!("{f}:2: add 198.51.100.0/24: File exists")),
+        "{e}"
+    );
+    assert_eq!(snapshot(ns), before, "the dry batch changed something");
+    let _ = std::fs::remove_dir_all(&dir);
+
+    // attachments: predicted, never made; every attach and detach says whether it changed
+    let attached = |ns: &Netns| MP.json(ns, &["dataplane", "show"])["attachments"].clone();
+    let v = MP.json(ns, &["--check", "dataplane", "attach", "dev", "va"]);
+    assert_eq!(v["changed"], true);
+    assert_eq!(
+        v["diff"]["after"]["devices"]["va"],
+        serde_json::json!(["tc"])
+    );
+    assert_eq!(attached(ns), serde_json::json!([]));
+    assert_eq!(
+        MP.json(ns, &["dataplane", "attach", "dev", "va"])["changed"],
+        true
+    );
+    assert_eq!(
+        MP.json(ns, &["dataplane", "attach", "dev", "va"])["changed"],
+        false
+    );
+    let v = MP.json(ns, &["--check", "dataplane", "attach", "dev", "va"]);
+    assert_eq!(v["changed"], false);
+    let v = MP.json(ns, &["--check", "dataplane", "detach", "dev", "va"]);
+    assert_eq!(v["changed"], true);
+    assert_eq!(attached(ns).as_array().map(Vec::len), Some(1));
+    assert_eq!(
+        MP.json(ns, &["dataplane", "detach", "dev", "va"])["changed"],
+        true
+    );
+    assert_eq!(
+        MP.json(ns, &["--check", "dataplane", "detach", "dev", "va"])["changed"],
+        false
+    );
+}

@@ -13,6 +13,7 @@
 //! `main.rs` only wires them together.
 
 pub mod attachment;
+pub mod check;
 pub mod cli;
 pub mod cmd;
 pub mod grammar;

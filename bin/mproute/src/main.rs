@@ -50,7 +50,7 @@ fn main() {
         Err(f) => mpt_cli::exit(TOOL, Err(f)),
     };
     s.read_only = matches!(command, Command::Show(_));
-    if command == Command::Dataplane(DpSpec::Watch) {
+    if command == Command::Dataplane(DpSpec::Watch) && !cli.global.check {
         mpt_cli::exit(TOOL, mproute::cmd::watch::run(&mut s, style));
     }
     let r = mproute::cmd::run(&mut s, &command).map(|out| mproute::view::print(&out, style));

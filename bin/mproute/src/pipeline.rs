@@ -51,6 +51,20 @@ impl Session {
     ) -> bool {
         const WINDOW: usize = 256;
         let force = self.opts.force;
+        if self.opts.check {
+            // a dry run: every line predicted in order, on what the lines before it would do
+            let mut ok = true;
+            mpt_cli::batch::run_each(
+                lines,
+                force,
+                &mut |l, r| {
+                    ok &= r.is_ok();
+                    emit(l, r)
+                },
+                |c| crate::cmd::run(self, &c),
+            );
+            return ok;
+        }
         if lines
             .iter()
             .any(|(_, c)| c.as_ref().is_ok_and(Command::changes_routes))

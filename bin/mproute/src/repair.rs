@@ -29,6 +29,16 @@ impl Session {
                 )
                 .hint("run it as \"mproute -n NAME sync --reset\" instead of under ip netns exec"));
             }
+            if self.opts.check {
+                rows.push(ActionRow {
+                    action: "reset".into(),
+                    dst: "-".into(),
+                    table: None,
+                    metric: None,
+                    reason: "state of this namespace would be removed".into(),
+                });
+                return Ok(rows);
+            }
             self.store = None;
             mpt_bpf::mproute::state::destroy(cookie)
                 .map_err(|e| Failure::system(format!("sync reset: {e}")))?;
@@ -51,10 +61,13 @@ impl Session {
         // Routes whose kernel route changed behind mproute's back with protocol mproute: taken
         // again below from the FIB, with the algorithm they had.
         let mut retake: HashMap<RouteKey, Algo> = HashMap::new();
+        let dry = self.opts.check;
         if let Some(s) = self.store(false)? {
             for (k, m) in s.all()? {
                 let Some(r) = fib.get(&k) else {
-                    forget_in(s, &k, true)?;
+                    if !dry {
+                        forget_in(s, &k, true)?;
+                    }
                     rows.push(action(
                         "forgotten",
                         &k,
@@ -84,7 +97,9 @@ impl Session {
                         }
                     }
                 };
-                forget_in(s, &k, true)?;
+                if !dry {
+                    forget_in(s, &k, true)?;
+                }
                 if r.protocol == MPROUTE_PROTO {
                     retake.insert(k, m.algo);
                 } else {
@@ -99,9 +114,32 @@ impl Session {
                 }
             }
         }
-        self.gc_needed = true;
+        self.gc_needed = !dry;
         let orphans: Vec<&Route> = all.iter().filter(|r| r.protocol == MPROUTE_PROTO).collect();
-        if !orphans.is_empty() {
+        if dry {
+            for r in orphans {
+                let retaken = retake.get(&r.key).copied();
+                if retaken.is_none() && self.managed(&r.key)?.is_some() {
+                    continue;
+                }
+                rows.push(match retaken {
+                    Some(a) => action(
+                        "updated",
+                        &r.key,
+                        &format!(
+                            "nexthops changed behind mproute's back: would be taken from the FIB \
+                             (algorithm {} kept)",
+                            a.name()
+                        ),
+                    ),
+                    None => action(
+                        "adopted",
+                        &r.key,
+                        "protocol mproute but not in state (algorithm l3-hash)",
+                    ),
+                });
+            }
+        } else if !orphans.is_empty() {
             let s = self
                 .store(true)?
                 .ok_or_else(|| Failure::system("sync: cannot create mproute state"))?;
@@ -151,7 +189,7 @@ impl Session {
         // leftovers): every managed route must have its LPM entry and group.
         rows.extend(self.repair_dataplane(&all)?);
         // Counter slots recorded as taken that no LPM entry holds (a crash between two writes).
-        if let Some(s) = self.store(false)? {
+        if let Some(s) = self.store(false)?.filter(|_| !dry) {
             // best effort: a lost slot only costs speed
             let lost = s.bpf().dp_rescan_slots().unwrap_or(0);
             if lost > 0 {
@@ -166,7 +204,13 @@ impl Session {
         }
         // State pinned for namespaces that no longer exist.
         let live = mpt_sys::netns::reachable_cookies();
-        for path in mpt_bpf::pinned::sweep_stale(&mpt_bpf::mproute::state::SUITE, &live) {
+        let suite = &mpt_bpf::mproute::state::SUITE;
+        let stale = if dry {
+            mpt_bpf::pinned::stale_pin_dirs(suite, &live)
+        } else {
+            mpt_bpf::pinned::sweep_stale(suite, &live)
+        };
+        for path in stale {
             rows.push(ActionRow {
                 action: "removed-stale-state".into(),
                 dst: path.display().to_string(),
@@ -181,6 +225,7 @@ impl Session {
     /// Rewrite the LPM entry and group of every managed route whose dataplane entry is
     /// missing or points at a missing group.
     pub(crate) fn repair_dataplane(&mut self, fib: &[Route]) -> Result<Vec<ActionRow>, Failure> {
+        let dry = self.opts.check;
         let Some(s) = self.store(false)? else {
             return Ok(Vec::new());
         };
@@ -207,11 +252,21 @@ impl Session {
             let Some(r) = fib.iter().find(|r| r.key == *k) else {
                 continue;
             };
+            if dry {
+                broken.push(*k);
+                continue;
+            }
             if !group_ok {
                 raw.dp_put_group(m.group, &dp_nexthops(&r.nexthops))
                     .map_err(ctx)?;
             }
             broken.push(*k);
+        }
+        if dry {
+            return Ok(broken
+                .iter()
+                .map(|k| action("repaired-dataplane", k, "its dataplane entry is missing"))
+                .collect());
         }
         // Written over, not deleted first (the route keeps its counters and slot); an entry
         // of no managed route in the way goes.

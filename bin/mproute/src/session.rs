@@ -16,7 +16,7 @@ use mpt_netlink::msg::rtnl::route as rmsg;
 use mpt_netlink::sock::Socket;
 
 use crate::kernel_nh::NhIndex;
-use crate::store::Store;
+use crate::store::{Managed, Store};
 use crate::txn::forget_in;
 
 /// Sockets, state and a cache of the FIB, shared by the lines of a batch.
@@ -41,6 +41,9 @@ pub struct Session {
     /// The invocation only reads (show): the state is opened without the lock, and where
     /// this user cannot read it the routes are shown without it (a warning says so).
     pub read_only: bool,
+    /// `--check`: what earlier lines of the dry run would have left in mproute's state (the
+    /// FIB's side is in the cache, `fib`): `None` for a route no longer managed.
+    pub(crate) check_state: HashMap<RouteKey, Option<Managed>>,
 }
 
 impl std::fmt::Debug for Session {
@@ -66,6 +69,7 @@ impl Session {
             arm_needed: false,
             fibgen: None,
             read_only: false,
+            check_state: HashMap::new(),
         }
     }
 
@@ -81,8 +85,10 @@ impl Session {
     }
 
     pub(crate) fn store(&mut self, create: bool) -> Result<Option<&Store>, Failure> {
+        // a dry run creates nothing and reads without the lock
+        let create = create && !self.opts.check;
         if self.store.is_none() && (create || !self.store_checked) {
-            self.store = if self.read_only && !create {
+            self.store = if (self.read_only || self.opts.check) && !create {
                 self.store_checked = true;
                 match Store::open_unlocked() {
                     Ok(s) => s,
@@ -122,6 +128,17 @@ impl Session {
             self.fib.insert((fam, table), m);
         }
         Ok(self.fib.get(&(fam, table)).unwrap_or(&EMPTY))
+    }
+
+    /// mproute's state for one route; in a dry run, as the earlier lines would have left it.
+    pub(crate) fn managed(&mut self, key: &RouteKey) -> Result<Option<Managed>, Failure> {
+        if let Some(m) = self.check_state.get(key) {
+            return Ok(*m);
+        }
+        match self.store(false)? {
+            Some(s) => s.get(key),
+            None => Ok(None),
+        }
     }
 
     pub(crate) fn find(&mut self, key: &RouteKey) -> Result<Option<Route>, Failure> {

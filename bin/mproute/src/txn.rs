@@ -378,10 +378,7 @@ impl Session {
         for r in &candidates {
             // ours: in the state with the protocol it was installed with (a route replaced
             // with ip route under another protocol is its new owner's), or protocol mproute
-            let in_state = match self.store(false)? {
-                Some(s) => s.get(&r.key)?.is_some_and(|m| installed_as(&m, r)),
-                None => false,
-            };
+            let in_state = self.managed(&r.key)?.is_some_and(|m| installed_as(&m, r));
             if in_state || r.protocol == MPROUTE_PROTO {
                 owned = Some(r.clone());
                 break;
@@ -410,6 +407,10 @@ impl Session {
                 k.dst == spec.dst && k.table == table && spec.metric.is_none_or(|m| m == k.metric)
             });
             if let Some((k, _)) = stale {
+                if self.opts.check {
+                    let rep = crate::view::CheckReport::route("del", k, true, None, None);
+                    return Ok(Output::Check(Box::new(rep)));
+                }
                 if let Some(s) = self.store(false)? {
                     // its dataplane entry too, or it would keep forwarding and hold its slot
                     forget_in(s, k, true)?;
@@ -421,6 +422,18 @@ impl Session {
                 op_name(Verb::Del, &key_guess)
             )));
         };
+        if self.opts.check {
+            let m = self.managed(&route.key)?;
+            let mut shown = route.clone();
+            shown.algo = m.map(|m| m.algo);
+            let before = crate::view::RouteRow::new(&shown, m.is_some(), None, &mut |i| {
+                mpt_sys::iface::name(i)
+            });
+            self.cache_set(&route.key, None);
+            self.check_state.insert(route.key, None);
+            let rep = crate::view::CheckReport::route("del", &route.key, true, Some(&before), None);
+            return Ok(Output::Check(Box::new(rep)));
+        }
         let op = op_name(Verb::Del, &route.key);
         let req = rmsg::encode(&RouteRequest {
             verb: Verb::Del,
@@ -465,6 +478,10 @@ impl Session {
             if !(in_state || r.protocol == MPROUTE_PROTO) {
                 continue;
             }
+            if self.opts.check {
+                rows.push(action("deleted", &r.key, "owned by mproute"));
+                continue;
+            }
             let op = op_name(Verb::Del, &r.key);
             let req = rmsg::encode(&RouteRequest {
                 verb: Verb::Del,
@@ -491,8 +508,13 @@ impl Session {
             if table.is_some_and(|t| t != k.table) || fib_keys.contains(k) {
                 continue;
             }
-            self.forget(k, false)?;
+            if !self.opts.check {
+                self.forget(k, false)?;
+            }
             rows.push(action("forgotten", k, "route was no longer in the FIB"));
+        }
+        if self.opts.check {
+            return Ok(rows);
         }
         self.fib.clear();
         self.gc_needed = true;
@@ -575,14 +597,18 @@ pub(crate) fn route_drift(
 
 /// Whether dataplane group `group` holds exactly the paths and weights of kernel route `cur`.
 /// An unreadable or missing group is not.
-fn group_is_route(raw: &mpt_bpf::mproute::state::RouteState, group: u32, cur: &Route) -> bool {
+pub(crate) fn group_is_route(
+    raw: &mpt_bpf::mproute::state::RouteState,
+    group: u32,
+    cur: &Route,
+) -> bool {
     matches!(
         crate::verify::group_of(raw, group),
         Ok(Some((p, w))) if route_drift(&p, &w, cur).is_none()
     )
 }
 
-fn same_paths(cur: &Route, want: &Resolved, protocol: u8) -> bool {
+pub(crate) fn same_paths(cur: &Route, want: &Resolved, protocol: u8) -> bool {
     if cur.protocol != protocol || cur.nexthops.len() != want.nexthops.len() {
         return false;
     }

@@ -56,16 +56,142 @@ pub fn print(out: &Output, style: Style) {
                 print_json(rep, style.pretty);
             }
         }
-        Output::Actions { changed, rows } => {
+        Output::Actions {
+            changed,
+            rows,
+            check,
+        } => {
             if style.json {
-                print_json(
-                    &serde_json::json!({"changed": changed, "actions": rows}),
-                    style.pretty,
-                );
+                let mut v = serde_json::json!({"changed": changed, "actions": rows});
+                if *check {
+                    v["check"] = serde_json::Value::Bool(true);
+                }
+                print_json(&v, style.pretty);
             } else {
+                if *check {
+                    print_line(&format!(
+                        "check: {}",
+                        if rows.is_empty() {
+                            "nothing would change"
+                        } else {
+                            "would do (nothing was changed):"
+                        }
+                    ));
+                }
                 print_rows(rows, style);
             }
         }
+        Output::Check(rep) => {
+            if style.json {
+                print_json(rep, style.pretty);
+            } else {
+                for l in rep.lines() {
+                    print_line(&l);
+                }
+            }
+        }
+    }
+}
+
+/// What one command of a dry run (`--check`) would do.
+#[derive(Debug, Serialize)]
+pub struct CheckReport {
+    /// Always true: nothing was changed.
+    pub check: bool,
+    /// Whether the command would change the FIB, mproute's state or an attachment.
+    pub changed: bool,
+    /// The verb.
+    pub action: &'static str,
+    /// Prefix (route verbs).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dst: Option<String>,
+    /// Table id (route verbs).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub table: Option<u32>,
+    /// Metric (route verbs).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub metric: Option<u32>,
+    /// Devices (dataplane verbs).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub devs: Option<Vec<String>>,
+    /// The object before and after (`null`: absent), as `show -j` prints it.
+    pub diff: Diff,
+    /// The same, one line each, for the text output.
+    #[serde(skip)]
+    pub text: (Option<String>, Option<String>),
+}
+
+/// Before and after.
+#[derive(Debug, Serialize)]
+pub struct Diff {
+    /// Before the command.
+    pub before: serde_json::Value,
+    /// After it.
+    pub after: serde_json::Value,
+}
+
+impl CheckReport {
+    /// A route verb's report.
+    pub fn route(
+        action: &'static str,
+        k: &RouteKey,
+        changed: bool,
+        before: Option<&RouteRow>,
+        after: Option<&RouteRow>,
+    ) -> Self {
+        let json = |r: Option<&RouteRow>| {
+            r.and_then(|r| serde_json::to_value(r).ok())
+                .unwrap_or(serde_json::Value::Null)
+        };
+        CheckReport {
+            check: true,
+            changed,
+            action,
+            dst: Some(k.dst.to_string()),
+            table: Some(k.table),
+            metric: Some(k.metric),
+            devs: None,
+            diff: Diff {
+                before: json(before),
+                after: json(after),
+            },
+            text: (
+                before.map(RouteRow::spelling),
+                after.map(RouteRow::spelling),
+            ),
+        }
+    }
+
+    /// The text output: what would happen, then the object before (`-`) and after (`+`).
+    pub fn lines(&self) -> Vec<String> {
+        let what = match (&self.dst, &self.devs) {
+            (Some(d), _) => {
+                let mut s = format!("{} {d}", self.action);
+                if let Some(t) = self.table.filter(|t| *t != mpt_model::names::RT_TABLE_MAIN) {
+                    s.push_str(&format!(" table {}", names::table_name(t)));
+                }
+                s
+            }
+            (None, Some(devs)) => format!("{} dev {}", self.action, devs.join(" dev ")),
+            (None, None) => self.action.to_string(),
+        };
+        let mut out = vec![format!(
+            "{what}: {}",
+            if self.changed {
+                "would change"
+            } else {
+                "unchanged"
+            }
+        )];
+        if self.changed {
+            if let Some(b) = &self.text.0 {
+                out.push(format!("  - {b}"));
+            }
+            if let Some(a) = &self.text.1 {
+                out.push(format!("  + {a}"));
+            }
+        }
+        out
     }
 }
 
@@ -213,6 +339,36 @@ impl RouteRow {
 }
 
 impl RouteRow {
+    /// The route in `ip route` order, on one line (the dry run's before and after).
+    pub fn spelling(&self) -> String {
+        let mut s = self.dst.clone();
+        if self.table != mpt_model::names::RT_TABLE_MAIN {
+            s.push_str(&format!(" table {}", names::table_name(self.table)));
+        }
+        s.push_str(&format!(" proto {} metric {}", self.protocol, self.metric));
+        if let Some(a) = &self.algo {
+            s.push_str(&format!(" algo {a}"));
+        }
+        if let Some(id) = self.nhid {
+            s.push_str(&format!(" nhid {id}"));
+        }
+        for n in &self.nexthops {
+            s.push_str(" nexthop");
+            if let Some(g) = &n.gateway {
+                s.push_str(&format!(" via {g}"));
+            }
+            if let Some(d) = &n.dev {
+                s.push_str(&format!(" dev {d}"));
+            }
+            s.push_str(&format!(" weight {}", n.weight));
+            for f in &n.flags {
+                s.push(' ');
+                s.push_str(f);
+            }
+        }
+        s
+    }
+
     /// Fill in the dataplane's per-nexthop counters.
     pub fn set_stats(&mut self, st: &mpt_bpf::mproute::abi::MptRouteStats) {
         for (i, n) in self.nexthops.iter_mut().enumerate() {
@@ -461,6 +617,10 @@ pub struct DataplaneView {
     pub tc_hook: &'static str,
     /// Why.
     pub tc_hook_why: &'static str,
+    /// Whether the command (attach, detach) changed an attachment or the namespace's
+    /// linkdown setting; absent for `show`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub changed: Option<bool>,
 }
 
 /// How many of the per-CPU counter slots managed routes hold.
@@ -520,6 +680,7 @@ impl DataplaneView {
             notes,
             fib_check: None,
             counter_slots: None,
+            changed: None,
             tc_hook: match mpt_bpf::attach::tc_backend() {
                 mpt_bpf::attach::TcBackend::Tcx => "tcx",
                 mpt_bpf::attach::TcBackend::Classic(_) => "classic",

@@ -26,6 +26,11 @@ pub struct GlobalOpts {
     /// Show statistics.
     #[arg(short = 's', long = "stats", global = true)]
     pub stats: bool,
+    /// Dry run: parse, resolve and compare with the kernel, report what each command (each
+    /// batch line) would change, and change nothing. Exit 0 when every command could be
+    /// applied.
+    #[arg(long = "check", global = true)]
+    pub check: bool,
     /// Say more about what is done (to standard error).
     #[arg(short = 'v', long = "verbose", global = true)]
     pub verbose: bool,

@@ -80,6 +80,20 @@ pub fn hw_type(ifindex: u32) -> Result<u16, Error> {
     Ok(unsafe { ifr.ifr_ifru.ifru_hwaddr }.sa_family)
 }
 
+/// Whether device `ifindex` is administratively up (`IFF_UP`).
+pub fn is_up(ifindex: u32) -> Result<bool, Error> {
+    let mut ifr = ifreq(ifindex)?;
+    let sock = ioctl_socket("SIOCGIFFLAGS")?;
+    // SAFETY: SIOCGIFFLAGS reads ifr_name and fills ifr_flags of a valid ifreq.
+    let rc = unsafe { libc::ioctl(sock.as_raw_fd(), libc::SIOCGIFFLAGS, &mut ifr) };
+    if rc < 0 {
+        return Err(Error::last(format!("flags of ifindex {ifindex}")));
+    }
+    // SAFETY: SIOCGIFFLAGS filled the ifr_flags member of the union.
+    let flags = unsafe { ifr.ifr_ifru.ifru_flags };
+    Ok(flags & libc::IFF_UP as libc::c_short != 0)
+}
+
 /// The Ethernet address of device `ifindex`; `None` for a device that has none (not
 /// `ARPHRD_ETHER`).
 pub fn ether_addr(ifindex: u32) -> Result<Option<[u8; 6]>, Error> {

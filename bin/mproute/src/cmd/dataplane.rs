@@ -11,6 +11,16 @@ use crate::session::Session;
 
 /// Attach, detach or show; each answers with the dataplane's report.
 pub fn run(s: &mut Session, spec: &DpSpec) -> Result<Output, Failure> {
+    let mutates = matches!(spec, DpSpec::Attach { .. } | DpSpec::Detach { .. });
+    let before = if mutates {
+        Some((
+            mpt_bpf::mproute::dataplane::attachments()
+                .map_err(|e| crate::store::fail("list dataplane attachments", e))?,
+            crate::hook::ignore_linkdown(),
+        ))
+    } else {
+        None
+    };
     let notes = match spec {
         DpSpec::Attach {
             devs,
@@ -31,5 +41,14 @@ pub fn run(s: &mut Session, spec: &DpSpec) -> Result<Output, Failure> {
         DpSpec::Show => attachment::peer_notes(s, false)?,
     };
     let verify = matches!(spec, DpSpec::Attach { .. });
-    attachment::report(s, notes, verify).map(Output::Dataplane)
+    let mut view = attachment::report(s, notes, verify)?;
+    if let Some((att, linkdown)) = before {
+        let after = mpt_bpf::mproute::dataplane::attachments()
+            .map_err(|e| crate::store::fail("list dataplane attachments", e))?;
+        view.changed = Some(
+            crate::check::attachments_differ(&att, &after)
+                || linkdown != crate::hook::ignore_linkdown(),
+        );
+    }
+    Ok(Output::Dataplane(view))
 }

@@ -16,5 +16,6 @@ pub fn run(s: &mut Session, table: Option<&str>) -> Result<Output, Failure> {
     Ok(Output::Actions {
         changed: !rows.is_empty(),
         rows,
+        check: s.opts.check,
     })
 }

@@ -15,7 +15,7 @@ use mpt_cli::Failure;
 
 use crate::cli::Command;
 use crate::session::Session;
-use crate::view::{ActionRow, ChangeReport, DataplaneView, GetRow, RouteRow};
+use crate::view::{ActionRow, ChangeReport, CheckReport, DataplaneView, GetRow, RouteRow};
 
 /// What a command produced.
 #[derive(Debug)]
@@ -32,13 +32,20 @@ pub enum Output {
     Actions {
         /// Whether anything changed.
         changed: bool,
-        /// What was done.
+        /// What was done (with `check`: what would be done).
         rows: Vec<ActionRow>,
+        /// A dry run (`--check`): nothing was done.
+        check: bool,
     },
+    /// What a command would do (`--check`).
+    Check(Box<CheckReport>),
 }
 
 /// Run one command.
 pub fn run(s: &mut Session, c: &Command) -> Result<Output, Failure> {
+    if s.opts.check {
+        return crate::check::run(s, c);
+    }
     if c.changes_routes() {
         s.disarm()?;
     }

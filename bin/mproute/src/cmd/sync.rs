@@ -11,5 +11,6 @@ pub fn run(s: &mut Session, reset: bool) -> Result<Output, Failure> {
     Ok(Output::Actions {
         changed: !rows.is_empty(),
         rows,
+        check: s.opts.check,
     })
 }

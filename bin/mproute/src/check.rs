@@ -1,0 +1,312 @@
+//! `--check`: the dry run. Each command is parsed, resolved and compared with the kernel as it
+//! would be run, and answers with what it would change ([`CheckReport`]: `changed`, the route
+//! before and after); nothing is written: no FIB request, no map update, no attachment, and
+//! no state is created (the state is read without its lock).
+//!
+//! The lines of a batch see what the lines before them would have done: a route a dry `add`
+//! would install is in the session's FIB cache and its state in `check_state`, so that `add`
+//! then `replace` of one prefix predicts EEXIST for neither and `del` after `add` finds it.
+//! `flush` and `sync` see the namespace as it is.
+//!
+//! The kernel's refusals predicted beforehand are those it decides from what is already there:
+//! a device missing or down ("Nexthop device is not up"), a gateway no connected route of the
+//! device reaches ("Nexthop has invalid gateway"), `add` of a route that exists, `change` or
+//! `del` of one that does not. They are reported in the words of the real refusal, exit 2.
+//! Anything else (a full table, a resource limit) shows only when the command is run.
+
+use std::collections::BTreeMap;
+use std::net::IpAddr;
+
+use mpt_bpf::mproute::dataplane::{self as dp, Mode};
+use mpt_cli::Failure;
+use mpt_model::route::RTNH_F_ONLINK;
+use mpt_model::{Algo, Family, Route, Verb, MPROUTE_PROTO};
+use mpt_netlink::msg::rtnl::route as rmsg;
+use mpt_netlink::KernelError;
+
+use crate::cli::Command;
+use crate::cmd::Output;
+use crate::grammar::{AttachMode, DpSpec, RouteSpec};
+use crate::resolve::{self, Resolved};
+use crate::session::Session;
+use crate::store::Managed;
+use crate::txn::{group_is_route, op_name, same_paths};
+use crate::view::{CheckReport, Diff, RouteRow};
+
+/// Run one command as a dry run.
+pub fn run(s: &mut Session, c: &Command) -> Result<Output, Failure> {
+    match c {
+        Command::Write(spec) => write(s, spec),
+        Command::Del(spec) => s.delete(spec),
+        Command::Flush { table } => crate::cmd::flush::run(s, table.as_deref()),
+        Command::Sync { reset } => crate::cmd::sync::run(s, *reset),
+        Command::Show(spec) => crate::cmd::show::run(s, spec),
+        Command::Get(spec) => crate::cmd::get::run(s, spec),
+        Command::Dataplane(DpSpec::Show) => crate::cmd::dataplane::run(s, &DpSpec::Show),
+        Command::Dataplane(DpSpec::Attach { devs, mode, .. }) => attach(s, devs, Some(*mode)),
+        Command::Dataplane(DpSpec::Detach { devs }) => attach(s, devs, None),
+        Command::Dataplane(DpSpec::Watch) => Err(Failure::usage(
+            "dataplane watch: a daemon, with nothing to check (--check runs commands that change something)",
+        )),
+    }
+}
+
+fn refusal(op: &str, errno: i32, msg: Option<&str>) -> Failure {
+    Failure::from(mpt_netlink::Error::Kernel(KernelError {
+        op: op.to_string(),
+        errno,
+        msg: msg.map(str::to_string),
+        attr: None,
+    }))
+}
+
+fn ifname(i: u32) -> Option<String> {
+    mpt_sys::iface::name(i)
+}
+
+/// The row a route is shown with (who enforces it left out: a dry run does not attach).
+fn row(r: &Route, m: Option<&Managed>) -> RouteRow {
+    let mut r = r.clone();
+    r.algo = m.map(|m| m.algo);
+    RouteRow::new(&r, m.is_some(), None, &mut ifname)
+}
+
+/// `add`, `replace`, `append`, `change`, as [`Session::plan`] would decide them.
+fn write(s: &mut Session, spec: &RouteSpec) -> Result<Output, Failure> {
+    let r = resolve::resolve(spec)?;
+    let op = op_name(spec.verb, &r.key);
+    kernel_would_take(s, &op, &r)?;
+    let before = s.find(&r.key)?;
+    let before_m = s.managed(&r.key)?.filter(|m| {
+        before
+            .as_ref()
+            .is_some_and(|b| crate::txn::installed_as(m, b))
+    });
+    let protocol = r.proto.unwrap_or(MPROUTE_PROTO);
+    match spec.verb {
+        Verb::Add if before.is_some() => return Err(refusal(&op, libc::EEXIST, None)),
+        Verb::Change if before.is_none() => return Err(refusal(&op, libc::ENOENT, None)),
+        _ => {}
+    }
+    let algo = if !r.algo_given && spec.verb == Verb::Append {
+        before_m.map_or(Algo::L3Hash, |m| m.algo)
+    } else {
+        r.algo
+    };
+    let before_row = before.as_ref().map(|b| row(b, before_m.as_ref()));
+    if matches!(spec.verb, Verb::Replace | Verb::Change) {
+        if let (Some(cur), Some(m)) = (&before, before_m) {
+            // as plan(): unchanged only if the dataplane's group is the kernel's route too
+            let in_sync = s.check_state.contains_key(&r.key)
+                || match s.store(false)? {
+                    Some(st) => group_is_route(st.bpf(), m.group, cur),
+                    None => false,
+                };
+            if same_paths(cur, &r, protocol) && m.algo == algo && in_sync {
+                let rep = CheckReport::route(
+                    spec.verb.name(),
+                    &r.key,
+                    false,
+                    before_row.as_ref(),
+                    before_row.as_ref(),
+                );
+                return Ok(Output::Check(Box::new(rep)));
+            }
+        }
+    }
+    let fam = r.key.family();
+    let mut nexthops = r.nexthops.clone();
+    // IPv6 merges appended paths into the route; IPv4 adds an alternative route of the same
+    // key behind the one the kernel uses.
+    let alternative = spec.verb == Verb::Append && fam == Family::V4 && before.is_some();
+    if spec.verb == Verb::Append && fam == Family::V6 {
+        if let Some(b) = &before {
+            nexthops = b.nexthops.iter().chain(&r.nexthops).cloned().collect();
+        }
+    }
+    let after = Route {
+        key: r.key,
+        protocol,
+        // a route whose paths are all devices is a link-scope route, as the kernel makes it
+        scope: if nexthops.iter().all(|n| n.gateway.is_none()) {
+            253
+        } else {
+            0
+        },
+        rtype: rmsg::RTN_UNICAST,
+        nexthops,
+        nh_id: None,
+        algo: None,
+    };
+    let m = Managed {
+        algo,
+        nh_count: after.nexthops.len().min(255) as u8,
+        group: 0,
+        protocol,
+    };
+    let after_row = row(&after, Some(&m));
+    let rep = if alternative {
+        CheckReport::route(spec.verb.name(), &r.key, true, None, Some(&after_row))
+    } else {
+        s.cache_set(&r.key, Some(after));
+        s.check_state.insert(r.key, Some(m));
+        CheckReport::route(
+            spec.verb.name(),
+            &r.key,
+            true,
+            before_row.as_ref(),
+            Some(&after_row),
+        )
+    };
+    Ok(Output::Check(Box::new(rep)))
+}
+
+/// What the kernel decides from what is there already: every nexthop device up, every
+/// gateway (not `onlink`, not IPv6 link-local) reached by a connected route of its device.
+fn kernel_would_take(s: &mut Session, op: &str, r: &Resolved) -> Result<(), Failure> {
+    for nh in &r.nexthops {
+        // the kernel's order: the gateway, then the device
+        if let Some(gw) = nh.gateway {
+            let link_local = matches!(gw, IpAddr::V6(a) if a.is_unicast_link_local());
+            if nh.flags & RTNH_F_ONLINK == 0
+                && !link_local
+                && !gateway_connected(s, gw, nh.ifindex)?
+            {
+                return Err(refusal(
+                    op,
+                    libc::ENETUNREACH,
+                    Some("Nexthop has invalid gateway"),
+                ));
+            }
+        }
+        if nh.ifindex != 0 && !mpt_sys::iface::is_up(nh.ifindex).map_err(Failure::from)? {
+            // IPv4 words it differently for a device route
+            let words = if nh.gateway.is_none() && r.key.family() == Family::V4 {
+                "Device for nexthop is not up"
+            } else {
+                "Nexthop device is not up"
+            };
+            return Err(refusal(op, libc::ENETDOWN, Some(words)));
+        }
+    }
+    Ok(())
+}
+
+/// Whether the FIB entry a lookup of `gw` matches is a connected (or local) route, through
+/// `ifindex` if one is given.
+fn gateway_connected(s: &mut Session, gw: IpAddr, ifindex: u32) -> Result<bool, Failure> {
+    let what = format!("look up gateway {gw}");
+    let payloads = match s.sock()?.dump(&rmsg::get_request(gw), &what) {
+        Ok(p) => p,
+        Err(e) if e.errno().is_some() => return Ok(false),
+        Err(e) => return Err(Failure::from(e)),
+    };
+    for p in payloads {
+        let Some(m) = rmsg::decode(&p).map_err(|e| Failure::system(format!("{what}: {e}")))? else {
+            continue;
+        };
+        let r = m.route;
+        // RTN_LOCAL: the gateway is one of our addresses, which the kernel takes
+        if r.rtype == 2 {
+            return Ok(true);
+        }
+        return Ok(r.rtype == rmsg::RTN_UNICAST
+            && r.nh_id.is_none()
+            && r.nexthops
+                .iter()
+                .any(|n| n.gateway.is_none() && (ifindex == 0 || n.ifindex == ifindex)));
+    }
+    Ok(false)
+}
+
+/// The hooks each device has, by name: `["tc"]`, `["tc", "xdp"]`.
+fn hooks(att: &[dp::Attachment]) -> BTreeMap<String, Vec<&'static str>> {
+    let mut m: BTreeMap<String, Vec<&'static str>> = BTreeMap::new();
+    for a in att {
+        let dev = ifname(a.ifindex).unwrap_or_else(|| format!("if{}", a.ifindex));
+        m.entry(dev).or_default().push(a.mode.name());
+    }
+    for v in m.values_mut() {
+        v.sort_unstable();
+    }
+    m
+}
+
+/// Whether an attach or detach would change the attachments (`hooks` of before and after).
+pub(crate) fn attachments_differ(before: &[dp::Attachment], after: &[dp::Attachment]) -> bool {
+    hooks(before) != hooks(after)
+}
+
+/// `dataplane attach` (`mode`) or `detach` (`None`) as a dry run.
+fn attach(s: &mut Session, devs: &[String], mode: Option<AttachMode>) -> Result<Output, Failure> {
+    let verb = if mode.is_some() { "attach" } else { "detach" };
+    let links = crate::hook::links(s.sock()?)?;
+    let att = dp::attachments().map_err(|e| crate::store::fail("list dataplane attachments", e))?;
+    let before_all = hooks(&att);
+    let mut before = BTreeMap::new();
+    let mut after = BTreeMap::new();
+    for d in devs {
+        let Some(l) = links.iter().find(|l| &l.name == d) else {
+            return Err(Failure::system(format!(
+                "dataplane {verb}: cannot find device \"{d}\" [ENODEV]"
+            )));
+        };
+        before.insert(d.clone(), before_all.get(d).cloned().unwrap_or_default());
+        let want: Vec<&'static str> = match mode {
+            None => Vec::new(),
+            Some(m) => {
+                let m = match m {
+                    AttachMode::Xdp => Mode::Xdp,
+                    AttachMode::XdpGeneric => Mode::XdpGeneric,
+                    AttachMode::Tc => Mode::Tc,
+                    AttachMode::Auto => crate::hook::auto_mode(l).0,
+                };
+                let mut v = vec![Mode::Tc.name()];
+                if m != Mode::Tc {
+                    v.push(m.name());
+                }
+                v.sort_unstable();
+                v
+            }
+        };
+        after.insert(d.clone(), want);
+    }
+    let mut changed = before != after;
+    let mut diff = Diff {
+        before: serde_json::json!({ "devices": before }),
+        after: serde_json::json!({ "devices": after }),
+    };
+    if mode.is_some() {
+        // attach also makes the namespace ignore routes over links without carrier
+        let linkdown = crate::hook::ignore_linkdown();
+        changed |= !linkdown;
+        diff.before["ignore_routes_with_linkdown"] = linkdown.into();
+        diff.after["ignore_routes_with_linkdown"] = true.into();
+    }
+    let spell = |m: &BTreeMap<String, Vec<&str>>| {
+        m.iter()
+            .map(|(d, h)| {
+                format!(
+                    "dev {d} {}",
+                    if h.is_empty() {
+                        "none".to_string()
+                    } else {
+                        h.join("+")
+                    }
+                )
+            })
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    Ok(Output::Check(Box::new(CheckReport {
+        check: true,
+        changed,
+        action: verb,
+        dst: None,
+        table: None,
+        metric: None,
+        devs: Some(devs.to_vec()),
+        text: (Some(spell(&before)), Some(spell(&after))),
+        diff,
+    })))
+}
