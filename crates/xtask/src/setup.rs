@@ -22,6 +22,8 @@ const PACKAGES: &[&str] = &[
     "iputils-ping",
     "procps",
     "ethtool",
+    // the Ansible collection's test runs a playbook with Debian's ansible-core
+    "ansible-core",
 ];
 
 const BPFFS: &str = "/sys/fs/bpf";
