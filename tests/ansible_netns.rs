@@ -67,10 +67,7 @@ impl Site {
                 .and_then(|n| n.parse().ok())
                 .unwrap_or_else(|| panic!("no {k}= in {recap}"))
         };
-        (
-            (count("ok"), count("changed"), count("failed")),
-            out,
-        )
+        ((count("ok"), count("changed"), count("failed")), out)
     }
 }
 
@@ -134,19 +131,34 @@ fn a_playbook_changes_once_then_nothing_and_check_mode_changes_nothing() {
     require_root();
     let t = TwoPaths::new("ansbl");
     let site = Site::new();
-    MP.ok(&t.r, &["add", "203.0.113.0/24", "nexthop", "via", "10.1.0.2", "dev", "va"]);
+    MP.ok(
+        &t.r,
+        &[
+            "add",
+            "203.0.113.0/24",
+            "nexthop",
+            "via",
+            "10.1.0.2",
+            "dev",
+            "va",
+        ],
+    );
     let before = routes(&t.r);
 
     // check mode with diff: all three would change, nothing does
     let ((_, changed, failed), out) = site.play(PLAYBOOK, &t.r, &["--check", "--diff"]);
     assert_eq!((changed, failed), (3, 0), "{out}");
-    assert!(out.contains("+  \"algo\": \"l4-hash\""), "the diff shows the route after:\n{out}");
+    assert!(
+        out.contains("+  \"algo\": \"l4-hash\""),
+        "the diff shows the route after:\n{out}"
+    );
     assert_eq!(routes(&t.r), before, "check mode changed something:\n{out}");
 
     // the first run changes all three, as the kernel then says
     let ((_, changed, failed), out) = site.play(PLAYBOOK, &t.r, &[]);
     assert_eq!((changed, failed), (3, 0), "{out}");
-    let v4 = t.r.ip_json(&["-4", "route", "show", "exact", "198.51.100.0/24"]);
+    let v4 =
+        t.r.ip_json(&["-4", "route", "show", "exact", "198.51.100.0/24"]);
     let nhs = v4[0]["nexthops"].as_array().expect("multipath route");
     let got: Vec<(&str, &str, u64)> = nhs
         .iter()
@@ -162,9 +174,18 @@ fn a_playbook_changes_once_then_nothing_and_check_mode_changes_nothing() {
     assert_eq!(v4[0]["protocol"], "mproute");
     let row = MP.json(&t.r, &["show", "198.51.100.0/24"]);
     assert_eq!(row[0]["algo"], "l4-hash");
-    let v6 = t.r.ip_json(&["-6", "route", "show", "table", "100", "exact", "2001:db8:99::/48"]);
+    let v6 = t.r.ip_json(&[
+        "-6",
+        "route",
+        "show",
+        "table",
+        "100",
+        "exact",
+        "2001:db8:99::/48",
+    ]);
     assert_eq!(v6[0]["nexthops"].as_array().map(Vec::len), Some(2), "{v6}");
-    let gone = t.r.ip_json(&["-4", "route", "show", "exact", "203.0.113.0/24"]);
+    let gone =
+        t.r.ip_json(&["-4", "route", "show", "exact", "203.0.113.0/24"]);
     assert_eq!(gone, serde_json::json!([]));
     let after = routes(&t.r);
 
@@ -179,13 +200,19 @@ fn a_playbook_changes_once_then_nothing_and_check_mode_changes_nothing() {
     let edited = PLAYBOOK.replace("dev: vb, weight: 2", "dev: vb, weight: 3");
     let ((_, changed, _), out) = site.play(&edited, &t.r, &["--check", "--diff"]);
     assert_eq!(changed, 1, "{out}");
-    assert!(out.contains("-      \"weight\": 2") && out.contains("+      \"weight\": 3"), "{out}");
+    assert!(
+        out.contains("-      \"weight\": 2") && out.contains("+      \"weight\": 3"),
+        "{out}"
+    );
     assert_eq!(routes(&t.r), after);
 
     // a refusal fails the task with mproute's one line
     let bad = PLAYBOOK.replace("via: 10.2.0.2, dev: vb", "via: 10.99.0.2, dev: vb");
     let ((_, _, failed), out) = site.play(&bad, &t.r, &[]);
     assert_eq!(failed, 1, "{out}");
-    assert!(out.contains("Nexthop has invalid gateway [ENETUNREACH]"), "{out}");
+    assert!(
+        out.contains("Nexthop has invalid gateway [ENETUNREACH]"),
+        "{out}"
+    );
     assert_eq!(routes(&t.r), after, "a refused task changed something");
 }

@@ -914,3 +914,142 @@ fn counters_belong_to_their_entry() {
     ILA.ok(&p.b, &add);
     assert_eq!(packets(), Some(0), "a new mapping counts from zero");
 }
+
+/// `ila -n NS ARGS` refused, and `--check` predicting it in the same words and exit code.
+fn refused_alike(ns: &Netns, args: &[&str]) {
+    let mut dry = vec!["--check"];
+    dry.extend_from_slice(args);
+    let c = ILA.at(ns, &dry);
+    let r = ILA.at(ns, args);
+    let (ce, re) = (
+        String::from_utf8_lossy(&c.stderr),
+        String::from_utf8_lossy(&r.stderr),
+    );
+    assert_eq!(r.status.code(), Some(2), "{re}");
+    assert_eq!(
+        (c.status.code(), ce.as_ref()),
+        (Some(2), re.as_ref()),
+        "--check"
+    );
+}
+
+/// `--check`: what each command would change, with before and after, and nothing changed.
+#[test]
+fn check_predicts_and_changes_nothing() {
+    require_root();
+    let ns = Netns::new("ila-chk");
+    let peer = Netns::new("ila-chkp");
+    veth(&ns, "v0", &peer, "eth0");
+    ip(&ns, "link set lo up");
+    ip(&ns, "-6 addr add 2001:db8:a::1/64 dev v0 nodad");
+    let pinned = || {
+        let c = ns.cookie().expect("cookie");
+        std::path::Path::new(&format!("/sys/fs/bpf/ila/{c}")).exists()
+    };
+    let xlat = ["xlat", "add", "loc_match", LOC_B, "loc", SIR_NET];
+    // a fresh namespace: no tables are created
+    let v = ILA.json(&ns, &[&["--check"][..], &xlat[..]].concat());
+    assert_eq!(
+        (v["check"].clone(), v["changed"].clone()),
+        (true.into(), true.into())
+    );
+    assert_eq!(v["diff"]["before"], Value::Null);
+    assert_eq!(v["diff"]["after"]["locator"], SIR_NET);
+    assert!(!pinned(), "--check created ila's tables");
+    let route = [
+        "route",
+        "add",
+        SIR_B,
+        "loc",
+        LOC_B,
+        "ident-type",
+        "luid",
+        "via",
+        "2001:db8:a::2",
+        "dev",
+        "v0",
+    ];
+    let v = ILA.json(&ns, &[&["--check"][..], &route[..]].concat());
+    assert_eq!(v["changed"], true);
+    assert_eq!(v["diff"]["after"]["gateway"], "2001:db8:a::2");
+    assert!(!pinned(), "--check created ila's tables");
+    assert_eq!(
+        ns.ip_json(&["-6", "route", "show", "proto", "246"]),
+        serde_json::json!([])
+    );
+    // the kernel's refusal of an unreachable gateway, predicted in its words
+    let mut bad = route;
+    bad[8] = "2001:db8:5::2";
+    refused_alike(&ns, &bad);
+
+    ILA.ok(&ns, &xlat);
+    ILA.ok(&ns, &route);
+    let before = (
+        ILA.json(&ns, &["xlat", "show"]),
+        ILA.json(&ns, &["route", "show"]),
+        ns.ip_json(&["-6", "route", "show", "proto", "246"]),
+    );
+    refused_alike(&ns, &xlat);
+    refused_alike(&ns, &route);
+    let mut same = xlat;
+    same[1] = "replace";
+    let v = ILA.json(&ns, &[&["--check"][..], &same[..]].concat());
+    assert_eq!(v["changed"], false);
+    let mut other = same;
+    other[5] = "2001:db8:1:3";
+    let v = ILA.json(&ns, &[&["--check"][..], &other[..]].concat());
+    assert_eq!(v["changed"], true);
+    assert_eq!(
+        (
+            v["diff"]["before"]["locator"].clone(),
+            v["diff"]["after"]["locator"].clone()
+        ),
+        (SIR_NET.into(), "2001:db8:1:3".into())
+    );
+    let text = ILA.ok(&ns, &[&["--check"][..], &other[..]].concat());
+    assert!(text.starts_with("replace: would change\n  - "), "{text}");
+    let mut r2 = route;
+    r2[1] = "replace";
+    assert_eq!(
+        ILA.json(&ns, &[&["--check"][..], &r2[..]].concat())["changed"],
+        false
+    );
+    let v = ILA.json(&ns, &["--check", "route", "del", SIR_B]);
+    assert_eq!(
+        (v["changed"].clone(), v["diff"]["after"].clone()),
+        (true.into(), Value::Null)
+    );
+    let v = ILA.json(&ns, &["--check", "xlat", "flush"]);
+    assert_eq!(v["deleted"], 1);
+    // a batch sees its earlier lines: the second del of one mapping fails, exit 2
+    let lines = [
+        "xlat del loc_match 2001:db8:ff:1".to_string(),
+        "xlat del loc_match 2001:db8:ff:1".to_string(),
+    ];
+    let dir = std::env::temp_dir().join(format!("ila-chk-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("tmp dir");
+    let f = dir.join("b");
+    std::fs::write(&f, lines.join("\n")).expect("batch");
+    let o = ILA.at(&ns, &["--check", "-b", f.to_str().expect("path")]);
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{e}");
+    assert!(
+        e.contains(":2: xlat del loc_match 2001:db8:ff:1: no such entry [ESRCH]"),
+        "{e}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+    // attach: predicted, not made
+    let v = ILA.json(&ns, &["--check", "dataplane", "attach", "dev", "v0"]);
+    assert_eq!(v["changed"], true);
+    assert_eq!(v["diff"]["after"]["v0"]["egress"], true);
+    assert_eq!(
+        ILA.json(&ns, &["dataplane", "show"])["attachments"],
+        serde_json::json!([])
+    );
+    let after = (
+        ILA.json(&ns, &["xlat", "show"]),
+        ILA.json(&ns, &["route", "show"]),
+        ns.ip_json(&["-6", "route", "show", "proto", "246"]),
+    );
+    assert_eq!(after, before, "the dry runs changed something");
+}

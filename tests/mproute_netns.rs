@@ -1598,8 +1598,68 @@ fn check_reports_what_would_change_and_changes_nothing() {
             "va",
         ],
     );
+    refused_alike(
+        ns,
+        &[
+            "add",
+            "2001:db8:77::/48",
+            "nexthop",
+            "via",
+            "2001:db8:5::2",
+            "dev",
+            "va",
+        ],
+    );
+    refused_alike(
+        ns,
+        &[
+            "add",
+            "2001:db8:77::/48",
+            "nexthop",
+            "via",
+            "2001:db8:2::2",
+            "dev",
+            "va",
+        ],
+    );
     ns.ip_ok(&["link", "set", "vb", "down"]);
     refused_alike(ns, &["add", "192.0.2.0/24", "nexthop", "dev", "vb"]);
+    refused_alike(
+        ns,
+        &[
+            "add",
+            "192.0.2.0/24",
+            "nexthop",
+            "via",
+            "10.2.0.2",
+            "dev",
+            "vb",
+        ],
+    );
+    refused_alike(ns, &["add", "2001:db8:77::/48", "nexthop", "dev", "vb"]);
+    refused_alike(
+        ns,
+        &[
+            "add",
+            "2001:db8:77::/48",
+            "nexthop",
+            "via",
+            "2001:db8:2::2",
+            "dev",
+            "vb",
+        ],
+    );
+    refused_alike(
+        ns,
+        &[
+            "add",
+            "2001:db8:77::/48",
+            "via",
+            "2001:db8:2::2",
+            "dev",
+            "vb",
+        ],
+    );
     ns.ip_ok(&["link", "set", "vb", "up"]);
     refused_alike(
         ns,

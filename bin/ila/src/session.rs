@@ -33,7 +33,12 @@ impl Session {
     /// The backend, opened on first use.
     pub fn backend(&mut self) -> Result<&mut Backend, Failure> {
         if self.backend.is_none() {
-            self.backend = Some(Backend::open(self.choice)?);
+            let b = Backend::open(self.choice)?;
+            self.backend = Some(if self.opts.check {
+                Backend::Dry(Box::new(crate::backend::dry::Dry::new(b)))
+            } else {
+                b
+            });
         }
         self.backend
             .as_mut()

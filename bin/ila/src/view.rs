@@ -260,6 +260,12 @@ pub struct DataplaneView {
     pub attachments: Vec<AttachmentRow>,
     /// What the programs did with the packets they saw, by reason.
     pub counters: Vec<(String, u64)>,
+    /// A dry run (`--check`): nothing was attached or detached.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub check: bool,
+    /// With `--check`: each device's hooks before and after.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub diff: Option<Diff>,
 }
 
 /// A write's report (`-j`).
@@ -280,6 +286,52 @@ pub struct ChangeReport {
     /// How many entries a flush removed.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub deleted: Option<usize>,
+    /// A dry run (`--check`): nothing was changed, this is what would be.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub check: bool,
+    /// With `--check`: the object before and after (`null`: absent).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub diff: Option<Diff>,
+}
+
+/// Before and after, as `show -j` prints the object.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct Diff {
+    /// Before the command.
+    pub before: serde_json::Value,
+    /// After it.
+    pub after: serde_json::Value,
+}
+
+impl Diff {
+    /// From the rows before and after.
+    pub fn of<T: Serialize>(before: Option<&T>, after: Option<&T>) -> Diff {
+        let v = |r: Option<&T>| {
+            r.and_then(|r| serde_json::to_value(r).ok())
+                .unwrap_or(serde_json::Value::Null)
+        };
+        Diff {
+            before: v(before),
+            after: v(after),
+        }
+    }
+}
+
+/// A row (or rows) of a diff on one line each: `key value ...`.
+fn spell(v: &serde_json::Value) -> Vec<String> {
+    match v {
+        serde_json::Value::Array(a) => a.iter().flat_map(spell).collect(),
+        serde_json::Value::Object(o) => vec![o
+            .iter()
+            .filter(|(k, v)| !v.is_null() && k.as_str() != "backend")
+            .map(|(k, v)| match v {
+                serde_json::Value::String(s) => format!("{k} {s}"),
+                other => format!("{k} {other}"),
+            })
+            .collect::<Vec<_>>()
+            .join(" ")],
+        _ => Vec::new(),
+    }
 }
 
 /// What a command produced.
@@ -305,6 +357,22 @@ pub fn print(out: &Output, style: Style) {
                 print_json(v, style.pretty);
                 return;
             }
+            if let (true, Some(d)) = (v.check, &v.diff) {
+                let changed = v.changed == Some(true);
+                print_line(if changed {
+                    "dataplane: would change"
+                } else {
+                    "dataplane: unchanged"
+                });
+                if changed {
+                    for (k, side) in [("-", &d.before), ("+", &d.after)] {
+                        for (dev, h) in side.as_object().into_iter().flatten() {
+                            print_line(&format!("  {k} dev {dev} {}", spell(h).join(" ")));
+                        }
+                    }
+                }
+                return;
+            }
             print_rows(&v.attachments, style);
             let c: Vec<String> = v
                 .counters
@@ -319,6 +387,24 @@ pub fn print(out: &Output, style: Style) {
         Output::Change(r) => {
             if style.json {
                 print_json(r, style.pretty);
+            } else if let (true, Some(d)) = (r.check, &r.diff) {
+                print_line(&format!(
+                    "{}: {}",
+                    r.action,
+                    if r.changed {
+                        "would change"
+                    } else {
+                        "unchanged"
+                    }
+                ));
+                if r.changed {
+                    for l in spell(&d.before) {
+                        print_line(&format!("  - {l}"));
+                    }
+                    for l in spell(&d.after) {
+                        print_line(&format!("  + {l}"));
+                    }
+                }
             }
         }
     }

@@ -15,14 +15,13 @@
 //! Anything else (a full table, a resource limit) shows only when the command is run.
 
 use std::collections::BTreeMap;
-use std::net::IpAddr;
 
 use mpt_bpf::mproute::dataplane::{self as dp, Mode};
+use mpt_cli::predict::refusal;
 use mpt_cli::Failure;
 use mpt_model::route::RTNH_F_ONLINK;
 use mpt_model::{Algo, Family, Route, Verb, MPROUTE_PROTO};
-use mpt_netlink::msg::rtnl::route as rmsg;
-use mpt_netlink::KernelError;
+use mpt_netlink::msg::rtnl::route::{self as rmsg, PathForm};
 
 use crate::cli::Command;
 use crate::cmd::Output;
@@ -49,15 +48,6 @@ pub fn run(s: &mut Session, c: &Command) -> Result<Output, Failure> {
             "dataplane watch: a daemon, with nothing to check (--check runs commands that change something)",
         )),
     }
-}
-
-fn refusal(op: &str, errno: i32, msg: Option<&str>) -> Failure {
-    Failure::from(mpt_netlink::Error::Kernel(KernelError {
-        op: op.to_string(),
-        errno,
-        msg: msg.map(str::to_string),
-        attr: None,
-    }))
 }
 
 fn ifname(i: u32) -> Option<String> {
@@ -161,62 +151,23 @@ fn write(s: &mut Session, spec: &RouteSpec) -> Result<Output, Failure> {
     Ok(Output::Check(Box::new(rep)))
 }
 
-/// What the kernel decides from what is there already: every nexthop device up, every
-/// gateway (not `onlink`, not IPv6 link-local) reached by a connected route of its device.
+/// What the kernel decides from what is there already, nexthop by nexthop
+/// ([`mpt_cli::predict::nexthop`]).
 fn kernel_would_take(s: &mut Session, op: &str, r: &Resolved) -> Result<(), Failure> {
+    let v4 = r.key.family() == Family::V4;
+    // rtm_to_fib6_multipath_config(), before any nexthop is looked at
+    if !v4 && r.form == PathForm::Multipath && r.nexthops.iter().any(|n| n.gateway.is_none()) {
+        return Err(refusal(
+            op,
+            libc::EINVAL,
+            Some("Device only routes can not be added for IPv6 using the multipath API."),
+        ));
+    }
     for nh in &r.nexthops {
-        // the kernel's order: the gateway, then the device
-        if let Some(gw) = nh.gateway {
-            let link_local = matches!(gw, IpAddr::V6(a) if a.is_unicast_link_local());
-            if nh.flags & RTNH_F_ONLINK == 0
-                && !link_local
-                && !gateway_connected(s, gw, nh.ifindex)?
-            {
-                return Err(refusal(
-                    op,
-                    libc::ENETUNREACH,
-                    Some("Nexthop has invalid gateway"),
-                ));
-            }
-        }
-        if nh.ifindex != 0 && !mpt_sys::iface::is_up(nh.ifindex).map_err(Failure::from)? {
-            // IPv4 words it differently for a device route
-            let words = if nh.gateway.is_none() && r.key.family() == Family::V4 {
-                "Device for nexthop is not up"
-            } else {
-                "Nexthop device is not up"
-            };
-            return Err(refusal(op, libc::ENETDOWN, Some(words)));
-        }
+        let onlink = nh.flags & RTNH_F_ONLINK != 0;
+        mpt_cli::predict::nexthop(s.sock()?, op, v4, nh.gateway, nh.ifindex, onlink)?;
     }
     Ok(())
-}
-
-/// Whether the FIB entry a lookup of `gw` matches is a connected (or local) route, through
-/// `ifindex` if one is given.
-fn gateway_connected(s: &mut Session, gw: IpAddr, ifindex: u32) -> Result<bool, Failure> {
-    let what = format!("look up gateway {gw}");
-    let payloads = match s.sock()?.dump(&rmsg::get_request(gw), &what) {
-        Ok(p) => p,
-        Err(e) if e.errno().is_some() => return Ok(false),
-        Err(e) => return Err(Failure::from(e)),
-    };
-    for p in payloads {
-        let Some(m) = rmsg::decode(&p).map_err(|e| Failure::system(format!("{what}: {e}")))? else {
-            continue;
-        };
-        let r = m.route;
-        // RTN_LOCAL: the gateway is one of our addresses, which the kernel takes
-        if r.rtype == 2 {
-            return Ok(true);
-        }
-        return Ok(r.rtype == rmsg::RTN_UNICAST
-            && r.nh_id.is_none()
-            && r.nexthops
-                .iter()
-                .any(|n| n.gateway.is_none() && (ifindex == 0 || n.ifindex == ifindex)));
-    }
-    Ok(false)
 }
 
 /// The hooks each device has, by name: `["tc"]`, `["tc", "xdp"]`.

@@ -281,6 +281,12 @@ impl Bpf {
         Ok(out)
     }
 
+    /// The route `r` as its FIB route would be written (a dry run's `put_route`).
+    pub fn fib_target(&mut self, r: &RouteEntry, what: &str) -> Result<RouteEntry, Failure> {
+        let (via, ifindex) = self.nexthop(r, what)?;
+        Ok(RouteEntry { via, ifindex, ..*r })
+    }
+
     /// Where the FIB route of `r` sends: as given, or where the kernel routes its ILA address.
     fn nexthop(&mut self, r: &RouteEntry, what: &str) -> Result<(Option<Ipv6Addr>, u32), Failure> {
         if r.via.is_some() {

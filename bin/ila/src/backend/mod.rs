@@ -11,6 +11,7 @@
 //! `--backend auto` picks the kernel's where its family resolves, else bpf ([`Backend::open`]).
 
 pub mod bpf;
+pub mod dry;
 pub mod kernel;
 
 use std::net::Ipv6Addr;
@@ -95,6 +96,8 @@ pub enum Backend {
     Kernel(kernel::Kernel),
     /// The BPF translator's.
     Bpf(Box<bpf::Bpf>),
+    /// `--check`: one of the others, read only, with the writes played in memory.
+    Dry(Box<dry::Dry>),
 }
 
 impl Backend {
@@ -119,7 +122,7 @@ impl Backend {
     /// The work left at the end of the invocation.
     pub fn finish(&mut self) -> Result<(), Failure> {
         match self {
-            Backend::Kernel(_) => Ok(()),
+            Backend::Kernel(_) | Backend::Dry(_) => Ok(()),
             Backend::Bpf(b) => b.finish(),
         }
     }
@@ -129,6 +132,7 @@ impl Backend {
         match self {
             Backend::Kernel(_) => Kind::Kernel,
             Backend::Bpf(_) => Kind::Bpf,
+            Backend::Dry(d) => d.kind(),
         }
     }
 
@@ -137,6 +141,7 @@ impl Backend {
         match self {
             Backend::Kernel(k) => Ok(k.mappings()?.into_iter().map(|m| (m, None)).collect()),
             Backend::Bpf(b) => b.mappings(),
+            Backend::Dry(d) => d.mappings(),
         }
     }
 
@@ -148,6 +153,7 @@ impl Backend {
         match self {
             Backend::Kernel(k) => Ok(k.mapping(key)?.map(|m| (m, None))),
             Backend::Bpf(b) => b.mapping(key),
+            Backend::Dry(d) => d.mapping(key),
         }
     }
 
@@ -162,6 +168,7 @@ impl Backend {
         match self {
             Backend::Kernel(k) => k.put_mapping(m, replace, what),
             Backend::Bpf(b) => b.put_mapping(m, replace, what),
+            Backend::Dry(d) => d.put_mapping(m, replace, what),
         }
     }
 
@@ -170,6 +177,7 @@ impl Backend {
         match self {
             Backend::Kernel(k) => k.del_mapping(key),
             Backend::Bpf(b) => b.del_mapping(key),
+            Backend::Dry(d) => d.del_mapping(key),
         }
     }
 
@@ -178,6 +186,7 @@ impl Backend {
         match self {
             Backend::Kernel(k) => k.flush_mappings(),
             Backend::Bpf(b) => b.flush_mappings(),
+            Backend::Dry(d) => d.flush_mappings(),
         }
     }
 
@@ -186,6 +195,7 @@ impl Backend {
         match self {
             Backend::Kernel(k) => Ok(k.routes()?.into_iter().map(|r| (r, None)).collect()),
             Backend::Bpf(b) => b.routes(),
+            Backend::Dry(d) => d.routes(),
         }
     }
 
@@ -199,6 +209,7 @@ impl Backend {
         match self {
             Backend::Kernel(k) => k.put_route(r, replace, what),
             Backend::Bpf(b) => b.put_route(r, replace, what),
+            Backend::Dry(d) => d.put_route(r, replace, what),
         }
     }
 
@@ -213,6 +224,7 @@ impl Backend {
         match self {
             Backend::Kernel(k) => k.del_route(dst, table, what),
             Backend::Bpf(b) => b.del_route(dst, table, what),
+            Backend::Dry(d) => d.del_route(dst, table, what),
         }
     }
 }

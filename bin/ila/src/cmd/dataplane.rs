@@ -12,7 +12,7 @@ use crate::backend::bpf::fail;
 use crate::backend::Kind;
 use crate::grammar::{AttachMode, DpCmd};
 use crate::session::Session;
-use crate::view::{AttachmentRow, DataplaneView, Output};
+use crate::view::{AttachmentRow, DataplaneView, Diff, Output};
 
 fn view(changed: Option<bool>, s: &mut Session) -> Result<Output, Failure> {
     let attachments = dp::attachments()
@@ -35,7 +35,61 @@ fn view(changed: Option<bool>, s: &mut Session) -> Result<Output, Failure> {
         changed,
         attachments,
         counters,
+        check: false,
+        diff: None,
     }))
+}
+
+/// A device's hooks for a dry run's diff: `{"ingress": "tc", "egress": true}`.
+fn hooks(a: &dp::Attachment) -> serde_json::Value {
+    serde_json::json!({
+        "ingress": a.ingress.map(|(h, _)| h.name()),
+        "egress": a.egress.is_some(),
+    })
+}
+
+/// `--check` of attach (`hook` per device) or detach (`None`): what would change.
+fn predict(
+    s: &mut Session,
+    plan: &[(String, u32, Option<Hook>)],
+    sides: dp::Sides,
+) -> Result<Output, Failure> {
+    let mut changed = false;
+    let (mut before, mut after) = (serde_json::Map::new(), serde_json::Map::new());
+    for (d, i, hook) in plan {
+        let a = dp::attachment_on(*i).map_err(|e| fail("dataplane", e))?;
+        let mut b = a;
+        match hook {
+            Some(h) => {
+                if sides.ingress {
+                    b.ingress = Some((*h, 0));
+                }
+                if sides.egress {
+                    b.egress = Some(0);
+                }
+            }
+            None => {
+                if sides.ingress {
+                    b.ingress = None;
+                }
+                if sides.egress {
+                    b.egress = None;
+                }
+            }
+        }
+        changed |= hooks(&a) != hooks(&b);
+        before.insert(d.clone(), hooks(&a));
+        after.insert(d.clone(), hooks(&b));
+    }
+    let Output::Dataplane(mut v) = view(Some(changed), s)? else {
+        return Err(Failure::system("dataplane: no view"));
+    };
+    v.check = true;
+    v.diff = Some(Diff {
+        before: before.into(),
+        after: after.into(),
+    });
+    Ok(Output::Dataplane(v))
 }
 
 /// Run `ila dataplane ...`.
@@ -71,6 +125,13 @@ pub fn run(s: &mut Session, c: &DpCmd) -> Result<Output, Failure> {
                 };
                 plan.push((d, i, hook, Checksums::of_kind(kind.as_deref())));
             }
+            if s.opts.check {
+                let p: Vec<_> = plan
+                    .iter()
+                    .map(|(d, i, h, _)| ((*d).clone(), *i, Some(*h)))
+                    .collect();
+                return predict(s, &p, sides);
+            }
             let crate::backend::Backend::Bpf(b) = s.backend()? else {
                 return Err(Failure::system("dataplane attach: not the bpf backend"));
             };
@@ -105,6 +166,17 @@ pub fn run(s: &mut Session, c: &DpCmd) -> Result<Output, Failure> {
                 ingress: sides.ingress,
                 egress: sides.egress,
             };
+            if s.opts.check {
+                let mut p = Vec::new();
+                for d in devs {
+                    p.push((
+                        d.clone(),
+                        ifindex(d, &format!("dataplane detach dev {d}"))?,
+                        None,
+                    ));
+                }
+                return predict(s, &p, sides);
+            }
             let mut changed = false;
             for d in devs {
                 let what = format!("dataplane detach dev {d}");

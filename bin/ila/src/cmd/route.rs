@@ -8,7 +8,7 @@ use super::{ifindex, note};
 use crate::backend::{absent, Kind, RouteEntry, Written};
 use crate::grammar::{RouteCmd, RouteVerb};
 use crate::session::Session;
-use crate::view::{prefix, ChangeReport, Output, RouteRow};
+use crate::view::{prefix, ChangeReport, Diff, Output, RouteRow};
 
 /// The main table.
 const MAIN: u32 = 254;
@@ -34,6 +34,7 @@ pub fn run(s: &mut Session, c: &RouteCmd) -> Result<Output, Failure> {
         None => format!("route {}", c.verb.name()),
     };
     let stats = s.opts.stats;
+    let check = s.opts.check;
     let table = table(c, &what)?;
     match c.verb {
         RouteVerb::Show => {
@@ -60,6 +61,10 @@ pub fn run(s: &mut Session, c: &RouteCmd) -> Result<Output, Failure> {
                 .map(|(r, _)| r)
                 .filter(|r| table.is_none_or(|t| t == r.table))
                 .collect();
+            let before: Vec<RouteRow> = all
+                .iter()
+                .map(|r| RouteRow::of(r, None, false, kind))
+                .collect();
             for r in &all {
                 b.del_route(
                     r.spec.dst,
@@ -74,6 +79,8 @@ pub fn run(s: &mut Session, c: &RouteCmd) -> Result<Output, Failure> {
                 mapping: None,
                 route: None,
                 deleted: Some(all.len()),
+                check,
+                diff: check.then(|| Diff::of(Some(&before), Some(&Vec::new()))),
             })))
         }
         RouteVerb::Del => {
@@ -90,6 +97,9 @@ pub fn run(s: &mut Session, c: &RouteCmd) -> Result<Output, Failure> {
                     mapping: None,
                     route: Some(RouteRow::of(&old, None, false, kind)),
                     deleted: None,
+                    check,
+                    diff: check
+                        .then(|| Diff::of(Some(&RouteRow::of(&old, None, false, kind)), None)),
                 }))),
                 None => Err(absent(&what)),
             }
@@ -122,9 +132,20 @@ pub fn run(s: &mut Session, c: &RouteCmd) -> Result<Output, Failure> {
                 table: table.unwrap_or(MAIN),
             };
             // so that ip route shows "proto ila" (best effort: a read-only /etc is no failure)
-            let _ = mpt_cli::names::register_proto(mpt_model::ILA_PROTO, mpt_model::ILA_PROTO_NAME);
+            if !check {
+                let _ =
+                    mpt_cli::names::register_proto(mpt_model::ILA_PROTO, mpt_model::ILA_PROTO_NAME);
+            }
             let b = s.backend()?;
             let kind = b.kind();
+            let before = match check {
+                true => b
+                    .routes()?
+                    .into_iter()
+                    .find(|(r, _)| r.spec.dst == dst)
+                    .map(|(r, _)| RouteRow::of(&r, None, false, kind)),
+                false => None,
+            };
             let w = b.put_route(&entry, c.verb == RouteVerb::Replace, &what)?;
             let shown = b
                 .routes()?
@@ -133,6 +154,7 @@ pub fn run(s: &mut Session, c: &RouteCmd) -> Result<Output, Failure> {
                 .find(|r| r.spec.dst == dst)
                 .unwrap_or(entry);
             if kind == Kind::Bpf
+                && !check
                 && spec.hook_type == HookType::Output
                 && !crate::backend::bpf::Bpf::egress_on(shown.ifindex)
             {
@@ -142,13 +164,16 @@ pub fn run(s: &mut Session, c: &RouteCmd) -> Result<Output, Failure> {
                     crate::view::dev_name(shown.ifindex)
                 ));
             }
+            let row = RouteRow::of(&shown, None, false, kind);
             Ok(Output::Change(Box::new(ChangeReport {
                 changed: w != Written::Unchanged,
                 action: c.verb.name(),
                 backend: kind.name(),
                 mapping: None,
-                route: Some(RouteRow::of(&shown, None, false, kind)),
+                diff: check.then(|| Diff::of(before.as_ref(), Some(&row))),
+                route: Some(row),
                 deleted: None,
+                check,
             })))
         }
     }

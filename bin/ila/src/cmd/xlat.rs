@@ -7,7 +7,7 @@ use super::{ifindex, note};
 use crate::backend::{absent, Backend, Kind, Written};
 use crate::grammar::{XlatCmd, XlatVerb};
 use crate::session::Session;
-use crate::view::{ChangeReport, MappingRow, Output};
+use crate::view::{ChangeReport, Diff, MappingRow, Output};
 
 /// The words of a mapping's key, for messages: `loc_match 2001:0:119:0 dev eth0`.
 fn key_words(c: &XlatCmd) -> String {
@@ -25,6 +25,7 @@ fn key_words(c: &XlatCmd) -> String {
 pub fn run(s: &mut Session, c: &XlatCmd) -> Result<Output, Failure> {
     let what = format!("xlat {} {}", c.verb.name(), key_words(c));
     let stats = s.opts.stats;
+    let check = s.opts.check;
     let dev = match &c.dev {
         Some(d) => ifindex(d, &what)?,
         None => 0,
@@ -45,6 +46,14 @@ pub fn run(s: &mut Session, c: &XlatCmd) -> Result<Output, Failure> {
             Ok(Output::Mappings(rows))
         }
         (XlatVerb::Flush, _) => {
+            let before: Vec<MappingRow> = if check {
+                b.mappings()?
+                    .iter()
+                    .map(|(m, _)| MappingRow::of(m, None, false, kind))
+                    .collect()
+            } else {
+                Vec::new()
+            };
             let n = b.flush_mappings()?;
             Ok(Output::Change(Box::new(ChangeReport {
                 changed: n > 0,
@@ -53,6 +62,8 @@ pub fn run(s: &mut Session, c: &XlatCmd) -> Result<Output, Failure> {
                 mapping: None,
                 route: None,
                 deleted: Some(n),
+                check,
+                diff: check.then(|| Diff::of(Some(&before), Some(&Vec::new()))),
             })))
         }
         (XlatVerb::Get, Some(key)) => match b.mapping(key)? {
@@ -70,20 +81,30 @@ pub fn run(s: &mut Session, c: &XlatCmd) -> Result<Output, Failure> {
                 csum_mode: c.csum_mode.unwrap_or(CsumMode::NoAction),
                 ident_type: c.ident_type.unwrap_or(IdentType::UseFormat),
             };
+            let before = match check {
+                true => b
+                    .mapping(key)?
+                    .map(|(o, _)| MappingRow::of(&o, None, false, kind)),
+                false => None,
+            };
             let w = b.put_mapping(&m, c.verb == XlatVerb::Replace, &what)?;
             if kind == Kind::Bpf
+                && !check
                 && w == Written::Added
                 && !crate::backend::bpf::Bpf::ingress_anywhere()
             {
                 note("the BPF translator is on no device yet: nothing is translated until \"ila dataplane attach dev DEV\"");
             }
+            let row = MappingRow::of(&m, None, false, kind);
             Ok(Output::Change(Box::new(ChangeReport {
                 changed: w != Written::Unchanged,
                 action: c.verb.name(),
                 backend: kind.name(),
-                mapping: Some(MappingRow::of(&m, None, false, kind)),
+                diff: check.then(|| Diff::of(before.as_ref(), Some(&row))),
+                mapping: Some(row),
                 route: None,
                 deleted: None,
+                check,
             })))
         }
         (XlatVerb::Del, Some(key)) => del(b, key, c, &what),
@@ -115,12 +136,16 @@ fn del(
     if !b.del_mapping(key)? {
         return Err(absent(what));
     }
+    let row = MappingRow::of(&m, None, false, kind);
+    let check = matches!(b, Backend::Dry(_));
     Ok(Output::Change(Box::new(ChangeReport {
         changed: true,
         action: "del",
         backend: kind.name(),
-        mapping: Some(MappingRow::of(&m, None, false, kind)),
+        diff: check.then(|| Diff::of(Some(&row), None)),
+        mapping: Some(row),
         route: None,
         deleted: None,
+        check,
     })))
 }
