@@ -47,7 +47,7 @@ _ila() {
 
     case "${cmd}" in
         ila)
-            opts="-j -p -n -b -d -s -v -h -V --json --pretty --netns --batch --force --details --stats --verbose --backend --help --version xlat route dataplane help"
+            opts="-j -p -n -b -d -s -v -h -V --json --pretty --netns --batch --force --details --stats --check --verbose --backend --help --version xlat route dataplane help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -81,7 +81,7 @@ _ila() {
             return 0
             ;;
         ila__subcmd__dataplane)
-            opts="-j -p -n -b -d -s -v -h --json --pretty --netns --batch --force --details --stats --verbose --backend --help"
+            opts="-j -p -n -b -d -s -v -h --json --pretty --netns --batch --force --details --stats --check --verbose --backend --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -185,7 +185,7 @@ _ila() {
             return 0
             ;;
         ila__subcmd__route)
-            opts="-j -p -n -b -d -s -v -h --json --pretty --netns --batch --force --details --stats --verbose --backend --help"
+            opts="-j -p -n -b -d -s -v -h --json --pretty --netns --batch --force --details --stats --check --verbose --backend --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -219,7 +219,7 @@ _ila() {
             return 0
             ;;
         ila__subcmd__xlat)
-            opts="-j -p -n -b -d -s -v -h --json --pretty --netns --batch --force --details --stats --verbose --backend --help"
+            opts="-j -p -n -b -d -s -v -h --json --pretty --netns --batch --force --details --stats --check --verbose --backend --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

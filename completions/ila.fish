@@ -1,6 +1,6 @@
 # Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
 function __fish_ila_global_optspecs
-    string join \n j/json p/pretty n/netns= b/batch= force d/details s/stats v/verbose backend= h/help V/version
+    string join \n j/json p/pretty n/netns= b/batch= force d/details s/stats check v/verbose backend= h/help V/version
 end
 
 function __fish_ila_needs_command
@@ -34,6 +34,7 @@ complete -c ila -n "__fish_ila_needs_command" -s p -l pretty -d 'Pretty-print JS
 complete -c ila -n "__fish_ila_needs_command" -l force -d 'In batch mode, go on after a failed line (the exit code still reports it)'
 complete -c ila -n "__fish_ila_needs_command" -s d -l details -d 'Show details'
 complete -c ila -n "__fish_ila_needs_command" -s s -l stats -d 'Show statistics'
+complete -c ila -n "__fish_ila_needs_command" -l check -d 'Dry run: parse, resolve and compare with the kernel, report what each command (each batch line) would change, and change nothing. Exit 0 when every command could be applied'
 complete -c ila -n "__fish_ila_needs_command" -s v -l verbose -d 'Say more about what is done (to standard error)'
 complete -c ila -n "__fish_ila_needs_command" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c ila -n "__fish_ila_needs_command" -s V -l version -d 'Print version'
@@ -51,6 +52,7 @@ complete -c ila -n "__fish_ila_using_subcommand xlat" -s p -l pretty -d 'Pretty-
 complete -c ila -n "__fish_ila_using_subcommand xlat" -l force -d 'In batch mode, go on after a failed line (the exit code still reports it)'
 complete -c ila -n "__fish_ila_using_subcommand xlat" -s d -l details -d 'Show details'
 complete -c ila -n "__fish_ila_using_subcommand xlat" -s s -l stats -d 'Show statistics'
+complete -c ila -n "__fish_ila_using_subcommand xlat" -l check -d 'Dry run: parse, resolve and compare with the kernel, report what each command (each batch line) would change, and change nothing. Exit 0 when every command could be applied'
 complete -c ila -n "__fish_ila_using_subcommand xlat" -s v -l verbose -d 'Say more about what is done (to standard error)'
 complete -c ila -n "__fish_ila_using_subcommand xlat" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c ila -n "__fish_ila_using_subcommand route" -s n -l netns -d 'Run in network namespace NAME (/run/netns/NAME), network namespace only' -r
@@ -63,6 +65,7 @@ complete -c ila -n "__fish_ila_using_subcommand route" -s p -l pretty -d 'Pretty
 complete -c ila -n "__fish_ila_using_subcommand route" -l force -d 'In batch mode, go on after a failed line (the exit code still reports it)'
 complete -c ila -n "__fish_ila_using_subcommand route" -s d -l details -d 'Show details'
 complete -c ila -n "__fish_ila_using_subcommand route" -s s -l stats -d 'Show statistics'
+complete -c ila -n "__fish_ila_using_subcommand route" -l check -d 'Dry run: parse, resolve and compare with the kernel, report what each command (each batch line) would change, and change nothing. Exit 0 when every command could be applied'
 complete -c ila -n "__fish_ila_using_subcommand route" -s v -l verbose -d 'Say more about what is done (to standard error)'
 complete -c ila -n "__fish_ila_using_subcommand route" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c ila -n "__fish_ila_using_subcommand dataplane" -s n -l netns -d 'Run in network namespace NAME (/run/netns/NAME), network namespace only' -r
@@ -75,6 +78,7 @@ complete -c ila -n "__fish_ila_using_subcommand dataplane" -s p -l pretty -d 'Pr
 complete -c ila -n "__fish_ila_using_subcommand dataplane" -l force -d 'In batch mode, go on after a failed line (the exit code still reports it)'
 complete -c ila -n "__fish_ila_using_subcommand dataplane" -s d -l details -d 'Show details'
 complete -c ila -n "__fish_ila_using_subcommand dataplane" -s s -l stats -d 'Show statistics'
+complete -c ila -n "__fish_ila_using_subcommand dataplane" -l check -d 'Dry run: parse, resolve and compare with the kernel, report what each command (each batch line) would change, and change nothing. Exit 0 when every command could be applied'
 complete -c ila -n "__fish_ila_using_subcommand dataplane" -s v -l verbose -d 'Say more about what is done (to standard error)'
 complete -c ila -n "__fish_ila_using_subcommand dataplane" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c ila -n "__fish_ila_using_subcommand help; and not __fish_seen_subcommand_from xlat route dataplane help" -f -a "xlat" -d 'The receive side: mappings from a locator to another (ILA to SIR), as ip ila'

@@ -104,7 +104,7 @@ _mproute() {
 
     case "${cmd}" in
         mproute)
-            opts="-j -p -n -b -d -s -v -h -V --json --pretty --netns --batch --force --details --stats --verbose --nexthop-objects --help --version add replace append change del delete show list ls flush sync get route dataplane help"
+            opts="-j -p -n -b -d -s -v -h -V --json --pretty --netns --batch --force --details --stats --check --verbose --nexthop-objects --help --version add replace append change del delete show list ls flush sync get route dataplane help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -134,7 +134,7 @@ _mproute() {
             return 0
             ;;
         mproute__subcmd__add)
-            opts="-j -p -n -b -d -s -v -h --json --pretty --netns --batch --force --details --stats --verbose --nexthop-objects --help"
+            opts="-j -p -n -b -d -s -v -h --json --pretty --netns --batch --force --details --stats --check --verbose --nexthop-objects --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -164,7 +164,7 @@ _mproute() {
             return 0
             ;;
         mproute__subcmd__append)
-            opts="-j -p -n -b -d -s -v -h --json --pretty --netns --batch --force --details --stats --verbose --nexthop-objects --help"
+            opts="-j -p -n -b -d -s -v -h --json --pretty --netns --batch --force --details --stats --check --verbose --nexthop-objects --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -194,7 +194,7 @@ _mproute() {
             return 0
             ;;
         mproute__subcmd__change)
-            opts="-j -p -n -b -d -s -v -h --json --pretty --netns --batch --force --details --stats --verbose --nexthop-objects --help"
+            opts="-j -p -n -b -d -s -v -h --json --pretty --netns --batch --force --details --stats --check --verbose --nexthop-objects --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -224,7 +224,7 @@ _mproute() {
             return 0
             ;;
         mproute__subcmd__dataplane)
-            opts="-j -p -n -b -d -s -v -h --json --pretty --netns --batch --force --details --stats --verbose --nexthop-objects --help"
+            opts="-j -p -n -b -d -s -v -h --json --pretty --netns --batch --force --details --stats --check --verbose --nexthop-objects --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -254,7 +254,7 @@ _mproute() {
             return 0
             ;;
         mproute__subcmd__del)
-            opts="-j -p -n -b -d -s -v -h --json --pretty --netns --batch --force --details --stats --verbose --nexthop-objects --help"
+            opts="-j -p -n -b -d -s -v -h --json --pretty --netns --batch --force --details --stats --check --verbose --nexthop-objects --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -284,7 +284,7 @@ _mproute() {
             return 0
             ;;
         mproute__subcmd__flush)
-            opts="-j -p -n -b -d -s -v -h --json --pretty --netns --batch --force --details --stats --verbose --nexthop-objects --help"
+            opts="-j -p -n -b -d -s -v -h --json --pretty --netns --batch --force --details --stats --check --verbose --nexthop-objects --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -314,7 +314,7 @@ _mproute() {
             return 0
             ;;
         mproute__subcmd__get)
-            opts="-j -p -n -b -d -s -v -h --json --pretty --netns --batch --force --details --stats --verbose --nexthop-objects --help"
+            opts="-j -p -n -b -d -s -v -h --json --pretty --netns --batch --force --details --stats --check --verbose --nexthop-objects --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -526,7 +526,7 @@ _mproute() {
             return 0
             ;;
         mproute__subcmd__replace)
-            opts="-j -p -n -b -d -s -v -h --json --pretty --netns --batch --force --details --stats --verbose --nexthop-objects --help"
+            opts="-j -p -n -b -d -s -v -h --json --pretty --netns --batch --force --details --stats --check --verbose --nexthop-objects --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -556,7 +556,7 @@ _mproute() {
             return 0
             ;;
         mproute__subcmd__route)
-            opts="-j -p -n -b -d -s -v -h --json --pretty --netns --batch --force --details --stats --verbose --nexthop-objects --help"
+            opts="-j -p -n -b -d -s -v -h --json --pretty --netns --batch --force --details --stats --check --verbose --nexthop-objects --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -586,7 +586,7 @@ _mproute() {
             return 0
             ;;
         mproute__subcmd__show)
-            opts="-j -p -n -b -d -s -v -h --json --pretty --netns --batch --force --details --stats --verbose --nexthop-objects --help"
+            opts="-j -p -n -b -d -s -v -h --json --pretty --netns --batch --force --details --stats --check --verbose --nexthop-objects --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -616,7 +616,7 @@ _mproute() {
             return 0
             ;;
         mproute__subcmd__sync)
-            opts="-j -p -n -b -d -s -v -h --json --pretty --netns --batch --force --details --stats --verbose --nexthop-objects --help"
+            opts="-j -p -n -b -d -s -v -h --json --pretty --netns --batch --force --details --stats --check --verbose --nexthop-objects --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

@@ -47,7 +47,7 @@ _pfanout() {
 
     case "${cmd}" in
         pfanout)
-            opts="-j -p -n -b -d -s -v -h -V --json --pretty --netns --batch --force --details --stats --verbose --help --version show run bench help"
+            opts="-j -p -n -b -d -s -v -h -V --json --pretty --netns --batch --force --details --stats --check --verbose --help --version show run bench help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -77,7 +77,7 @@ _pfanout() {
             return 0
             ;;
         pfanout__subcmd__bench)
-            opts="-j -p -n -b -d -s -v -h --json --pretty --netns --batch --force --details --stats --verbose --help"
+            opts="-j -p -n -b -d -s -v -h --json --pretty --netns --batch --force --details --stats --check --verbose --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -177,7 +177,7 @@ _pfanout() {
             return 0
             ;;
         pfanout__subcmd__run)
-            opts="-j -p -n -b -d -s -v -h --json --pretty --netns --batch --force --details --stats --verbose --help"
+            opts="-j -p -n -b -d -s -v -h --json --pretty --netns --batch --force --details --stats --check --verbose --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -207,7 +207,7 @@ _pfanout() {
             return 0
             ;;
         pfanout__subcmd__show)
-            opts="-j -p -n -b -d -s -v -h --json --pretty --netns --batch --force --details --stats --verbose --help"
+            opts="-j -p -n -b -d -s -v -h --json --pretty --netns --batch --force --details --stats --check --verbose --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

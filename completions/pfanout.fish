@@ -1,6 +1,6 @@
 # Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
 function __fish_pfanout_global_optspecs
-    string join \n j/json p/pretty n/netns= b/batch= force d/details s/stats v/verbose h/help V/version
+    string join \n j/json p/pretty n/netns= b/batch= force d/details s/stats check v/verbose h/help V/version
 end
 
 function __fish_pfanout_needs_command
@@ -31,6 +31,7 @@ complete -c pfanout -n "__fish_pfanout_needs_command" -s p -l pretty -d 'Pretty-
 complete -c pfanout -n "__fish_pfanout_needs_command" -l force -d 'In batch mode, go on after a failed line (the exit code still reports it)'
 complete -c pfanout -n "__fish_pfanout_needs_command" -s d -l details -d 'Show details'
 complete -c pfanout -n "__fish_pfanout_needs_command" -s s -l stats -d 'Show statistics'
+complete -c pfanout -n "__fish_pfanout_needs_command" -l check -d 'Dry run: parse, resolve and compare with the kernel, report what each command (each batch line) would change, and change nothing. Exit 0 when every command could be applied'
 complete -c pfanout -n "__fish_pfanout_needs_command" -s v -l verbose -d 'Say more about what is done (to standard error)'
 complete -c pfanout -n "__fish_pfanout_needs_command" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c pfanout -n "__fish_pfanout_needs_command" -s V -l version -d 'Print version'
@@ -45,6 +46,7 @@ complete -c pfanout -n "__fish_pfanout_using_subcommand show" -s p -l pretty -d 
 complete -c pfanout -n "__fish_pfanout_using_subcommand show" -l force -d 'In batch mode, go on after a failed line (the exit code still reports it)'
 complete -c pfanout -n "__fish_pfanout_using_subcommand show" -s d -l details -d 'Show details'
 complete -c pfanout -n "__fish_pfanout_using_subcommand show" -s s -l stats -d 'Show statistics'
+complete -c pfanout -n "__fish_pfanout_using_subcommand show" -l check -d 'Dry run: parse, resolve and compare with the kernel, report what each command (each batch line) would change, and change nothing. Exit 0 when every command could be applied'
 complete -c pfanout -n "__fish_pfanout_using_subcommand show" -s v -l verbose -d 'Say more about what is done (to standard error)'
 complete -c pfanout -n "__fish_pfanout_using_subcommand show" -s h -l help -d 'Print help'
 complete -c pfanout -n "__fish_pfanout_using_subcommand run" -s n -l netns -d 'Run in network namespace NAME (/run/netns/NAME), network namespace only' -r
@@ -54,6 +56,7 @@ complete -c pfanout -n "__fish_pfanout_using_subcommand run" -s p -l pretty -d '
 complete -c pfanout -n "__fish_pfanout_using_subcommand run" -l force -d 'In batch mode, go on after a failed line (the exit code still reports it)'
 complete -c pfanout -n "__fish_pfanout_using_subcommand run" -s d -l details -d 'Show details'
 complete -c pfanout -n "__fish_pfanout_using_subcommand run" -s s -l stats -d 'Show statistics'
+complete -c pfanout -n "__fish_pfanout_using_subcommand run" -l check -d 'Dry run: parse, resolve and compare with the kernel, report what each command (each batch line) would change, and change nothing. Exit 0 when every command could be applied'
 complete -c pfanout -n "__fish_pfanout_using_subcommand run" -s v -l verbose -d 'Say more about what is done (to standard error)'
 complete -c pfanout -n "__fish_pfanout_using_subcommand run" -s h -l help -d 'Print help'
 complete -c pfanout -n "__fish_pfanout_using_subcommand bench" -s n -l netns -d 'Run in network namespace NAME (/run/netns/NAME), network namespace only' -r
@@ -63,6 +66,7 @@ complete -c pfanout -n "__fish_pfanout_using_subcommand bench" -s p -l pretty -d
 complete -c pfanout -n "__fish_pfanout_using_subcommand bench" -l force -d 'In batch mode, go on after a failed line (the exit code still reports it)'
 complete -c pfanout -n "__fish_pfanout_using_subcommand bench" -s d -l details -d 'Show details'
 complete -c pfanout -n "__fish_pfanout_using_subcommand bench" -s s -l stats -d 'Show statistics'
+complete -c pfanout -n "__fish_pfanout_using_subcommand bench" -l check -d 'Dry run: parse, resolve and compare with the kernel, report what each command (each batch line) would change, and change nothing. Exit 0 when every command could be applied'
 complete -c pfanout -n "__fish_pfanout_using_subcommand bench" -s v -l verbose -d 'Say more about what is done (to standard error)'
 complete -c pfanout -n "__fish_pfanout_using_subcommand bench" -s h -l help -d 'Print help'
 complete -c pfanout -n "__fish_pfanout_using_subcommand help; and not __fish_seen_subcommand_from show run bench help" -f -a "show" -d 'The fanout groups of the namespace, their members and owners'

@@ -960,3 +960,83 @@ fn defrag_reassembles_before_the_group_sees_the_packet() {
     assert_eq!(v["total"]["bytes"].as_u64(), Some(14 + 20 + 72), "{v}");
     assert_eq!(v["flags"], serde_json::json!(["defrag"]), "{v}");
 }
+
+/// `pfanout -n RX run dev pr ARGS` refused, and `--check` predicting it in the same words.
+fn refused_alike(l: &Link, args: &str) {
+    let mut a: Vec<&str> = vec!["run", "dev", "pr"];
+    a.extend(args.split_whitespace());
+    a.extend(["duration", "1"]);
+    let mut dry = vec!["--check"];
+    dry.extend_from_slice(&a);
+    let c = PF.at(&l.rx, &dry);
+    let r = PF.at(&l.rx, &a);
+    let (ce, re) = (
+        String::from_utf8_lossy(&c.stderr),
+        String::from_utf8_lossy(&r.stderr),
+    );
+    assert_eq!(r.status.code(), Some(2), "{re}");
+    assert_eq!(
+        (c.status.code(), ce.as_ref()),
+        (Some(2), re.as_ref()),
+        "--check {args}"
+    );
+}
+
+/// `--check run`: what the run would join or create, judged against the kernel's refusals;
+/// nothing joins.
+#[test]
+fn check_predicts_joins_and_joins_nothing() {
+    let l = link("pf-chk");
+    let v = PF.json(
+        &l.rx,
+        &[
+            "--check", "run", "dev", "pr", "group", "9", "mode", "hash", "workers", "2",
+        ],
+    );
+    assert_eq!(
+        (v["check"].clone(), v["changed"].clone()),
+        (true.into(), true.into())
+    );
+    assert_eq!(v["diff"]["before"], Value::Null);
+    assert_eq!(v["diff"]["after"]["group"], 9);
+    assert_eq!(v["diff"]["after"]["members"], 2);
+    l.no_sockets_left();
+    refused_alike(&l, "group 9 mode rollover flags rollover");
+    refused_alike(&l, "group 9 mode hash workers 257");
+    let o = PF.at(&l.rx, &["--check", "run", "dev", "nosuch", "mode", "hash"]);
+    assert_eq!(o.status.code(), Some(2));
+
+    // a group of another run: joins that break its rules are refused alike, a right one fits
+    let child = l.run("group 9 mode hash flags defrag workers 2", 9, 2);
+    refused_alike(&l, "group 9 mode lb workers 2");
+    refused_alike(&l, "group 9 mode hash workers 2");
+    let v = PF.json(
+        &l.rx,
+        &[
+            "--check", "run", "dev", "pr", "group", "9", "mode", "hash", "flags", "defrag",
+            "workers", "3",
+        ],
+    );
+    assert_eq!(v["diff"]["before"]["members"], 2);
+    assert_eq!(v["diff"]["after"]["members"], 5);
+    let text = PF.ok(
+        &l.rx,
+        &[
+            "--check", "run", "dev", "pr", "group", "9", "mode", "hash", "flags", "defrag",
+        ],
+    );
+    assert!(
+        text.starts_with("run: would join group 9 on dev pr"),
+        "{text}"
+    );
+    let g = l.groups();
+    assert_eq!(
+        g.iter()
+            .filter(|g| g["group"] == 9)
+            .map(|g| g["members"].clone())
+            .collect::<Vec<_>>(),
+        [Value::from(2)]
+    );
+    stop(child);
+    l.no_sockets_left();
+}

@@ -29,6 +29,15 @@ Examples:
   mproute -n blue replace 2001:db8::/32 nexthop via fe80::1 dev eth0 nexthop via fe80::2 dev eth1
   mproute -b routes.batch --force
   mproute flush table 100
+  mproute --check -j replace 10.0.0.0/8 nexthop via 192.0.2.1 dev eth0
+
+Dry run: with --check every command (every line of a batch, each seeing what the lines before
+it would have done) is resolved and compared with the kernel and answers with what it would
+change (-j: \"changed\" and \"diff\" with the route before and after, as show -j prints it);
+nothing is written and no state is created. Refusals the kernel decides from what is there
+(gateway not connected, device down, add of an existing route, change or del of a missing one)
+are reported as the real command would report them, exit 2. Every mutating verb's -j output
+carries \"changed\".
 
 Routes mproute owns carry protocol \"mproute\" (245) unless \"proto P\" is given.
 

@@ -55,19 +55,7 @@ fn sys(e: mpt_sys::Error) -> Failure {
 impl Group {
     /// Open, bind and join `cmd.workers` sockets.
     pub fn open(cmd: &RunCmd) -> Result<Group, Failure> {
-        if cmd.flags.contains(Flags::UNIQUEID) && cmd.group.is_some_and(|g| g != 0) {
-            // the kernel answers EINVAL; say why before asking it
-            return Err(Failure::system(format!(
-                "join fanout group {}: flag uniqueid lets the kernel choose the id, and an id was given [EINVAL]",
-                cmd.group.unwrap_or_default()
-            ))
-            .hint("leave out \"group ID\" with uniqueid"));
-        }
-        let ifindex = mpt_sys::iface::index(&cmd.dev).map_err(|e| {
-            Failure::system(e.to_string()).hint(
-                "check the device name with \"ip link\" (in this namespace: pfanout -n NETNS)",
-            )
-        })?;
+        let ifindex = precheck(cmd)?;
         // no id given: the kernel chooses an unused one (uniqueid), atomically
         let first_flags = match cmd.group {
             None => cmd.flags.union(Flags::UNIQUEID),
@@ -145,8 +133,25 @@ impl Group {
     }
 }
 
+/// What is refused before the kernel is asked (`run` and its dry run alike): uniqueid with an
+/// id, a device that does not exist. Returns the device's index.
+pub(crate) fn precheck(cmd: &RunCmd) -> Result<u32, Failure> {
+    if cmd.flags.contains(Flags::UNIQUEID) && cmd.group.is_some_and(|g| g != 0) {
+        // the kernel answers EINVAL; say why before asking it
+        return Err(Failure::system(format!(
+            "join fanout group {}: flag uniqueid lets the kernel choose the id, and an id was given [EINVAL]",
+            cmd.group.unwrap_or_default()
+        ))
+        .hint("leave out \"group ID\" with uniqueid"));
+    }
+    mpt_sys::iface::index(&cmd.dev).map_err(|e| {
+        Failure::system(e.to_string())
+            .hint("check the device name with \"ip link\" (in this namespace: pfanout -n NETNS)")
+    })
+}
+
 /// The kernel refused worker `i`'s join: say which of its rules was broken.
-fn explain_join(e: mpt_sys::Error, id: u16, cmd: &RunCmd, i: u32) -> Failure {
+pub(crate) fn explain_join(e: mpt_sys::Error, id: u16, cmd: &RunCmd, i: u32) -> Failure {
     let errno = e.errno();
     let words = match errno {
         Some(n) => mpt_sys::error::words(&std::io::Error::from_raw_os_error(n)),

@@ -9,6 +9,7 @@
 //! flags and classic program `mpt_model::fanout`.
 
 pub mod bench;
+pub mod check;
 pub mod cli;
 pub mod grammar;
 pub mod group;

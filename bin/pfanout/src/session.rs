@@ -22,6 +22,8 @@ impl Session {
                 crate::show::run(s, self.opts.details)?,
                 self.opts.stats,
             )),
+            Command::Run(r) if self.opts.check => Ok(Output::Check(crate::check::run(r)?)),
+            Command::Bench(b) if self.opts.check => Ok(Output::Check(crate::check::bench(b))),
             Command::Run(r) => {
                 let json = self.opts.json;
                 let mut drawn = 0usize;

@@ -17,6 +17,8 @@ pub enum Output {
     Run(RunSummary),
     /// `bench`.
     Bench(BenchReport),
+    /// What `run` or `bench` would do (`--check`).
+    Check(crate::check::CheckReport),
 }
 
 /// Print an output.
@@ -25,6 +27,16 @@ pub fn print(out: &Output, style: Style) {
         Output::Groups(g, stats) => print_groups(g, *stats, style),
         Output::Run(s) => print_summary(s, style),
         Output::Bench(b) => crate::bench::print(b, style),
+        Output::Check(c) => {
+            if style.json {
+                render::print_json(c, style.pretty);
+            } else {
+                render::print_line(&c.summary);
+                for n in &c.notes {
+                    render::print_line(&format!("note: {n}"));
+                }
+            }
+        }
     }
 }
 
