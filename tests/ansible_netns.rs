@@ -2,80 +2,12 @@
 //! tasks against a throwaway namespace with Debian's ansible-core, in check mode, then twice for
 //! real, then in check mode again. Oracles: the play recap's counts and `ip -j route`.
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
-
+use mpt_testkit::ansible::Site;
 use mpt_testkit::{require_root, Netns, Tool, TwoPaths};
 use serde_json::Value;
 
 const MPROUTE: &str = env!("CARGO_BIN_EXE_mproute");
 const MP: Tool = Tool::new(MPROUTE);
-
-/// A directory with the collection where ansible looks for it, and ansible's own files.
-struct Site {
-    dir: PathBuf,
-}
-
-impl Site {
-    fn new() -> Site {
-        let dir = std::env::temp_dir().join(format!("mpt-ansible-{}", std::process::id()));
-        let coll = dir.join("collections/ansible_collections/mpt");
-        std::fs::create_dir_all(&coll).expect("collections dir");
-        let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../ansible");
-        let link = coll.join("net");
-        if !link.exists() {
-            std::os::unix::fs::symlink(src.canonicalize().expect("ansible/"), &link)
-                .expect("link the collection");
-        }
-        Site { dir }
-    }
-
-    /// `ansible-playbook PLAYBOOK` (with `extra` options); (play recap counts, whole output).
-    fn play(&self, playbook: &str, ns: &Netns, extra: &[&str]) -> ((u64, u64, u64), String) {
-        let book = self.dir.join("site.yml");
-        std::fs::write(&book, playbook).expect("write playbook");
-        let home = self.dir.join("home");
-        let o = Command::new("ansible-playbook")
-            .args(["-i", "localhost,", "-c", "local"])
-            .args(["-e", "ansible_python_interpreter=/usr/bin/python3"])
-            .args(["-e", &format!("ns={}", ns.name())])
-            .args(["-e", &format!("mproute={MPROUTE}")])
-            .args(extra)
-            .arg(&book)
-            .env("ANSIBLE_COLLECTIONS_PATH", self.dir.join("collections"))
-            .env("ANSIBLE_HOME", &home)
-            .env("ANSIBLE_LOCAL_TEMP", home.join("tmp"))
-            .env("ANSIBLE_REMOTE_TEMP", home.join("tmp"))
-            .env("ANSIBLE_NOCOLOR", "1")
-            .env("ANSIBLE_RETRY_FILES_ENABLED", "0")
-            .output()
-            .expect("run ansible-playbook (cargo xtask setup installs ansible-core)");
-        let out = format!(
-            "{}{}",
-            String::from_utf8_lossy(&o.stdout),
-            String::from_utf8_lossy(&o.stderr)
-        );
-        let recap = out
-            .lines()
-            .skip_while(|l| !l.starts_with("PLAY RECAP"))
-            .find(|l| l.starts_with("localhost"))
-            .unwrap_or_else(|| panic!("no play recap:\n{out}"));
-        let count = |k: &str| -> u64 {
-            recap
-                .split_whitespace()
-                .find_map(|w| w.strip_prefix(&format!("{k}=")))
-                .and_then(|n| n.parse().ok())
-                .unwrap_or_else(|| panic!("no {k}= in {recap}"))
-        };
-        ((count("ok"), count("changed"), count("failed")), out)
-    }
-}
-
-impl Drop for Site {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
-}
 
 const PLAYBOOK: &str = r#"
 - hosts: localhost
@@ -130,7 +62,9 @@ fn routes(ns: &Netns) -> (Value, Value) {
 fn a_playbook_changes_once_then_nothing_and_check_mode_changes_nothing() {
     require_root();
     let t = TwoPaths::new("ansbl");
-    let site = Site::new();
+    let repo = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let site = Site::new(&repo, "mproute");
+    let vars = [("mproute", MPROUTE)];
     MP.ok(
         &t.r,
         &[
@@ -146,8 +80,8 @@ fn a_playbook_changes_once_then_nothing_and_check_mode_changes_nothing() {
     let before = routes(&t.r);
 
     // check mode with diff: all three would change, nothing does
-    let ((_, changed, failed), out) = site.play(PLAYBOOK, &t.r, &["--check", "--diff"]);
-    assert_eq!((changed, failed), (3, 0), "{out}");
+    let (rc, out) = site.play(PLAYBOOK, &t.r, &vars, &["--check", "--diff"]);
+    assert_eq!((rc.changed, rc.failed), (3, 0), "{out}");
     assert!(
         out.contains("+  \"algo\": \"l4-hash\""),
         "the diff shows the route after:\n{out}"
@@ -155,8 +89,8 @@ fn a_playbook_changes_once_then_nothing_and_check_mode_changes_nothing() {
     assert_eq!(routes(&t.r), before, "check mode changed something:\n{out}");
 
     // the first run changes all three, as the kernel then says
-    let ((_, changed, failed), out) = site.play(PLAYBOOK, &t.r, &[]);
-    assert_eq!((changed, failed), (3, 0), "{out}");
+    let (rc, out) = site.play(PLAYBOOK, &t.r, &vars, &[]);
+    assert_eq!((rc.changed, rc.failed), (3, 0), "{out}");
     let v4 =
         t.r.ip_json(&["-4", "route", "show", "exact", "198.51.100.0/24"]);
     let nhs = v4[0]["nexthops"].as_array().expect("multipath route");
@@ -190,16 +124,16 @@ fn a_playbook_changes_once_then_nothing_and_check_mode_changes_nothing() {
     let after = routes(&t.r);
 
     // the second run and check mode after it: nothing to change
-    let ((_, changed, failed), out) = site.play(PLAYBOOK, &t.r, &[]);
-    assert_eq!((changed, failed), (0, 0), "not idempotent:\n{out}");
-    let ((_, changed, failed), out) = site.play(PLAYBOOK, &t.r, &["--check", "--diff"]);
-    assert_eq!((changed, failed), (0, 0), "{out}");
+    let (rc, out) = site.play(PLAYBOOK, &t.r, &vars, &[]);
+    assert_eq!((rc.changed, rc.failed), (0, 0), "not idempotent:\n{out}");
+    let (rc, out) = site.play(PLAYBOOK, &t.r, &vars, &["--check", "--diff"]);
+    assert_eq!((rc.changed, rc.failed), (0, 0), "{out}");
     assert_eq!(routes(&t.r), after);
 
     // another weight: one change, reported with before and after
     let edited = PLAYBOOK.replace("dev: vb, weight: 2", "dev: vb, weight: 3");
-    let ((_, changed, _), out) = site.play(&edited, &t.r, &["--check", "--diff"]);
-    assert_eq!(changed, 1, "{out}");
+    let (rc, out) = site.play(&edited, &t.r, &vars, &["--check", "--diff"]);
+    assert_eq!(rc.changed, 1, "{out}");
     assert!(
         out.contains("-      \"weight\": 2") && out.contains("+      \"weight\": 3"),
         "{out}"
@@ -208,8 +142,8 @@ fn a_playbook_changes_once_then_nothing_and_check_mode_changes_nothing() {
 
     // a refusal fails the task with mproute's one line
     let bad = PLAYBOOK.replace("via: 10.2.0.2, dev: vb", "via: 10.99.0.2, dev: vb");
-    let ((_, _, failed), out) = site.play(&bad, &t.r, &[]);
-    assert_eq!(failed, 1, "{out}");
+    let (rc, out) = site.play(&bad, &t.r, &vars, &[]);
+    assert_eq!(rc.failed, 1, "{out}");
     assert!(
         out.contains("Nexthop has invalid gateway [ENETUNREACH]"),
         "{out}"

@@ -7,6 +7,7 @@
 //! namespace the caller created. The kit depends on pure-Rust crates only, so that `xtask` can
 //! use it on a machine that has nothing but rustup.
 
+pub mod ansible;
 pub mod capture;
 pub mod cmd;
 pub mod netns;
