@@ -375,6 +375,14 @@ static __always_inline int select_nh(struct pkt *p, struct mpt_dp_route *rt, str
 
 		return mpt_pick_hash(g, h);
 	}
+	case MPT_DP_ALGO_L3_RES:
+	case MPT_DP_ALGO_L4_RES: {
+		struct mpt_meta *m = bpf_map_lookup_elem(&mpt_meta, &zero);
+		__u32 seed = m ? m->hash_seed : 0;
+		__u32 h = mpt_hash(&p->key, rt->algo == MPT_DP_ALGO_L4_RES && p->l4, seed);
+
+		return mpt_pick_bucket(&rt->id, g, h);
+	}
 	case MPT_ALGO_RANDOM:
 		return mpt_pick_random(g, bpf_get_prandom_u32());
 	case MPT_ALGO_WRANDOM:

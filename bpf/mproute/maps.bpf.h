@@ -59,6 +59,14 @@ struct {
 } mpt_stats SEC(".maps");
 
 struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, MPT_MAX_RES_ROUTES);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, struct mpt_route_key);
+	__type(value, struct mpt_res_table);
+} mpt_res SEC(".maps");
+
+struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, MPT_STATS_SLOTS);
 	__type(key, __u32);

@@ -54,6 +54,41 @@ __noinline int mpt_pick_hash(const struct mpt_group *g, __u32 h)
 	return -1;
 }
 
+/*
+ * Resilient hashing: the flow's bucket in the route's mpt_res table names the
+ * nexthop, and the bucket's last use is recorded (at most one write a second),
+ * so that user space moves only idle buckets when it rebalances. A route
+ * without a table, or a bucket whose nexthop is unusable, falls back to
+ * hash-threshold over the usable nexthops: only the flows of that nexthop move.
+ */
+__noinline int mpt_pick_bucket(const struct mpt_route_key *id, const struct mpt_group *g, __u32 h)
+{
+	struct mpt_res_table *t;
+	__u32 n, b, idx, now;
+
+	if (!id || !g)
+		return -1;
+	t = bpf_map_lookup_elem(&mpt_res, id);
+	if (!t)
+		return mpt_pick_hash(g, h);
+	n = t->n_buckets;
+	if (n == 0 || n > MPT_MAX_BUCKETS)
+		return mpt_pick_hash(g, h);
+	/* mpt_model::route::resilient::bucket_of */
+	b = ((__u64)(h & 0x7fffffff) * n) >> 31;
+	b &= MPT_MAX_BUCKETS - 1;
+	idx = t->nh[b];
+	if (idx >= g->nh_count || idx >= MPT_MAX_NH)
+		return mpt_pick_hash(g, h);
+	idx &= MPT_MAX_NH - 1;
+	if (g->nh[idx].upper_bound < 0)
+		return mpt_pick_hash(g, h);
+	now = bpf_ktime_get_coarse_ns() / 1000000000ULL;
+	if (t->used_s[b] != now)
+		t->used_s[b] = now;
+	return idx;
+}
+
 /* Whether the group has the nexthop a FIB lookup answered (family 0: device route). */
 __noinline int mpt_group_has(const struct mpt_group *g, const struct bpf_fib_lookup *f)
 {

@@ -38,6 +38,7 @@ int mpt_anchor(struct __sk_buff *skb)
 		    bpf_map_lookup_elem(&mpt_lpm6, &k6) &&
 		    bpf_map_lookup_elem(&mpt_groups, &k) &&
 		    bpf_map_lookup_elem(&mpt_stats, &rk) &&
+		    bpf_map_lookup_elem(&mpt_res, &rk) &&
 		    bpf_map_lookup_elem(&mpt_slot_stats, &k) &&
 		    bpf_map_lookup_elem(&mpt_pcpu, &rk) &&
 		    bpf_map_lookup_elem(&mpt_reasons, &k))

@@ -83,7 +83,21 @@ fn write(s: &mut Session, spec: &RouteSpec) -> Result<Output, Failure> {
     } else {
         r.algo
     };
-    let before_row = before.as_ref().map(|b| row(b, before_m.as_ref()));
+    let mut before_row = before.as_ref().map(|b| row(b, before_m.as_ref()));
+    let key = crate::store::to_key(&r.key);
+    let mut same_table = r.resilient.is_none();
+    if let (Some(st), true) = (s.store(false)?, before_m.is_some()) {
+        if let Some(t) = st
+            .bpf()
+            .res_get(&key)
+            .map_err(|e| crate::store::fail("read the dataplane's tables", e))?
+        {
+            if let Some(b) = before_row.as_mut() {
+                crate::view::set_resilient(b, &t, false);
+            }
+        }
+        same_table = crate::resilient::same_params(st.bpf(), &key, r.resilient)?;
+    }
     if matches!(spec.verb, Verb::Replace | Verb::Change) {
         if let (Some(cur), Some(m)) = (&before, before_m) {
             // as plan(): unchanged only if the dataplane's group is the kernel's route too
@@ -92,7 +106,7 @@ fn write(s: &mut Session, spec: &RouteSpec) -> Result<Output, Failure> {
                     Some(st) => group_is_route(st.bpf(), m.group, cur),
                     None => false,
                 };
-            if same_paths(cur, &r, protocol) && m.algo == algo && in_sync {
+            if same_paths(cur, &r, protocol) && m.algo == algo && in_sync && same_table {
                 let rep = CheckReport::route(
                     spec.verb.name(),
                     &r.key,
@@ -134,7 +148,11 @@ fn write(s: &mut Session, spec: &RouteSpec) -> Result<Output, Failure> {
         group: 0,
         protocol,
     };
-    let after_row = row(&after, Some(&m));
+    let mut after_row = row(&after, Some(&m));
+    after_row.resilient = r.resilient.map(|p| crate::view::ResilientRow {
+        buckets: p.buckets,
+        idle_timer: p.idle_timer,
+    });
     let rep = if alternative {
         CheckReport::route(spec.verb.name(), &r.key, true, None, Some(&after_row))
     } else {

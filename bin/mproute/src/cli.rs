@@ -11,12 +11,19 @@ use mpt_model::Verb;
 use crate::grammar::{self, DpSpec, GetSpec, RouteSpec, ShowSpec};
 
 const ROUTE_GRAMMAR: &str = "\
-PREFIX [table T] [metric M] [proto P] [algo ALGO] NEXTHOPS
+PREFIX [table T] [metric M] [proto P] [algo ALGO [resilient [buckets N] [idle-timer S]]] NEXTHOPS
   NEXTHOPS := via ADDR [dev DEV] [onlink]
             | nexthop NH [nexthop NH ...]
   NH       := [via ADDR] [dev DEV] [weight W] [onlink]
   ALGO     := l3-hash (default) | l4-hash | per-packet | drr | random | wrandom
-  W        := 1..256";
+  W        := 1..256
+
+resilient (l3-hash, l4-hash): a table of N buckets (default 128, at most 4096) between the
+hash and the nexthops, as the kernel's resilient nexthop groups keep it. A flow's bucket is
+fixed by its hash; replacing the route with a nexthop less moves only that nexthop's buckets,
+with one more only buckets idle for S seconds (default 120; 0: at once), so that flows in
+progress keep their path. Idle buckets held beyond a nexthop's share move at the next write of
+the route or the next \"mproute dataplane watch\" tick.";
 
 const AFTER_HELP: &str = "\
 Multipath routes with a per-route algorithm. The route goes into the kernel FIB over rtnetlink
@@ -162,12 +169,14 @@ impl Command {
     /// Whether the command may change routes, mproute's maps or attachments (and so the
     /// dataplane's FIB check must be disarmed first and verified again at the end).
     pub fn changes_routes(&self) -> bool {
+        // (sync --reset drops the state without reading it: it must work on a state this
+        // version cannot open, which is what the ABI refusal's hint tells the operator to do)
         matches!(
             self,
             Command::Write(_)
                 | Command::Del(_)
                 | Command::Flush { .. }
-                | Command::Sync { .. }
+                | Command::Sync { reset: false }
                 | Command::Dataplane(DpSpec::Attach { .. })
         )
     }

@@ -3,7 +3,7 @@
 //! namespace.
 //!
 //! ```text
-//! PREFIX [table T] [metric M] [proto P] [algo ALGO] NEXTHOPS
+//! PREFIX [table T] [metric M] [proto P] [algo ALGO [resilient [buckets N] [idle-timer S]]] NEXTHOPS
 //! NEXTHOPS := via ADDR [dev DEV] [onlink] | nexthop NH [nexthop NH ...]
 //! NH := [via ADDR] [dev DEV] [weight W] [onlink]
 //! ```
@@ -46,6 +46,18 @@ pub struct RouteSpec {
     pub nexthops: Vec<NhSpec>,
     /// True for the `nexthop ...` form, false for `via ADDR dev DEV`.
     pub multipath: bool,
+    /// `resilient [buckets N] [idle-timer S]`: a bucket table between the hash and the
+    /// nexthops.
+    pub resilient: Option<Resilient>,
+}
+
+/// A resilient route's table parameters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Resilient {
+    /// `buckets N` (default 128).
+    pub buckets: u16,
+    /// `idle-timer S` in seconds (default 120).
+    pub idle_timer: u32,
 }
 
 /// A `show` filter.
@@ -105,6 +117,9 @@ pub fn parse_route(verb: Verb, args: &[String]) -> Result<RouteSpec, String> {
         ..NhSpec::default()
     };
     let mut single_used = false;
+    let mut resilient = false;
+    let mut buckets: Option<u16> = None;
+    let mut idle_timer: Option<u32> = None;
     let mut nhs: Vec<NhSpec> = Vec::new();
     let mut it = args.iter();
     while let Some(w) = it.next() {
@@ -121,6 +136,19 @@ pub fn parse_route(verb: Verb, args: &[String]) -> Result<RouteSpec, String> {
                         .parse::<Algo>()
                         .map_err(|e| e.to_string())?,
                 )
+            }
+            "resilient" if !in_nh => resilient = true,
+            "buckets" if !in_nh => {
+                let v = value(&mut it, "buckets")?;
+                let n = parse_u32(v, "buckets")?;
+                let max = mpt_model::route::resilient::MAX_BUCKETS;
+                if n == 0 || n > u32::from(max) {
+                    return Err(format!("buckets {n}: a resilient table has 1 to {max}"));
+                }
+                buckets = Some(n as u16);
+            }
+            "idle-timer" | "idle_timer" if !in_nh => {
+                idle_timer = Some(parse_u32(value(&mut it, "idle-timer")?, "idle-timer")?)
             }
             "nexthop" => {
                 if single_used {
@@ -225,6 +253,22 @@ pub fn parse_route(verb: Verb, args: &[String]) -> Result<RouteSpec, String> {
     if verb == Verb::Del && algo.is_some() {
         return Err("\"algo\" has no meaning for del".into());
     }
+    if !resilient && (buckets.is_some() || idle_timer.is_some()) {
+        return Err("\"buckets\" and \"idle-timer\" are options of \"resilient\"".into());
+    }
+    if resilient && verb == Verb::Del {
+        return Err("\"resilient\" has no meaning for del".into());
+    }
+    if resilient && !matches!(algo, None | Some(Algo::L3Hash) | Some(Algo::L4Hash)) {
+        return Err(format!(
+            "\"resilient\" is a table for the hash algorithms (l3-hash, l4-hash), not {}",
+            algo.map_or("", Algo::name)
+        ));
+    }
+    let resilient = resilient.then(|| Resilient {
+        buckets: buckets.unwrap_or(mpt_model::route::resilient::DEFAULT_BUCKETS),
+        idle_timer: idle_timer.unwrap_or(mpt_model::route::resilient::DEFAULT_IDLE_TIMER),
+    });
     Ok(RouteSpec {
         verb,
         dst,
@@ -234,6 +278,7 @@ pub fn parse_route(verb: Verb, args: &[String]) -> Result<RouteSpec, String> {
         algo,
         nexthops,
         multipath,
+        resilient,
     })
 }
 
@@ -301,6 +346,49 @@ mod tests {
         assert_eq!(r.nexthops[0].dev.as_deref(), Some("eth0"));
         assert!(r.nexthops[1].onlink);
         assert_eq!(r.nexthops[1].weight, 1);
+    }
+
+    #[test]
+    fn resilient_tables() {
+        let r = ok(
+            Verb::Add,
+            "10.0.0.0/8 algo l4-hash resilient buckets 256 idle-timer 30 nexthop via 1.1.1.1 nexthop via 1.1.1.2",
+        );
+        assert_eq!(
+            r.resilient,
+            Some(Resilient {
+                buckets: 256,
+                idle_timer: 30
+            })
+        );
+        let r = ok(Verb::Add, "10.0.0.0/8 resilient nexthop via 1.1.1.1");
+        assert_eq!(
+            r.resilient,
+            Some(Resilient {
+                buckets: 128,
+                idle_timer: 120
+            })
+        );
+        assert_eq!(
+            ok(Verb::Add, "10.0.0.0/8 nexthop via 1.1.1.1").resilient,
+            None
+        );
+        assert!(err(
+            Verb::Add,
+            "10.0.0.0/8 algo drr resilient nexthop via 1.1.1.1"
+        )
+        .contains("hash algorithms"));
+        assert!(err(Verb::Add, "10.0.0.0/8 buckets 8 nexthop via 1.1.1.1").contains("options"));
+        assert!(err(
+            Verb::Add,
+            "10.0.0.0/8 resilient buckets 0 nexthop via 1.1.1.1"
+        )
+        .contains("1 to 4096"));
+        assert!(err(
+            Verb::Add,
+            "10.0.0.0/8 resilient buckets 4097 nexthop via 1.1.1.1"
+        )
+        .contains("1 to 4096"));
     }
 
     #[test]

@@ -21,6 +21,7 @@ pub mod hook;
 pub mod kernel_nh;
 pub mod pipeline;
 pub mod repair;
+pub mod resilient;
 pub mod resolve;
 pub mod session;
 pub mod store;

@@ -24,6 +24,8 @@ pub struct Resolved {
     pub algo: Algo,
     /// Whether `algo` was typed.
     pub algo_given: bool,
+    /// `resilient ...`: the route's bucket table.
+    pub resilient: Option<crate::grammar::Resilient>,
 }
 
 /// Table name or number to id (exit 1 if unknown).
@@ -135,5 +137,6 @@ pub fn resolve(spec: &RouteSpec) -> Result<Resolved, Failure> {
         },
         algo: spec.algo.unwrap_or_default(),
         algo_given: spec.algo.is_some(),
+        resilient: spec.resilient,
     })
 }

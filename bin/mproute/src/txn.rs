@@ -39,6 +39,8 @@ pub(crate) struct Pending {
     pub(crate) new_private: bool,
     /// LPM entry before the change, to put back if the kernel refuses.
     pub(crate) old_lpm: Option<mpt_bpf::mproute::abi::MptDpRoute>,
+    /// The route's resilient bucket table before the change (boxed: 20 KB).
+    pub(crate) old_res: Option<Box<mpt_bpf::mproute::abi::MptResTable>>,
 }
 
 #[derive(Debug)]
@@ -113,6 +115,11 @@ impl Session {
                     if same_paths(cur, &r, protocol)
                         && old.map(|m| m.algo) == Some(new_state.algo)
                         && old.is_some_and(|m| group_is_route(store.bpf(), m.group, cur))
+                        && crate::resilient::same_params(
+                            store.bpf(),
+                            &crate::store::to_key(&r.key),
+                            r.resilient,
+                        )?
                     {
                         return Ok(Planned::Unchanged(Output::Change(report(
                             false,
@@ -154,7 +161,7 @@ impl Session {
             _ => None,
         };
         // Dataplane maps, before the FIB like the rest of our state.
-        let (group, new_private, old_lpm) =
+        let (group, new_private, old_lpm, old_res) =
             match self.dp_prepare(&r, nh_id, old_state, new_state.algo) {
                 Ok(v) => v,
                 Err(f) => {
@@ -203,18 +210,29 @@ impl Session {
             group,
             new_private,
             old_lpm,
+            old_res,
         }))
     }
 
-    /// Choose the route's dataplane group, write it if needed, and point the LPM entry at it.
-    /// Returns (group, allocated here as private, LPM entry before).
+    /// Choose the route's dataplane group, write it if needed, write (or remove) its resilient
+    /// bucket table, and point the LPM entry at it. Returns (group, allocated here as private,
+    /// LPM entry before, bucket table before).
+    #[allow(clippy::type_complexity)]
     pub(crate) fn dp_prepare(
         &mut self,
         r: &Resolved,
         nh_id: Option<u32>,
         old_state: Option<Managed>,
         algo: Algo,
-    ) -> Result<(u32, bool, Option<mpt_bpf::mproute::abi::MptDpRoute>), Failure> {
+    ) -> Result<
+        (
+            u32,
+            bool,
+            Option<mpt_bpf::mproute::abi::MptDpRoute>,
+            Option<Box<mpt_bpf::mproute::abi::MptResTable>>,
+        ),
+        Failure,
+    > {
         let known = nh_id.is_some_and(|id| self.dp_groups_known.contains(&id));
         let store = self
             .store(false)?
@@ -261,13 +279,30 @@ impl Session {
             .store(false)?
             .ok_or_else(|| Failure::system("dataplane state unavailable"))?;
         let raw = store.bpf();
-        let old = raw
-            .dp_put_route(&key, algo.as_u32() as u8, group)
-            .map_err(ctx)?;
+        // the table before the LPM entry names it (a resilient algorithm without its table
+        // falls back to hash-threshold), removed before an entry that does not
+        let old_res = raw.res_get(&key).map_err(ctx)?.map(Box::new);
+        match r.resilient {
+            Some(p) => {
+                let t = crate::resilient::table_for(raw, &key, &r.nexthops, p)?;
+                raw.res_put(&key, &t).map_err(ctx)?;
+            }
+            None if old_res.is_some() => {
+                raw.res_delete(&key).map_err(ctx)?;
+            }
+            None => {}
+        }
+        let old = match raw.dp_put_route(&key, algo.as_u32() as u8, group) {
+            Ok(o) => o,
+            Err(e) => {
+                let _ = restore_res(raw, &key, old_res.as_deref());
+                return Err(ctx(e));
+            }
+        };
         if let Some(id) = nh_id {
             self.dp_groups_known.insert(id);
         }
-        Ok((group, new_private, old))
+        Ok((group, new_private, old, old_res))
     }
 
     /// After the FIB answered: keep or undo.
@@ -288,9 +323,9 @@ impl Session {
     pub(crate) fn undo(&mut self, p: &Pending) -> Result<(), Failure> {
         if let Some(s) = self.store(false)? {
             s.restore(&p.key, p.old_state)?;
-            let _ = s
-                .bpf()
-                .dp_restore_route(&crate::store::to_key(&p.key), p.old_lpm);
+            let key = crate::store::to_key(&p.key);
+            let _ = restore_res(s.bpf(), &key, p.old_res.as_deref());
+            let _ = s.bpf().dp_restore_route(&key, p.old_lpm);
         }
         if p.new_private {
             // Possibly shared with later lines of a batch: collected at the end if unused.
@@ -531,6 +566,7 @@ pub(crate) fn forget_in(s: &Store, k: &RouteKey, promote: bool) -> Result<(), Fa
         .bpf()
         .dp_delete_route(&crate::store::to_key(k))
         .map_err(ctx)?;
+    s.bpf().res_delete(&crate::store::to_key(k)).map_err(ctx)?;
     // Its group may be shared: finish() removes it once no route uses it.
     if promote && removed.is_some() {
         // A managed route of the same prefix and table with a higher metric was shadowed in
@@ -547,6 +583,18 @@ pub(crate) fn forget_in(s: &Store, k: &RouteKey, promote: bool) -> Result<(), Fa
         }
     }
     Ok(())
+}
+
+/// Put a route's bucket table back as it was (`None`: it had none).
+fn restore_res(
+    raw: &mpt_bpf::mproute::state::RouteState,
+    key: &mpt_bpf::mproute::abi::MptRouteKey,
+    old: Option<&mpt_bpf::mproute::abi::MptResTable>,
+) -> Result<(), mpt_bpf::Error> {
+    match old {
+        Some(t) => raw.res_put(key, t),
+        None => raw.res_delete(key).map(|_| ()),
+    }
 }
 
 /// The dataplane's nexthops (every one usable: a dead link shows up as a failed FIB lookup in

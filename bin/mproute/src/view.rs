@@ -250,6 +250,9 @@ pub struct NexthopRow {
     /// Bytes the dataplane sent this way (with -s).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub bytes: Option<u64>,
+    /// Buckets of a resilient route's table this nexthop holds (with -d).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub buckets: Option<usize>,
 }
 
 /// A route as shown.
@@ -278,8 +281,34 @@ pub struct RouteRow {
     pub enforced_by: Option<String>,
     /// Kernel nexthop object id, if the route references one.
     pub nhid: Option<u32>,
+    /// A resilient route's bucket table (absent for the others).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub resilient: Option<ResilientRow>,
     /// Paths.
     pub nexthops: Vec<NexthopRow>,
+}
+
+/// A resilient route's table, as shown.
+#[derive(Debug, Clone, Copy, Serialize, PartialEq, Eq)]
+pub struct ResilientRow {
+    /// Buckets.
+    pub buckets: u16,
+    /// Seconds a bucket must be idle before a rebalance moves it.
+    pub idle_timer: u32,
+}
+
+/// Fill in a resilient route's table (with `details`: the buckets each nexthop holds).
+pub fn set_resilient(row: &mut RouteRow, t: &mpt_bpf::mproute::abi::MptResTable, details: bool) {
+    row.resilient = Some(ResilientRow {
+        buckets: t.n_buckets,
+        idle_timer: t.idle_timer_s,
+    });
+    if details {
+        let fill = mpt_model::route::resilient::fill(t.buckets(), row.nexthops.len());
+        for (n, f) in row.nexthops.iter_mut().zip(fill) {
+            n.buckets = Some(f);
+        }
+    }
 }
 
 /// iproute2's spelling of a destination.
@@ -318,6 +347,7 @@ impl RouteRow {
             },
             enforced_by: enforced_by.map(str::to_string),
             nhid: r.nh_id,
+            resilient: None,
             nexthops: r
                 .nexthops
                 .iter()
@@ -332,6 +362,7 @@ impl RouteRow {
                     flags: n.flag_names().into_iter().map(String::from).collect(),
                     packets: None,
                     bytes: None,
+                    buckets: None,
                 })
                 .collect(),
         }
@@ -348,6 +379,12 @@ impl RouteRow {
         s.push_str(&format!(" proto {} metric {}", self.protocol, self.metric));
         if let Some(a) = &self.algo {
             s.push_str(&format!(" algo {a}"));
+        }
+        if let Some(r) = &self.resilient {
+            s.push_str(&format!(
+                " resilient buckets {} idle-timer {}",
+                r.buckets, r.idle_timer
+            ));
         }
         if let Some(id) = self.nhid {
             s.push_str(&format!(" nhid {id}"));
@@ -403,6 +440,9 @@ impl TableRow for RouteRow {
                     if let (Some(p), Some(b)) = (n.packets, n.bytes) {
                         s.push_str(&format!(" ({p} pkts, {b} bytes)"));
                     }
+                    if let Some(b) = n.buckets {
+                        s.push_str(&format!(" buckets {b}"));
+                    }
                     for f in &n.flags {
                         s.push(' ');
                         s.push_str(f);
@@ -417,7 +457,11 @@ impl TableRow for RouteRow {
             names::table_name(self.table),
             self.metric.to_string(),
             self.protocol.clone(),
-            self.algo.clone().unwrap_or_else(|| "-".into()),
+            match (&self.algo, &self.resilient) {
+                (Some(a), Some(r)) => format!("{a} resilient/{}", r.buckets),
+                (Some(a), None) => a.clone(),
+                (None, _) => "-".into(),
+            },
             self.enforced_by.clone().unwrap_or_else(|| "-".into()),
             nhs,
         ]
@@ -471,6 +515,9 @@ pub struct GetRow {
     pub hash: Option<u32>,
     /// Index of the chosen nexthop (hash algorithms only; the others choose per packet).
     pub index: Option<usize>,
+    /// A resilient route's bucket for the flow (absent otherwise).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bucket: Option<usize>,
     /// The chosen nexthop (hash algorithms only).
     pub nexthop: Option<NexthopRow>,
     /// Every nexthop of the route.
@@ -501,6 +548,7 @@ impl GetRow {
                 flags: Vec::new(),
                 packets: None,
                 bytes: None,
+                buckets: None,
             })
             .collect();
         GetRow {
@@ -511,6 +559,7 @@ impl GetRow {
             algo: algo.name().to_string(),
             hash,
             index,
+            bucket: None,
             nexthop: index.and_then(|i| rows.get(i).cloned()),
             nexthops: rows,
             enforced_by: enforced_by.to_string(),
@@ -559,8 +608,11 @@ impl TableRow for GetRow {
             self.addr.clone(),
             self.dst.clone(),
             self.algo.clone(),
-            self.hash
-                .map_or_else(|| "-".into(), |h| format!("{h:#010x}")),
+            match (self.hash, self.bucket) {
+                (Some(h), Some(b)) => format!("{h:#010x} bucket {b}"),
+                (Some(h), None) => format!("{h:#010x}"),
+                _ => "-".into(),
+            },
             nh,
             self.enforced_by.clone(),
         ]

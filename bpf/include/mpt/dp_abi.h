@@ -36,6 +36,19 @@
  */
 #define MPT_STATS_SLOTS 256
 
+/*
+ * mpt_dp_route.algo of a resilient route: the hash's bucket in the route's
+ * mpt_res table names the nexthop (mpt_route_val.algo stays MPT_ALGO_L3_HASH
+ * or MPT_ALGO_L4_HASH: these two values are the dataplane's only).
+ */
+#define MPT_DP_ALGO_L3_RES 6
+#define MPT_DP_ALGO_L4_RES 7
+
+/* Most buckets of a resilient table (mpt_model::route::resilient::MAX_BUCKETS). */
+#define MPT_MAX_BUCKETS 4096
+/* max_entries of mpt_res (one table per resilient route). */
+#define MPT_MAX_RES_ROUTES (1 << 16)
+
 /* mpt_nh.flags */
 #define MPT_NH_F_ONLINK 0x04 /* RTNH_F_ONLINK */
 
@@ -107,6 +120,22 @@ struct mpt_group {
 	struct mpt_nh nh[MPT_MAX_NH];
 };
 
+/*
+ * Value of mpt_res (key: struct mpt_route_key): a resilient route's bucket
+ * table. A flow's bucket is (hash31 * n_buckets) >> 31; nh[bucket] is an
+ * index into the route's mpt_group. The dataplane writes used_s[bucket], the
+ * coarse monotonic clock in seconds (CLOCK_MONOTONIC_COARSE) of the bucket's
+ * last packet (0: never), which user space reads to move only buckets idle
+ * for idle_timer_s when it rebalances.
+ */
+struct mpt_res_table {
+	__u16 n_buckets;                /* 1..MPT_MAX_BUCKETS */
+	__u16 reserved;
+	__u32 idle_timer_s;             /* seconds */
+	__u8 nh[MPT_MAX_BUCKETS];       /* bucket -> nexthop index */
+	__u32 used_s[MPT_MAX_BUCKETS];  /* bucket -> last use, seconds */
+};
+
 struct mpt_counter {
 	__u64 packets;
 	__u64 bytes;
@@ -176,6 +205,10 @@ MPT__ABI_ASSERT(MPT__OFF(mpt_nh, family) == 15, "mpt_nh.family");
 MPT__ABI_ASSERT(MPT__OFF(mpt_nh, gw) == 16, "mpt_nh.gw");
 MPT__ABI_ASSERT(sizeof(struct mpt_group) == 8 + 32 * MPT_MAX_NH, "sizeof(struct mpt_group)");
 MPT__ABI_ASSERT(MPT__OFF(mpt_group, nh) == 8, "mpt_group.nh");
+MPT__ABI_ASSERT(sizeof(struct mpt_res_table) == 8 + 5 * MPT_MAX_BUCKETS, "sizeof(struct mpt_res_table)");
+MPT__ABI_ASSERT(MPT__OFF(mpt_res_table, idle_timer_s) == 4, "mpt_res_table.idle_timer_s");
+MPT__ABI_ASSERT(MPT__OFF(mpt_res_table, nh) == 8, "mpt_res_table.nh");
+MPT__ABI_ASSERT(MPT__OFF(mpt_res_table, used_s) == 8 + MPT_MAX_BUCKETS, "mpt_res_table.used_s");
 MPT__ABI_ASSERT(sizeof(struct mpt_counter) == 16, "sizeof(struct mpt_counter)");
 MPT__ABI_ASSERT(sizeof(struct mpt_route_stats) == 16 * (1 + MPT_MAX_NH), "sizeof(struct mpt_route_stats)");
 MPT__ABI_ASSERT(sizeof(struct mpt_pcpu_state) == 8 + 4 * MPT_MAX_NH, "sizeof(struct mpt_pcpu_state)");

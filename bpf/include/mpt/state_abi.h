@@ -28,7 +28,7 @@
 #endif
 
 /* Bump on ANY layout or semantic change of the structs below. */
-#define MPT_ABI_VERSION 7
+#define MPT_ABI_VERSION 8
 
 /* max_entries of the mpt_routes hash map. */
 #define MPT_MAX_ROUTES (1 << 20)

@@ -88,10 +88,17 @@ impl fmt::Display for Error {
                 if !what.is_empty() {
                     write!(f, "{what}: ")?;
                 }
-                write!(
-                    f,
-                    "the namespace's {suite} state has ABI version {found}, this {suite} has {ours}"
-                )
+                if found == ours {
+                    write!(
+                        f,
+                        "the namespace's {suite} state (ABI version {found}) lacks maps this {suite} needs: another build of this version made it"
+                    )
+                } else {
+                    write!(
+                        f,
+                        "the namespace's {suite} state has ABI version {found}, this {suite} has {ours}"
+                    )
+                }
             }
             ErrorKind::Untrusted(why) => write!(f, "{what}: {why}"),
             ErrorKind::System(e) if what.is_empty() => write!(f, "{e}"),

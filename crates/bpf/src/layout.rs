@@ -53,6 +53,14 @@ pub(crate) fn read_array<T: AbiStruct, const N: usize>(b: &[u8], off: usize) -> 
     Some(out)
 }
 
+pub(crate) fn read_u32s<const N: usize>(b: &[u8], off: usize) -> Option<[u32; N]> {
+    let mut out = [0u32; N];
+    for (i, slot) in out.iter_mut().enumerate() {
+        *slot = u32::from_ne_bytes(field(b, off.checked_add(i.checked_mul(4)?)?)?);
+    }
+    Some(out)
+}
+
 pub(crate) fn read_i32s<const N: usize>(b: &[u8], off: usize) -> Option<[i32; N]> {
     let mut out = [0i32; N];
     for (i, slot) in out.iter_mut().enumerate() {
@@ -104,6 +112,7 @@ macro_rules! impl_bytes {
     (@read struct, $b:expr, $off:expr) => { $crate::layout::read_struct($b, $off)? };
     (@read array, $b:expr, $off:expr) => { $crate::layout::read_array($b, $off)? };
     (@read i32s, $b:expr, $off:expr) => { $crate::layout::read_i32s($b, $off)? };
+    (@read u32s, $b:expr, $off:expr) => { $crate::layout::read_u32s($b, $off)? };
     (@read $int:ty, $b:expr, $off:expr) => { <$int>::from_ne_bytes($crate::layout::field($b, $off)?) };
 }
 

@@ -389,6 +389,14 @@ fn map_definitions_match_abi() {
             flags: BPF_F_NO_PREALLOC,
         },
         MapDef {
+            name: "mpt_res",
+            ty: MapType::Hash,
+            key_size: MptRouteKey::SIZE,
+            value_size: abi::MptResTable::SIZE,
+            max_entries: abi::MAX_RES_ROUTES,
+            flags: BPF_F_NO_PREALLOC,
+        },
+        MapDef {
             name: "mpt_slot_stats",
             ty: MapType::PercpuArray,
             key_size: u32_size,

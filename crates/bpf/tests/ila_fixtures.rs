@@ -496,7 +496,7 @@ fn translation_matches_the_model_in_every_mode() {
                     ident_type: IdentType::UseFormat,
                 };
                 let sir_prefix =
-                    Ipv6Net::new(Ipv6Addr::from(sir.put(Ipv6Addr::UNSPECIFIED)), 64).expect("/64");
+                    Ipv6Net::new(sir.put(Ipv6Addr::UNSPECIFIED), 64).expect("/64");
                 let out_route = RouteSpec {
                     dst: sir_prefix,
                     locator: ila,
@@ -582,11 +582,8 @@ fn check_checksum(
                 bad.push(format!("[{p:?}] {mode:?}: a UDP checksum of 0 was changed"));
             }
         }
-        _ if mode == CsumMode::NoAction || !acts => {
-            if !ok {
-                *broken += 1;
-            }
-        }
+        _ if (mode == CsumMode::NoAction || !acts) && !ok => *broken += 1,
+        _ if mode == CsumMode::NoAction || !acts => {}
         _ if !ok => bad.push(format!(
             "[{p:?}] {mode:?} {l4:?}: transport checksum wrong after translation: {}",
             hex(out)

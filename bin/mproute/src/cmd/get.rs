@@ -29,6 +29,20 @@ pub fn run(s: &mut Session, g: &GetSpec) -> Result<Output, Failure> {
         .map_err(ctx)?
         .ok_or_else(|| Failure::system(format!("{what}: the route has no nexthop group")))?;
     let seed = raw.meta().map_err(ctx)?.hash_seed;
+    let resilient = matches!(
+        rt.algo,
+        mpt_bpf::mproute::abi::DP_ALGO_L3_RES | mpt_bpf::mproute::abi::DP_ALGO_L4_RES
+    );
+    let algo = match rt.algo {
+        mpt_bpf::mproute::abi::DP_ALGO_L3_RES => Algo::L3Hash,
+        mpt_bpf::mproute::abi::DP_ALGO_L4_RES => Algo::L4Hash,
+        a => Algo::from_u32(u32::from(a)).unwrap_or_default(),
+    };
+    let table = if resilient {
+        raw.res_get(&rt.id).map_err(ctx)?
+    } else {
+        None
+    };
     let key = crate::store::from_key(&rt.id)
         .ok_or_else(|| Failure::system(format!("{what}: unreadable route key")))?;
     // (the flag is kept by verifications, which run while a dataplane is attached)
@@ -41,7 +55,6 @@ pub fn run(s: &mut Session, g: &GetSpec) -> Result<Output, Failure> {
         .hint("\"mproute sync\" takes its nexthops from the FIB or forgets it"));
     }
     let enforced = s.route_enforced_by(enforced, &key)?;
-    let algo = Algo::from_u32(u32::from(rt.algo)).unwrap_or_default();
     let src = g.src.unwrap_or(match g.dst {
         std::net::IpAddr::V4(_) => std::net::IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED),
         std::net::IpAddr::V6(_) => std::net::IpAddr::V6(std::net::Ipv6Addr::UNSPECIFIED),
@@ -49,12 +62,26 @@ pub fn run(s: &mut Session, g: &GetSpec) -> Result<Output, Failure> {
     let fk = mpt_model::hash::FlowKey::from_addrs(src, g.dst, g.proto, g.sport, g.dport)
         .ok_or_else(|| Failure::usage(format!("{what}: source and destination families differ")))?;
     let hash_algo = matches!(algo, Algo::L3Hash | Algo::L4Hash);
+    let mut bucket = None;
     let nhs = group.nexthops();
     let (hash, index) = if hash_algo {
         let l4 = algo == Algo::L4Hash && mpt_model::hash::is_l4_proto(g.proto);
         let h = mpt_model::hash::flow_hash(&fk, l4, seed);
         let bounds: Vec<i32> = nhs.iter().map(|n| n.upper_bound).collect();
-        (Some(h), mpt_model::route::threshold::select(h, &bounds))
+        let by_threshold = mpt_model::route::threshold::select(h, &bounds);
+        // as the dataplane's mpt_pick_bucket: the bucket's nexthop if it is usable
+        let idx = match &table {
+            Some(t) if t.n_buckets > 0 => {
+                let b = mpt_model::route::resilient::bucket_of(h, t.n_buckets);
+                bucket = Some(b);
+                t.nh.get(b)
+                    .map(|i| usize::from(*i))
+                    .filter(|i| nhs.get(*i).is_some_and(|n| n.upper_bound >= 0))
+                    .or(by_threshold)
+            }
+            _ => by_threshold,
+        };
+        (Some(h), idx)
     } else {
         (None, None)
     };
@@ -62,6 +89,7 @@ pub fn run(s: &mut Session, g: &GetSpec) -> Result<Output, Failure> {
     let mut ifname = |i: u32| mpt_sys::iface::name(i);
     let mut row =
         crate::view::GetRow::new(g.dst, &key, algo, hash, index, &nhs, enforced, &mut ifname);
+    row.bucket = bucket;
     // The kernel's flags of each path (dead, linkdown): a packet for a dead nexthop is
     // handed to the kernel, which forwards it by a live one.
     if let Some(r) = s.find(&key)? {

@@ -60,6 +60,17 @@ pub fn run(s: &mut Session, f: &ShowSpec) -> Result<Output, Failure> {
                 None
             };
             let mut row = RouteRow::new(&r, is_managed, by, &mut ifname);
+            if is_managed {
+                if let Some(st) = s.store(false)? {
+                    let t = st
+                        .bpf()
+                        .res_get(&crate::store::to_key(&r.key))
+                        .map_err(|e| crate::store::fail("read the dataplane's tables", e))?;
+                    if let Some(t) = t {
+                        crate::view::set_resilient(&mut row, &t, s.opts.details);
+                    }
+                }
+            }
             if s.opts.stats && m.is_some() {
                 if let Some(s) = s.store(false)? {
                     let st = s

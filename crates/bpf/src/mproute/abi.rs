@@ -21,7 +21,7 @@ use crate::layout::{assert_layout, impl_bytes};
 use crate::skel::mproute::state::types as btf;
 
 /// `MPT_ABI_VERSION`: layout version of every struct in this module.
-pub const ABI_VERSION: u32 = 7;
+pub const ABI_VERSION: u32 = 8;
 /// `MPT_MAX_ROUTES`: `max_entries` of the `mpt_routes` map.
 pub const MAX_ROUTES: u32 = 1 << 20;
 
@@ -196,6 +196,52 @@ pub struct MptGroup {
     pub total_weight: u32,
     /// The nexthops.
     pub nh: [MptNh; MAX_NH],
+}
+
+/// `MPT_DP_ALGO_L3_RES`: [`MptDpRoute::algo`] of a resilient l3-hash route.
+pub const DP_ALGO_L3_RES: u8 = 6;
+/// `MPT_DP_ALGO_L4_RES`: [`MptDpRoute::algo`] of a resilient l4-hash route.
+pub const DP_ALGO_L4_RES: u8 = 7;
+/// `MPT_MAX_BUCKETS`: most buckets of a resilient table.
+pub const MAX_BUCKETS: usize = 4096;
+/// `MPT_MAX_RES_ROUTES`: `max_entries` of `mpt_res`.
+pub const MAX_RES_ROUTES: u32 = 1 << 16;
+
+/// `struct mpt_res_table`: value of `mpt_res` (key: [`MptRouteKey`]), a resilient route's
+/// bucket table. Only the first `n_buckets` entries of `nh` and `used_s` are meaningful.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct MptResTable {
+    /// Buckets, 1..=[`MAX_BUCKETS`].
+    pub n_buckets: u16,
+    /// Zero.
+    pub reserved: u16,
+    /// Seconds a bucket must be idle before a rebalance moves it.
+    pub idle_timer_s: u32,
+    /// Bucket -> index into the route's [`MptGroup::nh`].
+    pub nh: [u8; MAX_BUCKETS],
+    /// Bucket -> CLOCK_MONOTONIC_COARSE second of its last packet (0: never), written by the
+    /// dataplane.
+    pub used_s: [u32; MAX_BUCKETS],
+}
+
+impl Default for MptResTable {
+    fn default() -> Self {
+        Self {
+            n_buckets: 0,
+            reserved: 0,
+            idle_timer_s: 0,
+            nh: [0; MAX_BUCKETS],
+            used_s: [0; MAX_BUCKETS],
+        }
+    }
+}
+
+impl MptResTable {
+    /// The meaningful part of `nh`.
+    pub fn buckets(&self) -> &[u8] {
+        &self.nh[..usize::from(self.n_buckets).min(MAX_BUCKETS)]
+    }
 }
 
 /// `struct mpt_counter`: a packet and byte counter.
@@ -408,6 +454,13 @@ assert_layout!(MptGroup, btf::mpt_group, 8 + 32 * MAX_NH, {
     total_weight: u32 = 4,
     nh: [MptNh; MAX_NH] = 8,
 });
+assert_layout!(MptResTable, btf::mpt_res_table, 8 + 5 * MAX_BUCKETS, {
+    n_buckets: u16 = 0,
+    reserved: u16 = 2,
+    idle_timer_s: u32 = 4,
+    nh: [u8; MAX_BUCKETS] = 8,
+    used_s: [u32; MAX_BUCKETS] = 8 + MAX_BUCKETS,
+});
 assert_layout!(MptCounter, btf::mpt_counter, 16, {
     packets: u64 = 0,
     bytes: u64 = 8,
@@ -492,6 +545,13 @@ impl_bytes!(MptNh {
     flags: u8,
     family: u8,
     gw: bytes,
+});
+impl_bytes!(MptResTable {
+    n_buckets: u16,
+    reserved: u16,
+    idle_timer_s: u32,
+    nh: bytes,
+    used_s: u32s,
 });
 impl_bytes!(MptGroup {
     nh_count: u32,

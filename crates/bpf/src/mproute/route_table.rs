@@ -16,12 +16,14 @@
 //! route gets a private group with an id of [`PRIVATE_GROUP_BASE`] or above, deleted with it.
 
 use std::net::IpAddr;
+use std::sync::atomic::Ordering;
 
 use libbpf_rs::{MapCore, MapFlags};
 
 use super::abi::{
-    MptDpRoute, MptGroup, MptLpm4Key, MptLpm6Key, MptNh, MptRouteKey, MptRouteStats, AF_INET,
-    AF_INET6, DPR_F_DRIFT, DPR_F_FOREIGN, DPR_F_VERIFIED, MAX_NH, STATS_SLOTS,
+    MptDpRoute, MptGroup, MptLpm4Key, MptLpm6Key, MptNh, MptResTable, MptRouteKey, MptRouteStats,
+    AF_INET, AF_INET6, ALGO_L3_HASH, ALGO_L4_HASH, DPR_F_DRIFT, DPR_F_FOREIGN, DPR_F_VERIFIED,
+    DP_ALGO_L3_RES, DP_ALGO_L4_RES, MAX_NH, STATS_SLOTS,
 };
 use super::state::RouteState;
 use crate::error::Error;
@@ -230,14 +232,78 @@ impl RouteState {
             .and_then(|v| MptDpRoute::from_bytes(&v)))
     }
 
+    /// The resilient bucket table of a route, if it has one.
+    pub fn res_get(&self, key: &MptRouteKey) -> Result<Option<MptResTable>, Error> {
+        if self.res_known_empty()? {
+            return Ok(None);
+        }
+        Ok(self
+            .map("mpt_res")?
+            .lookup(key.as_bytes(), MapFlags::ANY)
+            .map_err(bpf("read mpt_res"))?
+            .and_then(|v| MptResTable::from_bytes(&v)))
+    }
+
+    /// Write a route's bucket table (before its LPM entry names a resilient algorithm).
+    pub fn res_put(&self, key: &MptRouteKey, t: &MptResTable) -> Result<(), Error> {
+        self.map("mpt_res")?
+            .update(key.as_bytes(), t.as_bytes(), MapFlags::ANY)
+            .map_err(bpf("write mpt_res"))?;
+        self.res_any.store(2, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// Remove a route's bucket table (after its LPM entry stopped naming it); `true` if it had one.
+    pub fn res_delete(&self, key: &MptRouteKey) -> Result<bool, Error> {
+        if self.res_known_empty()? {
+            return Ok(false);
+        }
+        match self.map("mpt_res")?.delete(key.as_bytes()) {
+            Ok(()) => Ok(true),
+            Err(e) if e.kind() == libbpf_rs::ErrorKind::NotFound => Ok(false),
+            Err(e) => Err(bpf("delete from mpt_res")(e)),
+        }
+    }
+
+    /// Whether `mpt_res` is known to be empty (read once per process, kept up to date by
+    /// [`RouteState::res_put`]).
+    fn res_known_empty(&self) -> Result<bool, Error> {
+        match self.res_any.load(Ordering::Relaxed) {
+            1 => Ok(true),
+            2 => Ok(false),
+            _ => {
+                let any = self.map("mpt_res")?.keys().next().is_some();
+                self.res_any
+                    .store(if any { 2 } else { 1 }, Ordering::Relaxed);
+                Ok(!any)
+            }
+        }
+    }
+
+    /// The LPM entry's algorithm for a route whose state says `algo`: the resilient variant of
+    /// a hash algorithm for a route with a bucket table.
+    fn dp_algo(&self, key: &MptRouteKey, algo: u8) -> Result<u8, Error> {
+        if !matches!(algo, ALGO_L3_HASH | ALGO_L4_HASH) || self.res_get(key)?.is_none() {
+            return Ok(algo);
+        }
+        Ok(if algo == ALGO_L4_HASH {
+            DP_ALGO_L4_RES
+        } else {
+            DP_ALGO_L3_RES
+        })
+    }
+
     /// Point the prefix/table at `group` with `algo`, unless a managed route with a lower metric
-    /// already holds it (the FIB prefers that one). Returns what was there before.
+    /// already holds it (the FIB prefers that one). Returns what was there before. A route with
+    /// a bucket table ([`RouteState::res_put`], written first) gets the resilient variant of
+    /// its hash algorithm.
     pub fn dp_put_route(
         &self,
         key: &MptRouteKey,
         algo: u8,
         group: u32,
     ) -> Result<Option<MptDpRoute>, Error> {
+        let algo = self.dp_algo(key, algo)?;
         let l = Lpm::of(key);
         let map = self.map(l.map_name())?;
         let old = self.dp_get_route(key)?;

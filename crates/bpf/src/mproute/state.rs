@@ -23,6 +23,7 @@ pub const STATE_MAPS: &[&str] = &[
     "mpt_lpm6",
     "mpt_groups",
     "mpt_stats",
+    "mpt_res",
     "mpt_slot_stats",
     "mpt_pcpu",
     "mpt_reasons",
@@ -54,6 +55,9 @@ pub struct RouteState {
     /// Which `mpt_slot_stats` slots are taken, as recorded in slot 0 (see `route_table.rs`):
     /// read on first use, written through (commands hold the namespace lock while they write).
     pub(crate) slots: std::sync::Mutex<Option<Vec<bool>>>,
+    /// Whether `mpt_res` holds any table: 0 not read yet, 1 none, 2 some (so that a bulk
+    /// install of plain routes never looks for tables).
+    pub(crate) res_any: std::sync::atomic::AtomicU8,
 }
 
 /// Load the anchor object, reusing the pins of `pins` or initialising `mpt_meta` for `cookie`.
@@ -102,6 +106,7 @@ impl RouteState {
             meta,
             routes,
             slots: std::sync::Mutex::new(None),
+            res_any: std::sync::atomic::AtomicU8::new(0),
         }))
     }
 
