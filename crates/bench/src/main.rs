@@ -8,6 +8,7 @@
 //! - `forward`: packets per second and TCP throughput through a router namespace over veth, the
 //!   kernel's forwarding against mproute's XDP and tc dataplane.
 
+mod disrupt;
 mod forward;
 mod ila;
 mod routes;
@@ -47,6 +48,14 @@ enum What {
         /// Runs per program.
         #[arg(long, default_value_t = 5)]
         runs: u32,
+    },
+    /// Flows moved when a route's nexthops change (one of 16 removed, one added, one unusable)
+    /// and the balance over 8, hash-threshold against a resilient table, on the dataplane
+    /// (BPF_PROG_TEST_RUN) beside the model's prediction.
+    Disrupt {
+        /// Random UDP flows.
+        #[arg(long, default_value_t = 65_536)]
+        flows: usize,
     },
     /// Request/response transactions between two namespaces through ila's BPF translator,
     /// against the same topology addressed directly and with no programs, interleaved.
@@ -113,6 +122,7 @@ fn run(what: What) -> Result<bool> {
     match what {
         What::Routes { count, runs } => routes::run(count, runs).map(|()| true),
         What::Select { repeat, runs } => select::run(repeat, runs),
+        What::Disrupt { flows } => disrupt::run(flows),
         What::Ila {
             seconds,
             runs,

@@ -96,15 +96,21 @@ const LINKS: [(&str, &str, &str); 3] = [
 /// A veth pair, left down, that holds an XDP attachment of each program (see `measure`).
 const PARK: (&str, &str) = ("park0", "park1");
 
-/// Gateway `i`: 10.1.0.11..14 on e0, 10.2.0.11..14 on e1.
+/// Gateway `i` of `n`: the first half on e0 (10.1.0.11, ...), the rest on e1 (10.2.0.11, ...).
+pub(crate) fn gateway_of(i: usize, n: usize) -> (Ipv4Addr, &'static str) {
+    let half = n.div_ceil(2);
+    let dev = if i < half { "e0" } else { "e1" };
+    let net = if i < half { 1 } else { 2 };
+    (Ipv4Addr::new(10, net, 0, 11 + (i % half) as u8), dev)
+}
+
+/// Gateway `i` of this benchmark's [`NH`].
 fn gateway(i: usize) -> (Ipv4Addr, &'static str) {
-    let dev = if i < NH / 2 { "e0" } else { "e1" };
-    let net = if i < NH / 2 { 1 } else { 2 };
-    (Ipv4Addr::new(10, net, 0, 11 + (i % (NH / 2)) as u8), dev)
+    gateway_of(i, NH)
 }
 
 /// Gateway `i`'s permanent MAC: 02:6d:70:67:77:0<i+1>.
-fn gateway_mac(i: usize) -> [u8; 6] {
+pub(crate) fn gateway_mac(i: usize) -> [u8; 6] {
     [0x02, 0x6d, 0x70, 0x67, 0x77, 1 + i as u8]
 }
 
@@ -115,7 +121,7 @@ fn mac_str(m: &[u8; 6]) -> String {
         .join(":")
 }
 
-fn abi_algo(a: Algo) -> u8 {
+pub(crate) fn abi_algo(a: Algo) -> u8 {
     match a {
         Algo::L3Hash => abi::ALGO_L3_HASH,
         Algo::L4Hash => abi::ALGO_L4_HASH,
@@ -127,7 +133,7 @@ fn abi_algo(a: Algo) -> u8 {
 }
 
 /// Random flow fields from the test kit's PRNG.
-trait FlowFields {
+pub(crate) trait FlowFields {
     fn addr(&mut self) -> Ipv4Addr;
     fn port(&mut self) -> u16;
 }
@@ -156,15 +162,15 @@ impl FlowFields for XorShift64 {
 
 /// A UDP flow of the balance test.
 #[derive(Debug, Clone, Copy)]
-struct Flow {
-    src: Ipv4Addr,
-    dst: Ipv4Addr,
-    sport: u16,
-    dport: u16,
+pub(crate) struct Flow {
+    pub(crate) src: Ipv4Addr,
+    pub(crate) dst: Ipv4Addr,
+    pub(crate) sport: u16,
+    pub(crate) dport: u16,
 }
 
 impl Flow {
-    fn key(&self) -> FlowKey {
+    pub(crate) fn key(&self) -> FlowKey {
         let mut src = [0u8; 16];
         let mut dst = [0u8; 16];
         src[..4].copy_from_slice(&self.src.octets());
@@ -180,7 +186,7 @@ impl Flow {
     }
 }
 
-fn random_flows(n: usize) -> Vec<Flow> {
+pub(crate) fn random_flows(n: usize) -> Vec<Flow> {
     let mut rng = XorShift64(0x6d70_7274_7365_6c31);
     (0..n)
         .map(|_| Flow {
@@ -197,7 +203,7 @@ pub use mpt_testkit::packet::inet_csum as ip_checksum;
 
 /// A 64-byte Ethernet + IPv4 + UDP frame with a valid UDP checksum (which the XDP dataplane
 /// verifies, as it must for every packet it redirects).
-fn udp_frame(f: &Flow, ttl: u8) -> [u8; FRAME] {
+pub(crate) fn udp_frame(f: &Flow, ttl: u8) -> [u8; FRAME] {
     let mut p = [0u8; FRAME];
     p[0..6].copy_from_slice(&[0x02, 0, 0, 0, 0, 0x01]);
     p[6..12].copy_from_slice(&[0x02, 0, 0, 0, 0, 0x02]);
@@ -231,7 +237,7 @@ fn udp_frame(f: &Flow, ttl: u8) -> [u8; FRAME] {
 }
 
 /// One `BPF_PROG_TEST_RUN` of an XDP program: (return code, kernel ns per repetition, frame out).
-fn test_run(
+pub(crate) fn test_run(
     prog: &ProgramMut<'_>,
     frame: &[u8; FRAME],
     ingress: u32,
@@ -312,7 +318,7 @@ fn put_route(
     .context("write mpt_lpm4")
 }
 
-fn route_id(net: [u8; 4], len: u8) -> MptRouteKey {
+pub(crate) fn route_id(net: [u8; 4], len: u8) -> MptRouteKey {
     let mut dst_be = [0u8; 16];
     dst_be[..4].copy_from_slice(&net);
     MptRouteKey {
@@ -341,7 +347,7 @@ fn nh_packets(stats: &impl MapCore, id: &MptRouteKey) -> Result<[u64; NH]> {
 }
 
 /// The largest share over the average share.
-fn max_over_avg(counts: &[u64]) -> f64 {
+pub(crate) fn max_over_avg(counts: &[u64]) -> f64 {
     let total: u64 = counts.iter().sum();
     let max = counts.iter().copied().max().unwrap_or(0);
     if total == 0 {
@@ -351,7 +357,7 @@ fn max_over_avg(counts: &[u64]) -> f64 {
 }
 
 /// The namespace's devices by name: ifindex.
-fn ifindexes(ns: &str) -> Result<HashMap<String, u32>> {
+pub(crate) fn ifindexes(ns: &str) -> Result<HashMap<String, u32>> {
     let out = support::ip(["-n", ns, "-j", "link", "show"])?;
     let v: serde_json::Value = serde_json::from_str(&out).context("ip -j link: not JSON")?;
     let mut m = HashMap::new();
@@ -372,6 +378,11 @@ use crate::support::sysctl;
 /// kernel multipath routes (the timing prefix and a default route for the balance flows), all
 /// over the same 8 gateways. Returns the devices' ifindexes.
 fn topology(ns: &str) -> Result<HashMap<String, u32>> {
+    topology_of(ns, NH)
+}
+
+/// [`topology`] with `n` gateways ([`gateway_of`]).
+pub(crate) fn topology_of(ns: &str, n: usize) -> Result<HashMap<String, u32>> {
     for (dev, peer, addr) in LINKS {
         support::ip([
             "-n", ns, "link", "add", dev, "type", "veth", "peer", "name", peer,
@@ -389,8 +400,8 @@ fn topology(ns: &str) -> Result<HashMap<String, u32>> {
     // The plain forwarder passes the ports: let the kernel's multipath hash use them.
     sysctl(ns, "net.ipv4.fib_multipath_hash_policy=1")?;
     let mut nexthops: Vec<String> = Vec::new();
-    for i in 0..NH {
-        let (gw, dev) = gateway(i);
+    for i in 0..n {
+        let (gw, dev) = gateway_of(i, n);
         let (gw, mac) = (gw.to_string(), mac_str(&gateway_mac(i)));
         support::ip([
             "-n",
@@ -629,7 +640,7 @@ fn measure(ifx: &HashMap<String, u32>, repeat: u64, runs: u32) -> Result<Results
 }
 
 /// Runs [`measure`] on a thread that has entered `ns` (network namespace only).
-fn in_netns<T: Send>(ns: &str, f: impl FnOnce() -> Result<T> + Send) -> Result<T> {
+pub(crate) fn in_netns<T: Send>(ns: &str, f: impl FnOnce() -> Result<T> + Send) -> Result<T> {
     std::thread::scope(|s| {
         let h = s.spawn(move || -> Result<T> {
             let path = format!("/run/netns/{ns}");

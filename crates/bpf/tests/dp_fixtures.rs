@@ -49,7 +49,7 @@ use libbpf_rs::{MapCore, MapFlags, OpenObject, ProgramInput};
 use mpt_bpf::mproute::abi::{
     sum_percpu_u64, MptDpRoute, MptGroup, MptLpm4Key, MptLpm6Key, MptMeta, MptRouteKey,
     MptRouteStats, Reason, AF_INET, AF_INET6, ALGO_DRR, ALGO_L3_HASH, ALGO_L4_HASH,
-    ALGO_PER_PACKET, ALGO_RANDOM, ALGO_WRANDOM, R_MAX,
+    ALGO_PER_PACKET, ALGO_RANDOM, ALGO_WRANDOM, DP_ALGO_L3_RES, DP_ALGO_L4_RES, R_MAX,
 };
 use mpt_bpf::mproute::route_table::{build_group, DpNexthop};
 use mpt_bpf::skel::mproute::dp::{types, DpSkel, DpSkelBuilder};
@@ -241,6 +241,9 @@ const G6_E3: u32 = 15;
 const G6_DEV: u32 = 16;
 /// A nexthop on e1 whose gateway (10.2.0.2) is on e2's subnet: unreachable through its device.
 const G4_BADGW: u32 = 17;
+/// Four nexthops on four devices (resilient tables), and the same with e2's unusable.
+const G4_RES: u32 = 18;
+const G4_RES_DEAD: u32 = 19;
 /// Referenced by routes, never written.
 const G4_MISSING: u32 = 999;
 const G6_MISSING: u32 = 998;
@@ -325,6 +328,24 @@ fn groups() -> Vec<GroupSpec> {
         g(G6_E3, &[("e3", "2001:db8:3::2", 1, true)]),
         g(G6_DEV, &[("e1", "", 1, true), ("e2", "", 1, true)]),
         g(G4_BADGW, &[("e1", "10.2.0.2", 1, true)]),
+        g(
+            G4_RES,
+            &[
+                ("e1", "10.1.0.2", 1, true),
+                ("e2", "10.2.0.2", 1, true),
+                ("e4", "10.4.0.2", 1, true),
+                ("e5", "10.5.0.2", 1, true),
+            ],
+        ),
+        g(
+            G4_RES_DEAD,
+            &[
+                ("e1", "10.1.0.2", 1, true),
+                ("e2", "10.2.0.2", 1, false),
+                ("e4", "10.4.0.2", 1, true),
+                ("e5", "10.5.0.2", 1, true),
+            ],
+        ),
     ]
 }
 
@@ -380,6 +401,11 @@ const ROUTES: &[RouteSpec] = &[
     rt("100.65.32.0/24", ALGO_L3_HASH, G4_32),
     rt("100.65.33.0/24", ALGO_PER_PACKET, G4_32),
     rt("100.65.40.0/24", ALGO_L3_HASH, G4_BADGW),
+    rt("100.66.0.0/24", DP_ALGO_L4_RES, G4_RES),
+    rt("100.66.1.0/24", DP_ALGO_L3_RES, G4_RES),
+    rt("100.66.2.0/24", DP_ALGO_L4_RES, G4_RES_DEAD),
+    // resilient, but no table written: hash-threshold
+    rt("100.66.3.0/24", DP_ALGO_L4_RES, G4_RES),
 ];
 
 // ---- namespace ----------------------------------------------------------------------------
@@ -2764,6 +2790,108 @@ fn a_counter_slot_takes_the_routes_counts() {
                 hashed.route.packets + 8,
                 "[{hook:?}] counted in mpt_stats"
             );
+        }
+    });
+}
+
+// ---- fixtures: resilient bucket tables ------------------------------------------------------
+
+/// A resilient route's flow goes where its bucket (`bucket_of` of the flow hash) points, for
+/// any table (here one laid out against hash-threshold's order); the bucket's last use is
+/// stamped with the coarse monotonic clock; a bucket whose nexthop is unusable falls back to
+/// hash-threshold over the usable ones, the others keep theirs; a route without a table is
+/// hash-threshold.
+#[test]
+fn resilient_buckets_choose_as_the_model_says() {
+    use mpt_bpf::mproute::abi::MptResTable;
+    use mpt_model::route::resilient::{bucket_of, rebalance};
+    with_fixture(|fx| {
+        const N: u16 = 64;
+        // reversed: bucket b of the fresh table's nexthop 3 - i
+        let fresh = rebalance(&[], &[], &[1; 4], N);
+        let mut t = MptResTable {
+            n_buckets: N,
+            idle_timer_s: 120,
+            ..MptResTable::default()
+        };
+        for (b, i) in fresh.iter().enumerate() {
+            t.nh[b] = 3 - *i;
+        }
+        for prefix in ["100.66.0.0/24", "100.66.1.0/24", "100.66.2.0/24"] {
+            let id = fx.routes[prefix];
+            fx.skel
+                .maps
+                .mpt_res
+                .update(id.as_bytes(), t.as_bytes(), MapFlags::ANY)
+                .expect("write mpt_res");
+        }
+        let now = || {
+            let mut ts = libc::timespec {
+                tv_sec: 0,
+                tv_nsec: 0,
+            };
+            // SAFETY: one timespec is written.
+            unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC_COARSE, &mut ts) };
+            ts.tv_sec as u32
+        };
+        let before = now();
+        for hook in HOOKS {
+            for (prefix, net, l4, group) in [
+                ("100.66.0.0/24", "100.66.0", true, G4_RES),
+                ("100.66.1.0/24", "100.66.1", false, G4_RES),
+                ("100.66.2.0/24", "100.66.2", true, G4_RES_DEAD),
+                ("100.66.3.0/24", "100.66.3", true, G4_RES),
+            ] {
+                let g = fx.group(group);
+                let bounds: Vec<i32> = g.nexthops().iter().map(|n| n.upper_bound).collect();
+                let has_table = prefix != "100.66.3.0/24";
+                let mut differs = 0;
+                let mut hit = [false; N as usize];
+                for k in 0..400u32 {
+                    let src = format!("10.0.{}.{}", k / 200, 1 + k % 200);
+                    let dst = format!("{net}.{}", 1 + k % 7);
+                    let sport = 2000 + k as u16;
+                    let f = udp_frame(&src, &dst, sport, 53, 18);
+                    let h = flow_hash(&key(&src, &dst, IPPROTO_UDP, sport, 53), l4, SEED);
+                    let by_threshold = select(h, &bounds).expect("usable");
+                    let b = bucket_of(h, N);
+                    let want = match usize::from(t.nh[b]) {
+                        i if has_table && bounds[i] >= 0 => {
+                            hit[b] = true;
+                            i
+                        }
+                        _ => by_threshold,
+                    };
+                    differs += usize::from(want != by_threshold);
+                    let what = format!("{prefix} flow {src}:{sport} -> {dst} bucket {b}");
+                    assert_eq!(
+                        fx.fwd(hook, &f, &what),
+                        fx.dev_name(g.nh[want].ifindex),
+                        "{what} [{hook:?}]"
+                    );
+                }
+                assert_eq!(differs > 0, has_table, "{prefix}: the table decided");
+                if has_table {
+                    let id = fx.routes[prefix];
+                    let v = fx
+                        .skel
+                        .maps
+                        .mpt_res
+                        .lookup(id.as_bytes(), MapFlags::ANY)
+                        .expect("read mpt_res")
+                        .expect("the table");
+                    let got = MptResTable::from_bytes(&v).expect("table");
+                    assert_eq!(got.nh, t.nh, "the dataplane changed the table");
+                    for (b, h) in hit.iter().enumerate() {
+                        let u = got.used_s[b];
+                        if *h {
+                            assert!(u >= before && u <= now(), "{prefix} bucket {b}: used {u}");
+                        } else if hook == HOOKS[0] {
+                            assert_eq!(u, 0, "{prefix} bucket {b} was never hit");
+                        }
+                    }
+                }
+            }
         }
     });
 }

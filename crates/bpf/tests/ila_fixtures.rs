@@ -495,8 +495,7 @@ fn translation_matches_the_model_in_every_mode() {
                     csum_mode: mode,
                     ident_type: IdentType::UseFormat,
                 };
-                let sir_prefix =
-                    Ipv6Net::new(sir.put(Ipv6Addr::UNSPECIFIED), 64).expect("/64");
+                let sir_prefix = Ipv6Net::new(sir.put(Ipv6Addr::UNSPECIFIED), 64).expect("/64");
                 let out_route = RouteSpec {
                     dst: sir_prefix,
                     locator: ila,

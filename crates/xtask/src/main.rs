@@ -44,7 +44,7 @@ enum Task {
     Test,
     /// Show the tools at work in throwaway network namespaces.
     Demo,
-    /// Benchmarks (setup, then the mpt-bench package in release mode): routes, select, forward, ila;
+    /// Benchmarks (setup, then the mpt-bench package in release mode): routes, select, disrupt, forward, ila;
     /// `cargo xtask bench help` lists their options.
     #[command(disable_help_flag = true)]
     Bench {
