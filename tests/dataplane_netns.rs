@@ -1349,3 +1349,127 @@ fn dataplane_watch_verifies_again_after_foreign_changes() {
         "IPv6: the kernel's route takes every flow"
     );
 }
+
+/// `mproute VERB 198.51.100.0/24 algo l4-hash resilient buckets 64` over the nexthops `which`
+/// of the four.
+fn resilient_route(t: &FourPaths, verb: &str, which: &[usize]) {
+    let mut args: Vec<String> = [
+        verb,
+        "198.51.100.0/24",
+        "algo",
+        "l4-hash",
+        "resilient",
+        "buckets",
+        "64",
+    ]
+    .map(String::from)
+    .to_vec();
+    for i in which {
+        args.extend([
+            "nexthop".into(),
+            "via".into(),
+            FourPaths::nexthop_v4(*i),
+            "dev".into(),
+            FourPaths::dev(*i),
+        ]);
+    }
+    let a: Vec<&str> = args.iter().map(String::as_str).collect();
+    MP.ok(&t.r, &a);
+}
+
+/// The nexthop (of the four) each flow left by, checking that it left by exactly one.
+fn left_by(seen: &[Vec<u64>], flows: &[FlowSpec]) -> Vec<usize> {
+    seen.iter()
+        .zip(flows)
+        .map(|(c, f)| {
+            let hit: Vec<usize> = (0..4).filter(|i| c[*i] > 0).collect();
+            assert_eq!(hit.len(), 1, "flow {f:?} left by {hit:?} ({c:?})");
+            hit[0]
+        })
+        .collect()
+}
+
+/// A resilient route with real traffic: `mproute get` names each flow's bucket and agrees with
+/// the dataplane on every flow; replacing the route without one nexthop moves exactly the flows
+/// that nexthop carried, every other flow stays where it was (hash-threshold would move about
+/// half of them); `show -d` prints the table's fill.
+#[test]
+fn resilient_routes_move_only_the_flows_of_a_removed_nexthop() {
+    require_root();
+    let t = FourPaths::new("resil");
+    resilient_route(&t, "add", &[0, 1, 2, 3]);
+    for n in &t.n {
+        MP.ok(n, &["dataplane", "attach", "dev", "eth0", "xdp"]);
+    }
+    MP.ok(&t.r, &["dataplane", "attach", "dev", "vc"]);
+    let flows = traffic::flows(800, false, 21000);
+    let before = left_by(&run_flows(&t, &flows, 2, false), &flows);
+    assert_eq!(
+        predicted_all(&t, &flows, "udp"),
+        before,
+        "mproute get disagrees with the dataplane"
+    );
+    let g = &MP.json(
+        &t.r,
+        &[
+            "get",
+            &flows[0].dst.to_string(),
+            "from",
+            &flows[0].src.to_string(),
+            "ipproto",
+            "udp",
+            "sport",
+            &flows[0].sport.to_string(),
+            "dport",
+            &flows[0].dport.to_string(),
+        ],
+    )[0];
+    assert!(
+        g["bucket"].as_u64().is_some_and(|b| b < 64),
+        "get names the bucket: {g}"
+    );
+    let row = &MP.json(&t.r, &["-d", "show", "198.51.100.0/24"])[0];
+    assert_eq!(row["resilient"]["buckets"], 64);
+    let fill: Vec<u64> = row["nexthops"]
+        .as_array()
+        .expect("nexthops")
+        .iter()
+        .map(|n| n["buckets"].as_u64().expect("fill"))
+        .collect();
+    assert_eq!(fill, [16, 16, 16, 16]);
+
+    // nexthop 1 goes
+    resilient_route(&t, "replace", &[0, 2, 3]);
+    let after = left_by(&run_flows(&t, &flows, 2, false), &flows);
+    let kept = [0usize, 2, 3];
+    let predicted: Vec<usize> = predicted_all(&t, &flows, "udp")
+        .iter()
+        .map(|i| kept[*i])
+        .collect();
+    assert_eq!(
+        predicted, after,
+        "mproute get disagrees with the dataplane after the change"
+    );
+    let mut carried = 0;
+    for ((b, a), f) in before.iter().zip(&after).zip(&flows) {
+        if *b == 1 {
+            carried += 1;
+            assert_ne!(*a, 1, "{f:?} still on the removed nexthop");
+        } else {
+            assert_eq!(
+                a, b,
+                "{f:?} moved from nexthop {b} to {a}, though its nexthop stayed"
+            );
+        }
+    }
+    assert!(carried > 100, "nexthop 1 carried {carried} of 800 flows");
+    let row = &MP.json(&t.r, &["-d", "show", "198.51.100.0/24"])[0];
+    let fill: Vec<u64> = row["nexthops"]
+        .as_array()
+        .expect("nexthops")
+        .iter()
+        .map(|n| n["buckets"].as_u64().expect("fill"))
+        .collect();
+    assert_eq!(fill.iter().sum::<u64>(), 64);
+    assert!(fill.iter().all(|f| (21..=22).contains(f)), "{fill:?}");
+}

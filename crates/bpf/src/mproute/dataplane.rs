@@ -75,6 +75,7 @@ macro_rules! state_maps {
             ("mpt_lpm6", &mut $m.mpt_lpm6),
             ("mpt_groups", &mut $m.mpt_groups),
             ("mpt_stats", &mut $m.mpt_stats),
+            ("mpt_res", &mut $m.mpt_res),
             ("mpt_slot_stats", &mut $m.mpt_slot_stats),
             ("mpt_pcpu", &mut $m.mpt_pcpu),
             ("mpt_reasons", &mut $m.mpt_reasons),
@@ -441,4 +442,26 @@ pub fn reasons(state: &RouteState) -> Result<Vec<u64>, Error> {
         out.push(super::abi::sum_percpu_u64(&v).unwrap_or(0));
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::mem::MaybeUninit;
+
+    use libbpf_rs::skel::SkelBuilder;
+
+    /// Every map of the state is reused by the dataplane (a map left out would be the
+    /// program's own, empty, and the state's writes to it would never reach the packets).
+    #[test]
+    fn the_dataplane_reuses_every_state_map() {
+        let mut obj = MaybeUninit::uninit();
+        let mut open = crate::skel::mproute::dp::DpSkelBuilder::default()
+            .open(&mut obj)
+            .expect("open the dataplane object");
+        let mut names: Vec<&str> = state_maps!(open.maps).iter().map(|(n, _)| *n).collect();
+        let mut want = crate::mproute::state::STATE_MAPS.to_vec();
+        names.sort_unstable();
+        want.sort_unstable();
+        assert_eq!(names, want);
+    }
 }
