@@ -1473,3 +1473,72 @@ fn resilient_routes_move_only_the_flows_of_a_removed_nexthop() {
     assert_eq!(fill.iter().sum::<u64>(), 64);
     assert!(fill.iter().all(|f| (21..=22).contains(f)), "{fill:?}");
 }
+
+/// The fill of the resilient route's table, per nexthop (`show -d`).
+fn fill(t: &FourPaths) -> Vec<u64> {
+    MP.json(&t.r, &["-d", "show", "198.51.100.0/24"])[0]["nexthops"]
+        .as_array()
+        .expect("nexthops")
+        .iter()
+        .map(|n| n["buckets"].as_u64().expect("fill"))
+        .collect()
+}
+
+/// A nexthop added to a resilient route takes only idle buckets: while every bucket carries
+/// traffic the new nexthop gets none (flows in progress keep their path); once they have been
+/// idle for the idle timer, `dataplane watch` moves its share to it.
+#[test]
+fn an_added_nexthop_takes_buckets_only_once_they_are_idle() {
+    require_root();
+    let t = FourPaths::new("resadd");
+    let route = |which: &[usize]| {
+        let mut args: Vec<String> = [
+            "replace",
+            "198.51.100.0/24",
+            "algo",
+            "l4-hash",
+            "resilient",
+            "buckets",
+            "64",
+            "idle-timer",
+            "4",
+        ]
+        .map(String::from)
+        .to_vec();
+        for i in which {
+            args.extend([
+                "nexthop".into(),
+                "via".into(),
+                FourPaths::nexthop_v4(*i),
+                "dev".into(),
+                FourPaths::dev(*i),
+            ]);
+        }
+        let a: Vec<&str> = args.iter().map(String::as_str).collect();
+        MP.ok(&t.r, &a);
+    };
+    route(&[0, 1, 2]);
+    for n in &t.n {
+        MP.ok(n, &["dataplane", "attach", "dev", "eth0", "xdp"]);
+    }
+    MP.ok(&t.r, &["dataplane", "attach", "dev", "vc"]);
+    assert_eq!(fill(&t), [22, 21, 21]);
+    // every bucket busy (2,000 flows over 64 buckets), then the fourth nexthop
+    let flows = traffic::flows(2000, false, 23000);
+    let _ = run_flows(&t, &flows, 1, false);
+    route(&[0, 1, 2, 3]);
+    let busy = fill(&t);
+    assert_eq!(busy, [22, 21, 21, 0], "busy buckets moved");
+    // idle for the timer: the watcher rebalances
+    let w = Watcher::start(&t.r);
+    let _ = w.next("first report");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while fill(&t) != [16, 16, 16, 16] {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "dataplane watch did not move the idle buckets: {:?}",
+            fill(&t)
+        );
+        std::thread::sleep(std::time::Duration::from_millis(500));
+    }
+}

@@ -97,3 +97,41 @@ pub fn same_params(
         _ => false,
     })
 }
+
+impl crate::session::Session {
+    /// Move the buckets a nexthop holds beyond its share once they are idle (the table's idle
+    /// timer), for every resilient route: what the kernel's resilient groups do in the
+    /// background, done by `dataplane watch` on each round. Returns how many tables changed.
+    pub fn settle_resilient(&mut self) -> Result<usize, Failure> {
+        let Some(store) = self.store(false)? else {
+            return Ok(0);
+        };
+        let raw = store.bpf();
+        let ctx = |e| fail("rebalance resilient tables", e);
+        let now = now_s();
+        let mut changed = 0;
+        for (k, m) in store.all()? {
+            let key = crate::store::to_key(&k);
+            let Some(t) = raw.res_get(&key).map_err(ctx)? else {
+                continue;
+            };
+            let Some((_, weights)) = crate::verify::group_of(raw, m.group)? else {
+                continue;
+            };
+            let n = usize::from(t.n_buckets).min(MAX_BUCKETS);
+            let old: Vec<Option<usize>> = t.nh[..n]
+                .iter()
+                .map(|i| Some(usize::from(*i)).filter(|i| *i < weights.len()))
+                .collect();
+            let idle: Vec<bool> = (0..n).map(|b| idle(&t, b, t.idle_timer_s, now)).collect();
+            let table = rebalance(&old, &idle, &weights, t.n_buckets);
+            if table[..] != t.nh[..n] {
+                let mut nt = t;
+                nt.nh[..n].copy_from_slice(&table);
+                raw.res_put(&key, &nt).map_err(ctx)?;
+                changed += 1;
+            }
+        }
+        Ok(changed)
+    }
+}

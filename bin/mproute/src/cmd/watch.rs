@@ -31,6 +31,7 @@ pub fn run(s: &mut Session, style: Style) -> Result<(), Failure> {
     // the generation the routes were last verified at (None: not verified, try again)
     let mut last: Option<u32>;
     loop {
+        settle(s);
         let line = match s.verify_now() {
             Ok(f) => {
                 last = f.verified_at;
@@ -64,6 +65,15 @@ pub fn run(s: &mut Session, style: Style) -> Result<(), Failure> {
             if changed || last.is_none() || s.generation().ok() != last {
                 break;
             }
+            settle(s);
         }
+    }
+}
+
+/// Resilient tables whose idle buckets can move to the nexthops below their share; a failure
+/// is reported and the next round tries again.
+fn settle(s: &mut Session) {
+    if let Err(f) = s.settle_resilient() {
+        f.eprint("mproute");
     }
 }
