@@ -1501,7 +1501,7 @@ fn an_added_nexthop_takes_buckets_only_once_they_are_idle() {
             "buckets",
             "64",
             "idle-timer",
-            "4",
+            "8",
         ]
         .map(String::from)
         .to_vec();
