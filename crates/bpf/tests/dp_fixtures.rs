@@ -401,11 +401,11 @@ const ROUTES: &[RouteSpec] = &[
     rt("100.65.32.0/24", ALGO_L3_HASH, G4_32),
     rt("100.65.33.0/24", ALGO_PER_PACKET, G4_32),
     rt("100.65.40.0/24", ALGO_L3_HASH, G4_BADGW),
-    rt("100.66.0.0/24", DP_ALGO_L4_RES, G4_RES),
-    rt("100.66.1.0/24", DP_ALGO_L3_RES, G4_RES),
-    rt("100.66.2.0/24", DP_ALGO_L4_RES, G4_RES_DEAD),
+    rt("100.65.50.0/24", DP_ALGO_L4_RES, G4_RES),
+    rt("100.65.51.0/24", DP_ALGO_L3_RES, G4_RES),
+    rt("100.65.52.0/24", DP_ALGO_L4_RES, G4_RES_DEAD),
     // resilient, but no table written: hash-threshold
-    rt("100.66.3.0/24", DP_ALGO_L4_RES, G4_RES),
+    rt("100.65.53.0/24", DP_ALGO_L4_RES, G4_RES),
 ];
 
 // ---- namespace ----------------------------------------------------------------------------
@@ -2817,7 +2817,7 @@ fn resilient_buckets_choose_as_the_model_says() {
         for (b, i) in fresh.iter().enumerate() {
             t.nh[b] = 3 - *i;
         }
-        for prefix in ["100.66.0.0/24", "100.66.1.0/24", "100.66.2.0/24"] {
+        for prefix in ["100.65.50.0/24", "100.65.51.0/24", "100.65.52.0/24"] {
             let id = fx.routes[prefix];
             fx.skel
                 .maps
@@ -2837,14 +2837,14 @@ fn resilient_buckets_choose_as_the_model_says() {
         let before = now();
         for hook in HOOKS {
             for (prefix, net, l4, group) in [
-                ("100.66.0.0/24", "100.66.0", true, G4_RES),
-                ("100.66.1.0/24", "100.66.1", false, G4_RES),
-                ("100.66.2.0/24", "100.66.2", true, G4_RES_DEAD),
-                ("100.66.3.0/24", "100.66.3", true, G4_RES),
+                ("100.65.50.0/24", "100.65.50", true, G4_RES),
+                ("100.65.51.0/24", "100.65.51", false, G4_RES),
+                ("100.65.52.0/24", "100.65.52", true, G4_RES_DEAD),
+                ("100.65.53.0/24", "100.65.53", true, G4_RES),
             ] {
                 let g = fx.group(group);
                 let bounds: Vec<i32> = g.nexthops().iter().map(|n| n.upper_bound).collect();
-                let has_table = prefix != "100.66.3.0/24";
+                let has_table = prefix != "100.65.53.0/24";
                 let mut differs = 0;
                 let mut hit = [false; N as usize];
                 for k in 0..400u32 {
