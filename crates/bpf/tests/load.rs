@@ -97,6 +97,7 @@ fn state_skeleton_loads_and_anchor_references_all_maps() {
         map_id(&maps.mpt_lpm6),
         groups_id,
         stats_id,
+        map_id(&maps.mpt_res),
         map_id(&maps.mpt_slot_stats),
         map_id(&maps.mpt_pcpu),
         map_id(&maps.mpt_reasons),
@@ -104,13 +105,13 @@ fn state_skeleton_loads_and_anchor_references_all_maps() {
     want.sort_unstable();
     let mut distinct = want.clone();
     distinct.dedup();
-    assert_eq!(distinct.len(), 9, "map ids must be distinct: {want:?}");
+    assert_eq!(distinct.len(), 10, "map ids must be distinct: {want:?}");
 
     let mut ids = prog_map_ids(prog.as_fd());
     ids.sort_unstable();
     assert_eq!(
         ids, want,
-        "anchor program map_ids must be exactly the nine state maps"
+        "anchor program map_ids must be exactly the ten state maps"
     );
 
     // Same answer through libbpf-rs's system-wide iterator.
