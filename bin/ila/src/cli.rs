@@ -199,7 +199,7 @@ pub fn parse_line(words: &[String]) -> Result<Command, Failure> {
         OBJECTS,
         Obj::command,
         |w| Line::try_parse_from(w).map(|l| l.cmd),
-        &Cli::command(),
+        Cli::command,
     )
 }
 

@@ -270,7 +270,7 @@ pub fn parse_line(words: &[String]) -> Result<Command, Failure> {
         VERBS,
         Cmd::command,
         |w| Line::try_parse_from(w).map(|l| l.cmd),
-        &Cli::command(),
+        Cli::command,
     )
 }
 

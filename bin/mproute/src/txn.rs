@@ -89,13 +89,22 @@ impl Session {
             None
         };
         let protocol = r.proto.unwrap_or(MPROUTE_PROTO);
+        // The shared group this route will get, when an earlier line of the batch made it: the
+        // state is then written once, with it (not once before and once after dp_prepare).
+        let known_group = if self.use_nh_objects || r.nexthops.iter().any(|n| n.ifindex == 0) {
+            None
+        } else {
+            self.dp_groups_by_content
+                .get(&nh_content_hash(&r.nexthops))
+                .copied()
+        };
         let store = self
             .store(true)?
             .ok_or_else(|| Failure::system(format!("{op}: cannot create mproute state")))?;
         let mut new_state = Managed {
             algo: r.algo,
             nh_count: r.nexthops.len().min(255) as u8,
-            group: 0,
+            group: known_group.unwrap_or(0),
             protocol,
         };
         // 1. state (then 2. FIB, 3. undo the state if the FIB refused, in settle()).

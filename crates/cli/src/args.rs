@@ -78,7 +78,7 @@ pub fn parse_line<A: From<Vec<String>>, O, C>(
     table: &[Entry<A, O>],
     command: impl Fn(&O) -> Result<C, Failure>,
     line: impl FnOnce(&[String]) -> Result<O, clap::Error>,
-    cli: &clap::Command,
+    cli: impl FnOnce() -> clap::Command,
 ) -> Result<C, Failure> {
     if let Some((first, rest)) = words.split_first() {
         if let Some((_, make)) = table.iter().find(|(n, _)| n == first) {
@@ -87,7 +87,9 @@ pub fn parse_line<A: From<Vec<String>>, O, C>(
     }
     match line(words) {
         Ok(o) => command(&o),
-        Err(e) => Err(clap_failure(&e, cli)),
+        // clap's command only for the message (building it costs more than the rest of a
+        // batch line's work)
+        Err(e) => Err(clap_failure(&e, &cli())),
     }
 }
 

@@ -267,6 +267,7 @@ impl Socket {
         let mut pending: HashMap<u32, (usize, String, Vec<u8>)> = HashMap::new();
         let mut it = reqs.into_iter().peekable();
         let mut batch: Vec<u8> = Vec::with_capacity(64 * 1024);
+        let mut rbuf = vec![0u8; 64 * 1024];
         loop {
             // Fill the window, writing several messages per sendmsg.
             while pending.len() < window {
@@ -291,23 +292,40 @@ impl Socket {
             if pending.is_empty() {
                 break;
             }
-            let (iter, _) = self
-                .h
-                .recv::<u16, Buffer>()
-                .map_err(|e| sockerr("receive netlink acknowledgement", e))?;
-            for m in iter {
-                let m = m.map_err(|e| sockerr("decode netlink acknowledgement", e))?;
-                let seq = *m.nl_seq();
-                let outcome = match m.nl_payload() {
-                    NlPayload::Ack(_) => Ok(()),
-                    NlPayload::Err(e) => {
+            // Acknowledgements straight from the socket into one buffer, decoded here: neli's
+            // receive zeroes a 32 KiB pool buffer per datagram, and every ack is a datagram
+            // (a fifth of a 100,000-route batch's user time went to it).
+            let n = loop {
+                // SAFETY: rbuf is a valid, writable buffer of rbuf.len() bytes for the call.
+                let n = unsafe {
+                    libc::recv(self.h.as_raw_fd(), rbuf.as_mut_ptr().cast(), rbuf.len(), 0)
+                };
+                if n >= 0 {
+                    break n as usize;
+                }
+                let e = io::Error::last_os_error();
+                if e.kind() != io::ErrorKind::Interrupted {
+                    return Err(Error::io("receive netlink acknowledgement", e));
+                }
+            };
+            for (seq, ack) in decode_acks(&rbuf[..n.min(rbuf.len())]) {
+                let outcome = match ack {
+                    None => Ok(()),
+                    Some(raw) => {
                         let Some((_, op, sent)) = pending.get(&seq) else {
                             continue;
                         };
-                        Err(self.kernel_error(e, op, Some(sent)))
+                        let mut k = KernelError {
+                            op: op.clone(),
+                            errno: raw.errno,
+                            msg: raw.msg,
+                            attr: None,
+                        };
+                        if let Some(o) = raw.offset {
+                            k.attr = (self.namer)(sent, o);
+                        }
+                        Err(k)
                     }
-                    _ if *m.nl_type() == NLMSG_ERROR => Ok(()),
-                    _ => continue,
                 };
                 if let Some((idx, _, _)) = pending.remove(&seq) {
                     results[idx] = Some(outcome);
@@ -354,5 +372,150 @@ mod tests {
         let ours = req.to_bytes(42, 0);
         let theirs = Socket::neli_bytes(&req, 42).expect("serializes");
         assert_eq!(ours, theirs);
+    }
+}
+
+/// A refusal as an `NLMSG_ERROR` message carries it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct RawErr {
+    /// Positive errno.
+    pub(crate) errno: i32,
+    /// `NLMSGERR_ATTR_MSG`.
+    pub(crate) msg: Option<String>,
+    /// `NLMSGERR_ATTR_OFFS`: offset of the offending attribute in the request.
+    pub(crate) offset: Option<usize>,
+}
+
+/// The `NLMSG_ERROR` messages of one datagram: (sequence number, `None` for an ack, the
+/// refusal otherwise). Other messages and truncated ones are skipped.
+pub(crate) fn decode_acks(buf: &[u8]) -> Vec<(u32, Option<RawErr>)> {
+    const NLM_F_CAPPED: u16 = 0x100;
+    const NLM_F_ACK_TLVS: u16 = 0x200;
+    let u16_at = |b: &[u8], o: usize| b.get(o..o + 2).map(|x| u16::from_ne_bytes([x[0], x[1]]));
+    let u32_at = |b: &[u8], o: usize| {
+        b.get(o..o + 4)
+            .map(|x| u32::from_ne_bytes([x[0], x[1], x[2], x[3]]))
+    };
+    let mut out = Vec::new();
+    let mut off = 0;
+    while let (Some(len), Some(ty), Some(fl), Some(seq)) = (
+        u32_at(buf, off),
+        u16_at(buf, off + 4),
+        u16_at(buf, off + 6),
+        u32_at(buf, off + 8),
+    ) {
+        let len = len as usize;
+        if len < 16 || off + len > buf.len() {
+            break;
+        }
+        let m = &buf[off..off + len];
+        if ty == NLMSG_ERROR {
+            if let Some(err) = u32_at(m, 16).map(|e| e as i32) {
+                if err == 0 {
+                    out.push((seq, None));
+                } else {
+                    // the request's header, and its payload unless the kernel capped it
+                    let inner = u32_at(m, 20).unwrap_or(16) as usize;
+                    let mut a = 20
+                        + if fl & NLM_F_CAPPED != 0 {
+                            16
+                        } else {
+                            inner.max(16)
+                        };
+                    a = (a + 3) & !3;
+                    let (mut msg, mut offset) = (None, None);
+                    let tlvs = fl & NLM_F_ACK_TLVS != 0;
+                    while tlvs {
+                        let (Some(alen), Some(aty)) = (u16_at(m, a), u16_at(m, a + 2)) else {
+                            break;
+                        };
+                        let alen = usize::from(alen);
+                        if alen < 4 || a + alen > m.len() {
+                            break;
+                        }
+                        let p = &m[a + 4..a + alen];
+                        match aty {
+                            1 => {
+                                let end = p.iter().position(|b| *b == 0).unwrap_or(p.len());
+                                msg = Some(String::from_utf8_lossy(&p[..end]).trim().to_string());
+                            }
+                            2 => offset = u32_at(p, 0).map(|o| o as usize),
+                            _ => {}
+                        }
+                        a += (alen + 3) & !3;
+                    }
+                    out.push((
+                        seq,
+                        Some(RawErr {
+                            errno: err.saturating_abs(),
+                            msg,
+                            offset,
+                        }),
+                    ));
+                }
+            }
+        }
+        off += (len + 3) & !3;
+    }
+    out
+}
+
+#[cfg(test)]
+mod ack_tests {
+    use super::*;
+
+    fn nlmsg(ty: u16, fl: u16, seq: u32, payload: &[u8]) -> Vec<u8> {
+        let mut m = Vec::new();
+        m.extend_from_slice(&(16 + payload.len() as u32).to_ne_bytes());
+        m.extend_from_slice(&ty.to_ne_bytes());
+        m.extend_from_slice(&fl.to_ne_bytes());
+        m.extend_from_slice(&seq.to_ne_bytes());
+        m.extend_from_slice(&0u32.to_ne_bytes());
+        m.extend_from_slice(payload);
+        while m.len() % 4 != 0 {
+            m.push(0);
+        }
+        m
+    }
+
+    #[test]
+    fn acks_and_refusals_with_extended_ack() {
+        // an ack: error 0, the request's header
+        let mut ack = 0i32.to_ne_bytes().to_vec();
+        ack.extend_from_slice(&nlmsg(24, 0x5, 7, &[])[..16]);
+        // a capped refusal with a message and an offset
+        let mut err = (-101i32).to_ne_bytes().to_vec();
+        err.extend_from_slice(&nlmsg(24, 0x5, 8, &[0; 12])[..16]);
+        let text = b"Nexthop has invalid gateway\0";
+        err.extend_from_slice(&((4 + text.len()) as u16).to_ne_bytes());
+        err.extend_from_slice(&1u16.to_ne_bytes());
+        err.extend_from_slice(text);
+        while err.len() % 4 != 0 {
+            err.push(0);
+        }
+        err.extend_from_slice(&8u16.to_ne_bytes());
+        err.extend_from_slice(&2u16.to_ne_bytes());
+        err.extend_from_slice(&44u32.to_ne_bytes());
+        let mut buf = nlmsg(NLMSG_ERROR, 0x100, 7, &ack);
+        buf.extend(nlmsg(NLMSG_ERROR, 0x100 | 0x200, 8, &err));
+        buf.extend(nlmsg(NLMSG_DONE, 0, 9, &[0; 4]));
+        let got = decode_acks(&buf);
+        assert_eq!(
+            got,
+            vec![
+                (7, None),
+                (
+                    8,
+                    Some(RawErr {
+                        errno: 101,
+                        msg: Some("Nexthop has invalid gateway".into()),
+                        offset: Some(44)
+                    })
+                )
+            ]
+        );
+        // truncated: nothing, no panic
+        assert!(decode_acks(&buf[..10]).is_empty());
+        assert_eq!(decode_acks(&buf[..buf.len() - 3]).len(), 2);
     }
 }

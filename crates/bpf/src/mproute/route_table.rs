@@ -232,6 +232,30 @@ impl RouteState {
             .and_then(|v| MptDpRoute::from_bytes(&v)))
     }
 
+    /// Whether the tries certainly hold no entry of exactly `l`'s prefix: both were empty when
+    /// this process first asked, and it has not written `l` since (see `lpm_written`).
+    fn lpm_absent(&self, l: &Lpm) -> Result<bool, Error> {
+        let mut g = self
+            .lpm_written
+            .lock()
+            .map_err(|_| Error::io("LPM bookkeeping", std::io::Error::other("poisoned lock")))?;
+        if g.is_none() {
+            let empty = self.map("mpt_lpm4")?.keys().next().is_none()
+                && self.map("mpt_lpm6")?.keys().next().is_none();
+            *g = Some(empty.then(std::collections::HashSet::new));
+        }
+        Ok(matches!(&*g, Some(Some(set)) if !set.contains(l.bytes())))
+    }
+
+    /// Record a write of `l` (before it is made: a failed write may have happened anyway).
+    fn lpm_wrote(&self, l: &Lpm) {
+        if let Ok(mut g) = self.lpm_written.lock() {
+            if let Some(Some(set)) = g.as_mut() {
+                set.insert(l.bytes().to_vec());
+            }
+        }
+    }
+
     /// The resilient bucket table of a route, if it has one.
     pub fn res_get(&self, key: &MptRouteKey) -> Result<Option<MptResTable>, Error> {
         if self.res_known_empty()? {
@@ -306,7 +330,11 @@ impl RouteState {
         let algo = self.dp_algo(key, algo)?;
         let l = Lpm::of(key);
         let map = self.map(l.map_name())?;
-        let old = self.dp_get_route(key)?;
+        let old = if self.lpm_absent(&l)? {
+            None
+        } else {
+            self.dp_get_route(key)?
+        };
         if let Some(o) = &old {
             if o.id.metric < key.metric {
                 return Ok(old);
@@ -323,6 +351,7 @@ impl RouteState {
             stats_slot: kept.unwrap_or_else(|| self.slot_alloc()),
             group,
         };
+        self.lpm_wrote(&l);
         if let Err(e) = map.update(l.bytes(), v.as_bytes(), MapFlags::ANY) {
             if kept.is_none() {
                 self.slot_release(v.stats_slot);
@@ -448,6 +477,7 @@ impl RouteState {
                 stats_slot: 0,
                 group: 0,
             };
+            self.lpm_wrote(&Lpm::of(w));
             match map.update(Lpm::of(w).bytes(), v.as_bytes(), MapFlags::NO_EXIST) {
                 Ok(()) => n += 1,
                 Err(e) if e.kind() == libbpf_rs::ErrorKind::AlreadyExists => {}

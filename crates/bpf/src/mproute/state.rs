@@ -58,6 +58,11 @@ pub struct RouteState {
     /// Whether `mpt_res` holds any table: 0 not read yet, 1 none, 2 some (so that a bulk
     /// install of plain routes never looks for tables).
     pub(crate) res_any: std::sync::atomic::AtomicU8,
+    /// The LPM keys this process wrote, if both tries were empty when it first wrote one
+    /// (`None`: not known to have been empty, so every write looks its key up first). With
+    /// the namespace locked nobody else writes them, so a key not in the set has no entry:
+    /// a bulk install into an empty table needs no lookup per route.
+    pub(crate) lpm_written: std::sync::Mutex<Option<Option<std::collections::HashSet<Vec<u8>>>>>,
 }
 
 /// Load the anchor object, reusing the pins of `pins` or initialising `mpt_meta` for `cookie`.
@@ -107,6 +112,7 @@ impl RouteState {
             routes,
             slots: std::sync::Mutex::new(None),
             res_any: std::sync::atomic::AtomicU8::new(0),
+            lpm_written: std::sync::Mutex::new(None),
         }))
     }
 
