@@ -424,8 +424,10 @@ pub(crate) fn decode_acks(buf: &[u8]) -> Vec<(u32, Option<RawErr>)> {
                         };
                     a = (a + 3) & !3;
                     let (mut msg, mut offset) = (None, None);
-                    let tlvs = fl & NLM_F_ACK_TLVS != 0;
-                    while tlvs {
+                    if fl & NLM_F_ACK_TLVS == 0 {
+                        a = m.len();
+                    }
+                    loop {
                         let (Some(alen), Some(aty)) = (u16_at(m, a), u16_at(m, a + 2)) else {
                             break;
                         };
