@@ -427,10 +427,7 @@ pub(crate) fn decode_acks(buf: &[u8]) -> Vec<(u32, Option<RawErr>)> {
                     if fl & NLM_F_ACK_TLVS == 0 {
                         a = m.len();
                     }
-                    loop {
-                        let (Some(alen), Some(aty)) = (u16_at(m, a), u16_at(m, a + 2)) else {
-                            break;
-                        };
+                    while let (Some(alen), Some(aty)) = (u16_at(m, a), u16_at(m, a + 2)) {
                         let alen = usize::from(alen);
                         if alen < 4 || a + alen > m.len() {
                             break;
