@@ -1350,9 +1350,9 @@ fn dataplane_watch_verifies_again_after_foreign_changes() {
     );
 }
 
-/// `mproute VERB 198.51.100.0/24 algo l4-hash resilient buckets 64` over the nexthops `which`
+/// `mproute VERB 198.51.100.0/24 algo l4-hash resilient buckets 64 EXTRA` over the nexthops `which`
 /// of the four.
-fn resilient_route(t: &FourPaths, verb: &str, which: &[usize]) {
+fn resilient_route(t: &FourPaths, verb: &str, which: &[usize], extra: &[&str]) {
     let mut args: Vec<String> = [
         verb,
         "198.51.100.0/24",
@@ -1364,6 +1364,7 @@ fn resilient_route(t: &FourPaths, verb: &str, which: &[usize]) {
     ]
     .map(String::from)
     .to_vec();
+    args.extend(extra.iter().map(|w| w.to_string()));
     for i in which {
         args.extend([
             "nexthop".into(),
@@ -1397,7 +1398,7 @@ fn left_by(seen: &[Vec<u64>], flows: &[FlowSpec]) -> Vec<usize> {
 fn resilient_routes_move_only_the_flows_of_a_removed_nexthop() {
     require_root();
     let t = FourPaths::new("resil");
-    resilient_route(&t, "add", &[0, 1, 2, 3]);
+    resilient_route(&t, "add", &[0, 1, 2, 3], &[]);
     for n in &t.n {
         MP.ok(n, &["dataplane", "attach", "dev", "eth0", "xdp"]);
     }
@@ -1439,7 +1440,7 @@ fn resilient_routes_move_only_the_flows_of_a_removed_nexthop() {
     assert_eq!(fill, [16, 16, 16, 16]);
 
     // nexthop 1 goes
-    resilient_route(&t, "replace", &[0, 2, 3]);
+    resilient_route(&t, "replace", &[0, 2, 3], &[]);
     let after = left_by(&run_flows(&t, &flows, 2, false), &flows);
     let kept = [0usize, 2, 3];
     let predicted: Vec<usize> = predicted_all(&t, &flows, "udp")
@@ -1491,32 +1492,7 @@ fn fill(t: &FourPaths) -> Vec<u64> {
 fn an_added_nexthop_takes_buckets_only_once_they_are_idle() {
     require_root();
     let t = FourPaths::new("resadd");
-    let route = |which: &[usize]| {
-        let mut args: Vec<String> = [
-            "replace",
-            "198.51.100.0/24",
-            "algo",
-            "l4-hash",
-            "resilient",
-            "buckets",
-            "64",
-            "idle-timer",
-            "8",
-        ]
-        .map(String::from)
-        .to_vec();
-        for i in which {
-            args.extend([
-                "nexthop".into(),
-                "via".into(),
-                FourPaths::nexthop_v4(*i),
-                "dev".into(),
-                FourPaths::dev(*i),
-            ]);
-        }
-        let a: Vec<&str> = args.iter().map(String::as_str).collect();
-        MP.ok(&t.r, &a);
-    };
+    let route = |which: &[usize]| resilient_route(&t, "replace", which, &["idle-timer", "8"]);
     route(&[0, 1, 2]);
     for n in &t.n {
         MP.ok(n, &["dataplane", "attach", "dev", "eth0", "xdp"]);

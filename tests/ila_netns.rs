@@ -915,24 +915,6 @@ fn counters_belong_to_their_entry() {
     assert_eq!(packets(), Some(0), "a new mapping counts from zero");
 }
 
-/// `ila -n NS ARGS` refused, and `--check` predicting it in the same words and exit code.
-fn refused_alike(ns: &Netns, args: &[&str]) {
-    let mut dry = vec!["--check"];
-    dry.extend_from_slice(args);
-    let c = ILA.at(ns, &dry);
-    let r = ILA.at(ns, args);
-    let (ce, re) = (
-        String::from_utf8_lossy(&c.stderr),
-        String::from_utf8_lossy(&r.stderr),
-    );
-    assert_eq!(r.status.code(), Some(2), "{re}");
-    assert_eq!(
-        (c.status.code(), ce.as_ref()),
-        (Some(2), re.as_ref()),
-        "--check"
-    );
-}
-
 /// `--check`: what each command would change, with before and after, and nothing changed.
 #[test]
 fn check_predicts_and_changes_nothing() {
@@ -980,7 +962,7 @@ fn check_predicts_and_changes_nothing() {
     // the kernel's refusal of an unreachable gateway, predicted in its words
     let mut bad = route;
     bad[8] = "2001:db8:5::2";
-    refused_alike(&ns, &bad);
+    ILA.refused_alike(&ns, &bad);
 
     ILA.ok(&ns, &xlat);
     ILA.ok(&ns, &route);
@@ -989,8 +971,8 @@ fn check_predicts_and_changes_nothing() {
         ILA.json(&ns, &["route", "show"]),
         ns.ip_json(&["-6", "route", "show", "proto", "246"]),
     );
-    refused_alike(&ns, &xlat);
-    refused_alike(&ns, &route);
+    ILA.refused_alike(&ns, &xlat);
+    ILA.refused_alike(&ns, &route);
     let mut same = xlat;
     same[1] = "replace";
     let v = ILA.json(&ns, &[&["--check"][..], &same[..]].concat());

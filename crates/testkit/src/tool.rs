@@ -63,6 +63,33 @@ impl Tool {
         json_lines(&self.ok(ns, &a), self.name())
     }
 
+    /// `TOOL -n NS ARGS` refused with exit 2, and `TOOL -n NS --check ARGS` predicting it: the
+    /// same exit code and the same words (the dry run foresees the kernel's refusal).
+    pub fn refused_alike(&self, ns: &Netns, args: &[&str]) {
+        let mut dry = vec!["--check"];
+        dry.extend_from_slice(args);
+        let c = self.at(ns, &dry);
+        let r = self.at(ns, args);
+        let (ce, re) = (
+            String::from_utf8_lossy(&c.stderr),
+            String::from_utf8_lossy(&r.stderr),
+        );
+        assert_eq!(
+            r.status.code(),
+            Some(2),
+            "{} {}: {re}",
+            self.name(),
+            args.join(" ")
+        );
+        assert_eq!(
+            (c.status.code(), ce.as_ref()),
+            (Some(2), re.as_ref()),
+            "{} --check {}: predicts the refusal in the same words",
+            self.name(),
+            args.join(" ")
+        );
+    }
+
     /// The binary's file name.
     pub fn name(&self) -> &str {
         self.bin.rsplit('/').next().unwrap_or(self.bin)
