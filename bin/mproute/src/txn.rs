@@ -290,7 +290,7 @@ impl Session {
         let raw = store.bpf();
         // the table before the LPM entry names it (a resilient algorithm without its table
         // falls back to hash-threshold), removed before an entry that does not
-        let old_res = raw.res_get(&key).map_err(ctx)?.map(Box::new);
+        let old_res = raw.res_get(&key).map_err(ctx)?;
         match r.resilient {
             Some(p) => {
                 let t = crate::resilient::table_for(raw, &key, &r.nexthops, p)?;
