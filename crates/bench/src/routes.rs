@@ -1,5 +1,12 @@
 //! `cargo xtask bench routes`: install N two-nexthop IPv4 routes into an empty table with
-//! `mproute -b` and with `ip -batch`, alternating, each run in a fresh namespace.
+//! `ip -batch`, `mproute -b` and `mproute --nexthop-objects -b`, interleaved, two ways:
+//!
+//! - in one namespace, the table emptied (untimed) after every run, so the first use of the
+//!   namespace's state is counted once, as an operator's first batch pays it; beside them two
+//!   calibration runs: the same RTM_NEWROUTE requests (RTA_MULTIPATH, then RTA_NH_ID) sent
+//!   pipelined by this program with nothing else done: the kernel's own share of an install,
+//!   the limit a tool that also keeps a dataplane can approach;
+//! - each run in a fresh namespace (state created, anchor loaded, inside the timing).
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -8,6 +15,9 @@ use std::time::Instant;
 
 use anyhow::{bail, ensure, Context, Result};
 
+use mpt_model::{Nexthop, RouteKey, Verb};
+use mpt_netlink::msg::rtnl::route::{self as rmsg, PathForm, RouteRequest};
+use mpt_netlink::sock::Socket;
 use mpt_testkit::cmd::show;
 use mpt_testkit::Netns;
 
@@ -19,6 +29,14 @@ const NEXTHOPS: &str = "nexthop via 10.1.0.2 dev va nexthop via 10.2.0.2 dev vb"
 fn prefix(i: u32) -> String {
     format!("{}.{}.{}.0/24", 11 + i / 65536, i / 256 % 256, i % 256)
 }
+
+/// The kernel nexthop objects the nhid calibration run uses (untimed set-up).
+const FLOOR_NH: [&str; 3] = [
+    "nexthop add id 901 via 10.1.0.2 dev va",
+    "nexthop add id 902 via 10.2.0.2 dev vb",
+    "nexthop add id 903 group 901/902",
+];
+const FLOOR_GROUP: u32 = 903;
 
 /// Batch files that live in a temporary directory, removed on drop.
 #[derive(Debug)]
@@ -92,31 +110,137 @@ fn route_count(ns: &str) -> Result<usize> {
 
 #[derive(Debug, Clone, Copy, PartialEq)]
 enum Tool {
+    IpBatch,
     Mproute,
     MprouteNh,
-    IpBatch,
+    /// Calibration: RTA_MULTIPATH requests pipelined by this program, nothing else.
+    FloorMultipath,
+    /// Calibration: RTA_NH_ID requests (one group object) pipelined by this program.
+    FloorObject,
 }
 
 impl Tool {
     fn label(self) -> &'static str {
         match self {
+            Tool::IpBatch => "ip -batch",
             Tool::Mproute => "mproute -b",
             Tool::MprouteNh => "mproute -b --nexthop-objects",
-            Tool::IpBatch => "ip -batch",
+            Tool::FloorMultipath => "kernel floor, multipath",
+            Tool::FloorObject => "kernel floor, nhid",
         }
     }
 }
 
-/// One timed run in a fresh namespace; returns seconds.
-fn one_run(tool: Tool, idx: usize, mproute: &Path, files: &BatchFiles, count: u32) -> Result<f64> {
-    let ns = fresh_ns(idx)?;
-    let n = ns.name();
+/// Number of kernel nexthop objects in `ns`.
+fn nexthop_count(ns: &str) -> Result<usize> {
+    let out = support::ip(["-n", ns, "-j", "nexthop", "show"])?;
+    let v: serde_json::Value =
+        serde_json::from_str(&out).context("ip -j nexthop show: output is not JSON")?;
+    v.as_array()
+        .map(Vec::len)
+        .context("ip -j nexthop show: not a JSON array")
+}
+
+/// The calibration: `count` route adds encoded before the clock starts, then sent with
+/// mpt-netlink's pipeline (256 in flight, as mproute keeps) from a thread inside `ns`.
+fn floor_run(ns: &str, count: u32, object: bool) -> Result<f64> {
+    let ns_name = ns.to_string();
+    mpt_sys::netns::run_in(&ns_name, move || -> Result<f64> {
+        let idx = |d: &str| mpt_sys::iface::index(d);
+        let nexthops = [
+            Nexthop {
+                gateway: Some("10.1.0.2".parse()?),
+                ifindex: idx("va")?,
+                weight: 1,
+                flags: 0,
+            },
+            Nexthop {
+                gateway: Some("10.2.0.2".parse()?),
+                ifindex: idx("vb")?,
+                weight: 1,
+                flags: 0,
+            },
+        ];
+        let form = if object {
+            PathForm::Object(FLOOR_GROUP)
+        } else {
+            PathForm::Multipath
+        };
+        let mut reqs = Vec::with_capacity(count as usize);
+        for i in 0..count {
+            let key = RouteKey {
+                dst: prefix(i).parse()?,
+                table: mpt_model::names::RT_TABLE_MAIN,
+                metric: 0,
+            };
+            let req = rmsg::encode(&RouteRequest {
+                verb: Verb::Add,
+                key,
+                metric_given: false,
+                protocol: Some(mpt_model::MPROUTE_PROTO),
+                nexthops: &nexthops,
+                form,
+                algo: mpt_model::Algo::L3Hash,
+                encap: None,
+            });
+            reqs.push((req, String::new()));
+        }
+        let mut sock = Socket::route().map_err(|e| anyhow::anyhow!(e))?;
+        let start = Instant::now();
+        let results = sock.pipeline(reqs, 256).map_err(|e| anyhow::anyhow!(e))?;
+        let secs = start.elapsed().as_secs_f64();
+        if let Some(Err(e)) = results.into_iter().find(|r| r.is_err()) {
+            bail!("calibration: the kernel refused a route: {e}");
+        }
+        Ok(secs)
+    })
+}
+
+/// Remove what a run installed (untimed) and check the namespace is back where it started.
+fn empty_table(tool: Tool, ns: &str, mproute: &Path) -> Result<()> {
+    match tool {
+        Tool::Mproute | Tool::MprouteNh => {
+            support::output(Command::new(mproute).args(["-n", ns, "flush"]))?;
+        }
+        Tool::IpBatch | Tool::FloorMultipath => {
+            support::ip(["-n", ns, "route", "flush", "proto", "245"])?;
+        }
+        // deleting the object deletes its routes (ip route flush cannot: it sends the dumped
+        // RTA_NH_ID back and the kernel answers EINVAL)
+        Tool::FloorObject => {
+            support::ip(["-n", ns, "nexthop", "flush"])?;
+        }
+    }
+    let (routes, nhs) = (route_count(ns)?, nexthop_count(ns)?);
+    ensure!(
+        routes == 2 && nhs == 0,
+        "{}: emptying {ns} left {routes} IPv4 routes and {nhs} nexthop objects (expected 2 and 0)",
+        tool.label()
+    );
+    Ok(())
+}
+
+/// One timed run in `ns` (which holds only its connected routes); returns seconds.
+fn timed_run(tool: Tool, ns: &str, mproute: &Path, files: &BatchFiles, count: u32) -> Result<f64> {
+    let n = ns;
     let before = route_count(n)?;
     ensure!(
         before == 2,
         "{n}: expected the 2 connected routes before the run, found {before}"
     );
     let mut cmd = match tool {
+        Tool::FloorMultipath | Tool::FloorObject => {
+            if tool == Tool::FloorObject {
+                for line in FLOOR_NH {
+                    let mut args = vec!["-n", n];
+                    args.extend(line.split(' '));
+                    support::ip(args)?;
+                }
+            }
+            let secs = floor_run(n, count, tool == Tool::FloorObject)?;
+            check_installed(tool, n, count)?;
+            return Ok(secs);
+        }
         Tool::Mproute => {
             let mut c = Command::new(mproute);
             c.args(["-n", n, "-b"]).arg(&files.mproute);
@@ -143,6 +267,11 @@ fn one_run(tool: Tool, idx: usize, mproute: &Path, files: &BatchFiles, count: u3
     if !status.success() {
         bail!("`{}` failed ({status})", show(&cmd));
     }
+    check_installed(tool, n, count)?;
+    Ok(secs)
+}
+
+fn check_installed(tool: Tool, n: &str, count: u32) -> Result<()> {
     let after = route_count(n)?;
     let want = count as usize + 2;
     ensure!(
@@ -150,12 +279,49 @@ fn one_run(tool: Tool, idx: usize, mproute: &Path, files: &BatchFiles, count: u3
         "{}: {n} has {after} IPv4 routes after the run, expected {want}",
         tool.label()
     );
+    Ok(())
+}
+
+/// Medians of each tool's runs, printed as a table with each tool against `ip -batch`.
+fn report(title: &str, count: u32, times: &[(Tool, Vec<f64>)]) -> Vec<(Tool, f64)> {
+    println!();
+    println!("{title}");
     println!(
-        "bench: {:<28} run {}: {secs:.3} s ({after} routes in table)",
-        tool.label(),
-        idx / 3 + 1
+        "{:<30}  {:<30}  {:>9}  {:>15}  {:>8}",
+        "tool", "runs (s)", "median s", "median routes/s", "vs ip"
     );
-    Ok(secs)
+    let ip = times
+        .iter()
+        .find(|(t, _)| *t == Tool::IpBatch)
+        .map(|(_, v)| f64::from(count) / median(v));
+    let mut rates = Vec::new();
+    for (tool, t) in times {
+        let runs_s = t
+            .iter()
+            .map(|s| format!("{s:.3}"))
+            .collect::<Vec<_>>()
+            .join(" ");
+        let med = median(t);
+        let rate = f64::from(count) / med;
+        rates.push((*tool, rate));
+        let vs = ip.map_or(String::from("-"), |ip| format!("{:.2}×", rate / ip));
+        println!(
+            "{:<30}  {:<30}  {:>9.3}  {:>15.0}  {:>8}",
+            tool.label(),
+            runs_s,
+            med,
+            rate,
+            vs
+        );
+    }
+    rates
+}
+
+fn rate(rates: &[(Tool, f64)], tool: Tool) -> f64 {
+    rates
+        .iter()
+        .find(|(t, _)| *t == tool)
+        .map_or(f64::NAN, |(_, r)| *r)
 }
 
 pub fn run(count: u32, runs: u32) -> Result<()> {
@@ -166,54 +332,81 @@ pub fn run(count: u32, runs: u32) -> Result<()> {
     );
     let mproute = support::tool("mproute")?;
     support::sweep_stale();
-
     let files = BatchFiles::write(count)?;
+    let tools = [Tool::IpBatch, Tool::Mproute, Tool::MprouteNh];
+    let floors = [Tool::FloorMultipath, Tool::FloorObject];
+
+    // 1. One namespace, interleaved rounds, the table emptied after every run.
     println!(
-        "bench: {count} two-nexthop IPv4 routes per run, {runs} runs per tool, fresh namespace per run"
+        "bench: {count} two-nexthop IPv4 routes per run, {runs} interleaved rounds in one namespace"
     );
-    let mut times: [(Tool, Vec<f64>); 3] = [
-        (Tool::Mproute, Vec::new()),
-        (Tool::MprouteNh, Vec::new()),
-        (Tool::IpBatch, Vec::new()),
-    ];
-    let mut idx = 0;
-    for _ in 0..runs {
-        for (tool, t) in times.iter_mut() {
-            t.push(one_run(*tool, idx, &mproute, &files, count)?);
+    let ns = fresh_ns(0)?;
+    let mut same: Vec<(Tool, Vec<f64>)> = tools
+        .iter()
+        .chain(&floors)
+        .map(|t| (*t, Vec::new()))
+        .collect();
+    for round in 1..=runs {
+        for (tool, t) in same.iter_mut() {
+            let secs = timed_run(*tool, ns.name(), &mproute, &files, count)?;
+            println!(
+                "bench: same namespace  {:<30} round {round}: {secs:.3} s",
+                tool.label()
+            );
+            t.push(secs);
+            empty_table(*tool, ns.name(), &mproute)?;
+        }
+    }
+    drop(ns);
+
+    // 2. A fresh namespace per run.
+    let mut fresh: Vec<(Tool, Vec<f64>)> = tools.iter().map(|t| (*t, Vec::new())).collect();
+    let mut idx = 1;
+    for round in 1..=runs {
+        for (tool, t) in fresh.iter_mut() {
+            let ns = fresh_ns(idx)?;
             idx += 1;
+            let secs = timed_run(*tool, ns.name(), &mproute, &files, count)?;
+            println!(
+                "bench: fresh namespace {:<30} round {round}: {secs:.3} s",
+                tool.label()
+            );
+            t.push(secs);
         }
     }
 
-    println!();
-    println!(
-        "{:<28}  {:<30}  {:>9}  {:>15}",
-        "tool", "runs (s)", "median s", "median routes/s"
+    let s = report(
+        &format!("same namespace, {runs} interleaved rounds, table emptied between runs (the state's first use counted):"),
+        count,
+        &same,
     );
-    let mut rates = Vec::new();
-    for (tool, t) in &times {
-        let runs_s = t
-            .iter()
-            .map(|s| format!("{s:.3}"))
-            .collect::<Vec<_>>()
-            .join(" ");
-        let med = median(t);
-        let rate = f64::from(count) / med;
-        rates.push(rate);
-        println!(
-            "{:<28}  {:<30}  {:>9.3}  {:>15.0}",
-            tool.label(),
-            runs_s,
-            med,
-            rate
-        );
-    }
-    if let [m, nh, ip] = rates[..] {
-        println!("ratio mproute/ip-batch = {:.2}× (median routes/s)", m / ip);
-        println!(
-            "ratio mproute --nexthop-objects/ip-batch = {:.2}× (median routes/s; goal 2×)",
-            nh / ip
-        );
-    }
+    let f = report(
+        &format!(
+            "fresh namespace per run ({runs} rounds; state created and anchor loaded in the run):"
+        ),
+        count,
+        &fresh,
+    );
+    println!();
+    let ip = rate(&s, Tool::IpBatch);
+    println!(
+        "same namespace:  mproute -b/ip-batch = {:.2}× (goal 1.0×), --nexthop-objects/ip-batch = {:.2}× (goal 2.0×)",
+        rate(&s, Tool::Mproute) / ip,
+        rate(&s, Tool::MprouteNh) / ip
+    );
+    println!(
+        "                 the kernel alone (calibration): multipath {:.2}×, nhid {:.2}× ip-batch; mproute at {:.0} % and {:.0} % of those",
+        rate(&s, Tool::FloorMultipath) / ip,
+        rate(&s, Tool::FloorObject) / ip,
+        100.0 * rate(&s, Tool::Mproute) / rate(&s, Tool::FloorMultipath),
+        100.0 * rate(&s, Tool::MprouteNh) / rate(&s, Tool::FloorObject)
+    );
+    let ip = rate(&f, Tool::IpBatch);
+    println!(
+        "fresh namespace: mproute -b/ip-batch = {:.2}×, --nexthop-objects/ip-batch = {:.2}×",
+        rate(&f, Tool::Mproute) / ip,
+        rate(&f, Tool::MprouteNh) / ip
+    );
     Ok(())
 }
 
