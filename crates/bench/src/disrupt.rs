@@ -250,10 +250,14 @@ impl Dp<'_> {
     }
 }
 
+/// A scheme's balance over 8 nexthops: max/avg on the dataplane, in the model, and the flows
+/// on which the two agreed.
+type Balance = (Scheme, f64, f64, usize);
+
 fn measure(
     ifx: HashMap<String, u32>,
     nflows: usize,
-) -> Result<(Vec<Moved>, Vec<(Scheme, f64, f64, usize)>)> {
+) -> Result<(Vec<Moved>, Vec<Balance>)> {
     let ingress = *ifx.get("in0").ok_or_else(|| anyhow!("no in0"))?;
     let mut obj = MaybeUninit::<OpenObject>::uninit();
     let skel = DpSkelBuilder::default()
