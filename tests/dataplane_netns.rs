@@ -1518,3 +1518,151 @@ fn an_added_nexthop_takes_buckets_only_once_they_are_idle() {
         std::thread::sleep(std::time::Duration::from_millis(500));
     }
 }
+
+/// The gateways of `prefix`'s route in `ns` as `ip -j route` shows them (none: no route).
+fn gateways(ns: &Netns, prefix: &str) -> Vec<String> {
+    let j = ns.ip_json(&["-4", "route", "show", prefix]);
+    let Some(r) = j.get(0) else {
+        return Vec::new();
+    };
+    let gw = |v: &Value| v["gateway"].as_str().unwrap_or("-").to_string();
+    match r["nexthops"].as_array() {
+        Some(n) => n.iter().map(gw).collect(),
+        None => vec![gw(r)],
+    }
+}
+
+/// Poll `ok` every 100 ms for up to 10 s; panic with `state()` if it never holds.
+fn eventually(what: &str, ok: impl Fn() -> bool, state: impl Fn() -> String) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while !ok() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{what}: not within 10 s; {}",
+            state()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+}
+
+/// With --nexthop-objects, the kernel deletes a path's object when its link loses its carrier
+/// or goes down, a group left empty with it, and the routes that referenced it, and brings
+/// nothing back: `dataplane watch` puts back the objects (the same ids) and the routes when
+/// the links are up again, and traffic flows. `ip -j route` and `ip -j nexthop` are the
+/// oracle, a ping over the restored route the traffic.
+#[test]
+fn watch_puts_back_the_nexthop_objects_a_link_flap_deleted() {
+    require_root();
+    let t = mpt_testkit::TwoPaths::new("nhflap");
+    for n in [&t.a, &t.b] {
+        n.ip_ok(&["addr", "add", "198.18.7.1/32", "dev", "lo"]);
+    }
+    let (two, one) = ("198.18.7.0/24", "198.18.8.0/24");
+    MP.ok(
+        &t.r,
+        &[
+            "--nexthop-objects",
+            "add",
+            two,
+            "nexthop",
+            "via",
+            "10.1.0.2",
+            "dev",
+            "va",
+            "nexthop",
+            "via",
+            "10.2.0.2",
+            "dev",
+            "vb",
+        ],
+    );
+    MP.ok(
+        &t.r,
+        &[
+            "--nexthop-objects",
+            "add",
+            one,
+            "via",
+            "10.1.0.2",
+            "dev",
+            "va",
+        ],
+    );
+    let both = vec!["10.1.0.2".to_string(), "10.2.0.2".to_string()];
+    let state = || {
+        format!(
+            "routes {:?} / {:?}, objects {}",
+            gateways(&t.r, two),
+            gateways(&t.r, one),
+            t.r.ip_json(&["nexthop", "show"])
+        )
+    };
+    let restored = || gateways(&t.r, two) == both && gateways(&t.r, one) == ["10.1.0.2"];
+    assert!(restored(), "{}", state());
+    // what must come back: each route's object id, and as many objects (no leftovers)
+    let objects = || {
+        let nhid = |p| t.r.ip_json(&["-4", "route", "show", p])[0]["nhid"].clone();
+        let n =
+            t.r.ip_json(&["nexthop", "show"])
+                .as_array()
+                .map_or(0, Vec::len);
+        (nhid(two), nhid(one), n)
+    };
+    let before = objects();
+    assert_eq!(before.2, 3, "{}", state());
+    let w = Watcher::start(&t.r);
+    w.next("start");
+
+    // a's end down: va loses its carrier; the kernel deletes va's object, so the one-path
+    // route goes and the group keeps vb only
+    t.a.ip_ok(&["link", "set", "eth0", "down"]);
+    eventually(
+        "the kernel's deletion on carrier loss",
+        || gateways(&t.r, one).is_empty() && gateways(&t.r, two) == ["10.2.0.2"],
+        state,
+    );
+    t.a.ip_ok(&["link", "set", "eth0", "up"]);
+    eventually("restored after the carrier came back", restored, state);
+    // the routes name the objects they named, and nothing is left over
+    assert_eq!(objects(), before, "{}", state());
+
+    // both links down: the group goes and the two-path route with it; up again: back
+    t.r.ip_ok(&["link", "set", "va", "down"]);
+    t.r.ip_ok(&["link", "set", "vb", "down"]);
+    eventually(
+        "the kernel's deletion on admin down",
+        || gateways(&t.r, one).is_empty() && gateways(&t.r, two).is_empty(),
+        state,
+    );
+    // while the links are down, sync keeps the routes (it would forget a deleted one)
+    let rows: Value = serde_json::from_str(&MP.ok(&t.r, &["-j", "sync"])).expect("sync -j");
+    let waiting = rows["actions"]
+        .as_array()
+        .map_or(0, |a| a.iter().filter(|r| r["action"] == "waiting").count());
+    assert_eq!(waiting, 2, "sync while the links are down: {rows}");
+    assert_eq!(rows["changed"], false, "{rows}");
+    t.r.ip_ok(&["link", "set", "va", "up"]);
+    t.r.ip_ok(&["link", "set", "vb", "up"]);
+    eventually("restored after both links came back", restored, state);
+    assert_eq!(objects(), before, "{}", state());
+    // and packets take the restored route
+    let ping = t.r.exec("ping", &["-c", "1", "-W", "2", "198.18.7.1"]);
+    assert!(
+        ping.status.success(),
+        "ping over the restored route: {ping:?}"
+    );
+    drop(w);
+    // without watch, sync does the same
+    t.a.ip_ok(&["link", "set", "eth0", "down"]);
+    eventually(
+        "carrier loss again",
+        || gateways(&t.r, one).is_empty(),
+        state,
+    );
+    t.a.ip_ok(&["link", "set", "eth0", "up"]);
+    let rows: Value = serde_json::from_str(&MP.ok(&t.r, &["-j", "sync"])).expect("sync -j");
+    assert!(restored(), "after sync: {rows}; {}", state());
+    assert_eq!(rows["actions"][0]["action"], "restored", "{rows}");
+    assert_eq!(rows["changed"], true, "{rows}");
+    assert_eq!(objects(), before, "{}", state());
+}

@@ -66,9 +66,10 @@ pub struct Cli {
     /// Options shared by mproute, ila and pfanout.
     #[command(flatten)]
     pub global: GlobalOpts,
-    /// Install routes as references to kernel nexthop objects (Linux 5.3+): much faster in bulk,
-    /// but the kernel deletes a nexthop object when its device goes administratively down and
-    /// does not bring it back, so a route loses that path for good after a link flap.
+    /// Install routes as references to kernel nexthop objects (Linux 5.3+): faster in bulk. The
+    /// kernel deletes an object when its device goes down or loses its carrier (a group left
+    /// empty, and its routes, with it) and never brings it back: run `mproute dataplane watch`
+    /// (or `mproute sync` after a flap) to put the objects and routes back when the link is up.
     #[arg(long = "nexthop-objects", global = true)]
     pub nexthop_objects: bool,
     /// The command.
@@ -103,7 +104,8 @@ pub enum Cmd {
     /// Remove every route mproute owns (in one table).
     #[command(override_usage = "mproute flush [table T]")]
     Flush(RouteArgs),
-    /// Report and repair drift between the FIB and mproute's state.
+    /// Report and repair drift between the FIB and mproute's state; first put back nexthop
+    /// objects the kernel deleted with a link that is up again.
     #[command(override_usage = "mproute sync [--reset]")]
     Sync(RouteArgs),
     /// Show the nexthop the dataplane picks for a packet, and the hash.
@@ -114,7 +116,7 @@ pub enum Cmd {
     /// `mproute route VERB ARGS`: the object word of iproute2, accepted and ignored.
     #[command(hide = true)]
     Route(RouteArgs),
-    /// Attach, detach and show the tc/XDP dataplane that carries out the algorithms; watch keeps its FIB check verified.
+    /// Attach, detach and show the tc/XDP dataplane that carries out the algorithms; watch keeps its FIB check verified and puts back nexthop objects a link flap deleted.
     #[command(
         alias = "dp",
         override_usage = "mproute dataplane attach dev DEV [dev DEV ...] [auto|xdp|xdp-generic|tc] [fastpath on|off] [prepare-peers]\n       mproute dataplane detach dev DEV\n       mproute dataplane show\n       mproute dataplane watch"

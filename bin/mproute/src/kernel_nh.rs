@@ -30,6 +30,21 @@ pub struct NhIndex {
     next_id: u32,
 }
 
+/// An object to put back ([`NhIndex::restore`]).
+#[derive(Debug, Clone, Copy)]
+pub struct Restore<'a> {
+    /// Its id (the one its routes and the dataplane name).
+    pub id: u32,
+    /// The family of its routes (for device-only paths).
+    pub family: Family,
+    /// The paths it gets.
+    pub paths: &'a [Nexthop],
+    /// A group (a route given several paths), not a single.
+    pub as_group: bool,
+    /// Whether the kernel kept it (a group with some of its members): replaced, not created.
+    pub exists: bool,
+}
+
 /// Result of [`NhIndex::ensure`].
 #[derive(Debug, Clone)]
 pub struct Ensured {
@@ -78,6 +93,12 @@ impl NhIndex {
         Ok(Some(idx))
     }
 
+    /// Keep `ids` from being given to new objects: the ids of objects the kernel deleted with
+    /// their link, which managed routes still name and which come back under them.
+    pub fn reserve(&mut self, ids: impl IntoIterator<Item = u32>) {
+        self.used_ids.extend(ids);
+    }
+
     fn alloc(&mut self) -> u32 {
         while self.used_ids.contains(&self.next_id) || self.next_id == 0 {
             self.next_id = self.next_id.wrapping_add(1);
@@ -120,30 +141,7 @@ impl NhIndex {
     ) -> Result<u32, Failure> {
         let mut members = Vec::with_capacity(nexthops.len());
         for nh in nexthops {
-            // A device nexthop takes the route's family; a gateway its own.
-            let family = nh.gateway.map_or(route_family, |g| Family::of(&g)).af();
-            let key = (family, nh.gateway, nh.ifindex, nh.flags & RTNH_F_ONLINK);
-            let id = match self.singles.get(&key) {
-                Some(id) => *id,
-                None => {
-                    let id = self.alloc();
-                    let msg = NexthopMsg {
-                        id,
-                        protocol: MPROUTE_PROTO,
-                        family,
-                        object: NexthopObject::Single {
-                            gateway: nh.gateway,
-                            ifindex: nh.ifindex,
-                            flags: nh.flags & RTNH_F_ONLINK,
-                        },
-                    };
-                    sock.request(&nexthop::encode_new(&msg, false), op)
-                        .map_err(Failure::from)?;
-                    self.singles.insert(key, id);
-                    created.push(id);
-                    id
-                }
-            };
+            let id = self.single(sock, op, route_family, nh, None, created)?;
             members.push((id, nh.weight));
         }
         if let [(id, _)] = members[..] {
@@ -164,6 +162,98 @@ impl NhIndex {
         self.groups.insert(members, id);
         created.push(id);
         Ok(id)
+    }
+
+    /// The single object for `nh`, created (with id `want` if given, else a free one) when
+    /// there is none. A device nexthop takes the route's family; a gateway its own.
+    fn single(
+        &mut self,
+        sock: &mut Socket,
+        op: &str,
+        route_family: Family,
+        nh: &Nexthop,
+        want: Option<u32>,
+        created: &mut Vec<u32>,
+    ) -> Result<u32, Failure> {
+        let family = nh.gateway.map_or(route_family, |g| Family::of(&g)).af();
+        let key = (family, nh.gateway, nh.ifindex, nh.flags & RTNH_F_ONLINK);
+        if want.is_none() {
+            if let Some(id) = self.singles.get(&key) {
+                return Ok(*id);
+            }
+        }
+        let id = match want {
+            Some(id) => {
+                self.used_ids.insert(id);
+                id
+            }
+            None => self.alloc(),
+        };
+        let msg = NexthopMsg {
+            id,
+            protocol: MPROUTE_PROTO,
+            family,
+            object: NexthopObject::Single {
+                gateway: nh.gateway,
+                ifindex: nh.ifindex,
+                flags: nh.flags & RTNH_F_ONLINK,
+            },
+        };
+        sock.request(&nexthop::encode_new(&msg, false), op)
+            .map_err(Failure::from)?;
+        self.singles.insert(key, id);
+        created.push(id);
+        Ok(id)
+    }
+
+    /// Put object `r.id` back with `r.paths` (those of its paths whose link is up again): a
+    /// one-path route's object as a single of that id; a group under its id, its members
+    /// found or created, replacing what the kernel kept of it (`r.exists`). Whatever this call
+    /// created is deleted again if the kernel refuses.
+    pub fn restore(&mut self, sock: &mut Socket, op: &str, r: &Restore<'_>) -> Result<(), Failure> {
+        let mut created = Vec::new();
+        let res = self.restore_inner(sock, op, r, &mut created);
+        if res.is_err() {
+            self.remove(sock, &created);
+        }
+        res
+    }
+
+    fn restore_inner(
+        &mut self,
+        sock: &mut Socket,
+        op: &str,
+        r: &Restore<'_>,
+        created: &mut Vec<u32>,
+    ) -> Result<(), Failure> {
+        let (id, family, paths) = (r.id, r.family, r.paths);
+        if !r.as_group {
+            return match paths {
+                [p] => self
+                    .single(sock, op, family, p, Some(id), created)
+                    .map(|_| ()),
+                _ => Err(Failure::system(format!(
+                    "{op}: a one-path object restored with {} paths",
+                    paths.len()
+                ))),
+            };
+        }
+        let mut members = Vec::with_capacity(paths.len());
+        for p in paths {
+            members.push((self.single(sock, op, family, p, None, created)?, p.weight));
+        }
+        let msg = NexthopMsg {
+            id,
+            protocol: MPROUTE_PROTO,
+            family: 0,
+            object: NexthopObject::Group(members.clone()),
+        };
+        sock.request(&nexthop::encode_new(&msg, r.exists), op)
+            .map_err(Failure::from)?;
+        self.groups.retain(|_, v| *v != id);
+        self.groups.insert(members, id);
+        self.used_ids.insert(id);
+        Ok(())
     }
 
     /// Delete objects (groups before their members: pass them in creation order).

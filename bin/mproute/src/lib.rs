@@ -23,6 +23,7 @@ pub mod pipeline;
 pub mod repair;
 pub mod resilient;
 pub mod resolve;
+pub mod restore;
 pub mod session;
 pub mod store;
 pub mod txn;

@@ -51,6 +51,11 @@ impl Session {
             });
             return Ok(rows);
         }
+        // Objects the kernel deleted with a link that is back: put back first, with their
+        // routes, so that those are not taken for routes deleted behind mproute's back.
+        let (restored, restoring) = self.restore_objects()?;
+        rows.extend(restored);
+        let waiting = self.waiting_for_link()?;
         let all = dump(self.sock()?, None, None)?;
         // the first route of a key: the one the kernel uses (IPv4 alternatives added with
         // append share it)
@@ -65,6 +70,17 @@ impl Session {
         if let Some(s) = self.store(false)? {
             for (k, m) in s.all()? {
                 let Some(r) = fib.get(&k) else {
+                    if dry && restoring.contains(&m.group) {
+                        continue; // put back with its object (the row above)
+                    }
+                    if waiting.contains(&m.group) {
+                        rows.push(action(
+                            "waiting",
+                            &k,
+                            "the kernel deleted its nexthop object with its link; put back when the link is up",
+                        ));
+                        continue;
+                    }
                     if !dry {
                         forget_in(s, &k, true)?;
                     }

@@ -171,7 +171,18 @@ impl Session {
         f: impl FnOnce(&mut NhIndex, &mut Socket) -> R,
     ) -> Result<Option<R>, Failure> {
         if self.nh.is_none() {
-            let idx = NhIndex::load(self.sock()?)?;
+            let mut idx = NhIndex::load(self.sock()?)?;
+            // the objects managed routes name, present or deleted with their link (see restore)
+            if let (Some(i), Some(s)) = (idx.as_mut(), self.store(false)?) {
+                let ids = s
+                    .bpf()
+                    .dp_group_ids()
+                    .map_err(|e| crate::store::fail("read dataplane state", e))?;
+                i.reserve(
+                    ids.into_iter()
+                        .filter(|id| *id < mpt_bpf::mproute::route_table::PRIVATE_GROUP_BASE),
+                );
+            }
             self.nh = Some(idx);
         }
         self.sock()?;

@@ -254,10 +254,7 @@ impl Dp<'_> {
 /// on which the two agreed.
 type Balance = (Scheme, f64, f64, usize);
 
-fn measure(
-    ifx: HashMap<String, u32>,
-    nflows: usize,
-) -> Result<(Vec<Moved>, Vec<Balance>)> {
+fn measure(ifx: HashMap<String, u32>, nflows: usize) -> Result<(Vec<Moved>, Vec<Balance>)> {
     let ingress = *ifx.get("in0").ok_or_else(|| anyhow!("no in0"))?;
     let mut obj = MaybeUninit::<OpenObject>::uninit();
     let skel = DpSkelBuilder::default()

@@ -82,6 +82,18 @@ pub fn hw_type(ifindex: u32) -> Result<u16, Error> {
 
 /// Whether device `ifindex` is administratively up (`IFF_UP`).
 pub fn is_up(ifindex: u32) -> Result<bool, Error> {
+    Ok(flags(ifindex)? & libc::IFF_UP as libc::c_short != 0)
+}
+
+/// Whether device `ifindex` is up and has its carrier (`IFF_UP` and `IFF_RUNNING`): a link
+/// the kernel keeps nexthop objects on.
+pub fn is_running(ifindex: u32) -> Result<bool, Error> {
+    let want = (libc::IFF_UP | libc::IFF_RUNNING) as libc::c_short;
+    Ok(flags(ifindex)? & want == want)
+}
+
+/// The device's `IFF_*` flags.
+fn flags(ifindex: u32) -> Result<libc::c_short, Error> {
     let mut ifr = ifreq(ifindex)?;
     let sock = ioctl_socket("SIOCGIFFLAGS")?;
     // SAFETY: SIOCGIFFLAGS reads ifr_name and fills ifr_flags of a valid ifreq.
@@ -90,8 +102,7 @@ pub fn is_up(ifindex: u32) -> Result<bool, Error> {
         return Err(Error::last(format!("flags of ifindex {ifindex}")));
     }
     // SAFETY: SIOCGIFFLAGS filled the ifr_flags member of the union.
-    let flags = unsafe { ifr.ifr_ifru.ifru_flags };
-    Ok(flags & libc::IFF_UP as libc::c_short != 0)
+    Ok(unsafe { ifr.ifr_ifru.ifru_flags })
 }
 
 /// The Ethernet address of device `ifindex`; `None` for a device that has none (not

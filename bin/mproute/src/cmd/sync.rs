@@ -9,7 +9,8 @@ use crate::session::Session;
 pub fn run(s: &mut Session, reset: bool) -> Result<Output, Failure> {
     let rows = s.sync(reset)?;
     Ok(Output::Actions {
-        changed: !rows.is_empty(),
+        // a route kept waiting for its link is not a change
+        changed: rows.iter().any(|r| r.action != "waiting"),
         rows,
         check: s.opts.check,
     })

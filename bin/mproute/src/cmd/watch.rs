@@ -1,5 +1,6 @@
 //! `mproute dataplane watch`: keep the dataplane's FIB check verified while the FIB changes,
-//! printing the check each time (`-j`: one JSON object per line). Runs until interrupted.
+//! printing the check each time (`-j`: one JSON object per line), and put back the nexthop
+//! objects the kernel deleted with a link when the link is up again. Runs until interrupted.
 
 use mpt_cli::render::Style;
 use mpt_cli::Failure;
@@ -31,7 +32,7 @@ pub fn run(s: &mut Session, style: Style) -> Result<(), Failure> {
     // the generation the routes were last verified at (None: not verified, try again)
     let mut last: Option<u32>;
     loop {
-        settle(s);
+        settle(s, style);
         let line = match s.verify_now() {
             Ok(f) => {
                 last = f.verified_at;
@@ -65,14 +66,31 @@ pub fn run(s: &mut Session, style: Style) -> Result<(), Failure> {
             if changed || last.is_none() || s.generation().ok() != last {
                 break;
             }
-            settle(s);
+            settle(s, style);
         }
     }
 }
 
-/// Resilient tables whose idle buckets can move to the nexthops below their share; a failure
-/// is reported and the next round tries again.
-fn settle(s: &mut Session) {
+/// Nexthop objects the kernel deleted with a link that is back, put back with their routes
+/// (each printed: `restored nhid N: ...`, `-j`: the action row); resilient tables whose idle
+/// buckets can move to the nexthops below their share. A failure is reported and the next
+/// round tries again.
+fn settle(s: &mut Session, style: Style) {
+    use std::io::Write;
+    match s.restore_objects() {
+        Ok((rows, _)) => {
+            let mut out = std::io::stdout().lock();
+            for r in rows {
+                let line = if style.json {
+                    serde_json::to_string(&r).unwrap_or_default()
+                } else {
+                    format!("{} {}: {}", r.action, r.dst, r.reason)
+                };
+                let _ = writeln!(out, "{line}").and_then(|()| out.flush());
+            }
+        }
+        Err(f) => f.eprint("mproute"),
+    }
     if let Err(f) = s.settle_resilient() {
         f.eprint("mproute");
     }

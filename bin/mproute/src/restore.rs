@@ -1,0 +1,335 @@
+//! Nexthop objects the kernel deleted with their link, put back when the link is.
+//!
+//! The kernel deletes a nexthop object when its device goes down or loses its carrier, takes
+//! it out of every group, deletes a group left empty and, with the group, every route that
+//! referenced it; nothing comes back with the link. (Routes installed as `RTA_MULTIPATH` keep
+//! their paths, marked dead or linkdown, and recover by themselves.) For a route installed
+//! with `--nexthop-objects` the dataplane group of the same id (a managed route's group below
+//! [`PRIVATE_GROUP_BASE`] is its kernel object) still holds the paths the route was given, so
+//! [`Session::restore_objects`] can put back each path whose link is up again: the member
+//! objects, the group under its old id (replacing what the kernel kept of it), and the routes
+//! the kernel deleted with it. `dataplane watch` runs it on every link change; `sync` first.
+
+use std::collections::{HashMap, HashSet};
+use std::net::IpAddr;
+
+use mpt_bpf::mproute::route_table::PRIVATE_GROUP_BASE;
+use mpt_cli::Failure;
+use mpt_model::route::RTNH_F_ONLINK;
+use mpt_model::{Algo, Family, Nexthop, RouteKey, Verb, MPROUTE_PROTO};
+use mpt_netlink::msg::rtnl::nexthop::{self, NexthopObject};
+use mpt_netlink::msg::rtnl::route::{self as rmsg, PathForm, RouteRequest};
+
+use crate::session::Session;
+use crate::store::fail;
+use crate::view::ActionRow;
+
+/// One object to put back.
+#[derive(Debug)]
+struct Plan {
+    id: u32,
+    /// The paths it will have: those the kernel kept and those whose link is up again.
+    paths: Vec<Nexthop>,
+    /// How many it was given.
+    given: usize,
+    /// Whether the kernel kept the object (a group with some of its members).
+    exists: bool,
+}
+
+impl Session {
+    /// Put back the nexthop objects of managed routes whose links came back (see the module
+    /// documentation); one row per object restored, and the ids of the objects put back.
+    /// With `--check`, the rows say what would be done and nothing is.
+    pub(crate) fn restore_objects(&mut self) -> Result<(Vec<ActionRow>, HashSet<u32>), Failure> {
+        let none = || Ok((Vec::new(), HashSet::new()));
+        let Some(store) = self.store(false)? else {
+            return none();
+        };
+        let raw = store.bpf();
+        let ctx = |e| fail("read dataplane state", e);
+        let mut given = Vec::new();
+        for id in raw.dp_group_ids().map_err(ctx)? {
+            if id == 0 || id >= PRIVATE_GROUP_BASE {
+                continue;
+            }
+            if let Some(g) = raw.dp_group(id).map_err(ctx)? {
+                let paths: Vec<Nexthop> =
+                    g.nh.iter()
+                        .take(g.nh_count as usize)
+                        .map(|n| Nexthop {
+                            gateway: n.gateway(),
+                            ifindex: n.ifindex,
+                            weight: n.weight,
+                            flags: n.flags & RTNH_F_ONLINK,
+                        })
+                        .collect();
+                if !paths.is_empty() {
+                    given.push((id, paths));
+                }
+            }
+        }
+        if given.is_empty() {
+            return none();
+        }
+        let kernel = kernel_objects(self)?;
+        let mut plans = Vec::new();
+        for (id, paths) in given {
+            let have = kernel_paths(&kernel, id);
+            let missing = paths.iter().filter(|p| !have.contains(&path(p))).count();
+            if missing == 0 {
+                continue;
+            }
+            let back: Vec<Nexthop> = paths
+                .iter()
+                .filter(|p| {
+                    have.contains(&path(p))
+                        || mpt_sys::iface::is_running(p.ifindex).unwrap_or(false)
+                })
+                .cloned()
+                .collect();
+            if back.len() == have.len() {
+                continue; // none of the missing paths' links is up yet
+            }
+            plans.push(Plan {
+                id,
+                given: paths.len(),
+                paths: back,
+                exists: kernel.contains_key(&id),
+            });
+        }
+        if plans.is_empty() {
+            return none();
+        }
+        let ids: HashSet<u32> = plans.iter().map(|p| p.id).collect();
+        // The routes of each object (the kernel deleted them if it deleted the object).
+        let mut routes: HashMap<u32, Vec<(RouteKey, u8, Algo)>> = HashMap::new();
+        if let Some(s) = self.store(false)? {
+            for (k, m) in s.all()? {
+                if plans.iter().any(|p| p.id == m.group) {
+                    let proto = if m.protocol == 0 {
+                        MPROUTE_PROTO
+                    } else {
+                        m.protocol
+                    };
+                    routes.entry(m.group).or_default().push((k, proto, m.algo));
+                }
+            }
+        }
+        // One-path objects first: a group being restored may take the same path as a member.
+        plans.sort_by_key(|p| p.given > 1);
+        // the index this process holds predates the kernel's deletions
+        self.nh = None;
+        let mut rows = Vec::new();
+        for p in plans {
+            let rs = routes.remove(&p.id).unwrap_or_default();
+            let family = rs.first().map_or(Family::V4, |(k, _, _)| k.family());
+            let op = format!("restore nexthop object {}", p.id);
+            let back = p.paths.len();
+            let what = format!("{back} of {} paths", p.given);
+            if self.opts.check {
+                let re_add = if p.exists { 0 } else { rs.len() };
+                rows.push(row(
+                    p.id,
+                    format!("would put back {what}; {} re-added", routes_n(re_add)),
+                ));
+                continue;
+            }
+            let as_group = p.given > 1;
+            let r = crate::kernel_nh::Restore {
+                id: p.id,
+                family,
+                paths: &p.paths,
+                as_group,
+                exists: p.exists,
+            };
+            self.with_nh(|idx, sock| idx.restore(sock, &op, &r))?
+                .transpose()?;
+            let (added, refused) = if p.exists {
+                (0, None)
+            } else {
+                self.re_add(p.id, &rs)?
+            };
+            let mut reason = format!("{what} back; {} re-added", routes_n(added));
+            if let Some(e) = refused {
+                reason.push_str(&format!("; not re-added: {e}"));
+            }
+            rows.push(row(p.id, reason));
+        }
+        Ok((rows, ids))
+    }
+
+    /// The objects of managed routes that the kernel deleted and that cannot come back yet:
+    /// none of their paths' links is up. Their routes are kept, not forgotten.
+    pub(crate) fn waiting_for_link(&mut self) -> Result<HashSet<u32>, Failure> {
+        let Some(store) = self.store(false)? else {
+            return Ok(HashSet::new());
+        };
+        let raw = store.bpf();
+        let ctx = |e| fail("read dataplane state", e);
+        let ids: Vec<u32> = raw
+            .dp_group_ids()
+            .map_err(ctx)?
+            .into_iter()
+            .filter(|id| *id != 0 && *id < PRIVATE_GROUP_BASE)
+            .collect();
+        if ids.is_empty() {
+            return Ok(HashSet::new());
+        }
+        let mut out = HashSet::new();
+        let kernel = kernel_objects(self)?;
+        let Some(store) = self.store(false)? else {
+            return Ok(out);
+        };
+        for id in ids {
+            if kernel.contains_key(&id) {
+                continue;
+            }
+            if let Some(g) = store.bpf().dp_group(id).map_err(ctx)? {
+                let down =
+                    g.nh.iter()
+                        .take(g.nh_count as usize)
+                        .all(|n| !mpt_sys::iface::is_running(n.ifindex).unwrap_or(false));
+                if down {
+                    out.insert(id);
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// Add the routes of object `id` again (each an `RTA_NH_ID` route with its protocol);
+    /// one already there is fine. Returns how many were added, and the first refusal.
+    fn re_add(
+        &mut self,
+        id: u32,
+        routes: &[(RouteKey, u8, Algo)],
+    ) -> Result<(usize, Option<String>), Failure> {
+        let reqs = routes.iter().map(|(k, proto, algo)| {
+            let req = rmsg::encode(&RouteRequest {
+                verb: Verb::Add,
+                key: *k,
+                metric_given: true,
+                protocol: Some(*proto),
+                nexthops: &[],
+                form: PathForm::Object(id),
+                algo: *algo,
+                encap: None,
+            });
+            (req, format!("re-add {} nhid {id}", k.dst))
+        });
+        let results = self
+            .sock()?
+            .pipeline(reqs.collect::<Vec<_>>(), 256)
+            .map_err(Failure::from)?;
+        let mut added = 0;
+        let mut refused = None;
+        for r in results {
+            match r {
+                Ok(()) => added += 1,
+                Err(e) if e.errno == libc::EEXIST => {}
+                Err(e) => {
+                    refused.get_or_insert_with(|| e.to_string());
+                }
+            }
+        }
+        for (k, _, _) in routes {
+            self.invalidate(k);
+        }
+        Ok((added, refused))
+    }
+}
+
+fn routes_n(n: usize) -> String {
+    if n == 1 {
+        "1 route".into()
+    } else {
+        format!("{n} routes")
+    }
+}
+
+fn row(id: u32, reason: String) -> ActionRow {
+    ActionRow {
+        action: "restored".into(),
+        dst: format!("nhid {id}"),
+        table: None,
+        metric: None,
+        reason,
+    }
+}
+
+type Path = (Option<IpAddr>, u32);
+
+fn path(n: &Nexthop) -> Path {
+    (n.gateway, n.ifindex)
+}
+
+/// The kernel's nexthop objects by id.
+fn kernel_objects(s: &mut Session) -> Result<HashMap<u32, NexthopObject>, Failure> {
+    let payloads = match s
+        .sock()?
+        .dump(&nexthop::dump_request(), "list nexthop objects")
+    {
+        Ok(p) => p,
+        // a kernel without nexthop objects has none to restore
+        Err(e) if matches!(e.errno(), Some(libc::EOPNOTSUPP) | Some(libc::EINVAL)) => {
+            return Ok(HashMap::new())
+        }
+        Err(e) => return Err(Failure::from(e)),
+    };
+    let mut out = HashMap::new();
+    for p in payloads {
+        let m = nexthop::decode(&p)
+            .map_err(|e| Failure::system(format!("list nexthop objects: {e}")))?;
+        out.insert(m.id, m.object);
+    }
+    Ok(out)
+}
+
+/// The paths object `id` has in the kernel now (none if it is gone).
+fn kernel_paths(kernel: &HashMap<u32, NexthopObject>, id: u32) -> Vec<Path> {
+    match kernel.get(&id) {
+        Some(NexthopObject::Single {
+            gateway, ifindex, ..
+        }) => vec![(*gateway, *ifindex)],
+        Some(NexthopObject::Group(members)) => members
+            .iter()
+            .filter_map(|(m, _)| match kernel.get(m) {
+                Some(NexthopObject::Single {
+                    gateway, ifindex, ..
+                }) => Some((*gateway, *ifindex)),
+                _ => None,
+            })
+            .collect(),
+        None => Vec::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn single(gw: &str, ifindex: u32) -> NexthopObject {
+        NexthopObject::Single {
+            gateway: Some(gw.parse().expect("addr")),
+            ifindex,
+            flags: 0,
+        }
+    }
+
+    #[test]
+    fn kernel_paths_follow_group_members() {
+        let mut k = HashMap::new();
+        k.insert(1, single("192.0.2.1", 5));
+        k.insert(2, single("192.0.2.2", 6));
+        k.insert(3, NexthopObject::Group(vec![(1, 1), (2, 3)]));
+        k.insert(4, NexthopObject::Group(vec![(2, 1), (9, 1)])); // 9: gone
+        let gw = |s: &str| Some(s.parse::<IpAddr>().expect("addr"));
+        assert_eq!(
+            kernel_paths(&k, 3),
+            vec![(gw("192.0.2.1"), 5), (gw("192.0.2.2"), 6)]
+        );
+        assert_eq!(kernel_paths(&k, 4), vec![(gw("192.0.2.2"), 6)]);
+        assert_eq!(kernel_paths(&k, 1), vec![(gw("192.0.2.1"), 5)]);
+        assert!(kernel_paths(&k, 7).is_empty());
+    }
+}
