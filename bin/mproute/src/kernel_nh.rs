@@ -119,7 +119,7 @@ impl NhIndex {
     pub fn ensure(
         &mut self,
         sock: &mut Socket,
-        op: &str,
+        op: &dyn std::fmt::Display,
         family: Family,
         nexthops: &[Nexthop],
     ) -> Result<Ensured, Failure> {
@@ -134,7 +134,7 @@ impl NhIndex {
     fn ensure_inner(
         &mut self,
         sock: &mut Socket,
-        op: &str,
+        op: &dyn std::fmt::Display,
         route_family: Family,
         nexthops: &[Nexthop],
         created: &mut Vec<u32>,
@@ -169,7 +169,7 @@ impl NhIndex {
     fn single(
         &mut self,
         sock: &mut Socket,
-        op: &str,
+        op: &dyn std::fmt::Display,
         route_family: Family,
         nh: &Nexthop,
         want: Option<u32>,
@@ -210,7 +210,12 @@ impl NhIndex {
     /// one-path route's object as a single of that id; a group under its id, its members
     /// found or created, replacing what the kernel kept of it (`r.exists`). Whatever this call
     /// created is deleted again if the kernel refuses.
-    pub fn restore(&mut self, sock: &mut Socket, op: &str, r: &Restore<'_>) -> Result<(), Failure> {
+    pub fn restore(
+        &mut self,
+        sock: &mut Socket,
+        op: &dyn std::fmt::Display,
+        r: &Restore<'_>,
+    ) -> Result<(), Failure> {
         let mut created = Vec::new();
         let res = self.restore_inner(sock, op, r, &mut created);
         if res.is_err() {
@@ -222,7 +227,7 @@ impl NhIndex {
     fn restore_inner(
         &mut self,
         sock: &mut Socket,
-        op: &str,
+        op: &dyn std::fmt::Display,
         r: &Restore<'_>,
         created: &mut Vec<u32>,
     ) -> Result<(), Failure> {

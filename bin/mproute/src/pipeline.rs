@@ -129,10 +129,7 @@ impl Session {
             return true;
         }
         let pending: Vec<(usize, Pending)> = std::mem::take(window);
-        let reqs: Vec<(mpt_netlink::msg::Request, String)> = pending
-            .iter()
-            .map(|(_, p)| (p.req.clone(), p.op.clone()))
-            .collect();
+        let reqs = pending.iter().map(|(_, p)| (&p.req, p.op));
         let results = match self
             .sock()
             .and_then(|s| s.pipeline(reqs, pending.len()).map_err(Failure::from))

@@ -202,14 +202,19 @@ pub struct ChangeReport {
     pub changed: bool,
     /// The verb.
     pub action: &'static str,
-    /// Prefix.
-    pub dst: String,
+    /// Prefix (formatted only when printed: a batch of 100,000 adds prints none).
+    #[serde(serialize_with = "display")]
+    pub dst: ipnet::IpNet,
     /// Table id.
     pub table: u32,
     /// Metric.
     pub metric: u32,
     /// Algorithm after the command (null after del).
-    pub algo: Option<String>,
+    pub algo: Option<&'static str>,
+}
+
+fn display<S: serde::Serializer, T: std::fmt::Display>(v: &T, s: S) -> Result<S::Ok, S::Error> {
+    s.collect_str(v)
 }
 
 pub fn action(what: &str, k: &RouteKey, reason: &str) -> ActionRow {
@@ -226,10 +231,10 @@ pub fn report(changed: bool, verb: Verb, k: &RouteKey, algo: Option<Algo>) -> Ch
     ChangeReport {
         changed,
         action: verb.name(),
-        dst: k.dst.to_string(),
+        dst: k.dst,
         table: k.table,
         metric: k.metric,
-        algo: algo.map(|a| a.name().to_string()),
+        algo: algo.map(Algo::name),
     }
 }
 

@@ -207,8 +207,8 @@ impl Socket {
     }
 
     /// Send one request that expects an acknowledgement and wait for it.
-    pub fn request(&mut self, req: &Request, op: &str) -> Result<(), Error> {
-        let mut r = self.pipeline(std::iter::once((req.clone(), op.to_string())), 1)?;
+    pub fn request(&mut self, req: &Request, op: impl std::fmt::Display) -> Result<(), Error> {
+        let mut r = self.pipeline(std::iter::once((req, op)), 1)?;
         r.pop().unwrap_or(Ok(())).map_err(Error::Kernel)
     }
 
@@ -256,15 +256,16 @@ impl Socket {
     /// Send many requests with up to `window` in flight, several per `sendmsg`, and match the
     /// acknowledgements by sequence number. Returns one result per request, in order. An `Err`
     /// of the outer result means the socket itself failed.
-    pub fn pipeline(
+    /// `op` names a request in its error; it is formatted only then.
+    pub fn pipeline<R: std::borrow::Borrow<Request>, O: std::fmt::Display>(
         &mut self,
-        reqs: impl IntoIterator<Item = (Request, String)>,
+        reqs: impl IntoIterator<Item = (R, O)>,
         window: usize,
     ) -> Result<Vec<Result<(), KernelError>>, Error> {
         let window = window.max(1);
         let mut results: Vec<Option<Result<(), KernelError>>> = Vec::new();
         // seq -> (index, op, bytes sent)
-        let mut pending: HashMap<u32, (usize, String, Vec<u8>)> = HashMap::new();
+        let mut pending: HashMap<u32, (usize, O, Vec<u8>)> = HashMap::new();
         let mut it = reqs.into_iter().peekable();
         let mut batch: Vec<u8> = Vec::with_capacity(64 * 1024);
         let mut rbuf = vec![0u8; 64 * 1024];
@@ -273,11 +274,12 @@ impl Socket {
             while pending.len() < window {
                 let Some((req, op)) = it.next() else { break };
                 let seq = self.next_seq();
+                let req = req.borrow();
                 let bytes = req.to_bytes(seq, 0);
-                let mut b = bytes.clone();
+                let at = batch.len();
+                batch.extend_from_slice(&bytes);
                 let f = req.flags | flags::REQUEST | flags::ACK;
-                b[6..8].copy_from_slice(&f.to_ne_bytes());
-                batch.extend_from_slice(&b);
+                batch[at + 6..at + 8].copy_from_slice(&f.to_ne_bytes());
                 pending.insert(seq, (results.len(), op, bytes));
                 results.push(None);
                 if batch.len() >= 48 * 1024 {
@@ -316,7 +318,7 @@ impl Socket {
                             continue;
                         };
                         let mut k = KernelError {
-                            op: op.clone(),
+                            op: op.to_string(),
                             errno: raw.errno,
                             msg: raw.msg,
                             attr: None,
