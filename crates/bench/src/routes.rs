@@ -117,6 +117,11 @@ enum Tool {
     FloorMultipath,
     /// Calibration: RTA_NH_ID requests (one group object) pipelined by this program.
     FloorObject,
+    /// Calibration: as `FloorObject`, each window's routes also written, before it is sent,
+    /// into a hash map and an LPM trie shaped as mproute's state and dataplane tries, with
+    /// one BPF_MAP_UPDATE_BATCH per map and window: the least a tool that keeps a dataplane
+    /// entry per route can add to the kernel's share.
+    FloorObjectMaps,
 }
 
 impl Tool {
@@ -127,6 +132,7 @@ impl Tool {
             Tool::MprouteNh => "mproute -b --nexthop-objects",
             Tool::FloorMultipath => "kernel floor, multipath",
             Tool::FloorObject => "kernel floor, nhid",
+            Tool::FloorObjectMaps => "kernel floor, nhid + 2 map writes",
         }
     }
 }
@@ -141,9 +147,84 @@ fn nexthop_count(ns: &str) -> Result<usize> {
         .context("ip -j nexthop show: not a JSON array")
 }
 
+/// Standalone maps of the sizes and types of mproute's `mpt_routes` (hash) and `mpt_lpm4`
+/// (LPM trie), and their keys and values for route `i` (distinct, well formed).
+struct FloorMaps {
+    state: libbpf_rs::MapHandle,
+    lpm: libbpf_rs::MapHandle,
+}
+
+impl FloorMaps {
+    fn create() -> Result<FloorMaps> {
+        use mpt_bpf::mproute::abi::{MptDpRoute, MptLpm4Key, MptRouteKey, MptRouteVal};
+        let opts = libbpf_rs::libbpf_sys::bpf_map_create_opts {
+            sz: std::mem::size_of::<libbpf_rs::libbpf_sys::bpf_map_create_opts>() as _,
+            map_flags: libbpf_rs::libbpf_sys::BPF_F_NO_PREALLOC,
+            ..Default::default()
+        };
+        let make = |ty, name: &str, k: usize, v: usize, max: u32| {
+            libbpf_rs::MapHandle::create(ty, Some(name), k as u32, v as u32, max, &opts)
+                .with_context(|| format!("create the calibration map {name}"))
+        };
+        Ok(FloorMaps {
+            state: make(
+                libbpf_rs::MapType::Hash,
+                "bench_state",
+                MptRouteKey::SIZE,
+                MptRouteVal::SIZE,
+                mpt_bpf::mproute::abi::MAX_ROUTES,
+            )?,
+            lpm: make(
+                libbpf_rs::MapType::LpmTrie,
+                "bench_lpm4",
+                MptLpm4Key::SIZE,
+                MptDpRoute::SIZE,
+                mpt_bpf::mproute::abi::MAX_DP_ROUTES,
+            )?,
+        })
+    }
+
+    /// Write routes `range` (one batch per map).
+    fn write(&self, range: std::ops::Range<u32>) -> Result<()> {
+        use libbpf_rs::{MapCore, MapFlags};
+        use mpt_bpf::mproute::abi::{MptDpRoute, MptLpm4Key, MptRouteKey, MptRouteVal};
+        let n = range.len() as u32;
+        let (mut sk, mut sv, mut lk, mut lv) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        for i in range {
+            let mut id = MptRouteKey::default();
+            let b = id.as_bytes().len().min(4);
+            // the index in the key's first bytes: distinct keys
+            let mut raw = id.as_bytes().to_vec();
+            raw[..b].copy_from_slice(&i.to_ne_bytes()[..b]);
+            id = MptRouteKey::from_bytes(&raw).context("route key")?;
+            sk.extend_from_slice(id.as_bytes());
+            sv.extend_from_slice(MptRouteVal::default().as_bytes());
+            let k = MptLpm4Key {
+                prefixlen: 32 + 24,
+                table_be: 254u32.to_be_bytes(),
+                addr: [11 + (i / 65536) as u8, (i / 256 % 256) as u8, (i % 256) as u8, 0],
+            };
+            lk.extend_from_slice(k.as_bytes());
+            let v = MptDpRoute {
+                id,
+                ..MptDpRoute::default()
+            };
+            lv.extend_from_slice(v.as_bytes());
+        }
+        self.state
+            .update_batch(&sk, &sv, n, MapFlags::ANY, MapFlags::ANY)
+            .context("calibration: state batch")?;
+        self.lpm
+            .update_batch(&lk, &lv, n, MapFlags::ANY, MapFlags::ANY)
+            .context("calibration: LPM batch")?;
+        Ok(())
+    }
+}
+
 /// The calibration: `count` route adds encoded before the clock starts, then sent with
-/// mpt-netlink's pipeline (256 in flight, as mproute keeps) from a thread inside `ns`.
-fn floor_run(ns: &str, count: u32, object: bool) -> Result<f64> {
+/// mpt-netlink's pipeline (256 in flight, as mproute keeps) from a thread inside `ns`; with
+/// `maps`, each window of 256 written to standalone maps first (see [`Tool::FloorObjectMaps`]).
+fn floor_run(ns: &str, count: u32, object: bool, maps: bool) -> Result<f64> {
     let ns_name = ns.to_string();
     mpt_sys::netns::run_in(&ns_name, move || -> Result<f64> {
         let idx = |d: &str| mpt_sys::iface::index(d);
@@ -186,8 +267,28 @@ fn floor_run(ns: &str, count: u32, object: bool) -> Result<f64> {
             reqs.push((req, String::new()));
         }
         let mut sock = Socket::route().map_err(|e| anyhow::anyhow!(e))?;
+        let floor_maps = if maps {
+            Some(FloorMaps::create()?)
+        } else {
+            None
+        };
         let start = Instant::now();
-        let results = sock.pipeline(reqs, 256).map_err(|e| anyhow::anyhow!(e))?;
+        let mut results = Vec::with_capacity(reqs.len());
+        match &floor_maps {
+            None => results = sock.pipeline(reqs, 256).map_err(|e| anyhow::anyhow!(e))?,
+            Some(m) => {
+                let mut at = 0u32;
+                for chunk in reqs.chunks(256) {
+                    let n = chunk.len() as u32;
+                    m.write(at..at + n)?;
+                    at += n;
+                    let r = sock
+                        .pipeline(chunk.iter().map(|(r, o)| (r, o)), 256)
+                        .map_err(|e| anyhow::anyhow!(e))?;
+                    results.extend(r);
+                }
+            }
+        }
         let secs = start.elapsed().as_secs_f64();
         if let Some(Err(e)) = results.into_iter().find(|r| r.is_err()) {
             bail!("calibration: the kernel refused a route: {e}");
@@ -207,7 +308,7 @@ fn empty_table(tool: Tool, ns: &str, mproute: &Path) -> Result<()> {
         }
         // deleting the object deletes its routes (ip route flush cannot: it sends the dumped
         // RTA_NH_ID back and the kernel answers EINVAL)
-        Tool::FloorObject => {
+        Tool::FloorObject | Tool::FloorObjectMaps => {
             support::ip(["-n", ns, "nexthop", "flush"])?;
         }
     }
@@ -229,15 +330,16 @@ fn timed_run(tool: Tool, ns: &str, mproute: &Path, files: &BatchFiles, count: u3
         "{n}: expected the 2 connected routes before the run, found {before}"
     );
     let mut cmd = match tool {
-        Tool::FloorMultipath | Tool::FloorObject => {
-            if tool == Tool::FloorObject {
+        Tool::FloorMultipath | Tool::FloorObject | Tool::FloorObjectMaps => {
+            let object = tool != Tool::FloorMultipath;
+            if object {
                 for line in FLOOR_NH {
                     let mut args = vec!["-n", n];
                     args.extend(line.split(' '));
                     support::ip(args)?;
                 }
             }
-            let secs = floor_run(n, count, tool == Tool::FloorObject)?;
+            let secs = floor_run(n, count, object, tool == Tool::FloorObjectMaps)?;
             check_installed(tool, n, count)?;
             return Ok(secs);
         }
@@ -334,7 +436,7 @@ pub fn run(count: u32, runs: u32) -> Result<()> {
     support::sweep_stale();
     let files = BatchFiles::write(count)?;
     let tools = [Tool::IpBatch, Tool::Mproute, Tool::MprouteNh];
-    let floors = [Tool::FloorMultipath, Tool::FloorObject];
+    let floors = [Tool::FloorMultipath, Tool::FloorObject, Tool::FloorObjectMaps];
 
     // 1. One namespace, interleaved rounds, the table emptied after every run.
     println!(
@@ -400,6 +502,11 @@ pub fn run(count: u32, runs: u32) -> Result<()> {
         rate(&s, Tool::FloorObject) / ip,
         100.0 * rate(&s, Tool::Mproute) / rate(&s, Tool::FloorMultipath),
         100.0 * rate(&s, Tool::MprouteNh) / rate(&s, Tool::FloorObject)
+    );
+    println!(
+        "                 with a dataplane entry per route written in batches, the kernel's share is {:.2}× ip-batch: the most --nexthop-objects can reach here (mproute at {:.0} %)",
+        rate(&s, Tool::FloorObjectMaps) / ip,
+        100.0 * rate(&s, Tool::MprouteNh) / rate(&s, Tool::FloorObjectMaps)
     );
     let ip = rate(&f, Tool::IpBatch);
     println!(
