@@ -10,7 +10,9 @@
 //! routes tells which objects are still in use. No reference count is kept anywhere, so there is
 //! nothing to drift when someone runs `ip route del` behind our back.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
+
+use rustc_hash::FxHashMap;
 use std::net::IpAddr;
 
 use mpt_cli::Failure;
@@ -24,8 +26,8 @@ type SingleKey = (u8, Option<IpAddr>, u32, u8);
 /// What exists in the kernel, as far as mproute's objects go.
 #[derive(Debug, Default)]
 pub struct NhIndex {
-    singles: HashMap<SingleKey, u32>,
-    groups: HashMap<Vec<(u32, u16)>, u32>,
+    singles: FxHashMap<SingleKey, u32>,
+    groups: FxHashMap<Vec<(u32, u16)>, u32>,
     used_ids: HashSet<u32>,
     next_id: u32,
 }

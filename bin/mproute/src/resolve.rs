@@ -46,9 +46,9 @@ pub fn table(t: Option<&str>) -> Result<u32, Failure> {
 /// ifindex of a device, cached for the life of the process (a batch names the same few devices
 /// in every line; `if_nametoindex` costs a socket, an ioctl and a close each time).
 fn ifindex_cached(dev: &str) -> Result<u32, mpt_sys::Error> {
-    use std::collections::HashMap;
+    use rustc_hash::FxHashMap;
     use std::sync::Mutex;
-    static CACHE: Mutex<Option<HashMap<String, u32>>> = Mutex::new(None);
+    static CACHE: Mutex<Option<FxHashMap<String, u32>>> = Mutex::new(None);
     if let Some(i) = CACHE
         .lock()
         .ok()
@@ -58,7 +58,7 @@ fn ifindex_cached(dev: &str) -> Result<u32, mpt_sys::Error> {
     }
     let i = mpt_sys::iface::index(dev)?;
     if let Ok(mut c) = CACHE.lock() {
-        c.get_or_insert_with(HashMap::new)
+        c.get_or_insert_with(FxHashMap::default)
             .insert(dev.to_string(), i);
     }
     Ok(i)

@@ -10,6 +10,8 @@
 
 use std::collections::{HashMap, HashSet};
 
+use rustc_hash::FxHashMap;
+
 use mpt_cli::{names, Failure, GlobalOpts};
 use mpt_model::{Family, Route, RouteKey, MPROUTE_PROTO, MPROUTE_PROTO_NAME};
 use mpt_netlink::msg::rtnl::route as rmsg;
@@ -26,11 +28,12 @@ pub struct Session {
     pub(crate) sock: Option<Socket>,
     pub(crate) store: Option<Store>,
     pub(crate) store_checked: bool,
-    pub(crate) fib: HashMap<(Family, u32), HashMap<RouteKey, Route>>,
+    // Fx: hashed once or more per batch line; no flooding to fear from our own keys
+    pub(crate) fib: FxHashMap<(Family, u32), FxHashMap<RouteKey, Route>>,
     pub(crate) nh: Option<Option<NhIndex>>,
     pub(crate) gc_needed: bool,
     pub(crate) dp_groups_known: HashSet<u32>,
-    pub(crate) dp_groups_by_content: HashMap<u32, u32>,
+    pub(crate) dp_groups_by_content: FxHashMap<u32, u32>,
     /// Install routes as references to kernel nexthop objects (`--nexthop-objects`).
     pub use_nh_objects: bool,
     /// Routes or attachments may have changed: verify the managed routes for the dataplane's
@@ -60,11 +63,11 @@ impl Session {
             sock: None,
             store: None,
             store_checked: false,
-            fib: HashMap::new(),
+            fib: FxHashMap::default(),
             nh: None,
             gc_needed: false,
             dp_groups_known: HashSet::new(),
-            dp_groups_by_content: HashMap::new(),
+            dp_groups_by_content: FxHashMap::default(),
             use_nh_objects: false,
             arm_needed: false,
             fibgen: None,
@@ -119,9 +122,9 @@ impl Session {
         &mut self,
         fam: Family,
         table: u32,
-    ) -> Result<&HashMap<RouteKey, Route>, Failure> {
+    ) -> Result<&FxHashMap<RouteKey, Route>, Failure> {
         if !self.fib.contains_key(&(fam, table)) {
-            let mut m = HashMap::new();
+            let mut m = FxHashMap::default();
             for r in dump(self.sock()?, Some(fam), Some(table))? {
                 m.entry(r.key).or_insert(r);
             }
@@ -290,8 +293,8 @@ impl Session {
     }
 }
 
-static EMPTY: std::sync::LazyLock<HashMap<RouteKey, Route>> =
-    std::sync::LazyLock::new(HashMap::new);
+static EMPTY: std::sync::LazyLock<FxHashMap<RouteKey, Route>> =
+    std::sync::LazyLock::new(FxHashMap::default);
 
 /// Dump routes (unicast FIB entries, no cache clones) of one family or both, one table or all.
 pub fn dump(

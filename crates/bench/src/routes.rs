@@ -202,7 +202,12 @@ impl FloorMaps {
             let k = MptLpm4Key {
                 prefixlen: 32 + 24,
                 table_be: 254u32.to_be_bytes(),
-                addr: [11 + (i / 65536) as u8, (i / 256 % 256) as u8, (i % 256) as u8, 0],
+                addr: [
+                    11 + (i / 65536) as u8,
+                    (i / 256 % 256) as u8,
+                    (i % 256) as u8,
+                    0,
+                ],
             };
             lk.extend_from_slice(k.as_bytes());
             let v = MptDpRoute {
@@ -436,7 +441,11 @@ pub fn run(count: u32, runs: u32) -> Result<()> {
     support::sweep_stale();
     let files = BatchFiles::write(count)?;
     let tools = [Tool::IpBatch, Tool::Mproute, Tool::MprouteNh];
-    let floors = [Tool::FloorMultipath, Tool::FloorObject, Tool::FloorObjectMaps];
+    let floors = [
+        Tool::FloorMultipath,
+        Tool::FloorObject,
+        Tool::FloorObjectMaps,
+    ];
 
     // 1. One namespace, interleaved rounds, the table emptied after every run.
     println!(

@@ -4,7 +4,6 @@
 //! extended ack intact (neli's `NlRouter` loses it), and a dump that ends in an error inside
 //! `NLMSG_DONE` becomes an `Err` here rather than a short table.
 
-use std::collections::HashMap;
 use std::io;
 use std::os::fd::AsRawFd;
 
@@ -265,7 +264,8 @@ impl Socket {
         let window = window.max(1);
         let mut results: Vec<Option<Result<(), KernelError>>> = Vec::new();
         // seq -> (index, op, bytes sent)
-        let mut pending: HashMap<u32, (usize, O, Vec<u8>)> = HashMap::new();
+        let mut pending: rustc_hash::FxHashMap<u32, (usize, O, Vec<u8>)> =
+            rustc_hash::FxHashMap::default();
         let mut it = reqs.into_iter().peekable();
         let mut batch: Vec<u8> = Vec::with_capacity(64 * 1024);
         let mut rbuf = vec![0u8; 64 * 1024];

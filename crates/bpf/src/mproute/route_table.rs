@@ -242,7 +242,7 @@ impl RouteState {
         if g.is_none() {
             let empty = self.map("mpt_lpm4")?.keys().next().is_none()
                 && self.map("mpt_lpm6")?.keys().next().is_none();
-            *g = Some(empty.then(std::collections::HashSet::new));
+            *g = Some(empty.then(rustc_hash::FxHashSet::default));
         }
         Ok(matches!(&*g, Some(Some(set)) if !set.contains(l.bytes())))
     }

@@ -62,7 +62,7 @@ pub struct RouteState {
     /// (`None`: not known to have been empty, so every write looks its key up first). With
     /// the namespace locked nobody else writes them, so a key not in the set has no entry:
     /// a bulk install into an empty table needs no lookup per route.
-    pub(crate) lpm_written: std::sync::Mutex<Option<Option<std::collections::HashSet<Vec<u8>>>>>,
+    pub(crate) lpm_written: std::sync::Mutex<Option<Option<rustc_hash::FxHashSet<Vec<u8>>>>>,
 }
 
 /// Load the anchor object, reusing the pins of `pins` or initialising `mpt_meta` for `cookie`.
