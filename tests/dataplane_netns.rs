@@ -1666,3 +1666,48 @@ fn watch_puts_back_the_nexthop_objects_a_link_flap_deleted() {
     assert_eq!(rows["changed"], true, "{rows}");
     assert_eq!(objects(), before, "{}", state());
 }
+
+/// A route of ours deleted on purpose (`ip route del`) stays deleted: once its object is
+/// collected (an mproute command that removed routes), neither sync nor watch puts it back.
+#[test]
+fn a_route_deleted_behind_our_back_is_not_restored_with_its_object() {
+    require_root();
+    let t = mpt_testkit::TwoPaths::new("nhgone");
+    let (gone, other) = ("198.18.9.0/24", "198.18.10.0/24");
+    MP.ok(
+        &t.r,
+        &[
+            "--nexthop-objects",
+            "add",
+            gone,
+            "via",
+            "10.1.0.2",
+            "dev",
+            "va",
+        ],
+    );
+    t.r.ip_ok(&["route", "del", gone]);
+    // an unrelated add and del: the del collects objects no route references
+    MP.ok(
+        &t.r,
+        &[
+            "--nexthop-objects",
+            "add",
+            other,
+            "via",
+            "10.2.0.2",
+            "dev",
+            "vb",
+        ],
+    );
+    MP.ok(&t.r, &["del", other]);
+    let objects = t.r.ip_json(&["nexthop", "show"]);
+    assert_eq!(objects.as_array().map_or(0, Vec::len), 0, "{objects}");
+    let rows: Value = serde_json::from_str(&MP.ok(&t.r, &["-j", "sync"])).expect("sync -j");
+    assert!(
+        gateways(&t.r, gone).is_empty(),
+        "sync brought it back: {rows}"
+    );
+    let objects = t.r.ip_json(&["nexthop", "show"]);
+    assert_eq!(objects.as_array().map_or(0, Vec::len), 0, "{objects}");
+}

@@ -95,6 +95,14 @@ impl NhIndex {
         Ok(Some(idx))
     }
 
+    /// Stop offering groups whose kernel members are not the paths their routes were given
+    /// (`given(id)`: how many; the kernel took some out with their link): a new route with the
+    /// paths left must not share a group that [`NhIndex::restore`] will widen again.
+    pub fn skip_shrunk(&mut self, given: impl Fn(u32) -> Option<usize>) {
+        self.groups
+            .retain(|members, id| given(*id).is_none_or(|n| n == members.len()));
+    }
+
     /// Keep `ids` from being given to new objects: the ids of objects the kernel deleted with
     /// their link, which managed routes still name and which come back under them.
     pub fn reserve(&mut self, ids: impl IntoIterator<Item = u32>) {
@@ -279,8 +287,8 @@ impl NhIndex {
         &mut self,
         sock: &mut Socket,
         referenced: &HashSet<u32>,
-    ) -> Result<usize, Failure> {
-        let mut n = 0;
+    ) -> Result<Vec<u32>, Failure> {
+        let mut n = Vec::new();
         let dead_groups: Vec<u32> = self
             .groups
             .values()
@@ -289,7 +297,7 @@ impl NhIndex {
             .collect();
         for id in dead_groups {
             self.remove(sock, &[id]);
-            n += 1;
+            n.push(id);
         }
         // Singles still members of any group (ours or not) stay.
         let mut in_group = HashSet::new();
@@ -313,8 +321,34 @@ impl NhIndex {
             .collect();
         for id in dead_singles {
             self.remove(sock, &[id]);
-            n += 1;
+            n.push(id);
         }
         Ok(n)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shrunk_groups_are_not_offered_and_reserved_ids_not_given() {
+        let mut idx = NhIndex {
+            next_id: 1,
+            ..NhIndex::default()
+        };
+        // group 7 was given three paths and the kernel kept two; group 8 is whole
+        idx.groups.insert(vec![(1, 1), (2, 1)], 7);
+        idx.groups.insert(vec![(4, 1), (5, 1)], 8);
+        let given = |id| match id {
+            7 => Some(3),
+            8 => Some(2),
+            _ => None,
+        };
+        idx.skip_shrunk(given);
+        assert_eq!(idx.groups.values().copied().collect::<Vec<_>>(), [8]);
+        // ids of objects the kernel deleted are kept for their return
+        idx.reserve([1, 2, 3]);
+        assert_eq!(idx.alloc(), 4);
     }
 }

@@ -73,7 +73,16 @@ impl Session {
         }
         let kernel = kernel_objects(self)?;
         let mut plans = Vec::new();
+        let mut rows = Vec::new();
         for (id, paths) in given {
+            if let Some((proto, _)) = kernel.get(&id).filter(|(p, _)| *p != MPROUTE_PROTO) {
+                // another tool took the id while ours was gone: not ours to replace
+                rows.push(row(
+                    id,
+                    format!("not restored: nhid {id} is now another's (protocol {proto})"),
+                ));
+                continue;
+            }
             let have = kernel_paths(&kernel, id);
             let missing = paths.iter().filter(|p| !have.contains(&path(p))).count();
             if missing == 0 {
@@ -98,7 +107,7 @@ impl Session {
             });
         }
         if plans.is_empty() {
-            return none();
+            return Ok((rows, HashSet::new()));
         }
         let ids: HashSet<u32> = plans.iter().map(|p| p.id).collect();
         // The routes of each object (the kernel deleted them if it deleted the object).
@@ -119,7 +128,6 @@ impl Session {
         plans.sort_by_key(|p| p.given > 1);
         // the index this process holds predates the kernel's deletions
         self.nh = None;
-        let mut rows = Vec::new();
         for p in plans {
             let rs = routes.remove(&p.id).unwrap_or_default();
             let family = rs.first().map_or(Family::V4, |(k, _, _)| k.family());
@@ -142,8 +150,15 @@ impl Session {
                 as_group,
                 exists: p.exists,
             };
-            self.with_nh(|idx, sock| idx.restore(sock, &op, &r))?
-                .transpose()?;
+            // a refusal (the link went down again, a gateway gone) is this object's row; the
+            // others are still tried, and the next round tries this one again
+            let done = self
+                .with_nh(|idx, sock| idx.restore(sock, &op, &r))?
+                .transpose();
+            if let Err(f) = done {
+                rows.push(row(p.id, format!("not restored: {}", f.message)));
+                continue;
+            }
             let (added, refused) = if p.exists {
                 (0, None)
             } else {
@@ -185,10 +200,11 @@ impl Session {
                 continue;
             }
             if let Some(g) = store.bpf().dp_group(id).map_err(ctx)? {
+                // a device that is gone (an error) is not waited for
                 let down =
                     g.nh.iter()
                         .take(g.nh_count as usize)
-                        .all(|n| !mpt_sys::iface::is_running(n.ifindex).unwrap_or(false));
+                        .all(|n| matches!(mpt_sys::iface::is_running(n.ifindex), Ok(false)));
                 if down {
                     out.insert(id);
                 }
@@ -263,8 +279,8 @@ fn path(n: &Nexthop) -> Path {
     (n.gateway, n.ifindex)
 }
 
-/// The kernel's nexthop objects by id.
-fn kernel_objects(s: &mut Session) -> Result<HashMap<u32, NexthopObject>, Failure> {
+/// The kernel's nexthop objects by id, with their protocol.
+fn kernel_objects(s: &mut Session) -> Result<HashMap<u32, (u8, NexthopObject)>, Failure> {
     let payloads = match s
         .sock()?
         .dump(&nexthop::dump_request(), "list nexthop objects")
@@ -280,20 +296,20 @@ fn kernel_objects(s: &mut Session) -> Result<HashMap<u32, NexthopObject>, Failur
     for p in payloads {
         let m = nexthop::decode(&p)
             .map_err(|e| Failure::system(format!("list nexthop objects: {e}")))?;
-        out.insert(m.id, m.object);
+        out.insert(m.id, (m.protocol, m.object));
     }
     Ok(out)
 }
 
 /// The paths object `id` has in the kernel now (none if it is gone).
-fn kernel_paths(kernel: &HashMap<u32, NexthopObject>, id: u32) -> Vec<Path> {
-    match kernel.get(&id) {
+fn kernel_paths(kernel: &HashMap<u32, (u8, NexthopObject)>, id: u32) -> Vec<Path> {
+    match kernel.get(&id).map(|(_, o)| o) {
         Some(NexthopObject::Single {
             gateway, ifindex, ..
         }) => vec![(*gateway, *ifindex)],
         Some(NexthopObject::Group(members)) => members
             .iter()
-            .filter_map(|(m, _)| match kernel.get(m) {
+            .filter_map(|(m, _)| match kernel.get(m).map(|(_, o)| o) {
                 Some(NexthopObject::Single {
                     gateway, ifindex, ..
                 }) => Some((*gateway, *ifindex)),
@@ -319,10 +335,16 @@ mod tests {
     #[test]
     fn kernel_paths_follow_group_members() {
         let mut k = HashMap::new();
-        k.insert(1, single("192.0.2.1", 5));
-        k.insert(2, single("192.0.2.2", 6));
-        k.insert(3, NexthopObject::Group(vec![(1, 1), (2, 3)]));
-        k.insert(4, NexthopObject::Group(vec![(2, 1), (9, 1)])); // 9: gone
+        k.insert(1, (MPROUTE_PROTO, single("192.0.2.1", 5)));
+        k.insert(2, (MPROUTE_PROTO, single("192.0.2.2", 6)));
+        k.insert(
+            3,
+            (MPROUTE_PROTO, NexthopObject::Group(vec![(1, 1), (2, 3)])),
+        );
+        k.insert(
+            4,
+            (MPROUTE_PROTO, NexthopObject::Group(vec![(2, 1), (9, 1)])),
+        ); // 9: gone
         let gw = |s: &str| Some(s.parse::<IpAddr>().expect("addr"));
         assert_eq!(
             kernel_paths(&k, 3),

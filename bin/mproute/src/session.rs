@@ -177,14 +177,22 @@ impl Session {
             let mut idx = NhIndex::load(self.sock()?)?;
             // the objects managed routes name, present or deleted with their link (see restore)
             if let (Some(i), Some(s)) = (idx.as_mut(), self.store(false)?) {
-                let ids = s
-                    .bpf()
+                let raw = s.bpf();
+                let ctx = |e| crate::store::fail("read dataplane state", e);
+                let ids: Vec<u32> = raw
                     .dp_group_ids()
-                    .map_err(|e| crate::store::fail("read dataplane state", e))?;
-                i.reserve(
-                    ids.into_iter()
-                        .filter(|id| *id < mpt_bpf::mproute::route_table::PRIVATE_GROUP_BASE),
-                );
+                    .map_err(ctx)?
+                    .into_iter()
+                    .filter(|id| *id < mpt_bpf::mproute::route_table::PRIVATE_GROUP_BASE)
+                    .collect();
+                let mut given = HashMap::new();
+                for id in &ids {
+                    if let Some(g) = raw.dp_group(*id).map_err(ctx)? {
+                        given.insert(*id, g.nh_count as usize);
+                    }
+                }
+                i.skip_shrunk(|id| given.get(&id).copied());
+                i.reserve(ids);
             }
             self.nh = Some(idx);
         }
@@ -205,9 +213,20 @@ impl Session {
             .iter()
             .filter_map(|r| r.nh_id)
             .collect();
-        self.with_nh(|idx, sock| idx.collect(sock, &referenced))?
-            .transpose()?;
+        let collected = self
+            .with_nh(|idx, sock| idx.collect(sock, &referenced))?
+            .transpose()?
+            .unwrap_or_default();
         if let Some(s) = self.store(false)? {
+            // Routes naming an object no FIB route references were deleted behind our back
+            // (ip route del): forgotten with it, or restore would bring them back.
+            if !collected.is_empty() {
+                for (k, m) in s.all()? {
+                    if collected.contains(&m.group) {
+                        crate::txn::forget_in(s, &k, true)?;
+                    }
+                }
+            }
             // Dataplane groups no managed route points at any more.
             let used: HashSet<u32> = s.all()?.into_iter().map(|(_, m)| m.group).collect();
             let raw = s.bpf();

@@ -592,6 +592,12 @@ impl Session {
         })
     }
 
+    /// Close the state and free the namespace's lock (dataplane watch, between rounds).
+    pub fn release_state(&mut self) {
+        self.store = None;
+        self.store_checked = false;
+    }
+
     /// `dataplane watch`, one round: verify the managed routes now and report the check. The
     /// namespace's lock is held only meanwhile (commands wait for it, and it for them).
     pub fn verify_now(&mut self) -> Result<crate::verify::FibCheck, Failure> {

@@ -94,4 +94,6 @@ fn settle(s: &mut Session, style: Style) {
     if let Err(f) = s.settle_resilient() {
         f.eprint("mproute");
     }
+    // between rounds the namespace's lock is free for other mproute commands
+    s.release_state();
 }
