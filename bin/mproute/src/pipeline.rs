@@ -129,6 +129,25 @@ impl Session {
             return true;
         }
         let pending: Vec<(usize, Pending)> = std::mem::take(window);
+        // the window's map writes, held back until now, before its routes go to the FIB
+        if let Err(f) = self.flush_maps() {
+            for (_, p) in pending.iter().rev() {
+                let _ = self.undo(p);
+            }
+            if let Some((line, p)) = pending.first() {
+                let n = pending.len();
+                emit(
+                    *line,
+                    Err(Failure::system(format!(
+                        "{}: {} (this line and the {} after it were not installed)",
+                        p.op,
+                        f.message,
+                        n - 1
+                    ))),
+                );
+            }
+            return false;
+        }
         let reqs = pending.iter().map(|(_, p)| (&p.req, p.op));
         let results = match self
             .sock()

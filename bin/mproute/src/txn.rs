@@ -79,11 +79,27 @@ impl std::fmt::Display for Op {
 }
 
 impl Session {
+    /// Make the map writes held back for the routes planned so far (the dataplane's state
+    /// before the FIB); see `RouteState::flush`.
+    pub(crate) fn flush_maps(&mut self) -> Result<(), Failure> {
+        match self.store(false)? {
+            Some(s) => s
+                .bpf()
+                .flush()
+                .map_err(|e| crate::store::fail("write dataplane state", e)),
+            None => Ok(()),
+        }
+    }
+
     pub(crate) fn modify(&mut self, spec: &RouteSpec) -> Result<Output, Failure> {
         let p = match self.plan(spec)? {
             Planned::Unchanged(out) => return Ok(out),
             Planned::Send(p) => p,
         };
+        if let Err(f) = self.flush_maps() {
+            let _ = self.undo(&p);
+            return Err(f);
+        }
         let sent = self.sock()?.request(&p.req, p.op);
         self.settle(
             p,

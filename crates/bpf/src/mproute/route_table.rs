@@ -332,8 +332,8 @@ impl RouteState {
     ) -> Result<Option<MptDpRoute>, Error> {
         let algo = self.dp_algo(key, algo)?;
         let l = Lpm::of(key);
-        let map = self.map(l.map_name())?;
-        let old = if self.lpm_absent(&l)? {
+        let absent = self.lpm_absent(&l)?;
+        let old = if absent {
             None
         } else {
             self.dp_get_route(key)?
@@ -355,6 +355,16 @@ impl RouteState {
             group,
         };
         self.lpm_wrote(&l);
+        if absent {
+            // no entry to replace: written with the others of its window (see `flush`)
+            let which = match l {
+                Lpm::V4(_) => super::state::DEFER_LPM4,
+                Lpm::V6(_) => super::state::DEFER_LPM6,
+            };
+            self.defer(which, l.bytes(), v.as_bytes());
+            return Ok(None);
+        }
+        let map = self.map(l.map_name())?;
         if let Err(e) = map.update(l.bytes(), v.as_bytes(), MapFlags::ANY) {
             if kept.is_none() {
                 self.slot_release(v.stats_slot);
@@ -640,7 +650,7 @@ impl RouteState {
             first[i / 8] |= 1 << (i % 8);
         }
         first[SLOTS_MARK_AT] = SLOTS_KEPT;
-        self.map("mpt_slot_stats")?
+        self.undeferred_map("mpt_slot_stats")?
             .update_percpu(&0u32.to_ne_bytes(), &v, MapFlags::ANY)
             .map_err(bpf("write mpt_slot_stats"))
     }
@@ -743,7 +753,7 @@ impl RouteState {
     fn slot_zero(&self, slot: u16) -> Result<(), Error> {
         let cpus = libbpf_rs::num_possible_cpus().map_err(bpf("count the possible CPUs"))?;
         let zero = vec![vec![0u8; MptRouteStats::SIZE]; cpus];
-        self.map("mpt_slot_stats")?
+        self.undeferred_map("mpt_slot_stats")?
             .update_percpu(&u32::from(slot).to_ne_bytes(), &zero, MapFlags::ANY)
             .map_err(bpf("zero a counter slot"))
     }

@@ -63,7 +63,30 @@ pub struct RouteState {
     /// the namespace locked nobody else writes them, so a key not in the set has no entry:
     /// a bulk install into an empty table needs no lookup per route.
     pub(crate) lpm_written: std::sync::Mutex<Option<Option<rustc_hash::FxHashSet<Vec<u8>>>>>,
+    /// The same for `mpt_routes`: the state keys this process wrote, if the map was empty
+    /// when it first wrote one.
+    routes_written: std::sync::Mutex<Option<Option<rustc_hash::FxHashSet<Vec<u8>>>>>,
+    /// Writes of keys known to be absent (see `lpm_written`, `routes_written`), held back and
+    /// made with one `BPF_MAP_UPDATE_BATCH` per map by [`RouteState::flush`]: before any
+    /// other access to the state's maps (every accessor flushes first), and by the batch
+    /// driver before it sends a window of routes to the FIB, so the maps still precede the
+    /// FIB. One syscall per map and window instead of one per entry.
+    deferred: std::sync::Mutex<[Batch; 3]>,
 }
+
+/// Entries for one map, keys and values packed as `BPF_MAP_UPDATE_BATCH` takes them.
+#[derive(Debug, Default)]
+pub(crate) struct Batch {
+    keys: Vec<u8>,
+    vals: Vec<u8>,
+    n: u32,
+}
+
+/// Index in `RouteState::deferred`.
+pub(crate) const DEFER_ROUTES: usize = 0;
+pub(crate) const DEFER_LPM4: usize = 1;
+pub(crate) const DEFER_LPM6: usize = 2;
+const DEFERRED_MAPS: [&str; 3] = ["mpt_routes", "mpt_lpm4", "mpt_lpm6"];
 
 /// Load the anchor object, reusing the pins of `pins` or initialising `mpt_meta` for `cookie`.
 fn load_anchor(pins: Option<&Path>, cookie: u64) -> Result<OwnedFd, Error> {
@@ -113,6 +136,8 @@ impl RouteState {
             slots: std::sync::Mutex::new(None),
             res_any: std::sync::atomic::AtomicU8::new(0),
             lpm_written: std::sync::Mutex::new(None),
+            routes_written: std::sync::Mutex::new(None),
+            deferred: std::sync::Mutex::new(Default::default()),
         }))
     }
 
@@ -123,7 +148,51 @@ impl RouteState {
 
     /// One of the state's maps.
     pub fn map(&self, name: &str) -> Result<&MapHandle, Error> {
+        self.flush()?;
         self.pinned.map(name)
+    }
+
+    /// A map that no write is ever held back for (the counter slots), without a flush.
+    pub(crate) fn undeferred_map(&self, name: &str) -> Result<&MapHandle, Error> {
+        self.pinned.map(name)
+    }
+
+    /// Hold back the write of `key` (known to be absent) to deferred map `which`.
+    pub(crate) fn defer(&self, which: usize, key: &[u8], val: &[u8]) {
+        let mut g = self.deferred.lock().unwrap_or_else(|e| e.into_inner());
+        let b = &mut g[which];
+        b.keys.extend_from_slice(key);
+        b.vals.extend_from_slice(val);
+        b.n += 1;
+    }
+
+    /// Make the held-back writes, one `BPF_MAP_UPDATE_BATCH` per map. On failure the writes
+    /// not made are dropped (the caller undoes the routes they belonged to, as after a FIB
+    /// refusal) and the error says which map refused.
+    pub fn flush(&self) -> Result<(), Error> {
+        let batches = {
+            let mut g = self.deferred.lock().unwrap_or_else(|e| e.into_inner());
+            if g.iter().all(|b| b.n == 0) {
+                return Ok(());
+            }
+            std::mem::take(&mut *g)
+        };
+        for (b, name) in batches.iter().zip(DEFERRED_MAPS) {
+            if b.n == 0 {
+                continue;
+            }
+            let map = if name == "mpt_routes" {
+                &self.routes
+            } else {
+                self.pinned.map(name)?
+            };
+            map.update_batch(&b.keys, &b.vals, b.n, MapFlags::ANY, MapFlags::ANY)
+                .map_err(Error::libbpf(match name {
+                    "mpt_routes" => "write mpt_routes",
+                    _ => "write the LPM trie",
+                }))?;
+        }
+        Ok(())
     }
 
     /// Pin the maps if they are not (see [`Pinned::ensure_pinned`]).
@@ -184,6 +253,7 @@ impl RouteState {
 
     /// Look a route up.
     pub fn get(&self, key: &MptRouteKey) -> Result<Option<MptRouteVal>, Error> {
+        self.flush()?;
         Ok(self
             .routes
             .lookup(key.as_bytes(), MapFlags::ANY)
@@ -193,6 +263,15 @@ impl RouteState {
 
     /// Insert or overwrite a route.
     pub fn put(&self, key: &MptRouteKey, val: &MptRouteVal) -> Result<(), Error> {
+        self.flush()?;
+        if let Some(Some(set)) = self
+            .routes_written
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .as_mut()
+        {
+            set.insert(key.as_bytes().to_vec());
+        }
         self.routes
             .update(key.as_bytes(), val.as_bytes(), MapFlags::ANY)
             .map_err(Error::libbpf("write mpt_routes"))
@@ -200,6 +279,31 @@ impl RouteState {
 
     /// Insert a route that must not exist yet; `false` (and nothing written) if it exists.
     pub fn insert_new(&self, key: &MptRouteKey, val: &MptRouteVal) -> Result<bool, Error> {
+        // a key this process has not written into a map that was empty: certainly new
+        {
+            let mut g = self
+                .routes_written
+                .lock()
+                .unwrap_or_else(|e| e.into_inner());
+            if g.is_none() {
+                self.flush()?;
+                *g = Some(
+                    self.routes
+                        .keys()
+                        .next()
+                        .is_none()
+                        .then(rustc_hash::FxHashSet::default),
+                );
+            }
+            if let Some(Some(set)) = g.as_mut() {
+                if set.insert(key.as_bytes().to_vec()) {
+                    drop(g);
+                    self.defer(DEFER_ROUTES, key.as_bytes(), val.as_bytes());
+                    return Ok(true);
+                }
+            }
+        }
+        self.flush()?;
         match self
             .routes
             .update(key.as_bytes(), val.as_bytes(), MapFlags::NO_EXIST)
@@ -212,6 +316,7 @@ impl RouteState {
 
     /// Delete a route; `false` if it was not there.
     pub fn delete(&self, key: &MptRouteKey) -> Result<bool, Error> {
+        self.flush()?;
         match self.routes.delete(key.as_bytes()) {
             Ok(()) => Ok(true),
             Err(e) if e.kind() == libbpf_rs::ErrorKind::NotFound => Ok(false),
@@ -221,6 +326,7 @@ impl RouteState {
 
     /// Every route in the state.
     pub fn entries(&self) -> Result<Vec<(MptRouteKey, MptRouteVal)>, Error> {
+        self.flush()?;
         let mut out = Vec::new();
         for k in self.routes.keys() {
             let Some(key) = MptRouteKey::from_bytes(&k) else {
