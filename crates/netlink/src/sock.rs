@@ -268,7 +268,7 @@ impl Socket {
             rustc_hash::FxHashMap::default();
         let mut it = reqs.into_iter().peekable();
         let mut batch: Vec<u8> = Vec::with_capacity(64 * 1024);
-        let mut rbuf = vec![0u8; 64 * 1024];
+        let mut rbuf = vec![0u8; ACK_SLOTS * ACK_SLOT];
         loop {
             // Fill the window, writing several messages per sendmsg.
             while pending.len() < window {
@@ -295,22 +295,16 @@ impl Socket {
                 break;
             }
             // Acknowledgements straight from the socket into one buffer, decoded here: neli's
-            // receive zeroes a 32 KiB pool buffer per datagram, and every ack is a datagram
-            // (a fifth of a 100,000-route batch's user time went to it).
-            let n = loop {
-                // SAFETY: rbuf is a valid, writable buffer of rbuf.len() bytes for the call.
-                let n = unsafe {
-                    libc::recv(self.h.as_raw_fd(), rbuf.as_mut_ptr().cast(), rbuf.len(), 0)
-                };
-                if n >= 0 {
-                    break n as usize;
-                }
-                let e = io::Error::last_os_error();
-                if e.kind() != io::ErrorKind::Interrupted {
-                    return Err(Error::io("receive netlink acknowledgement", e));
-                }
-            };
-            for (seq, ack) in decode_acks(&rbuf[..n.min(rbuf.len())]) {
+            // receive zeroes a 32 KiB pool buffer per datagram (a fifth of a 100,000-route
+            // batch's user time went to it). Every ack is a datagram of its own: recvmmsg
+            // takes up to ACK_SLOTS of them per system call.
+            let lens = recv_acks(self.h.as_raw_fd(), &mut rbuf)?;
+            let acks = lens.iter().enumerate().flat_map(|(i, len)| {
+                let slot = &mut rbuf[i * ACK_SLOT..(i + 1) * ACK_SLOT];
+                decode_acks(clip(slot, *len))
+            });
+            let acks: Vec<_> = acks.collect();
+            for (seq, ack) in acks {
                 let outcome = match ack {
                     None => Ok(()),
                     Some(raw) => {
@@ -390,6 +384,62 @@ pub(crate) struct RawErr {
 
 /// The `NLMSG_ERROR` messages of one datagram: (sequence number, `None` for an ack, the
 /// refusal otherwise). Other messages and truncated ones are skipped.
+/// Datagrams read per `recvmmsg`, and the room for each: an ack is 36 bytes, an error ack
+/// echoes the request (ours are far below 4 KiB) and adds the extended ack.
+const ACK_SLOTS: usize = 16;
+const ACK_SLOT: usize = 4096;
+
+/// Receive up to [`ACK_SLOTS`] datagrams into `buf`'s slots, waiting for the first only; the
+/// length of each (its full length if it was cut to the slot).
+fn recv_acks(fd: std::os::fd::RawFd, buf: &mut [u8]) -> Result<Vec<usize>, Error> {
+    let slots = (buf.len() / ACK_SLOT).min(ACK_SLOTS);
+    let base = buf.as_mut_ptr();
+    // SAFETY: each iovec points at its own ACK_SLOT bytes inside `buf` (slots * ACK_SLOT <=
+    // buf.len()), which outlives the call; mmsghdr and iovec are plain C structs for which
+    // all-zero is a valid value.
+    let mut iov: [libc::iovec; ACK_SLOTS] = unsafe { std::mem::zeroed() };
+    let mut hdrs: [libc::mmsghdr; ACK_SLOTS] = unsafe { std::mem::zeroed() };
+    for i in 0..slots {
+        iov[i].iov_base = unsafe { base.add(i * ACK_SLOT) }.cast();
+        iov[i].iov_len = ACK_SLOT;
+        hdrs[i].msg_hdr.msg_iov = &mut iov[i];
+        hdrs[i].msg_hdr.msg_iovlen = 1;
+    }
+    loop {
+        // SAFETY: hdrs holds `slots` initialised headers whose buffers are valid (above).
+        let n = unsafe {
+            libc::recvmmsg(
+                fd,
+                hdrs.as_mut_ptr(),
+                slots as libc::c_uint,
+                libc::MSG_WAITFORONE | libc::MSG_TRUNC,
+                std::ptr::null_mut(),
+            )
+        };
+        if n >= 0 {
+            return Ok(hdrs[..n as usize]
+                .iter()
+                .map(|h| h.msg_len as usize)
+                .collect());
+        }
+        let e = io::Error::last_os_error();
+        if e.kind() != io::ErrorKind::Interrupted {
+            return Err(Error::io("receive netlink acknowledgement", e));
+        }
+    }
+}
+
+/// The received part of a slot; a datagram cut to the slot keeps its header, errno and
+/// sequence number (its length is set to what was kept, so that it still decodes).
+fn clip(slot: &mut [u8], len: usize) -> &[u8] {
+    if len > slot.len() {
+        let kept = u32::try_from(slot.len()).unwrap_or(u32::MAX);
+        slot[..4].copy_from_slice(&kept.to_ne_bytes());
+        return slot;
+    }
+    &slot[..len]
+}
+
 pub(crate) fn decode_acks(buf: &[u8]) -> Vec<(u32, Option<RawErr>)> {
     const NLM_F_CAPPED: u16 = 0x100;
     const NLM_F_ACK_TLVS: u16 = 0x200;
@@ -518,5 +568,59 @@ mod ack_tests {
         // truncated: nothing, no panic
         assert!(decode_acks(&buf[..10]).is_empty());
         assert_eq!(decode_acks(&buf[..buf.len() - 3]).len(), 2);
+    }
+
+    #[test]
+    fn an_error_ack_cut_to_its_slot_still_names_its_request_and_errno() {
+        // an uncapped refusal echoing a request far larger than a slot
+        let mut err = (-22i32).to_ne_bytes().to_vec();
+        err.extend_from_slice(&nlmsg(24, 0x5, 9, &vec![0; 3 * ACK_SLOT]));
+        let whole = nlmsg(NLMSG_ERROR, 0, 9, &err);
+        assert!(whole.len() > ACK_SLOT);
+        let mut slot = whole[..ACK_SLOT].to_vec();
+        let got = decode_acks(clip(&mut slot, whole.len()));
+        assert_eq!(
+            got,
+            vec![(
+                9,
+                Some(RawErr {
+                    errno: 22,
+                    msg: None,
+                    offset: None
+                })
+            )]
+        );
+        // one that fits is left as it came
+        let mut small = nlmsg(NLMSG_ERROR, 0, 3, &[0; 20]);
+        small.resize(ACK_SLOT, 0);
+        assert_eq!(clip(&mut small, 36).len(), 36);
+    }
+
+    #[test]
+    fn many_refusals_in_flight_come_back_each_matched_to_its_request() {
+        // 600 RTM_GETLINKs of devices that do not exist (read only, any user), 256 in
+        // flight: the acks arrive many per recvmmsg, and each outcome is its request's
+        let mut s = Socket::route().expect("route socket");
+        let reqs: Vec<(Request, String)> = (0..600u32)
+            .map(|i| {
+                let mut p = vec![0u8; 16];
+                p[4..8].copy_from_slice(&(0x7fff_0000u32 + i).to_ne_bytes());
+                let req = Request {
+                    ty: 18, // RTM_GETLINK
+                    flags: flags::REQUEST,
+                    payload: p,
+                };
+                (req, format!("get link {i}"))
+            })
+            .collect();
+        let got = s.pipeline(reqs, 256).expect("pipeline");
+        assert_eq!(got.len(), 600);
+        for (i, r) in got.iter().enumerate() {
+            let e = r.as_ref().expect_err("no such device");
+            assert_eq!(
+                (e.errno, e.op.as_str()),
+                (libc::ENODEV, format!("get link {i}").as_str())
+            );
+        }
     }
 }
