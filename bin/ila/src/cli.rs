@@ -193,7 +193,7 @@ const OBJECTS: &[Entry<Words, Obj>] = &[
 ];
 
 /// Parse the words of one batch line (`xlat add ...`).
-pub fn parse_line(words: &[String]) -> Result<Command, Failure> {
+pub fn parse_line(words: Vec<String>) -> Result<Command, Failure> {
     mpt_cli::args::parse_line(
         words,
         OBJECTS,
@@ -220,16 +220,16 @@ mod tests {
     #[test]
     fn batch_lines() {
         assert!(matches!(
-            parse_line(&words("xlat add loc_match 1:2:3:4 loc 5:6:7:8")),
+            parse_line(words("xlat add loc_match 1:2:3:4 loc 5:6:7:8")),
             Ok(Command::Xlat(_))
         ));
         assert!(matches!(
-            parse_line(&words("dp show")),
+            parse_line(words("dp show")),
             Ok(Command::Dataplane(DpCmd::Show))
         ));
-        let f = parse_line(&words("help")).expect_err("help");
+        let f = parse_line(words("help")).expect_err("help");
         assert_eq!(f.message, "unknown command \"help\"");
-        let f = parse_line(&words("xlat add loc 1:2:3:4")).expect_err("missing");
+        let f = parse_line(words("xlat add loc 1:2:3:4")).expect_err("missing");
         assert_eq!(f.code, mpt_cli::EXIT_USAGE);
         assert!(f.message.starts_with("xlat: "), "{f:?}");
     }

@@ -222,7 +222,7 @@ impl Cmd {
             ),
             // `mproute route VERB ARGS`: iproute2's object word
             Cmd::Route(a) if a.args.is_empty() => Command::Show(ShowSpec::default()),
-            Cmd::Route(a) => parse_line(&a.args)?,
+            Cmd::Route(a) => parse_line(a.args.clone())?,
         })
     }
 }
@@ -266,7 +266,7 @@ const VERBS: &[mpt_cli::args::Entry<RouteArgs, Cmd>] = &[
 ];
 
 /// Parse the words of one batch line (`add ...`, `route add ...`).
-pub fn parse_line(words: &[String]) -> Result<Command, Failure> {
+pub fn parse_line(words: Vec<String>) -> Result<Command, Failure> {
     mpt_cli::args::parse_line(
         words,
         VERBS,
@@ -286,23 +286,23 @@ mod tests {
 
     #[test]
     fn lines_parse_into_typed_commands() {
-        let c = parse_line(&words("add 10.0.0.0/8 via 192.0.2.1 dev eth0")).expect("add");
+        let c = parse_line(words("add 10.0.0.0/8 via 192.0.2.1 dev eth0")).expect("add");
         assert!(matches!(&c, Command::Write(s) if s.verb == Verb::Add));
         assert!(c.changes_routes());
-        let c = parse_line(&words("route chg 10.0.0.0/8 via 192.0.2.1")).expect("route chg");
+        let c = parse_line(words("route chg 10.0.0.0/8 via 192.0.2.1")).expect("route chg");
         assert!(matches!(&c, Command::Write(s) if s.verb == Verb::Change));
-        let c = parse_line(&words("lst table all")).expect("lst");
+        let c = parse_line(words("lst table all")).expect("lst");
         assert!(matches!(&c, Command::Show(s) if s.table.as_deref() == Some("all")));
         assert!(!c.changes_routes());
         assert_eq!(
-            parse_line(&words("dp show")).expect("dp"),
+            parse_line(words("dp show")).expect("dp"),
             Command::Dataplane(DpSpec::Show)
         );
-        assert!(parse_line(&words("dataplane attach dev v0"))
+        assert!(parse_line(words("dataplane attach dev v0"))
             .expect("attach")
             .changes_routes());
         assert_eq!(
-            parse_line(&words("sync --reset")).expect("sync"),
+            parse_line(words("sync --reset")).expect("sync"),
             Command::Sync { reset: true }
         );
     }
@@ -324,20 +324,20 @@ mod tests {
     #[test]
     fn help_is_not_a_batch_command() {
         for line in ["help", "route help"] {
-            let f = parse_line(&words(line)).expect_err(line);
+            let f = parse_line(words(line)).expect_err(line);
             assert_eq!(f.message, "unknown command \"help\"", "{line}");
         }
     }
 
     #[test]
     fn bad_lines_are_one_line_usage_errors() {
-        let f = parse_line(&words("frobnicate 10.0.0.0/8")).expect_err("unknown");
+        let f = parse_line(words("frobnicate 10.0.0.0/8")).expect_err("unknown");
         assert_eq!(f.code, mpt_cli::EXIT_USAGE);
         assert!(f.message.contains("frobnicate"), "{f:?}");
         assert!(!f.message.contains('\n'));
-        let f = parse_line(&words("add 10.0.0.0/8 algo fastest via 1.1.1.1")).expect_err("algo");
+        let f = parse_line(words("add 10.0.0.0/8 algo fastest via 1.1.1.1")).expect_err("algo");
         assert!(f.message.starts_with("add: "), "{f:?}");
-        let f = parse_line(&words("sync now")).expect_err("sync");
+        let f = parse_line(words("sync now")).expect_err("sync");
         assert!(f.message.contains("unexpected word"), "{f:?}");
     }
 }

@@ -152,7 +152,7 @@ const OBJECTS: &[Entry<Words, Obj>] = &[
 ];
 
 /// Parse the words of one batch line (`show dev eth0`).
-pub fn parse_line(words: &[String]) -> Result<Command, Failure> {
+pub fn parse_line(words: Vec<String>) -> Result<Command, Failure> {
     mpt_cli::args::parse_line(
         words,
         OBJECTS,
@@ -179,12 +179,12 @@ mod tests {
     #[test]
     fn batch_lines() {
         assert!(matches!(
-            parse_line(&words("show dev x")),
+            parse_line(words("show dev x")),
             Ok(Command::Show(_))
         ));
-        let f = parse_line(&words("frob")).expect_err("unknown");
+        let f = parse_line(words("frob")).expect_err("unknown");
         assert_eq!(f.message, "unknown command \"frob\"");
-        let f = parse_line(&words("run dev x")).expect_err("no mode");
+        let f = parse_line(words("run dev x")).expect_err("no mode");
         assert!(f.message.starts_with("run: "), "{f:?}");
         assert_eq!(f.code, mpt_cli::EXIT_USAGE);
     }

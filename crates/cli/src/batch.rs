@@ -117,7 +117,7 @@ pub trait BatchTool {
     /// What a command produced.
     type Out;
     /// Parse one line's words. A syntax error is reported when the batch reaches the line.
-    fn parse_line(&self, words: &[String]) -> Result<Self::Cmd, Failure>;
+    fn parse_line(&self, words: Vec<String>) -> Result<Self::Cmd, Failure>;
     /// Run the lines in order, calling `emit` with each line's outcome as it is known (a line
     /// whose parse failed fails there). Stop after a failure unless `force`. A tool may keep
     /// several lines in flight (mproute pipelines its `add`s) as long as the outcomes it emits
@@ -194,8 +194,8 @@ pub fn run_file<T: BatchTool>(
     let progress = std::io::stderr().is_terminal() && lines.len() >= 1000;
     let total = lines.len();
     let cmds: Vec<(usize, Result<T::Cmd, Failure>)> = lines
-        .iter()
-        .map(|l| (l.line, tool.parse_line(&l.words)))
+        .into_iter()
+        .map(|l| (l.line, tool.parse_line(l.words)))
         .collect();
     let mut worst = EXIT_OK;
     let mut done = 0usize;
