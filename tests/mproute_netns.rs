@@ -783,6 +783,10 @@ fn pipelined_batch_rolls_back_lines_after_a_refused_one() {
     let o = MP.at(&t.r, &["--nexthop-objects", "-b", f, "--force"]);
     assert_eq!(o.status.code(), Some(2));
     assert!(ip_route(&t.r, "-4", "10.36.0.0/16", "main").is_some());
+    // the state and the dataplane entries agree (the state's writes are held back and the
+    // group is learnt after them): sync would repair nothing
+    let v = MP.json(&t.r, &["--check", "sync"]);
+    assert_eq!(v["actions"].as_array().map(Vec::len), Some(0), "{v}");
     let objs = t.r.ip_json(&["nexthop", "show"]);
     assert_eq!(
         objs.as_array().map(Vec::len),

@@ -166,6 +166,23 @@ impl RouteState {
         b.n += 1;
     }
 
+    /// Replace the held-back value of state key `key`, looking from the newest entry back;
+    /// `false` if no write of it is held back.
+    fn replace_deferred(&self, key: &[u8], val: &[u8]) -> bool {
+        let mut g = self.deferred.lock().unwrap_or_else(|e| e.into_inner());
+        let b = &mut g[DEFER_ROUTES];
+        let (kl, vl) = (key.len(), val.len());
+        for i in (0..b.n as usize).rev() {
+            if b.keys.get(i * kl..(i + 1) * kl) == Some(key) {
+                if let Some(v) = b.vals.get_mut(i * vl..(i + 1) * vl) {
+                    v.copy_from_slice(val);
+                    return true;
+                }
+            }
+        }
+        false
+    }
+
     /// Make the held-back writes, one `BPF_MAP_UPDATE_BATCH` per map. On failure the writes
     /// not made are dropped (the caller undoes the routes they belonged to, as after a FIB
     /// refusal) and the error says which map refused.
@@ -263,6 +280,11 @@ impl RouteState {
 
     /// Insert or overwrite a route.
     pub fn put(&self, key: &MptRouteKey, val: &MptRouteVal) -> Result<(), Error> {
+        // a route whose write is held back (its group learnt after the write): the held-back
+        // value is replaced, newest first, as the write it stands for would have been
+        if self.replace_deferred(key.as_bytes(), val.as_bytes()) {
+            return Ok(());
+        }
         self.flush()?;
         if let Some(Some(set)) = self
             .routes_written
