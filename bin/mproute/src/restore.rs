@@ -45,29 +45,7 @@ impl Session {
         let Some(store) = self.store(false)? else {
             return none();
         };
-        let raw = store.bpf();
-        let ctx = |e| fail("read dataplane state", e);
-        let mut given = Vec::new();
-        for id in raw.dp_group_ids().map_err(ctx)? {
-            if id == 0 || id >= PRIVATE_GROUP_BASE {
-                continue;
-            }
-            if let Some(g) = raw.dp_group(id).map_err(ctx)? {
-                let paths: Vec<Nexthop> =
-                    g.nh.iter()
-                        .take(g.nh_count as usize)
-                        .map(|n| Nexthop {
-                            gateway: n.gateway(),
-                            ifindex: n.ifindex,
-                            weight: n.weight,
-                            flags: n.flags & RTNH_F_ONLINK,
-                        })
-                        .collect();
-                if !paths.is_empty() {
-                    given.push((id, paths));
-                }
-            }
-        }
+        let given = given_objects(store.bpf())?;
         if given.is_empty() {
             return none();
         }
@@ -179,38 +157,22 @@ impl Session {
         let Some(store) = self.store(false)? else {
             return Ok(HashSet::new());
         };
-        let raw = store.bpf();
-        let ctx = |e| fail("read dataplane state", e);
-        let ids: Vec<u32> = raw
-            .dp_group_ids()
-            .map_err(ctx)?
-            .into_iter()
-            .filter(|id| *id != 0 && *id < PRIVATE_GROUP_BASE)
-            .collect();
-        if ids.is_empty() {
+        let given = given_objects(store.bpf())?;
+        if given.is_empty() {
             return Ok(HashSet::new());
         }
-        let mut out = HashSet::new();
         let kernel = kernel_objects(self)?;
-        let Some(store) = self.store(false)? else {
-            return Ok(out);
-        };
-        for id in ids {
-            if kernel.contains_key(&id) {
-                continue;
-            }
-            if let Some(g) = store.bpf().dp_group(id).map_err(ctx)? {
+        Ok(given
+            .into_iter()
+            .filter(|(id, paths)| {
                 // a device that is gone (an error) is not waited for
-                let down =
-                    g.nh.iter()
-                        .take(g.nh_count as usize)
-                        .all(|n| matches!(mpt_sys::iface::is_running(n.ifindex), Ok(false)));
-                if down {
-                    out.insert(id);
-                }
-            }
-        }
-        Ok(out)
+                !kernel.contains_key(id)
+                    && paths
+                        .iter()
+                        .all(|n| matches!(mpt_sys::iface::is_running(n.ifindex), Ok(false)))
+            })
+            .map(|(id, _)| id)
+            .collect())
     }
 
     /// Add the routes of object `id` again (each an `RTA_NH_ID` route with its protocol);
@@ -253,6 +215,37 @@ impl Session {
         }
         Ok((added, refused))
     }
+}
+
+/// The kernel nexthop objects managed routes name, each with the paths it was given: the
+/// dataplane groups below [`PRIVATE_GROUP_BASE`] (restore, the routes waiting for a link, and
+/// the object index's reservations all read them here).
+pub(crate) fn given_objects(
+    raw: &mpt_bpf::mproute::state::RouteState,
+) -> Result<Vec<(u32, Vec<Nexthop>)>, Failure> {
+    let ctx = |e| fail("read dataplane state", e);
+    let mut given = Vec::new();
+    for id in raw.dp_group_ids().map_err(ctx)? {
+        if id == 0 || id >= PRIVATE_GROUP_BASE {
+            continue;
+        }
+        if let Some(g) = raw.dp_group(id).map_err(ctx)? {
+            let paths: Vec<Nexthop> =
+                g.nh.iter()
+                    .take(g.nh_count as usize)
+                    .map(|n| Nexthop {
+                        gateway: n.gateway(),
+                        ifindex: n.ifindex,
+                        weight: n.weight,
+                        flags: n.flags & RTNH_F_ONLINK,
+                    })
+                    .collect();
+            if !paths.is_empty() {
+                given.push((id, paths));
+            }
+        }
+    }
+    Ok(given)
 }
 
 fn routes_n(n: usize) -> String {

@@ -177,22 +177,12 @@ impl Session {
             let mut idx = NhIndex::load(self.sock()?)?;
             // the objects managed routes name, present or deleted with their link (see restore)
             if let (Some(i), Some(s)) = (idx.as_mut(), self.store(false)?) {
-                let raw = s.bpf();
-                let ctx = |e| crate::store::fail("read dataplane state", e);
-                let ids: Vec<u32> = raw
-                    .dp_group_ids()
-                    .map_err(ctx)?
+                let given: HashMap<u32, usize> = crate::restore::given_objects(s.bpf())?
                     .into_iter()
-                    .filter(|id| *id < mpt_bpf::mproute::route_table::PRIVATE_GROUP_BASE)
+                    .map(|(id, paths)| (id, paths.len()))
                     .collect();
-                let mut given = HashMap::new();
-                for id in &ids {
-                    if let Some(g) = raw.dp_group(*id).map_err(ctx)? {
-                        given.insert(*id, g.nh_count as usize);
-                    }
-                }
                 i.skip_shrunk(|id| given.get(&id).copied());
-                i.reserve(ids);
+                i.reserve(given.keys().copied());
             }
             self.nh = Some(idx);
         }

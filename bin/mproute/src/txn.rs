@@ -657,39 +657,18 @@ pub(crate) fn dp_nexthops(nhs: &[Nexthop]) -> Vec<mpt_bpf::mproute::route_table:
 
 fn nh_content_hash(nhs: &[Nexthop]) -> u32 {
     use std::hash::{Hash, Hasher};
-    let mut h = Fnv1a::default();
+    // FxHash: a hint only says where a group id search starts (groups are matched by
+    // content), so it needs speed, not flooding resistance (SipHash was 6 % of a batch)
+    let mut h = rustc_hash::FxHasher::default();
     nhs.hash(&mut h);
     h.finish() as u32
 }
 
 pub(crate) fn key_hash(k: &RouteKey) -> u32 {
     use std::hash::{Hash, Hasher};
-    let mut h = Fnv1a::default();
+    let mut h = rustc_hash::FxHasher::default();
     k.hash(&mut h);
     h.finish() as u32
-}
-
-/// FNV-1a (64-bit): the group id hints above need no flooding resistance, only speed and the
-/// same answer in every mproute version (SipHash's `DefaultHasher` promises neither; it was
-/// 6 % of a batch's instructions). A hint only says where a group id search starts: groups are
-/// matched by content.
-struct Fnv1a(u64);
-
-impl Default for Fnv1a {
-    fn default() -> Self {
-        Fnv1a(0xcbf2_9ce4_8422_2325)
-    }
-}
-
-impl std::hash::Hasher for Fnv1a {
-    fn write(&mut self, bytes: &[u8]) {
-        for b in bytes {
-            self.0 = (self.0 ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3);
-        }
-    }
-    fn finish(&self) -> u64 {
-        self.0
-    }
 }
 
 /// Whether the FIB route already has exactly the requested paths and protocol.

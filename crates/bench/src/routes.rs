@@ -191,23 +191,29 @@ impl FloorMaps {
         let n = range.len() as u32;
         let (mut sk, mut sv, mut lk, mut lv) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
         for i in range {
-            let mut id = MptRouteKey::default();
-            let b = id.as_bytes().len().min(4);
-            // the index in the key's first bytes: distinct keys
-            let mut raw = id.as_bytes().to_vec();
-            raw[..b].copy_from_slice(&i.to_ne_bytes()[..b]);
-            id = MptRouteKey::from_bytes(&raw).context("route key")?;
+            // route i's key, as mproute writes it for prefix(i)
+            let addr = [
+                11 + (i / 65536) as u8,
+                (i / 256 % 256) as u8,
+                (i % 256) as u8,
+                0,
+            ];
+            let mut dst_be = [0u8; 16];
+            dst_be[..4].copy_from_slice(&addr);
+            let id = MptRouteKey {
+                family: 2, // AF_INET
+                dst_len: 24,
+                reserved: 0,
+                table: 254,
+                metric: 0,
+                dst_be,
+            };
             sk.extend_from_slice(id.as_bytes());
             sv.extend_from_slice(MptRouteVal::default().as_bytes());
             let k = MptLpm4Key {
                 prefixlen: 32 + 24,
                 table_be: 254u32.to_be_bytes(),
-                addr: [
-                    11 + (i / 65536) as u8,
-                    (i / 256 % 256) as u8,
-                    (i % 256) as u8,
-                    0,
-                ],
+                addr,
             };
             lk.extend_from_slice(k.as_bytes());
             let v = MptDpRoute {
