@@ -45,6 +45,17 @@ int mpt_bench_sink(struct xdp_md *ctx)
 	return count(SLOT_SINK, XDP_DROP);
 }
 
+/*
+ * mpt_bench_sink_tc (slot 0) drop, on the receiving host's tcx ingress: what
+ * a router delivers straight into that veth's namespace (bpf_redirect_peer)
+ * enters the stack there without passing the veth's XDP program.
+ */
+SEC("tcx/ingress")
+int mpt_bench_sink_tc(struct __sk_buff *skb)
+{
+	return count(SLOT_SINK, 2 /* TCX_DROP */);
+}
+
 SEC("xdp")
 int mpt_bench_drop(struct xdp_md *ctx)
 {

@@ -105,6 +105,24 @@ struct {
 	__type(value, __u32);
 } mpt_tx_ports SEC(".maps");
 
+/*
+ * tc: egress devices whose packets are delivered straight into their peer's
+ * namespace (bpf_redirect_peer), private to this loaded object: user space
+ * puts there, at attach time, the veths whose peer is in another namespace
+ * (the helper drops a packet whose peer is in ours) and that have no qdisc or
+ * egress program of their own to bypass. Such a packet skips the egress
+ * device's transmit (its qdisc, egress tc, captures on it, its tx counters)
+ * and the peer's backlog queue: it enters the peer's ingress at once, as the
+ * kernel's veth transmit would have put it there, GSO size and checksum state
+ * kept. Devices not in the map (or added later) get bpf_redirect_neigh.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1024);
+	__type(key, __u32);
+	__type(value, __u32);
+} mpt_peer_ports SEC(".maps");
+
 /* When XDP last handed a packet for a neighbour to the kernel (see mpt_neigh_check). */
 struct neigh_seen {
 	__u64 ns;
@@ -918,12 +936,31 @@ int mpt_dp_tc(struct __sk_buff *skb)
 		count_reason(MPT_R_REDIRECTED);
 		return bpf_redirect_neigh(ifindex, &nb, sizeof(nb), 0);
 	}
+	/*
+	 * A GSO skb's segments must fit the egress MTU (the lookup cannot tell, it
+	 * was given no length): the kernel sends an ICMP error for the others.
+	 */
+	if (p.gso) {
+		__u32 mtu = 0;
+
+		if (bpf_check_mtu(skb, ifindex, &mtu, 0, BPF_MTU_CHK_SEGS)) {
+			count_reason(MPT_R_FRAG_NEEDED);
+			return TCX_NEXT;
+		}
+	}
 	if (rewrite(&p, &fib)) {
 		count_reason(MPT_R_MALFORMED);
 		return TCX_NEXT;
 	}
 	count_route(rt, nh, p.len);
 	count_reason(MPT_R_REDIRECTED);
+	/*
+	 * Straight into a veth peer's namespace, but once a second per neighbour
+	 * through the neighbour output, which keeps the entry confirmed and learns
+	 * a changed address (see mpt_neigh_check).
+	 */
+	if (bpf_map_lookup_elem(&mpt_peer_ports, &ifindex) && !neigh_due((__u32)ifindex, &fib))
+		return bpf_redirect_peer(ifindex, 0);
 	/*
 	 * Through the kernel's neighbour output, as its own forwarding: a STALE
 	 * neighbour is probed and a changed address learnt (the MACs written above

@@ -18,14 +18,22 @@ fn fail(what: String) -> impl FnOnce(mpt_bpf::Error) -> Failure {
 }
 
 /// Attach to `devs`; returns the notes on veth peers (`prepare_peers`: enable GRO on them).
+/// `peer`: the tc program delivers straight into veth peers' namespaces where it may
+/// ([`crate::hook::peer_ports`]).
 pub(crate) fn attach(
     s: &mut Session,
     devs: &[String],
     mode: AttachMode,
     fastpath: bool,
+    peer: bool,
     prepare_peers: bool,
 ) -> Result<Vec<String>, Failure> {
     let links = crate::hook::links(s.sock()?)?;
+    let peers = if peer {
+        crate::hook::peer_ports(s.sock()?, &links)?
+    } else {
+        Vec::new()
+    };
     let mut ifs = Vec::new();
     for d in devs {
         let Some(l) = links.iter().find(|l| &l.name == d) else {
@@ -46,7 +54,7 @@ pub(crate) fn attach(
         .store(true)?
         .ok_or_else(|| Failure::system("dataplane attach: cannot create mproute state"))?;
     for (i, d, m, local) in &ifs {
-        let r = dp::attach(store.bpf(), *i, *m, fastpath, *local);
+        let r = dp::attach(store.bpf(), *i, *m, fastpath, *local, &peers);
         let xdp_refused = auto && *m == Mode::Xdp && r.is_err();
         match r {
             // auto: a driver without native XDP gets tc.
@@ -59,7 +67,7 @@ pub(crate) fn attach(
         // first, so that no packet goes unhandled meanwhile).
         if *m == Mode::Tc || xdp_refused {
             if xdp_refused {
-                dp::attach(store.bpf(), *i, Mode::Tc, fastpath, *local)
+                dp::attach(store.bpf(), *i, Mode::Tc, fastpath, *local, &peers)
                     .map_err(fail(format!("dataplane attach dev {d} tc")))?;
             }
             dp::detach_xdp_only(*i).map_err(fail(format!("dataplane attach dev {d} tc")))?;
@@ -68,7 +76,7 @@ pub(crate) fn attach(
         // XDP forwards what it can forward safely; a packet whose TCP/UDP checksum a local
         // stack left to offload (CHECKSUM_PARTIAL) goes up as an skb, and the tc program next
         // to it carries out the same algorithm on it.
-        dp::attach(store.bpf(), *i, Mode::Tc, fastpath, *local)
+        dp::attach(store.bpf(), *i, Mode::Tc, fastpath, *local, &peers)
             .map_err(fail(format!("dataplane attach dev {d} tc")))?;
     }
     // A nexthop whose link lost carrier keeps its connected route (flagged linkdown); unless

@@ -119,7 +119,7 @@ pub enum Cmd {
     /// Attach, detach and show the tc/XDP dataplane that carries out the algorithms; watch keeps its FIB check verified and puts back nexthop objects a link flap deleted.
     #[command(
         alias = "dp",
-        override_usage = "mproute dataplane attach dev DEV [dev DEV ...] [auto|xdp|xdp-generic|tc] [fastpath on|off] [prepare-peers]\n       mproute dataplane detach dev DEV\n       mproute dataplane show\n       mproute dataplane watch"
+        override_usage = "mproute dataplane attach dev DEV [dev DEV ...] [auto|xdp|xdp-generic|tc] [fastpath on|off] [peer on|off] [prepare-peers]\n       mproute dataplane detach dev DEV\n       mproute dataplane show\n       mproute dataplane watch"
     )]
     Dataplane(RouteArgs),
 }

@@ -542,6 +542,9 @@ pub enum DpSpec {
         mode: AttachMode,
         /// Forward unmanaged destinations by the kernel FIB (`fastpath on|off`, default on).
         fastpath: bool,
+        /// tc delivers straight into a veth peer's namespace where it may (`peer on|off`,
+        /// default on): `bpf_redirect_peer`, see [`crate::hook::peer_ports`].
+        peer: bool,
         /// Enable GRO on veth peers in reach (`prepare-peers`).
         prepare_peers: bool,
     },
@@ -581,6 +584,7 @@ pub fn parse_dataplane(args: &[String]) -> Result<DpSpec, String> {
     let mut devs = Vec::new();
     let mut mode = None;
     let mut fastpath = true;
+    let mut peer = true;
     let mut prepare_peers = false;
     let mut it = rest.iter();
     while let Some(w) = it.next() {
@@ -604,6 +608,13 @@ pub fn parse_dataplane(args: &[String]) -> Result<DpSpec, String> {
                     v => return Err(format!("fastpath takes on or off, not \"{v}\"")),
                 }
             }
+            "peer" if verb == "attach" => {
+                peer = match value(&mut it, "peer")? {
+                    "on" => true,
+                    "off" => false,
+                    v => return Err(format!("peer takes on or off, not \"{v}\"")),
+                }
+            }
             "prepare-peers" | "--prepare-peers" if verb == "attach" => prepare_peers = true,
             other => return Err(format!("unexpected word \"{other}\"")),
         }
@@ -614,6 +625,7 @@ pub fn parse_dataplane(args: &[String]) -> Result<DpSpec, String> {
             devs,
             mode: mode.unwrap_or_default(),
             fastpath,
+            peer,
             prepare_peers,
         }),
         "detach" => Ok(DpSpec::Detach { devs }),
@@ -650,19 +662,23 @@ mod dp_tests {
                 devs: vec!["v0".into(), "v1".into()],
                 mode: AttachMode::Xdp,
                 fastpath: true,
+                peer: true,
                 prepare_peers: false
             }
         );
         assert_eq!(
-            parse_dataplane(&words("attach dev v0 fastpath off prepare-peers")).expect("ok"),
+            parse_dataplane(&words("attach dev v0 fastpath off peer off prepare-peers"))
+                .expect("ok"),
             DpSpec::Attach {
                 devs: vec!["v0".into()],
                 mode: AttachMode::Auto,
                 fastpath: false,
+                peer: false,
                 prepare_peers: true
             }
         );
         assert!(parse_dataplane(&words("attach dev v0 fastpath maybe")).is_err());
+        assert!(parse_dataplane(&words("attach dev v0 peer")).is_err());
         assert_eq!(parse_dataplane(&words("show")).expect("ok"), DpSpec::Show);
         assert_eq!(parse_dataplane(&words("watch")).expect("ok"), DpSpec::Watch);
         assert!(parse_dataplane(&words("watch dev v0")).is_err());

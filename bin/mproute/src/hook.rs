@@ -31,6 +31,29 @@ pub fn is_veth(l: &LinkMsg) -> bool {
     l.kind.as_deref() == Some("veth")
 }
 
+/// The devices a tc program may deliver straight into their veth peer's namespace
+/// (`bpf_redirect_peer`): veths whose peer is in another namespace (the kernel drops a packet
+/// whose peer is in ours) and that have nothing of their own on transmit, neither a root qdisc
+/// but the veth's `noqueue` nor an egress tc program or filter: those would be bypassed.
+pub fn peer_ports(sock: &mut Socket, links: &[LinkMsg]) -> Result<Vec<u32>, Failure> {
+    let mut v = Vec::new();
+    for l in links {
+        if !is_veth(l) || l.link_netnsid.is_none() {
+            continue;
+        }
+        if l.qdisc.as_deref().is_some_and(|q| q != "noqueue") {
+            continue;
+        }
+        let tcx = mpt_bpf::attach::tcx_query(l.ifindex, mpt_bpf::attach::TcxDir::Egress)
+            .map_err(|e| Failure::system(format!("dataplane attach: {e}")))?;
+        if !tcx.is_empty() || link::egress_filters(sock, l.ifindex).map_err(Failure::from)? > 0 {
+            continue;
+        }
+        v.push(l.ifindex);
+    }
+    Ok(v)
+}
+
 /// What `auto` picks for a device, and why ([`mpt_bpf::attach::Hook::auto`]).
 pub fn auto_mode(l: &LinkMsg) -> (Mode, &'static str) {
     Mode::auto(l.kind.as_deref())

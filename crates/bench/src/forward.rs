@@ -91,6 +91,8 @@ const SLOT_DROP: u32 = 1;
 const SLOT_PASS: u32 = 2;
 /// Goal printed next to the XDP cases: × kernel forwarding.
 const GOAL: f64 = 3.0;
+/// Goal printed next to `auto` (tc on these veths): × kernel forwarding.
+const AUTO_GOAL: f64 = 1.5;
 /// User time (% of all CPUs) above which a case's runs are flagged as shared with other work.
 const USER_NOISE_PCT: f64 = 2.0;
 
@@ -106,19 +108,29 @@ enum Case {
     /// The managed case with the FIB generation moved after the attach: the kernel-view FIB
     /// lookup runs for every packet, as before verification existed.
     XdpManagedChecked,
-    TcManaged,
+    /// `auto` (what a user gets): tc on these veths, delivering straight into H2's namespace
+    /// (`bpf_redirect_peer`).
+    AutoManaged,
+    /// Explicit tc with `peer off`: through `vout` and H2's queue (`bpf_redirect_neigh`).
+    TcNeighManaged,
     XdpUnmanaged,
+    AutoUnmanaged,
+    /// xdp-forward (xdp-tools) on `vin` and `vout`, with `--xdp-forward PATH`.
+    XdpForward,
 }
 
 impl Case {
-    const ALL: [Case; 7] = [
+    const ALL: [Case; 10] = [
         Case::Ceiling,
         Case::Kernel,
         Case::Minimal,
+        Case::AutoManaged,
+        Case::TcNeighManaged,
         Case::XdpManaged,
         Case::XdpManagedChecked,
-        Case::TcManaged,
+        Case::AutoUnmanaged,
         Case::XdpUnmanaged,
+        Case::XdpForward,
     ];
 
     fn label(self) -> &'static str {
@@ -128,38 +140,61 @@ impl Case {
             Case::Minimal => "minimal xdp forwarder",
             Case::XdpManaged => "mproute xdp, managed",
             Case::XdpManagedChecked => "mproute xdp, managed, lookup per packet",
-            Case::TcManaged => "mproute tc, managed",
+            Case::AutoManaged => "mproute auto, managed",
+            Case::TcNeighManaged => "mproute tc peer off, managed",
             Case::XdpUnmanaged => "mproute xdp, unmanaged",
+            Case::AutoUnmanaged => "mproute auto, unmanaged",
+            Case::XdpForward => "xdp-forward, unmanaged",
         }
     }
 
     fn dst(self) -> Ipv4Addr {
         match self {
-            Case::XdpManaged | Case::XdpManagedChecked | Case::TcManaged => MANAGED_DST,
+            Case::XdpManaged
+            | Case::XdpManagedChecked
+            | Case::AutoManaged
+            | Case::TcNeighManaged => MANAGED_DST,
             _ => H2_ADDR,
         }
     }
 
-    /// `mproute dataplane attach` mode.
-    fn mproute(self) -> Option<&'static str> {
+    /// `mproute dataplane attach dev vin` words after the device: the mode and options.
+    fn mproute(self) -> Option<&'static [&'static str]> {
         match self {
-            Case::XdpManaged | Case::XdpManagedChecked | Case::XdpUnmanaged => Some("xdp"),
-            Case::TcManaged => Some("tc"),
+            Case::XdpManaged | Case::XdpManagedChecked | Case::XdpUnmanaged => Some(&["xdp"]),
+            Case::AutoManaged | Case::AutoUnmanaged => Some(&[]),
+            Case::TcNeighManaged => Some(&["tc", "peer", "off"]),
             _ => None,
         }
+    }
+
+    /// mproute's tc program alone on `vin` (auto on a veth, or tc).
+    fn is_tc(self) -> bool {
+        matches!(
+            self,
+            Case::AutoManaged | Case::AutoUnmanaged | Case::TcNeighManaged
+        )
     }
 
     /// Our own program on `vin`: the ceiling's drop, or the pass that gives `vin` NAPI.
     fn vin_prog(self) -> Option<u32> {
         match self {
             Case::Ceiling => Some(SLOT_DROP),
-            Case::Kernel | Case::TcManaged => Some(SLOT_PASS),
+            Case::Kernel => Some(SLOT_PASS),
+            c if c.is_tc() => Some(SLOT_PASS),
             _ => None,
         }
     }
 
+    /// Profiled: the run time of the program on `vin` (XDP, or mproute's tc program).
+    fn profiled(self) -> bool {
+        self.is_xdp()
+            || self.is_tc()
+            || matches!(self, Case::Ceiling | Case::Minimal | Case::XdpForward)
+    }
+
     fn is_xdp(self) -> bool {
-        self.mproute() == Some("xdp")
+        self.mproute() == Some(&["xdp"])
     }
 }
 
@@ -571,10 +606,16 @@ fn count(map: &impl MapCore, slot: u32) -> Result<u64> {
 }
 
 /// Run time and run count (`BPF_ENABLE_STATS`) of the XDP program on `ifindex` in `ns`.
-fn xdp_prog_stats(ns: &str, ifindex: u32) -> Result<(u64, u64)> {
+fn xdp_prog_stats(ns: &str, ifindex: u32, tc: bool) -> Result<(u64, u64)> {
     on_this_thread_in(ns, || {
-        let id = mpt_bpf::mproute::dataplane::xdp_prog(ifindex)?
-            .with_context(|| format!("no XDP program on ifindex {ifindex} in {ns}"))?;
+        let id = if tc {
+            mpt_bpf::attach::tcx_query(ifindex, mpt_bpf::attach::TcxDir::Ingress)?
+                .last()
+                .copied()
+        } else {
+            mpt_bpf::mproute::dataplane::xdp_prog(ifindex)?
+        }
+        .with_context(|| format!("no program on ifindex {ifindex} in {ns}"))?;
         let info = mpt_bpf::prog::info(id)?;
         Ok((info.run_time_ns, info.run_cnt))
     })
@@ -646,6 +687,8 @@ struct Bench<'a, 'o> {
     udp_csum: bool,
     seconds: u32,
     threads: u32,
+    /// xdp-forward's binary (`--xdp-forward`).
+    xdp_forward: Option<&'a Path>,
     /// Profile pass (BPF run-time statistics on): read the run time of `vin`'s program.
     profile: bool,
 }
@@ -673,9 +716,25 @@ impl Bench<'_, '_> {
             )?),
             None => None,
         };
-        if let Some(mode) = case.mproute() {
+        let peer_fwd = |verb: &str| -> Result<()> {
+            let bin = self.xdp_forward.context("xdp-forward: no binary")?;
+            support::output(
+                Command::new("ip")
+                    .args(["netns", "exec", rn])
+                    .arg(bin)
+                    .args([verb, "vin", "vout"]),
+            )
+            .map(drop)
+            .with_context(|| format!("{} {verb} vin vout in {rn}", bin.display()))
+        };
+        if case == Case::XdpForward {
+            peer_fwd("load")?;
+        }
+        if let Some(words) = case.mproute() {
+            let mut args = vec!["dataplane", "attach", "dev", "vin"];
+            args.extend_from_slice(words);
             self.mproute
-                .run(&["dataplane", "attach", "dev", "vin", mode])
+                .run(&args)
                 .with_context(|| format!("{}: attach", case.label()))?;
         }
         if case == Case::XdpManagedChecked {
@@ -709,8 +768,8 @@ impl Bench<'_, '_> {
             None => None,
         };
         let prof = |on: bool| -> Result<Option<(u64, u64)>> {
-            if on && (case.is_xdp() || matches!(case, Case::Ceiling | Case::Minimal)) {
-                xdp_prog_stats(rn, self.topo.vin.ifindex).map(Some)
+            if on && case.profiled() {
+                xdp_prog_stats(rn, self.topo.vin.ifindex, case.is_tc()).map(Some)
             } else {
                 Ok(None)
             }
@@ -732,9 +791,12 @@ impl Bench<'_, '_> {
             let ns = t1.saturating_sub(t0) as f64 / n as f64;
             f.prog_ns.push(ns);
             println!(
-                "bench: profile: {:<24} {ns:.0} ns per run of vin's XDP program ({n} runs)",
+                "bench: profile: {:<24} {ns:.0} ns per run of vin's program ({n} runs)",
                 case.label()
             );
+        }
+        if case == Case::XdpForward {
+            peer_fwd("unload")?;
         }
         if self.profile {
             if case.mproute().is_some() {
@@ -751,14 +813,14 @@ impl Bench<'_, '_> {
         let mut offered = None;
         match case {
             Case::Ceiling => offered = Some(mpps),
-            Case::Kernel | Case::TcManaged => {
+            c if c == Case::Kernel || c.is_tc() => {
                 offered = Some(p1.saturating_sub(p0) as f64 / secs / 1e6)
             }
             _ => {}
         }
         if let Some(dp0) = dp0 {
             let d = delta(&self.mproute.counters()?, &dp0);
-            if case != Case::TcManaged {
+            if !case.is_tc() {
                 offered = Some(d.values().sum::<u64>() as f64 / secs / 1e6);
             }
             for (k, n) in d {
@@ -873,7 +935,7 @@ fn print_results(
 
     println!();
     println!(
-        "Run time of the XDP program on R's vin (one more run per case with the kernel's BPF \
+        "Run time of the program on R's vin, XDP or mproute's tc (one more run per case with the kernel's BPF \
          statistics on, ns per packet; the rest of a packet's time is the generator, the veths \
          and the sink)"
     );
@@ -932,11 +994,27 @@ fn print_results(
                     m / kernel,
                     m * 100.0 / ceiling
                 ));
-                if case.is_xdp() {
+                if case.is_xdp() || *case == Case::XdpForward {
                     line.push_str(&format!(
                         ", {:.0}% of the minimal forwarder",
                         m * 100.0 / med(Case::Minimal)
                     ));
+                }
+                if matches!(case, Case::AutoManaged | Case::AutoUnmanaged) {
+                    line.push_str(&format!(
+                        " (goal ≥ {AUTO_GOAL:.1}×: {})",
+                        met(m / kernel >= AUTO_GOAL)
+                    ));
+                }
+                let peer = med(Case::XdpForward);
+                if case.is_xdp() && peer.is_finite() {
+                    line.push_str(&format!(
+                        ", {:.2}× xdp-forward (goal ≥ 1.0×: {})",
+                        m / peer,
+                        met(m / peer >= 1.0)
+                    ));
+                }
+                if case.is_xdp() {
                     line.push_str(&format!(
                         " (goal ≥ {GOAL:.1}×: {})",
                         met(m / kernel >= GOAL)
@@ -1065,8 +1143,10 @@ fn tcp_figures(bin: &Path, seconds: u32, runs: u32) -> Result<()> {
 }
 
 /// Options of `cargo xtask bench forward`.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct Opts {
+    /// xdp-forward's binary, for a case of its own.
+    pub xdp_forward: Option<PathBuf>,
     pub seconds: u32,
     pub runs: u32,
     pub threads: u32,
@@ -1078,7 +1158,7 @@ pub struct Opts {
 }
 
 /// `cargo xtask bench forward [--seconds S] [--runs K] [--threads T] [--zero-udp-checksum]
-/// [--no-tcp | --tcp-only]`; `Ok(false)`: some run delivered nothing.
+/// [--xdp-forward PATH] [--no-tcp | --tcp-only]`; `Ok(false)`: some run delivered nothing.
 pub fn run(o: &Opts) -> Result<bool> {
     let Opts {
         seconds,
@@ -1087,7 +1167,7 @@ pub fn run(o: &Opts) -> Result<bool> {
         tcp,
         rate,
         ..
-    } = *o;
+    } = o.clone();
     support::require_root("bench forward")?;
     ensure!(
         seconds > 0 && runs > 0 && threads > 0,
@@ -1111,7 +1191,7 @@ fn packet_rate(bin: &Path, o: &Opts) -> Result<bool> {
         threads,
         udp_csum,
         ..
-    } = *o;
+    } = o.clone();
     install_sigusr1()?;
     let topo = Topology::build()?;
     check_gen(
@@ -1125,6 +1205,18 @@ fn packet_rate(bin: &Path, o: &Opts) -> Result<bool> {
         .load()
         .context("load sink.bpf.o (verifier)")?;
     let _sink_link = attach_xdp(topo.h2.name(), &sink.progs.mpt_bench_sink, topo.h2_eth0)?;
+    // What R's tc program delivers straight into H2 (bpf_redirect_peer) skips H2's XDP sink:
+    // the same counter on tcx ingress (it goes with H2's namespace).
+    on_this_thread_in(topo.h2.name(), || {
+        use std::os::fd::AsFd;
+        mpt_bpf::attach::tcx_attach(
+            topo.h2_eth0.ifindex,
+            sink.progs.mpt_bench_sink_tc.as_fd(),
+            mpt_bpf::attach::TcxDir::Ingress,
+            "attach the tc sink in H2",
+        )
+        .map_err(anyhow::Error::from)
+    })?;
     let mut minimal_obj = MaybeUninit::<OpenObject>::uninit();
     let minimal = BenchFwdSkelBuilder::default()
         .open(&mut minimal_obj)
@@ -1162,10 +1254,14 @@ fn packet_rate(bin: &Path, o: &Opts) -> Result<bool> {
         udp_csum,
         seconds,
         threads,
+        xdp_forward: o.xdp_forward.as_deref(),
         profile: false,
     };
-    let mut figs: Vec<(Case, Figures)> =
-        Case::ALL.iter().map(|c| (*c, Figures::default())).collect();
+    let mut figs: Vec<(Case, Figures)> = Case::ALL
+        .iter()
+        .filter(|c| **c != Case::XdpForward || o.xdp_forward.is_some())
+        .map(|c| (*c, Figures::default()))
+        .collect();
     for _ in 0..runs {
         for (case, f) in figs.iter_mut() {
             bench.one(*case, f)?;
@@ -1180,7 +1276,7 @@ fn packet_rate(bin: &Path, o: &Opts) -> Result<bool> {
             ..bench
         };
         for (case, f) in figs.iter_mut() {
-            if case.is_xdp() || matches!(case, Case::Ceiling | Case::Minimal) {
+            if case.profiled() {
                 profile.one(*case, f)?;
             }
         }

@@ -96,6 +96,10 @@ enum What {
         /// Send UDP without checksum (0) instead of with a valid one.
         #[arg(long)]
         zero_udp_checksum: bool,
+        /// Also measure another XDP router, as a case of its own: the path of xdp-forward
+        /// (xdp-tools), run as `PATH load vin vout` and `PATH unload vin vout` in R.
+        #[arg(long, value_name = "PATH")]
+        xdp_forward: Option<std::path::PathBuf>,
         /// Leave out the TCP throughput part.
         #[arg(long, conflicts_with = "tcp_only")]
         no_tcp: bool,
@@ -143,9 +147,11 @@ fn run(what: What) -> Result<bool> {
             runs,
             threads,
             zero_udp_checksum,
+            xdp_forward,
             no_tcp,
             tcp_only,
         } => forward::run(&forward::Opts {
+            xdp_forward,
             seconds,
             runs,
             threads,

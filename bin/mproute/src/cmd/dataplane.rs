@@ -26,8 +26,9 @@ pub fn run(s: &mut Session, spec: &DpSpec) -> Result<Output, Failure> {
             devs,
             mode,
             fastpath,
+            peer,
             prepare_peers,
-        } => attachment::attach(s, devs, *mode, *fastpath, *prepare_peers)?,
+        } => attachment::attach(s, devs, *mode, *fastpath, *peer, *prepare_peers)?,
         DpSpec::Detach { devs } => {
             attachment::detach(devs)?;
             Vec::new()

@@ -125,6 +125,27 @@ fn loaded_rodata(prog_id: u32) -> Result<Option<crate::skel::mproute::dp::types:
     Ok(None)
 }
 
+/// The egress devices the tc program `prog_id` delivers straight into their veth peer's
+/// namespace (its `mpt_peer_ports`, filled at attach time), by ifindex, sorted; empty for an XDP
+/// program or one loaded without the map.
+pub fn peer_ports(prog_id: u32) -> Result<Vec<u32>, Error> {
+    for id in crate::prog::info(prog_id)?.map_ids {
+        let Ok(map) = libbpf_rs::MapHandle::from_map_id(id) else {
+            continue;
+        };
+        if map.name().to_string_lossy() != "mpt_peer_ports" {
+            continue;
+        }
+        let mut v: Vec<u32> = map
+            .keys()
+            .filter_map(|k| Some(u32::from_ne_bytes(k.get(..4)?.try_into().ok()?)))
+            .collect();
+        v.sort_unstable();
+        return Ok(v);
+    }
+    Ok(Vec::new())
+}
+
 /// Whether the XDP program `prog_id` on `ifindex` was loaded with another MAC address than the
 /// device has now: it then forwards only frames sent to the old address (its `.rodata`
 /// `mpt_if_mac`, see `bpf/mproute/dp.bpf.c`). `false` for a program loaded without one.
@@ -302,6 +323,10 @@ fn load_dp<'o>(
             .map_err(bpf("leave out the XDP devmap"))?;
     } else {
         open.progs.mpt_dp_tc.set_autoload(false);
+        open.maps
+            .mpt_peer_ports
+            .set_autocreate(false)
+            .map_err(bpf("leave out the tc program's peer map"))?;
     }
     reuse_state_maps(state, state_maps!(open.maps))?;
     open.load()
@@ -311,13 +336,16 @@ fn load_dp<'o>(
 /// Load the dataplane with the state's maps and attach it to `ifindex` in `mode`, replacing an
 /// attachment of ours in the same hook. A foreign XDP program is not replaced. `csum`: what
 /// native XDP must do about checksums on this device (see `mpt_local_stacks` and
-/// `mpt_veth_skb` in `bpf/mproute/dp.bpf.c`).
+/// `mpt_veth_skb` in `bpf/mproute/dp.bpf.c`). `peers`: the egress devices the tc program
+/// delivers straight into their veth peer's namespace (`bpf_redirect_peer`, `mpt_peer_ports`):
+/// veths whose peer is in another namespace, with nothing of their own on transmit.
 pub fn attach(
     state: &RouteState,
     ifindex: u32,
     mode: Mode,
     fastpath: bool,
     csum: Checksums,
+    peers: &[u32],
 ) -> Result<u32, Error> {
     let mut obj = MaybeUninit::uninit();
     let skel = load_dp(
@@ -330,7 +358,15 @@ pub fn attach(
         veth_skb_read(),
     )?;
 
-    if mode != Mode::Tc {
+    if mode == Mode::Tc {
+        for ifx in peers {
+            let k = ifx.to_ne_bytes();
+            skel.maps
+                .mpt_peer_ports
+                .update(&k, &1u32.to_ne_bytes(), libbpf_rs::MapFlags::ANY)
+                .map_err(bpf("fill the tc program's peer map"))?;
+        }
+    } else {
         // XDP redirects through this object's devmap: every device there is now (a devmap
         // resolves ifindexes in the calling thread's namespace, which is the target's).
         // Devices that cannot be put there (or come later) are reached by bpf_redirect().

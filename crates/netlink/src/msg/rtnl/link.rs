@@ -13,6 +13,7 @@ pub const RTM_NEWNSID: u16 = 88;
 
 const IFLA_IFNAME: u16 = 3;
 const IFLA_LINK: u16 = 5;
+const IFLA_QDISC: u16 = 6;
 const IFLA_LINKINFO: u16 = 18;
 const IFLA_INFO_KIND: u16 = 1;
 const IFLA_LINK_NETNSID: u16 = 37;
@@ -33,6 +34,8 @@ pub struct LinkMsg {
     /// `IFLA_LINK_NETNSID`: the peer's namespace id as seen from ours; absent when the peer
     /// is in the same namespace.
     pub link_netnsid: Option<i32>,
+    /// `IFLA_QDISC`: the root qdisc's kind (`noqueue` on a new veth).
+    pub qdisc: Option<String>,
 }
 
 /// Dump every device.
@@ -64,6 +67,7 @@ pub fn decode(payload: &[u8]) -> Result<LinkMsg, DecodeError> {
         kind: None,
         link: None,
         link_netnsid: None,
+        qdisc: None,
     };
     for (ty, v) in Attrs::new(&payload[16..])
         .to_vec()
@@ -72,6 +76,7 @@ pub fn decode(payload: &[u8]) -> Result<LinkMsg, DecodeError> {
         match ty {
             IFLA_IFNAME => m.name = get_str(v),
             IFLA_LINK => m.link = Some(get_u32(v, "IFLA_LINK")?),
+            IFLA_QDISC => m.qdisc = Some(get_str(v)),
             IFLA_LINK_NETNSID => m.link_netnsid = Some(get_u32(v, "IFLA_LINK_NETNSID")? as i32),
             IFLA_LINKINFO => {
                 for (t, iv) in Attrs::new(v)
@@ -107,4 +112,33 @@ pub fn decode_nsid(payload: &[u8]) -> Result<Option<i32>, DecodeError> {
         .get(NETNSA_NSID)?
         .map(|v| get_u32(v, "NETNSA_NSID").map(|x| x as i32))
         .transpose()
+}
+
+/// `RTM_GETTFILTER`.
+pub const RTM_GETTFILTER: u16 = 46;
+/// `TC_H_MAKE(TC_H_CLSACT, TC_H_MIN_EGRESS)`: the egress hook of a clsact qdisc.
+const CLSACT_EGRESS: u32 = 0xFFFF_FFF3;
+
+/// Dump the classic tc filters on a device's clsact egress hook (`tc filter show dev DEV
+/// egress`): a `tcmsg` naming the device and that parent.
+pub fn egress_filters_request(ifindex: u32) -> Request {
+    let mut payload = vec![0u8; 20];
+    payload[4..8].copy_from_slice(&ifindex.to_ne_bytes());
+    payload[12..16].copy_from_slice(&CLSACT_EGRESS.to_ne_bytes());
+    Request {
+        ty: RTM_GETTFILTER,
+        flags: flags::REQUEST | flags::DUMP,
+        payload,
+    }
+}
+
+/// How many classic tc filters a device has on its egress hook (0 without a clsact qdisc:
+/// the kernel answers an empty dump).
+pub fn egress_filters(sock: &mut crate::sock::Socket, ifindex: u32) -> Result<usize, crate::Error> {
+    Ok(sock
+        .dump(
+            &egress_filters_request(ifindex),
+            "list the tc filters on egress",
+        )?
+        .len())
 }
