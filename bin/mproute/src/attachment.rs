@@ -135,6 +135,36 @@ pub(crate) fn report(
     let links = crate::hook::links(s.sock()?)?;
     let mut view = DataplaneView::new(&att, &reasons, ignore_linkdown(), &links, notes);
     for (row, a) in view.attachments.iter_mut().zip(&att) {
+        if a.mode == Mode::Tc {
+            let peers = dp::peer_ports(a.prog_id)
+                .map_err(fail("read the tc program's peer devices".into()))?;
+            row.peer_devs = peers
+                .iter()
+                .map(|i| mpt_sys::iface::name(*i).unwrap_or_else(|| format!("if{i}")))
+                .collect();
+            if !row.peer_devs.is_empty() {
+                row.why = format!(
+                    "{}; to {} straight into the peer's namespace (bpf_redirect_peer: not seen by their qdisc, egress tc or captures)",
+                    row.why,
+                    row.peer_devs.join(", ")
+                );
+            }
+            // a qdisc or egress program added since: bypassed until attach runs again
+            for (i, dev) in peers.iter().zip(&row.peer_devs) {
+                let busy = links
+                    .iter()
+                    .find(|l| l.ifindex == *i)
+                    .is_some_and(|l| l.qdisc.as_deref().is_some_and(|q| q != "noqueue"))
+                    || !mpt_bpf::attach::tcx_query(*i, mpt_bpf::attach::TcxDir::Egress)
+                        .unwrap_or_default()
+                        .is_empty();
+                if busy && !view.notes.iter().any(|n| n.starts_with(&format!("{dev}:"))) {
+                    view.notes.push(format!(
+                        "{dev}: has a qdisc or egress tc program now, which packets the dataplane forwards to it skip (delivered straight into its peer): run dataplane attach again"
+                    ));
+                }
+            }
+        }
         if a.mode == Mode::Xdp {
             if let Ok(Some(how)) = dp::xdp_checksum_handling(a.prog_id) {
                 row.why = format!("{}; {how}", row.why);

@@ -119,6 +119,7 @@ pub enum Cmd {
     /// Attach, detach and show the tc/XDP dataplane that carries out the algorithms; watch keeps its FIB check verified and puts back nexthop objects a link flap deleted.
     #[command(
         alias = "dp",
+        after_long_help = "Modes: auto (tc on veth and virtual devices, native XDP elsewhere), xdp, xdp-generic, tc. fastpath on|off: forward unmanaged destinations by the kernel FIB (default on). peer on|off (default on): tc delivers packets for a veth whose peer is in another namespace straight into the peer (bpf_redirect_peer), skipping that veth's transmit: its qdisc, egress tc, captures and tx counters do not see them; a veth with a qdisc other than noqueue or an egress tc program keeps its transmit path. prepare-peers: enable GRO on the veth peers native XDP redirects into.",
         override_usage = "mproute dataplane attach dev DEV [dev DEV ...] [auto|xdp|xdp-generic|tc] [fastpath on|off] [peer on|off] [prepare-peers]\n       mproute dataplane detach dev DEV\n       mproute dataplane show\n       mproute dataplane watch"
     )]
     Dataplane(RouteArgs),

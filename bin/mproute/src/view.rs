@@ -637,6 +637,9 @@ pub struct AttachmentRow {
     pub prog_id: u32,
     /// Why this hook (what `auto` weighs).
     pub why: String,
+    /// tc: the egress devices it delivers straight into their veth peer's namespace
+    /// (`bpf_redirect_peer`): their qdisc, egress tc and captures do not see those packets.
+    pub peer_devs: Vec<String>,
 }
 
 impl TableRow for AttachmentRow {
@@ -719,6 +722,7 @@ impl DataplaneView {
                 mode: a.mode.name().to_string(),
                 prog_id: a.prog_id,
                 why: crate::hook::why(links.iter().find(|l| l.ifindex == a.ifindex), a.mode),
+                peer_devs: Vec::new(),
             })
             .collect();
         let counters = mpt_bpf::mproute::abi::Reason::ALL
