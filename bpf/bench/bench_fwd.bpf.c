@@ -87,4 +87,59 @@ int mpt_bench_fwd(struct xdp_md *ctx)
 	return rc;
 }
 
+/*
+ * The same forwarder on tcx ingress, delivering straight into the egress
+ * veth's peer (bpf_redirect_peer; the benchmark's egress veth has its peer in
+ * another namespace): the floor of a one-lookup tc forwarder on veth, beside
+ * which `cargo xtask bench forward` prices mproute's tc program.
+ */
+SEC("tcx/ingress")
+int mpt_bench_fwd_tc(struct __sk_buff *skb)
+{
+	void *data = (void *)(long)skb->data;
+	void *data_end = (void *)(long)skb->data_end;
+	struct bpf_fib_lookup fib;
+	struct ethhdr *eth = data;
+	struct iphdr *ip;
+	__u32 csum;
+	long rc;
+
+	if ((void *)(eth + 1) > data_end || eth->h_proto != bpf_htons(ETH_P_IP))
+		return TCX_NEXT;
+	ip = (void *)(eth + 1);
+	if ((void *)(ip + 1) > data_end || ip->version != 4 || ip->ihl != 5)
+		return TCX_NEXT;
+	if (ip->ttl <= 1)
+		return TCX_NEXT;
+
+	__builtin_memset(&fib, 0, sizeof(fib));
+	fib.family = AF_INET;
+	fib.tos = ip->tos;
+	fib.l4_protocol = ip->protocol;
+	fib.tot_len = bpf_ntohs(ip->tot_len);
+	fib.ipv4_src = ip->saddr;
+	fib.ipv4_dst = ip->daddr;
+	fib.ifindex = skb->ingress_ifindex;
+	if ((ip->protocol == IPPROTO_UDP || ip->protocol == IPPROTO_TCP) &&
+	    !(ip->frag_off & bpf_htons(IP_OFFSET))) {
+		__be16 *ports = (void *)(ip + 1);
+
+		if ((void *)(ports + 2) > data_end)
+			return TCX_NEXT;
+		fib.sport = ports[0];
+		fib.dport = ports[1];
+	}
+
+	rc = bpf_fib_lookup(skb, &fib, sizeof(fib), 0);
+	if (rc != BPF_FIB_LKUP_RET_SUCCESS)
+		return TCX_NEXT;
+
+	csum = (__u32)ip->check + bpf_htons(0x0100);
+	ip->check = (__sum16)(csum + (csum >= 0xFFFF));
+	ip->ttl--;
+	__builtin_memcpy(eth->h_dest, fib.dmac, ETH_ALEN);
+	__builtin_memcpy(eth->h_source, fib.smac, ETH_ALEN);
+	return bpf_redirect_peer(fib.ifindex, 0);
+}
+
 char LICENSE[] SEC("license") = "Dual MIT/GPL";

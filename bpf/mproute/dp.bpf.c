@@ -866,6 +866,20 @@ int mpt_dp_xdp(struct xdp_md *ctx)
 	}
 }
 
+/*
+ * Whether a packet delivered straight into a veth peer fits the egress MTU.
+ * The veth's transmit checks it (and drops what does not fit); here no one
+ * would. A plain packet was checked by the lookup (its length given); a GSO
+ * skb's segments are checked here, and one that does not fit takes the
+ * transmit path, as without peer delivery.
+ */
+static __always_inline int peer_fits(struct __sk_buff *skb, const struct pkt *p, int ifindex)
+{
+	__u32 mtu = 0;
+
+	return !p->gso || bpf_check_mtu(skb, (__u32)ifindex, &mtu, 0, BPF_MTU_CHK_SEGS) == 0;
+}
+
 SEC("tcx/ingress")
 int mpt_dp_tc(struct __sk_buff *skb)
 {
@@ -936,18 +950,6 @@ int mpt_dp_tc(struct __sk_buff *skb)
 		count_reason(MPT_R_REDIRECTED);
 		return bpf_redirect_neigh(ifindex, &nb, sizeof(nb), 0);
 	}
-	/*
-	 * A GSO skb's segments must fit the egress MTU (the lookup cannot tell, it
-	 * was given no length): the kernel sends an ICMP error for the others.
-	 */
-	if (p.gso) {
-		__u32 mtu = 0;
-
-		if (bpf_check_mtu(skb, ifindex, &mtu, 0, BPF_MTU_CHK_SEGS)) {
-			count_reason(MPT_R_FRAG_NEEDED);
-			return TCX_NEXT;
-		}
-	}
 	if (rewrite(&p, &fib)) {
 		count_reason(MPT_R_MALFORMED);
 		return TCX_NEXT;
@@ -959,7 +961,8 @@ int mpt_dp_tc(struct __sk_buff *skb)
 	 * through the neighbour output, which keeps the entry confirmed and learns
 	 * a changed address (see mpt_neigh_check).
 	 */
-	if (bpf_map_lookup_elem(&mpt_peer_ports, &ifindex) && !neigh_due((__u32)ifindex, &fib))
+	if (bpf_map_lookup_elem(&mpt_peer_ports, &ifindex) && peer_fits(skb, &p, ifindex) &&
+	    !neigh_due((__u32)ifindex, &fib))
 		return bpf_redirect_peer(ifindex, 0);
 	/*
 	 * Through the kernel's neighbour output, as its own forwarding: a STALE

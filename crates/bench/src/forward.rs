@@ -26,7 +26,8 @@
 //! - Cases: ceiling (`mpt_bench_drop` on `vin`: generator + veth + drop, no forwarding), kernel
 //!   forwarding, the minimal XDP forwarder (`mpt_bench_fwd`, bpf/bench/bench_fwd.bpf.c: one FIB
 //!   lookup and a devmap redirect, what the reference measurements call the calibration
-//!   forwarder), mproute's XDP and tc dataplane on `vin` for a managed route (destination
+//!   forwarder), its tc twin (`mpt_bench_fwd_tc`: the same lookup on tcx ingress, then
+//!   `bpf_redirect_peer`: the floor of a tc forwarder here), mproute's XDP and tc dataplane on `vin` for a managed route (destination
 //!   198.18.0.1), and mproute's XDP for an unmanaged destination (10.20.0.2, the connected
 //!   network on `vout`), which a dataplane without a fast path hands to the kernel (counted as
 //!   `no-route`). `--runs` rounds of all six in turn, medians: the kernel's own rate moves
@@ -113,6 +114,8 @@ enum Case {
     /// `mpt_bench_fwd` (bpf/bench/bench_fwd.bpf.c) on `vin`: the calibration forwarder of the
     /// reference measurements, one FIB lookup and a devmap redirect, nothing else.
     Minimal,
+    /// `mpt_bench_fwd_tc` on `vin`'s tcx ingress: the same one lookup, `bpf_redirect_peer`.
+    MinimalTc,
     XdpManaged,
     /// The managed case with the FIB generation moved after the attach: the kernel-view FIB
     /// lookup runs for every packet, as before verification existed.
@@ -129,10 +132,11 @@ enum Case {
 }
 
 impl Case {
-    const ALL: [Case; 10] = [
+    const ALL: [Case; 11] = [
         Case::Ceiling,
         Case::Kernel,
         Case::Minimal,
+        Case::MinimalTc,
         Case::AutoManaged,
         Case::TcNeighManaged,
         Case::XdpManaged,
@@ -147,6 +151,7 @@ impl Case {
             Case::Ceiling => "ceiling (R drops in XDP)",
             Case::Kernel => "kernel forwarding",
             Case::Minimal => "minimal xdp forwarder",
+            Case::MinimalTc => "minimal tc forwarder (peer)",
             Case::XdpManaged => "mproute xdp, managed",
             Case::XdpManagedChecked => "mproute xdp, managed, lookup per packet",
             Case::AutoManaged => "mproute auto, managed",
@@ -177,11 +182,11 @@ impl Case {
         }
     }
 
-    /// mproute's tc program alone on `vin` (auto on a veth, or tc).
+    /// A tc program alone on `vin` (mproute auto on a veth, tc, or the minimal one).
     fn is_tc(self) -> bool {
         matches!(
             self,
-            Case::AutoManaged | Case::AutoUnmanaged | Case::TcNeighManaged
+            Case::AutoManaged | Case::AutoUnmanaged | Case::TcNeighManaged | Case::MinimalTc
         )
     }
 
@@ -725,6 +730,25 @@ impl Bench<'_, '_> {
             )?),
             None => None,
         };
+        // the minimal tc forwarder on vin's tcx ingress, for this case's runs
+        let tc_min = |on: bool| -> Result<()> {
+            use std::os::fd::AsFd;
+            let prog = self.minimal.progs.mpt_bench_fwd_tc.as_fd();
+            let id = libbpf_rs::Program::id_from_fd(prog)?;
+            on_this_thread_in(rn, || {
+                let ifx = self.topo.vin.ifindex;
+                let dir = mpt_bpf::attach::TcxDir::Ingress;
+                if on {
+                    mpt_bpf::attach::tcx_attach(ifx, prog, dir, "attach the minimal tc forwarder")
+                } else {
+                    mpt_bpf::attach::tcx_detach(ifx, id, dir)
+                }
+                .map_err(anyhow::Error::from)
+            })
+        };
+        if case == Case::MinimalTc {
+            tc_min(true)?;
+        }
         let peer_fwd = |verb: &str| -> Result<()> {
             let bin = self.xdp_forward.context("xdp-forward: no binary")?;
             support::output(
@@ -806,6 +830,9 @@ impl Bench<'_, '_> {
         }
         if case == Case::XdpForward {
             peer_fwd("unload")?;
+        }
+        if case == Case::MinimalTc {
+            tc_min(false)?;
         }
         if self.profile {
             if case.mproute().is_some() {
@@ -1007,6 +1034,12 @@ fn print_results(
                     line.push_str(&format!(
                         ", {:.0}% of the minimal forwarder",
                         m * 100.0 / med(Case::Minimal)
+                    ));
+                }
+                if case.is_tc() && *case != Case::MinimalTc {
+                    line.push_str(&format!(
+                        ", {:.0}% of the minimal tc forwarder",
+                        m * 100.0 / med(Case::MinimalTc)
                     ));
                 }
                 if matches!(case, Case::AutoManaged | Case::AutoUnmanaged) {
