@@ -115,13 +115,26 @@ struct {
  * and the peer's backlog queue: it enters the peer's ingress at once, as the
  * kernel's veth transmit would have put it there, GSO size and checksum state
  * kept. Devices not in the map (or added later) get bpf_redirect_neigh.
+ * Direct-mapped (an array lookup is inlined, a hash lookup is a call and a
+ * hash): slot = ifindex mod MPT_PEER_SLOTS holds the ifindex, 0 for none; a
+ * device whose slot is taken is left out.
  */
+#define MPT_PEER_SLOTS 256
+
 struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 1024);
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, MPT_PEER_SLOTS);
 	__type(key, __u32);
 	__type(value, __u32);
 } mpt_peer_ports SEC(".maps");
+
+static __always_inline int peer_port(int ifindex)
+{
+	__u32 slot = (__u32)ifindex & (MPT_PEER_SLOTS - 1);
+	__u32 *v = bpf_map_lookup_elem(&mpt_peer_ports, &slot);
+
+	return v && *v == (__u32)ifindex;
+}
 
 /* When XDP last handed a packet for a neighbour to the kernel (see mpt_neigh_check). */
 struct neigh_seen {
@@ -961,7 +974,7 @@ int mpt_dp_tc(struct __sk_buff *skb)
 	 * through the neighbour output, which keeps the entry confirmed and learns
 	 * a changed address (see mpt_neigh_check).
 	 */
-	if (bpf_map_lookup_elem(&mpt_peer_ports, &ifindex) && peer_fits(skb, &p, ifindex) &&
+	if (peer_port(ifindex) && peer_fits(skb, &p, ifindex) &&
 	    !neigh_due((__u32)ifindex, &fib))
 		return bpf_redirect_peer(ifindex, 0);
 	/*

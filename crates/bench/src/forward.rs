@@ -1030,13 +1030,13 @@ fn print_results(
                     m / kernel,
                     m * 100.0 / ceiling
                 ));
-                if case.is_xdp() || *case == Case::XdpForward {
+                if (case.is_xdp() || *case == Case::XdpForward) && med(Case::Minimal).is_finite() {
                     line.push_str(&format!(
                         ", {:.0}% of the minimal forwarder",
                         m * 100.0 / med(Case::Minimal)
                     ));
                 }
-                if case.is_tc() && *case != Case::MinimalTc {
+                if case.is_tc() && *case != Case::MinimalTc && med(Case::MinimalTc).is_finite() {
                     line.push_str(&format!(
                         ", {:.0}% of the minimal tc forwarder",
                         m * 100.0 / med(Case::MinimalTc)
@@ -1238,6 +1238,8 @@ fn tcp_figures(bin: &Path, seconds: u32, runs: u32) -> Result<()> {
 pub struct Opts {
     /// xdp-forward's binary, for a case of its own.
     pub xdp_forward: Option<PathBuf>,
+    /// Only the cases whose label contains one of these (`--only`); empty: all.
+    pub only: Vec<String>,
     pub seconds: u32,
     pub runs: u32,
     pub threads: u32,
@@ -1351,6 +1353,11 @@ fn packet_rate(bin: &Path, o: &Opts) -> Result<bool> {
     let mut figs: Vec<(Case, Figures)> = Case::ALL
         .iter()
         .filter(|c| **c != Case::XdpForward || o.xdp_forward.is_some())
+        .filter(|c| {
+            matches!(c, Case::Ceiling | Case::Kernel)
+                || o.only.is_empty()
+                || o.only.iter().any(|w| c.label().contains(w.as_str()))
+        })
         .map(|c| (*c, Figures::default()))
         .collect();
     for _ in 0..runs {

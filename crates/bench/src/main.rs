@@ -100,6 +100,10 @@ enum What {
         /// (xdp-tools), run as `PATH load vin vout` and `PATH unload vin vout` in R.
         #[arg(long, value_name = "PATH")]
         xdp_forward: Option<std::path::PathBuf>,
+        /// Only the cases whose label contains one of these words (the kernel and the ceiling
+        /// always run: every figure is against them), e.g. `--only unmanaged`.
+        #[arg(long, value_name = "WORD")]
+        only: Vec<String>,
         /// Leave out the TCP throughput part.
         #[arg(long, conflicts_with = "tcp_only")]
         no_tcp: bool,
@@ -148,10 +152,12 @@ fn run(what: What) -> Result<bool> {
             threads,
             zero_udp_checksum,
             xdp_forward,
+            only,
             no_tcp,
             tcp_only,
         } => forward::run(&forward::Opts {
             xdp_forward,
+            only,
             seconds,
             runs,
             threads,

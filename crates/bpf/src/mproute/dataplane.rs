@@ -136,10 +136,18 @@ pub fn peer_ports(prog_id: u32) -> Result<Vec<u32>, Error> {
         if map.name().to_string_lossy() != "mpt_peer_ports" {
             continue;
         }
-        let mut v: Vec<u32> = map
-            .keys()
-            .filter_map(|k| Some(u32::from_ne_bytes(k.get(..4)?.try_into().ok()?)))
-            .collect();
+        let mut v = Vec::new();
+        for slot in 0..map.max_entries() {
+            let val = map
+                .lookup(&slot.to_ne_bytes(), libbpf_rs::MapFlags::ANY)
+                .map_err(bpf("read the tc program's peer map"))?;
+            if let Some(ifx) = val
+                .and_then(|b| Some(u32::from_ne_bytes(b.get(..4)?.try_into().ok()?)))
+                .filter(|i| *i != 0)
+            {
+                v.push(ifx);
+            }
+        }
         v.sort_unstable();
         return Ok(v);
     }
@@ -359,11 +367,22 @@ pub fn attach(
     )?;
 
     if mode == Mode::Tc {
+        // direct-mapped: the first device of a slot has it, the others take the transmit path
+        // (its size is the object's MPT_PEER_SLOTS)
+        let slots = skel.maps.mpt_peer_ports.max_entries().max(1);
+        let mut taken = std::collections::HashSet::new();
         for ifx in peers {
-            let k = ifx.to_ne_bytes();
+            let slot = ifx % slots;
+            if !taken.insert(slot) {
+                continue;
+            }
             skel.maps
                 .mpt_peer_ports
-                .update(&k, &1u32.to_ne_bytes(), libbpf_rs::MapFlags::ANY)
+                .update(
+                    &slot.to_ne_bytes(),
+                    &ifx.to_ne_bytes(),
+                    libbpf_rs::MapFlags::ANY,
+                )
                 .map_err(bpf("fill the tc program's peer map"))?;
         }
     } else {
