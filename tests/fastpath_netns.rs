@@ -1599,13 +1599,25 @@ fn xdp_attach_without_native_xdp_fails_cleanly() {
 
 /// `ip -j -s link show DEV` in `ns`: (tx packets, rx packets), the kernel's own counters.
 fn link_packets(ns: &Netns, dev: &str) -> (u64, u64) {
-    let v: Value = serde_json::from_str(&ns.ip_ok(&["-j", "-s", "link", "show", dev]))
-        .expect("ip -j -s link: JSON");
+    let v = ns.ip_json(&["-s", "link", "show", dev]);
     let s = &v[0]["stats64"];
     (
         s["tx"]["packets"].as_u64().expect("tx packets"),
         s["rx"]["packets"].as_u64().expect("rx packets"),
     )
+}
+
+/// `tc qdisc VERB dev DEV root [KIND]` in `ns`, which must succeed.
+fn root_qdisc(ns: &Netns, verb: &str, dev: &str, kind: Option<&str>) {
+    let mut a = vec!["qdisc", verb, "dev", dev, "root"];
+    a.extend(kind);
+    let out = ns.exec("tc", &a);
+    assert!(
+        out.status.success(),
+        "tc {}: {}",
+        a.join(" "),
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 /// 200 UDP datagrams h1 → h2 through r (complete checksums); all must arrive. Returns how many
@@ -1682,21 +1694,7 @@ fn tc_delivers_straight_into_the_veth_peer() {
 
     // an operator's qdisc on vb: attach leaves vb to its transmit path
     l.r.ip_ok(&["link", "set", "vb", "txqueuelen", "1000"]);
-    mpt_testkit::run_ok(
-        "ip",
-        &[
-            "netns",
-            "exec",
-            l.r.name(),
-            "tc",
-            "qdisc",
-            "add",
-            "dev",
-            "vb",
-            "root",
-            "pfifo",
-        ],
-    );
+    root_qdisc(&l.r, "add", "vb", Some("pfifo"));
     let v = l.attach("auto");
     assert!(
         !vb_peer(&v),
@@ -1709,37 +1707,10 @@ fn tc_delivers_straight_into_the_veth_peer() {
     );
 
     // a qdisc added after the attach is bypassed: show says so
-    mpt_testkit::run_ok(
-        "ip",
-        &[
-            "netns",
-            "exec",
-            l.r.name(),
-            "tc",
-            "qdisc",
-            "del",
-            "dev",
-            "vb",
-            "root",
-        ],
-    );
+    root_qdisc(&l.r, "del", "vb", None);
     let v = l.attach("auto");
     assert!(vb_peer(&v), "vb without its qdisc again: {v}");
-    mpt_testkit::run_ok(
-        "ip",
-        &[
-            "netns",
-            "exec",
-            l.r.name(),
-            "tc",
-            "qdisc",
-            "add",
-            "dev",
-            "vb",
-            "root",
-            "pfifo",
-        ],
-    );
+    root_qdisc(&l.r, "add", "vb", Some("pfifo"));
     let v = MP.json(&l.r, &["dataplane", "show"]);
     assert!(
         v["notes"]

@@ -151,13 +151,10 @@ pub(crate) fn report(
             }
             // a qdisc or egress program added since: bypassed until attach runs again
             for (i, dev) in peers.iter().zip(&row.peer_devs) {
-                let busy = links
-                    .iter()
-                    .find(|l| l.ifindex == *i)
-                    .is_some_and(|l| l.qdisc.as_deref().is_some_and(|q| q != "noqueue"))
-                    || !mpt_bpf::attach::tcx_query(*i, mpt_bpf::attach::TcxDir::Egress)
-                        .unwrap_or_default()
-                        .is_empty();
+                let busy = match links.iter().find(|l| l.ifindex == *i) {
+                    Some(l) => crate::hook::own_transmit(s.sock()?, l)?,
+                    None => false,
+                };
                 if busy && !view.notes.iter().any(|n| n.starts_with(&format!("{dev}:"))) {
                     view.notes.push(format!(
                         "{dev}: has a qdisc or egress tc program now, which packets the dataplane forwards to it skip (delivered straight into its peer): run dataplane attach again"

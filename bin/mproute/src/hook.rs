@@ -38,20 +38,22 @@ pub fn is_veth(l: &LinkMsg) -> bool {
 pub fn peer_ports(sock: &mut Socket, links: &[LinkMsg]) -> Result<Vec<u32>, Failure> {
     let mut v = Vec::new();
     for l in links {
-        if !is_veth(l) || l.link_netnsid.is_none() {
-            continue;
+        if is_veth(l) && l.link_netnsid.is_some() && !own_transmit(sock, l)? {
+            v.push(l.ifindex);
         }
-        if l.qdisc.as_deref().is_some_and(|q| q != "noqueue") {
-            continue;
-        }
-        let tcx = mpt_bpf::attach::tcx_query(l.ifindex, mpt_bpf::attach::TcxDir::Egress)
-            .map_err(|e| Failure::system(format!("dataplane attach: {e}")))?;
-        if !tcx.is_empty() || link::egress_filters(sock, l.ifindex).map_err(Failure::from)? > 0 {
-            continue;
-        }
-        v.push(l.ifindex);
     }
     Ok(v)
+}
+
+/// Whether a device has something of its own on transmit that delivering straight into its
+/// peer would bypass: a root qdisc but `noqueue`, an egress tcx program, a classic egress filter.
+pub fn own_transmit(sock: &mut Socket, l: &LinkMsg) -> Result<bool, Failure> {
+    if l.qdisc.as_deref().is_some_and(|q| q != "noqueue") {
+        return Ok(true);
+    }
+    let tcx = mpt_bpf::attach::tcx_query(l.ifindex, mpt_bpf::attach::TcxDir::Egress)
+        .map_err(|e| Failure::system(format!("query egress tc on {}: {e}", l.name)))?;
+    Ok(!tcx.is_empty() || link::egress_filters(sock, l.ifindex).map_err(Failure::from)? > 0)
 }
 
 /// What `auto` picks for a device, and why ([`mpt_bpf::attach::Hook::auto`]).

@@ -619,8 +619,9 @@ fn count(map: &impl MapCore, slot: u32) -> Result<u64> {
     Ok(sum)
 }
 
-/// Run time and run count (`BPF_ENABLE_STATS`) of the XDP program on `ifindex` in `ns`.
-fn xdp_prog_stats(ns: &str, ifindex: u32, tc: bool) -> Result<(u64, u64)> {
+/// Run time and run count (`BPF_ENABLE_STATS`) of the program on `ifindex` in `ns`: its XDP
+/// program, or (`tc`) the last on its tcx ingress.
+fn prog_stats(ns: &str, ifindex: u32, tc: bool) -> Result<(u64, u64)> {
     on_this_thread_in(ns, || {
         let id = if tc {
             mpt_bpf::attach::tcx_query(ifindex, mpt_bpf::attach::TcxDir::Ingress)?
@@ -802,7 +803,7 @@ impl Bench<'_, '_> {
         };
         let prof = |on: bool| -> Result<Option<(u64, u64)>> {
             if on && case.profiled() {
-                xdp_prog_stats(rn, self.topo.vin.ifindex, case.is_tc()).map(Some)
+                prog_stats(rn, self.topo.vin.ifindex, case.is_tc()).map(Some)
             } else {
                 Ok(None)
             }
@@ -1144,59 +1145,23 @@ fn tcp_figures(bin: &Path, seconds: u32, runs: u32) -> Result<()> {
         bin,
         ns: topo.r.name(),
     };
-    // Both router ports, as a router is set up: the ACKs from H2 come in on vout.
+    // Both router ports, as a router is set up: the ACKs from H2 come in on vout. The words
+    // after `dataplane attach dev vin dev vout`; None: no dataplane.
     let modes: [(&str, Option<&[&str]>); 6] = [
         ("no forwarding (to R)", None),
         ("kernel forwarding", None),
-        (
-            "mproute auto",
-            Some(&["dataplane", "attach", "dev", "vin", "dev", "vout"]),
-        ),
-        (
-            "mproute tc peer off",
-            Some(&[
-                "dataplane",
-                "attach",
-                "dev",
-                "vin",
-                "dev",
-                "vout",
-                "tc",
-                "peer",
-                "off",
-            ]),
-        ),
-        (
-            "mproute xdp-generic",
-            Some(&[
-                "dataplane",
-                "attach",
-                "dev",
-                "vin",
-                "dev",
-                "vout",
-                "xdp-generic",
-            ]),
-        ),
-        (
-            "mproute xdp",
-            Some(&[
-                "dataplane",
-                "attach",
-                "dev",
-                "vin",
-                "dev",
-                "vout",
-                "xdp",
-                "prepare-peers",
-            ]),
-        ),
+        ("mproute auto", Some(&[])),
+        ("mproute tc peer off", Some(&["tc", "peer", "off"])),
+        ("mproute xdp-generic", Some(&["xdp-generic"])),
+        ("mproute xdp", Some(&["xdp", "prepare-peers"])),
     ];
     let mut results: Vec<(&str, Vec<f64>)> = modes.iter().map(|(n, _)| (*n, Vec::new())).collect();
     for _ in 0..runs {
         for (i, (_, attach)) in modes.iter().enumerate() {
-            if let Some(a) = attach {
-                m.run(a).context("attach for the TCP run")?;
+            if let Some(words) = attach {
+                let mut a = vec!["dataplane", "attach", "dev", "vin", "dev", "vout"];
+                a.extend_from_slice(words);
+                m.run(&a).context("attach for the TCP run")?;
             }
             let g = tcp_stream(&topo, seconds, i == 0)?;
             results[i].1.push(g);
@@ -1253,14 +1218,14 @@ pub struct Opts {
 /// `cargo xtask bench forward [--seconds S] [--runs K] [--threads T] [--zero-udp-checksum]
 /// [--xdp-forward PATH] [--no-tcp | --tcp-only]`; `Ok(false)`: some run delivered nothing.
 pub fn run(o: &Opts) -> Result<bool> {
-    let Opts {
+    let &Opts {
         seconds,
         runs,
         threads,
         tcp,
         rate,
         ..
-    } = o.clone();
+    } = o;
     support::require_root("bench forward")?;
     ensure!(
         seconds > 0 && runs > 0 && threads > 0,
@@ -1278,13 +1243,13 @@ pub fn run(o: &Opts) -> Result<bool> {
 
 /// The packet-rate part of `run`; `Ok(false)`: some run delivered nothing.
 fn packet_rate(bin: &Path, o: &Opts) -> Result<bool> {
-    let Opts {
+    let &Opts {
         seconds,
         runs,
         threads,
         udp_csum,
         ..
-    } = o.clone();
+    } = o;
     install_sigusr1()?;
     let topo = Topology::build()?;
     check_gen(

@@ -142,3 +142,33 @@ pub fn egress_filters(sock: &mut crate::sock::Socket, ifindex: u32) -> Result<us
         )?
         .len())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The request is the one iproute2's `tc filter show dev lo egress` sends (read with
+    /// strace): `RTM_GETTFILTER`, REQUEST|DUMP, a 20-byte tcmsg of family AF_UNSPEC, the
+    /// device, handle 0, parent 0xFFFFFFF3, info 0, no attributes.
+    #[test]
+    fn egress_filters_request_is_tc_filter_show_egress() {
+        let r = egress_filters_request(1);
+        assert_eq!(r.ty, 46);
+        assert_eq!(r.flags, flags::REQUEST | flags::DUMP);
+        let mut want = vec![0u8; 4];
+        want.extend_from_slice(&1i32.to_ne_bytes());
+        want.extend_from_slice(&0u32.to_ne_bytes());
+        want.extend_from_slice(&4_294_967_283u32.to_ne_bytes());
+        want.extend_from_slice(&0u32.to_ne_bytes());
+        assert_eq!(r.payload, want);
+    }
+
+    /// `IFLA_QDISC` is decoded (a veth's is `noqueue`).
+    #[test]
+    fn link_decodes_its_root_qdisc() {
+        let mut a = AttrBuf::with_header(&[0u8; 16]);
+        a.put_str(IFLA_QDISC, "noqueue");
+        let m = decode(&a.into_bytes()).expect("decodes");
+        assert_eq!(m.qdisc.as_deref(), Some("noqueue"));
+    }
+}
