@@ -27,6 +27,7 @@
 #include "maps.bpf.h"
 #include "pick.h"
 #include "gw_cache.h"
+#include "flow_cache.h"
 
 #define MPT_RT_TABLE_MAIN 254
 
@@ -514,6 +515,32 @@ static __always_inline int rewrite(struct pkt *p, struct bpf_fib_lookup *f)
 }
 
 /*
+ * The kernel's IPv4 routing generation (net->ipv4.rt_genid) and namespace
+ * cookie for this packet's lookups, if they can be trusted by generation:
+ * returns 0 where the ingress device is unknown or has forwarding off (the
+ * one input of bpf_fib_lookup the generation does not cover, read here as the
+ * helper reads it).
+ */
+static __always_inline int fib4_gen(const struct pkt *p, __u32 *gen, __u64 *cookie)
+{
+	struct net_device *dev = p->dev;
+	struct in_device *in;
+	struct net *net;
+
+	if (!dev)
+		return 0;
+	net = dev->nd_net.net;
+	if (!net)
+		return 0;
+	in = dev->ip_ptr;
+	if (!in || !in->cnf.data[IPV4_DEVCONF_FORWARDING - 1])
+		return 0;
+	*gen = (__u32)net->ipv4.rt_genid.counter;
+	*cookie = net->net_cookie;
+	return 1;
+}
+
+/*
  * Router fast path for a destination that is not a managed route: the kernel
  * FIB decides, with the L4 ports filled in so the kernel's own multipath
  * spreads flows (hash policy 1), and with the neighbour resolved. Any answer
@@ -522,8 +549,33 @@ static __always_inline int rewrite(struct pkt *p, struct bpf_fib_lookup *f)
  */
 static __always_inline int fast_path(void *ctx, struct pkt *p, struct bpf_fib_lookup *fib, int *neigh)
 {
+	struct fc_query q;
+	int cache = 0;
 	long rc;
 
+	if (p->family == AF_INET) {
+		struct iphdr *ip = p->l3;
+		__u64 cookie;
+
+		if ((void *)(ip + 1) > p->data_end)
+			return -MPT_R_MALFORMED;
+		/* the generation before the lookup (see flow_cache.h) */
+		cache = fib4_gen(p, &q.genid, &cookie);
+		if (cache) {
+			q.saddr = ip->saddr;
+			q.daddr = ip->daddr;
+			q.sport_be = p->sport_be;
+			q.dport_be = p->dport_be;
+			q.proto = ip->protocol;
+			q.tos = ip->tos;
+			q.need = p->gso ? 0 : p->tot_len;
+			q.iif = p->ingress_ifindex;
+			q.net_lo = (__u32)cookie;
+			if (fc_lookup(&q, fib))
+				return fib->ifindex;
+		}
+		barrier();
+	}
 	__builtin_memset(fib, 0, sizeof(*fib));
 	fib->family = p->family;
 	fib->ifindex = p->ingress_ifindex;
@@ -551,8 +603,11 @@ static __always_inline int fast_path(void *ctx, struct pkt *p, struct bpf_fib_lo
 		__builtin_memcpy(fib->ipv6_dst, &ip6->daddr, 16);
 	}
 	rc = bpf_fib_lookup(ctx, fib, sizeof(*fib), 0);
-	if (rc == BPF_FIB_LKUP_RET_SUCCESS)
+	if (rc == BPF_FIB_LKUP_RET_SUCCESS) {
+		if (cache)
+			fc_store(&q, fib);
 		return fib->ifindex;
+	}
 	if (rc == BPF_FIB_LKUP_RET_NO_NEIGH) {
 		*neigh = 1;
 		return fib->ifindex;
@@ -570,32 +625,22 @@ static __always_inline int fast_path(void *ctx, struct pkt *p, struct bpf_fib_lo
  * increments it (route insert; replace or delete of a route a lookup matched,
  * which user space makes sure of for rt; rules; addresses; link events). The
  * one input of bpf_fib_lookup it does not cover, the ingress device's
- * forwarding switch, is read here as the helper reads it. IPv6 has no such
+ * forwarding switch, is read as the helper reads it (fib4_gen). IPv6 has no such
  * counter (fib6_sernum ignores deletions): always looked up.
  */
 static __always_inline int fib4_verified(struct pkt *p, struct mpt_dp_route *rt)
 {
-	struct net_device *dev = p->dev;
-	struct in_device *in;
 	struct mpt_meta *m;
-	struct net *net;
-	__u32 zero = 0;
+	__u32 zero = 0, gen;
+	__u64 cookie;
 
-	if (p->family != AF_INET || !(rt->flags & MPT_DPR_F_VERIFIED) || !dev)
+	if (p->family != AF_INET || !(rt->flags & MPT_DPR_F_VERIFIED))
 		return 0;
 	m = bpf_map_lookup_elem(&mpt_meta, &zero);
 	if (!m || !(m->flags & MPT_META_F_FIB4_GEN))
 		return 0;
-	net = dev->nd_net.net;
 	/* the state's own namespace (a device moved elsewhere keeps its program) */
-	if (!net || net->net_cookie != m->netns_cookie)
-		return 0;
-	if ((__u32)net->ipv4.rt_genid.counter != m->fib4_gen)
-		return 0;
-	in = dev->ip_ptr;
-	if (!in || !in->cnf.data[IPV4_DEVCONF_FORWARDING - 1])
-		return 0;
-	return 1;
+	return fib4_gen(p, &gen, &cookie) && cookie == m->netns_cookie && gen == m->fib4_gen;
 }
 
 /*

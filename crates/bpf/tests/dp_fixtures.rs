@@ -2054,6 +2054,97 @@ fn fast_path_forwards_unmanaged_destinations_by_the_kernel_fib() {
     });
 }
 
+/// The fast path keeps the kernel FIB's answers for IPv4 flows (bpf/mproute/flow_cache.h): a
+/// route replaced or deleted, the ingress device's forwarding switched off, is seen by the very
+/// next packet of a flow already answered; a neighbour's new MAC, which the routing generation
+/// does not cover, within two ticks.
+#[test]
+fn fast_path_flow_cache_follows_the_kernel() {
+    fn ip(args: &[&str]) {
+        try_output(Command::new("ip").args(args)).unwrap_or_else(|e| panic!("{e}"));
+    }
+    fn forwarding(on: bool) {
+        let v = format!("net.ipv4.conf.in0.forwarding={}", u8::from(on));
+        try_output(Command::new("sysctl").args(["-q", "-w", &v])).unwrap_or_else(|e| panic!("{e}"));
+    }
+    with_fixture(|fx| {
+        let f = udp_frame("10.0.0.10", "100.66.1.2", 4000, 53, 18);
+        for hook in HOOKS {
+            for _ in 0..3 {
+                assert_eq!(fx.fwd(hook, &f, "100.66.0.0/16 via e1, answered"), "e1");
+            }
+            ip(&[
+                "route",
+                "replace",
+                "100.66.0.0/16",
+                "via",
+                "10.2.0.2",
+                "dev",
+                "e2",
+            ]);
+            assert_eq!(fx.fwd(hook, &f, "the route replaced: via e2"), "e2");
+            ip(&["route", "del", "100.66.0.0/16"]);
+            fx.check(
+                hook,
+                &f,
+                IN0,
+                Expect::Pass(Reason::Local),
+                "the route deleted",
+            );
+            ip(&[
+                "route",
+                "add",
+                "100.66.0.0/16",
+                "via",
+                "10.1.0.2",
+                "dev",
+                "e1",
+            ]);
+            assert_eq!(fx.fwd(hook, &f, "the route back: via e1"), "e1");
+            forwarding(false);
+            fx.check(
+                hook,
+                &f,
+                IN0,
+                Expect::Pass(Reason::FwdDisabled),
+                "forwarding off on in0",
+            );
+            forwarding(true);
+            assert_eq!(fx.fwd(hook, &f, "forwarding on again"), "e1");
+
+            // The gateway's MAC changes: the next packets may still carry the old one, for
+            // two ticks at most (HZ >= 100: 20 ms; 50 ms waited).
+            let gw = DEVS
+                .iter()
+                .find(|d| d.name == "e1")
+                .and_then(|d| d.gw_mac)
+                .expect("e1");
+            let new = [0x02, 0, 0, 0, 0x01, 0x99];
+            for (to, what) in [(new, "the new MAC"), (gw, "the old MAC again")] {
+                ip(&[
+                    "neigh",
+                    "replace",
+                    "10.1.0.2",
+                    "lladdr",
+                    &hexmac(&to),
+                    "dev",
+                    "e1",
+                    "nud",
+                    "permanent",
+                ]);
+                std::thread::sleep(std::time::Duration::from_millis(50));
+                let out = fx.run(hook, &f, IN0, what);
+                assert_eq!(out.rc, hook.redirect(), "{what} [{hook:?}]: not redirected");
+                assert_eq!(
+                    &out.data[..6],
+                    &to[..],
+                    "{what} [{hook:?}]: destination MAC"
+                );
+            }
+        }
+    });
+}
+
 /// Like the kernel (ip_rcv drops other hosts' frames, ip_forward forwards PACKET_HOST only),
 /// the dataplane forwards only frames sent to the ingress device's own MAC: a frame for another
 /// host, an Ethernet broadcast or multicast goes to the stack (not-host), managed route or fast

@@ -203,6 +203,9 @@ pub fn attach_drops(state: &RouteState, ifindex: u32) -> Result<bool, Error> {
     let Some(paths) = drops_pins(state.cookie(), ifindex) else {
         return Ok(false);
     };
+    if std::env::var_os("MPT_EXP_NODROPS").is_some() {
+        return Ok(false);
+    }
     if let Some(dir) = paths[0].parent() {
         if !dir.exists() {
             std::fs::create_dir_all(dir)
