@@ -12,7 +12,7 @@
 //!   `vin`. One call per thread with a huge repeat count, ended by `SIGUSR1` (the call returns
 //!   EINTR): many short calls ran at half speed (each attaches the program to the XDP
 //!   dispatcher and waits for RCU). Thread `i` is pinned to CPU `i mod CPUs`. 64-byte UDP/IPv4
-//!   frames from 10.10.0.2 over [`FLOWS`] source ports, with a valid UDP checksum (the
+//!   frames from 10.10.0.2 over [`FLOWS`] source ports (`--flows`), with a valid UDP checksum (the
 //!   dataplane verifies one in XDP and skips a 0) unless `--zero-udp-checksum`. Before the runs
 //!   the generator's output is checked once without live frames.
 //! - Every veth has one queue per CPU: a veth queues what it is sent on the peer's queue of
@@ -75,8 +75,16 @@ use mpt_testkit::Netns;
 use crate::select::ip_checksum;
 use crate::support::{self, median, met, spread, sysctl};
 
-/// Flows (UDP source ports) of the generator; a power of two.
-const FLOWS: u32 = 1024;
+/// Flows (UDP source ports) of the generator by default (`--flows`); a power of two.
+pub const FLOWS: u32 = 1024;
+/// The most `--flows` takes: source ports from [`SPORT_BASE`] stay below 65536.
+pub const MAX_FLOWS: u32 = 32_768;
+/// The generator's flows in this run (`--flows`), set once by [`run`].
+static RUN_FLOWS: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(FLOWS);
+
+fn flows() -> u32 {
+    RUN_FLOWS.load(std::sync::atomic::Ordering::Relaxed)
+}
 const SPORT_BASE: u16 = 10_000;
 const DPORT: u16 = 9;
 /// Frame length: 14 Ethernet + 20 IPv4 + 8 UDP + 22 payload (64 bytes without FCS).
@@ -490,7 +498,7 @@ fn open_gen<'o>(
     } else {
         0
     };
-    bss.gen_cfg.flows_mask = FLOWS - 1;
+    bss.gen_cfg.flows_mask = flows() - 1;
     open.load().context("load gen.bpf.o (verifier)")
 }
 
@@ -915,12 +923,13 @@ fn print_results(
     println!();
     println!(
         "Packet rate delivered at H2 (Mpps; {runs} runs × {seconds} s per case, interleaved; \
-         {threads} generator thread(s); 64-byte UDP {}, {FLOWS} flows)",
+         {threads} generator thread(s); 64-byte UDP {}, {} flows)",
         if udp_csum {
             "with checksum"
         } else {
             "without checksum"
-        }
+        },
+        flows()
     );
     println!(
         "{:<24}  {:<22}  {:>6}  {:>11}  {:>8}  {:>9}  {:>9}  {:>8}  goal",
@@ -1213,6 +1222,8 @@ pub struct Opts {
     pub tcp: bool,
     /// Measure the packet rate (`false`: TCP only).
     pub rate: bool,
+    /// The generator's flows (UDP source ports), a power of two up to [`MAX_FLOWS`].
+    pub flows: u32,
 }
 
 /// `cargo xtask bench forward [--seconds S] [--runs K] [--threads T] [--zero-udp-checksum]
@@ -1232,6 +1243,11 @@ pub fn run(o: &Opts) -> Result<bool> {
         "--seconds, --runs and --threads must be at least 1"
     );
     ensure!(threads <= 64, "--threads: at most 64");
+    ensure!(
+        o.flows.is_power_of_two() && o.flows <= MAX_FLOWS,
+        "--flows: a power of two up to {MAX_FLOWS}"
+    );
+    RUN_FLOWS.store(o.flows, std::sync::atomic::Ordering::Relaxed);
     let bin: PathBuf = support::tool("mproute")?;
     support::sweep_stale();
     let ok = if rate { packet_rate(&bin, o)? } else { true };
@@ -1382,6 +1398,7 @@ mod tests {
 
     #[test]
     fn flows_is_a_power_of_two() {
-        assert!(FLOWS.is_power_of_two());
+        assert!(FLOWS.is_power_of_two() && MAX_FLOWS.is_power_of_two());
+        assert!(u32::from(SPORT_BASE) + MAX_FLOWS <= 65_536);
     }
 }

@@ -104,6 +104,10 @@ enum What {
         /// always run: every figure is against them), e.g. `--only unmanaged`.
         #[arg(long, value_name = "WORD")]
         only: Vec<String>,
+        /// Flows of the generator (UDP source ports), a power of two up to 32768: more flows
+        /// than the fast path's flow cache holds show what its misses cost.
+        #[arg(long, default_value_t = forward::FLOWS)]
+        flows: u32,
         /// Leave out the TCP throughput part.
         #[arg(long, conflicts_with = "tcp_only")]
         no_tcp: bool,
@@ -153,9 +157,11 @@ fn run(what: What) -> Result<bool> {
             zero_udp_checksum,
             xdp_forward,
             only,
+            flows,
             no_tcp,
             tcp_only,
         } => forward::run(&forward::Opts {
+            flows,
             xdp_forward,
             only,
             seconds,
