@@ -812,6 +812,122 @@ fn pipelined_batch_rolls_back_lines_after_a_refused_one() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// A batch longer than a pipelined window: the next window is planned (its state and maps
+/// written) while the kernel takes the one before, so a refused line there must undo the
+/// planned window first and, with --force, plan it again: the result is what running the lines
+/// one by one gives. Line 100 (window 1) and line 300 (window 2, planned while window 1 is in
+/// flight) both add a prefix ip route already holds.
+#[test]
+fn batch_across_windows_ends_as_line_by_line() {
+    require_root();
+    let t = TwoPaths::new("winx");
+    t.r.ip_ok(&[
+        "route",
+        "add",
+        "192.0.2.0/24",
+        "via",
+        "10.1.0.2",
+        "dev",
+        "va",
+    ]);
+    let dir = std::env::temp_dir().join(format!("mpt-winx-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("tmp dir");
+    let file = dir.join("b");
+    let nh = "nexthop via 10.1.0.2 dev va nexthop via 10.2.0.2 dev vb";
+    let mut text = String::new();
+    for i in 1..=700u32 {
+        match i {
+            100 => text.push_str(&format!("add 192.0.2.0/24 algo drr {nh}\n")),
+            300 => text.push_str(&format!("add 192.0.2.0/24 algo random {nh}\n")),
+            _ => text.push_str(&format!(
+                "add 198.{}.{}.{}/25 algo l4-hash {nh}\n",
+                18 + i / 512,
+                i / 2 % 256,
+                i % 2 * 128
+            )),
+        }
+    }
+    std::fs::write(&file, &text).expect("write");
+    let f = file.to_str().expect("utf-8");
+    let ours = |t: &TwoPaths| {
+        t.r.ip_json(&["-4", "route", "show", "proto", "245"])
+            .as_array()
+            .map_or(0, Vec::len)
+    };
+    let managed = |t: &TwoPaths| {
+        MP.json(&t.r, &["show"])
+            .as_array()
+            .expect("rows")
+            .iter()
+            .filter(|r| r["managed"] == true)
+            .count()
+    };
+    let in_sync = |t: &TwoPaths, what: &str| {
+        let v = MP.json(&t.r, &["--check", "sync"]);
+        assert_eq!(
+            v["actions"].as_array().map(Vec::len),
+            Some(0),
+            "{what}: {v}"
+        );
+        let r = row(&t.r, "192.0.2.0/24", "main").expect("row");
+        assert_eq!(
+            r["managed"], false,
+            "{what}: ip's route is not claimed: {r}"
+        );
+    };
+    for objects in [false, true] {
+        let mut args = vec!["-b", f];
+        if objects {
+            args.insert(0, "--nexthop-objects");
+        }
+        let o = MP.at(&t.r, &args);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{err}");
+        assert!(
+            err.contains(&format!("{f}:100:")) && err.contains("EEXIST"),
+            "{err}"
+        );
+        assert!(
+            !err.contains(&format!("{f}:300:")),
+            "the batch stopped at line 100: {err}"
+        );
+        assert_eq!(
+            ours(&t),
+            99,
+            "lines 1-99 stand, the rest rolled back or never sent"
+        );
+        assert_eq!(managed(&t), 99);
+        in_sync(&t, "stopped");
+        MP.ok(&t.r, &["flush"]);
+
+        args.push("--force");
+        let o = MP.at(&t.r, &args);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{err}");
+        assert!(
+            err.contains(&format!("{f}:100:")) && err.contains(&format!("{f}:300:")),
+            "{err}"
+        );
+        assert_eq!(
+            err.lines().count(),
+            2,
+            "two refused lines, nothing else: {err}"
+        );
+        assert_eq!(ours(&t), 698, "every other line stands");
+        assert_eq!(managed(&t), 698);
+        in_sync(&t, "forced");
+        MP.ok(&t.r, &["flush"]);
+        assert_eq!(ours(&t), 0);
+    }
+    let objs = t.r.ip_json(&["nexthop", "show"]);
+    assert_eq!(
+        objs.as_array().map(Vec::len),
+        Some(0),
+        "nexthop objects collected: {objs}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 #[test]
 fn routes_keep_their_nexthops_across_a_link_flap() {
     require_root();

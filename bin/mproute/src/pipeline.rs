@@ -2,7 +2,11 @@
 //! pipelined (up to 256 requests in flight, several per `sendmsg`, acknowledgements matched by
 //! sequence number); without `--force` a refused line stops the batch and the lines after it
 //! that the kernel had already applied are rolled back, so the result is the same as running
-//! the lines one by one.
+//! the lines one by one. A batch of more add lines than a window plans (and writes the maps
+//! of) each window while a second thread has the kernel take the one before; a window planned
+//! on lines that then did not stand is undone and planned again (see [`Worker`]).
+
+use std::collections::VecDeque;
 
 use mpt_cli::render::Style;
 use mpt_cli::Failure;
@@ -12,7 +16,108 @@ use mpt_netlink::msg::rtnl::route::{self as rmsg, PathForm, RouteRequest};
 use crate::cli::Command;
 use crate::cmd::Output;
 use crate::session::Session;
-use crate::txn::{Pending, Planned};
+use crate::txn::{Op, Pending, Planned};
+
+/// Requests pipelined per window; a batch of more add lines than this plans the next window
+/// while the kernel takes the one before.
+const WINDOW: usize = 256;
+
+/// What settling the window in flight left to do.
+enum Land {
+    /// Nothing in flight, or every line of it stood: go on.
+    Clear,
+    /// A line in flight did not stand (refused, with `--force`): these lines, planned on
+    /// the assumption that it would, were undone and must be planned again.
+    Again(Vec<(usize, Result<Command, Failure>)>),
+    /// The batch stops (reported).
+    Stop,
+}
+
+/// The thread that sends full windows of route requests to the kernel (on a netlink socket
+/// of its own, in the namespace it inherits) and returns the answers, so that the kernel's
+/// work on one window overlaps with planning the next and writing its maps: the two halves
+/// of an install cost about the same, and the machine has more than one CPU. The maps of a
+/// window are written before it is handed over, so they still precede the FIB.
+struct Worker {
+    jobs: std::sync::mpsc::Sender<Vec<(mpt_netlink::msg::Request, Op)>>,
+    results: std::sync::mpsc::Receiver<Answers>,
+}
+
+impl Worker {
+    fn spawn<'s>(sc: &'s std::thread::Scope<'s, '_>) -> Worker {
+        let (jobs, job_rx) = std::sync::mpsc::channel::<Vec<(mpt_netlink::msg::Request, Op)>>();
+        let (res_tx, results) = std::sync::mpsc::channel();
+        sc.spawn(move || {
+            let mut sock: Option<mpt_netlink::sock::Socket> = None;
+            for job in job_rx {
+                let r = (|| {
+                    let s = match &mut sock {
+                        Some(s) => s,
+                        None => {
+                            let s = mpt_netlink::sock::Socket::route()?;
+                            s.set_rcvbuf(4 << 20);
+                            sock.insert(s)
+                        }
+                    };
+                    s.pipeline(job.iter().map(|(r, o)| (r, *o)), job.len())
+                })()
+                .map_err(Failure::from);
+                if res_tx.send(r).is_err() {
+                    break;
+                }
+            }
+        });
+        Worker { jobs, results }
+    }
+
+    /// The answers to the window sent last (waits for them).
+    fn answers(&self) -> Answers {
+        self.results
+            .recv()
+            .unwrap_or_else(|_| Err(Failure::system("netlink sender thread gone")))
+    }
+}
+
+/// Report a window whose maps could not be written (it was undone; the batch stops).
+fn maps_failed(
+    pending: &[(usize, Pending)],
+    f: &Failure,
+    emit: &mut dyn FnMut(usize, Result<Output, Failure>),
+) {
+    if let Some((line, p)) = pending.first() {
+        emit(
+            *line,
+            Err(Failure::system(format!(
+                "{}: {} (this line and the {} after it were not installed)",
+                p.op,
+                f.message,
+                pending.len() - 1
+            ))),
+        );
+    }
+}
+
+/// The kernel's answers to a window: every line stood.
+fn clean(r: &Answers) -> bool {
+    matches!(r, Ok(v) if v.iter().all(Result::is_ok))
+}
+
+/// The kernel's answers to a window's requests, in order (`Err`: the socket failed).
+type Answers = Result<Vec<Result<(), mpt_netlink::KernelError>>, Failure>;
+
+/// Put lines back at the front of the queue, in order, then `cur` (the line being run).
+fn requeue(
+    queue: &mut VecDeque<(usize, Result<Command, Failure>)>,
+    again: Vec<(usize, Result<Command, Failure>)>,
+    cur: Option<(usize, Result<Command, Failure>)>,
+) {
+    if let Some(c) = cur {
+        queue.push_front(c);
+    }
+    for l in again.into_iter().rev() {
+        queue.push_front(l);
+    }
+}
 
 impl mpt_cli::batch::BatchTool for Session {
     type Cmd = Command;
@@ -49,7 +154,6 @@ impl Session {
         lines: Vec<(usize, Result<Command, Failure>)>,
         emit: &mut dyn FnMut(usize, Result<Output, Failure>),
     ) -> bool {
-        const WINDOW: usize = 256;
         let force = self.opts.force;
         if self.opts.check {
             // a dry run: every line predicted in order, on what the lines before it would do
@@ -76,47 +180,231 @@ impl Session {
                 return false;
             }
         }
+        // More add lines than a window: a second thread sends each full window to the kernel
+        // while this one plans the next (see `Worker`).
+        let adds = lines
+            .iter()
+            .filter(|(_, c)| matches!(c, Ok(Command::Write(s)) if s.verb == Verb::Add))
+            .count();
+        std::thread::scope(|sc| {
+            let worker = (adds > WINDOW).then(|| Worker::spawn(sc));
+            self.run_queue(lines.into(), worker.as_ref(), emit)
+        })
+    }
+
+    fn run_queue(
+        &mut self,
+        mut queue: VecDeque<(usize, Result<Command, Failure>)>,
+        worker: Option<&Worker>,
+        emit: &mut dyn FnMut(usize, Result<Output, Failure>),
+    ) -> bool {
+        let force = self.opts.force;
         let mut window: Vec<(usize, Pending)> = Vec::new();
-        for (line, cmd) in lines {
-            if let Ok(Command::Write(spec)) = &cmd {
-                if spec.verb == Verb::Add {
-                    match self.plan(spec) {
-                        Ok(Planned::Send(p)) => {
-                            window.push((line, p));
-                            if window.len() >= WINDOW && !self.flush_window(&mut window, emit) {
-                                return false;
+        // the lines of `window`, to plan again if the window in flight ends in trouble
+        let mut lines_of: Vec<(usize, Result<Command, Failure>)> = Vec::new();
+        let mut inflight: Option<Vec<(usize, Pending)>> = None;
+        loop {
+            while let Some((line, cmd)) = queue.pop_front() {
+                if let Ok(Command::Write(spec)) = &cmd {
+                    if spec.verb == Verb::Add {
+                        match self.plan(spec) {
+                            Ok(Planned::Send(p)) => {
+                                window.push((line, p));
+                                lines_of.push((line, cmd));
+                                if window.len() < WINDOW {
+                                    continue;
+                                }
+                                let Some(w) = worker else {
+                                    lines_of.clear();
+                                    if !self.flush_window(&mut window, emit) {
+                                        return false;
+                                    }
+                                    continue;
+                                };
+                                // This window's maps while the one before is in the
+                                // kernel; then, if every line of that one stood, this
+                                // window goes, and the one before is settled meanwhile.
+                                let pending = std::mem::take(&mut window);
+                                let mut lines = std::mem::take(&mut lines_of);
+                                let maps = self.flush_maps();
+                                let prev = inflight.take().map(|p| (p, w.answers()));
+                                let prev_clean = prev.as_ref().is_none_or(|(_, r)| clean(r));
+                                if maps.is_err() || !prev_clean {
+                                    // planned on the one before standing, or its maps not
+                                    // written: undone (newest first) before that one is
+                                    for (_, p) in pending.iter().rev() {
+                                        let _ = self.undo(p);
+                                        self.gc_needed = true;
+                                    }
+                                    if let Some((p, r)) = prev {
+                                        if !self.settle_window(p, r, emit) {
+                                            return false;
+                                        }
+                                    }
+                                    if let Err(f) = maps {
+                                        maps_failed(&pending, &f, emit);
+                                        return false;
+                                    }
+                                    requeue(&mut queue, std::mem::take(&mut lines), None);
+                                    continue;
+                                }
+                                let job =
+                                    pending.iter().map(|(_, p)| (p.req.clone(), p.op)).collect();
+                                if w.jobs.send(job).is_err() {
+                                    for (_, p) in pending.iter().rev() {
+                                        let _ = self.undo(p);
+                                    }
+                                    if let Some((p, r)) = prev {
+                                        if !self.settle_window(p, r, emit) {
+                                            return false;
+                                        }
+                                    }
+                                    emit(line, Err(Failure::system("netlink sender thread gone")));
+                                    return false;
+                                }
+                                inflight = Some(pending);
+                                if let Some((p, r)) = prev {
+                                    if !self.settle_window(p, r, emit) {
+                                        return false;
+                                    }
+                                }
+                                continue;
+                            }
+                            // an add is never unchanged (only replace and change are)
+                            Ok(Planned::Unchanged(out)) => {
+                                if let Some(w) = worker {
+                                    match self.land(
+                                        &mut inflight,
+                                        w,
+                                        &mut window,
+                                        &mut lines_of,
+                                        emit,
+                                    ) {
+                                        Land::Stop => return false,
+                                        Land::Again(again) => {
+                                            requeue(&mut queue, again, Some((line, cmd)));
+                                            continue;
+                                        }
+                                        Land::Clear => {}
+                                    }
+                                }
+                                lines_of.clear();
+                                if !self.flush_window(&mut window, emit) {
+                                    return false;
+                                }
+                                emit(line, Ok(out));
+                            }
+                            Err(f) => {
+                                if let Some(w) = worker {
+                                    match self.land(
+                                        &mut inflight,
+                                        w,
+                                        &mut window,
+                                        &mut lines_of,
+                                        emit,
+                                    ) {
+                                        Land::Stop => return false,
+                                        Land::Again(again) => {
+                                            requeue(&mut queue, again, Some((line, cmd)));
+                                            continue;
+                                        }
+                                        Land::Clear => {}
+                                    }
+                                }
+                                lines_of.clear();
+                                if !self.flush_window(&mut window, emit) {
+                                    return false;
+                                }
+                                emit(line, Err(f));
+                                if !force {
+                                    return false;
+                                }
                             }
                         }
-                        Ok(Planned::Unchanged(out)) => {
-                            if !self.flush_window(&mut window, emit) {
-                                return false;
-                            }
-                            emit(line, Ok(out));
-                        }
-                        Err(f) => {
-                            if !self.flush_window(&mut window, emit) {
-                                return false;
-                            }
-                            emit(line, Err(f));
-                            if !force {
-                                return false;
-                            }
-                        }
+                        continue;
                     }
-                    continue;
+                }
+                if let Some(w) = worker {
+                    match self.land(&mut inflight, w, &mut window, &mut lines_of, emit) {
+                        Land::Stop => return false,
+                        Land::Again(again) => {
+                            requeue(&mut queue, again, Some((line, cmd)));
+                            continue;
+                        }
+                        Land::Clear => {}
+                    }
+                }
+                lines_of.clear();
+                if !self.flush_window(&mut window, emit) {
+                    return false;
+                }
+                let r = cmd.and_then(|c| crate::cmd::run(self, &c));
+                let failed = r.is_err();
+                emit(line, r);
+                if failed && !force {
+                    return false;
                 }
             }
-            if !self.flush_window(&mut window, emit) {
-                return false;
-            }
-            let r = cmd.and_then(|c| crate::cmd::run(self, &c));
-            let failed = r.is_err();
-            emit(line, r);
-            if failed && !force {
-                return false;
+            let Some(w) = worker else { break };
+            match self.land(&mut inflight, w, &mut window, &mut lines_of, emit) {
+                Land::Stop => return false,
+                Land::Again(again) => requeue(&mut queue, again, None),
+                Land::Clear => break,
             }
         }
         self.flush_window(&mut window, emit)
+    }
+
+    /// Settle the window in flight, if any. The window planned meanwhile was planned on the
+    /// assumption that every line in flight stands: if one did not, it is undone (newest first,
+    /// before the lines in flight are, as running the lines in order would have it) and its
+    /// lines are returned to be planned again.
+    fn land(
+        &mut self,
+        inflight: &mut Option<Vec<(usize, Pending)>>,
+        w: &Worker,
+        window: &mut Vec<(usize, Pending)>,
+        lines_of: &mut Vec<(usize, Result<Command, Failure>)>,
+        emit: &mut dyn FnMut(usize, Result<Output, Failure>),
+    ) -> Land {
+        let Some(pending) = inflight.take() else {
+            return Land::Clear;
+        };
+        let results = w.answers();
+        let mut again = Vec::new();
+        if !clean(&results) {
+            for (_, p) in window.drain(..).rev() {
+                let _ = self.undo(&p);
+                // objects it created may serve the lines planned again: collected at the end
+                self.gc_needed = true;
+            }
+            again = std::mem::take(lines_of);
+        }
+        if !self.settle_window(pending, results, emit) {
+            return Land::Stop;
+        }
+        if again.is_empty() {
+            Land::Clear
+        } else {
+            Land::Again(again)
+        }
+    }
+
+    /// The window's map writes, held back until now, before its routes go to the FIB; on
+    /// failure the window is undone and reported, and the batch stops (`false`).
+    fn maps_first(
+        &mut self,
+        pending: &[(usize, Pending)],
+        emit: &mut dyn FnMut(usize, Result<Output, Failure>),
+    ) -> bool {
+        let Err(f) = self.flush_maps() else {
+            return true;
+        };
+        for (_, p) in pending.iter().rev() {
+            let _ = self.undo(p);
+        }
+        maps_failed(pending, &f, emit);
+        false
     }
 
     /// Send the pending requests and settle them in order; `false` if the batch must stop.
@@ -129,30 +417,25 @@ impl Session {
             return true;
         }
         let pending: Vec<(usize, Pending)> = std::mem::take(window);
-        // the window's map writes, held back until now, before its routes go to the FIB
-        if let Err(f) = self.flush_maps() {
-            for (_, p) in pending.iter().rev() {
-                let _ = self.undo(p);
-            }
-            if let Some((line, p)) = pending.first() {
-                let n = pending.len();
-                emit(
-                    *line,
-                    Err(Failure::system(format!(
-                        "{}: {} (this line and the {} after it were not installed)",
-                        p.op,
-                        f.message,
-                        n - 1
-                    ))),
-                );
-            }
+        if !self.maps_first(&pending, emit) {
             return false;
         }
         let reqs = pending.iter().map(|(_, p)| (&p.req, p.op));
-        let results = match self
+        let results = self
             .sock()
-            .and_then(|s| s.pipeline(reqs, pending.len()).map_err(Failure::from))
-        {
+            .and_then(|s| s.pipeline(reqs, pending.len()).map_err(Failure::from));
+        self.settle_window(pending, results, emit)
+    }
+
+    /// Settle a window sent to the FIB with the kernel's answers (`Err`: the socket failed);
+    /// `false` if the batch must stop.
+    fn settle_window(
+        &mut self,
+        pending: Vec<(usize, Pending)>,
+        results: Answers,
+        emit: &mut dyn FnMut(usize, Result<Output, Failure>),
+    ) -> bool {
+        let results = match results {
             Ok(r) => r,
             Err(f) => {
                 // The socket failed: we cannot know what the kernel applied; re-read it.

@@ -534,7 +534,7 @@ pub fn run(count: u32, runs: u32) -> Result<()> {
         100.0 * rate(&s, Tool::MprouteNh) / rate(&s, Tool::FloorObject)
     );
     println!(
-        "                 with a dataplane entry per route written in batches, the kernel's share is {:.2}× ip-batch: the most --nexthop-objects can reach here (mproute at {:.0} %)",
+        "                 with a dataplane entry per route written in batches, the kernel's share is {:.2}× ip-batch, from one thread (mproute at {:.0} %; it plans and writes the maps of one window while the kernel takes the one before, so it can pass the single-threaded figures)",
         rate(&s, Tool::FloorObjectMaps) / ip,
         100.0 * rate(&s, Tool::MprouteNh) / rate(&s, Tool::FloorObjectMaps)
     );
