@@ -21,11 +21,57 @@ pub struct BatchLine {
 
 /// Split a batch file into commands. Blank and comment-only lines are skipped. An unterminated
 /// quote is an error naming its line.
+/// A long file is split in two at a line boundary (not inside a `\\` continuation) and its
+/// halves are split into words on two threads: the words of a 100,000-route batch took a tenth
+/// of the install's time, all of it before the first route went out.
 pub fn parse(text: &str) -> Result<Vec<BatchLine>, (usize, String)> {
+    const PARALLEL_BYTES: usize = 1 << 20;
+    let Some(cut) = (text.len() >= PARALLEL_BYTES)
+        .then(|| split_point(text))
+        .flatten()
+    else {
+        return parse_from(text, 0);
+    };
+    let (head, tail) = text.split_at(cut);
+    let head_lines = head.bytes().filter(|&b| b == b'\n').count();
+    let (a, b) = std::thread::scope(|sc| {
+        let t = sc.spawn(|| parse_from(tail, head_lines));
+        let a = parse_from(head, 0);
+        (a, t.join())
+    });
+    let mut out = a?;
+    match b {
+        Ok(b) => out.extend(b?),
+        // a panic in the helper thread: do the half again here
+        Err(_) => out.extend(parse_from(tail, head_lines)?),
+    }
+    Ok(out)
+}
+
+/// Where to split `text` for [`parse`]: just after a newline near the middle whose line does
+/// not continue onto the next one; `None` if there is none.
+fn split_point(text: &str) -> Option<usize> {
+    let bytes = text.as_bytes();
+    let mut from = text.len() / 2;
+    while let Some(off) = bytes[from..].iter().position(|&b| b == b'\n') {
+        let nl = from + off;
+        let line = &bytes[..nl];
+        let line = line.strip_suffix(b"\r").unwrap_or(line);
+        if !line.ends_with(b"\\") {
+            return (nl + 1 < text.len()).then_some(nl + 1);
+        }
+        from = nl + 1;
+    }
+    None
+}
+
+/// [`parse`] of a part of a file whose first line is line `skipped + 1`.
+fn parse_from(text: &str, skipped: usize) -> Result<Vec<BatchLine>, (usize, String)> {
     let mut out = Vec::new();
     let mut pending = String::new();
     let mut start = 0;
     for (i, raw) in text.lines().enumerate() {
+        let i = i + skipped;
         if pending.is_empty() {
             start = i + 1;
         }
@@ -246,6 +292,42 @@ mod tests {
         assert!(split_words("a \"b").is_err());
         assert_eq!(split_words("x \"\" y").expect("ok"), ["x", "", "y"]);
         assert_eq!(split_words("é\u{a0}ü'ß'").expect("ok"), ["é", "üß"]);
+    }
+
+    /// A file long enough to be split on two threads gives what one pass gives: line numbers,
+    /// continuations across the middle (the cut moves past them), comments, blank lines, CRLF,
+    /// and the first error's line when both halves have one.
+    #[test]
+    fn long_files_split_in_two_as_one_pass() {
+        let mut text = String::new();
+        let mut n = 0;
+        while text.len() < (3 << 20) / 2 {
+            n += 1;
+            match n % 7 {
+                0 => text.push_str("# comment\n\n"),
+                1 => text.push_str("add 198.18.0.0/24 \\\n   nexthop via 192.0.2.1\r\n"),
+                _ => text.push_str(&format!("add 198.19.{}.0/24 dev \"v {n}\"\n", n % 256)),
+            }
+        }
+        // a run of continued lines across the middle, so that the cut must move past them
+        let mid = text.len() / 2;
+        let at = text[mid..]
+            .find('\n')
+            .map(|o| mid + o + 1)
+            .expect("a newline");
+        text.insert_str(at, &"x \\\n".repeat(50));
+        let whole = parse_from(&text, 0).expect("one pass");
+        assert!(text.len() >= 1 << 20 && split_point(&text).is_some());
+        assert_eq!(parse(&text).expect("two halves"), whole);
+        // errors: the first one's line, whichever half has it
+        let bad_tail = format!("{text}add \"unterminated\n");
+        let line = bad_tail.lines().count();
+        assert_eq!(
+            parse(&bad_tail).map(|_| ()),
+            Err((line, "unterminated \" quote".into()))
+        );
+        let bad_both = format!("a 'b\n{bad_tail}");
+        assert_eq!(parse(&bad_both).map(|_| ()).map_err(|e| e.0), Err(1));
     }
 
     /// The splitting rules stated plainly, char by char: the oracle for the sliced version.
