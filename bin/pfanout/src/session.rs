@@ -41,7 +41,7 @@ impl BatchTool for Session {
     type Cmd = Command;
     type Out = Output;
 
-    fn parse_line(&self, words: Vec<String>) -> Result<Command, Failure> {
+    fn parse_line(words: Vec<String>) -> Result<Command, Failure> {
         crate::cli::parse_line(words)
     }
 

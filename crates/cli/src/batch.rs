@@ -158,12 +158,13 @@ pub fn split_words(line: &str) -> Result<Vec<String>, String> {
 
 /// What a tool gives the batch driver.
 pub trait BatchTool {
-    /// A command, typed (syntax checked, nothing resolved).
-    type Cmd;
+    /// A command, typed (syntax checked, nothing resolved). Long batches are typed on two
+    /// threads.
+    type Cmd: Send;
     /// What a command produced.
     type Out;
     /// Parse one line's words. A syntax error is reported when the batch reaches the line.
-    fn parse_line(&self, words: Vec<String>) -> Result<Self::Cmd, Failure>;
+    fn parse_line(words: Vec<String>) -> Result<Self::Cmd, Failure>;
     /// Run the lines in order, calling `emit` with each line's outcome as it is known (a line
     /// whose parse failed fails there). Stop after a failure unless `force`. A tool may keep
     /// several lines in flight (mproute pipelines its `add`s) as long as the outcomes it emits
@@ -178,6 +179,31 @@ pub trait BatchTool {
     fn print(out: &Self::Out, style: Style);
     /// The work left at the end of the invocation.
     fn finish(&mut self) -> Result<(), Failure>;
+}
+
+/// The lines typed by the tool, in order; a long batch in two halves on two threads (its
+/// words took as long again as splitting them, before the first command ran).
+fn typed<T: BatchTool>(mut lines: Vec<BatchLine>) -> Vec<(usize, Result<T::Cmd, Failure>)> {
+    const PARALLEL_LINES: usize = 8192;
+    let one = |ls: Vec<BatchLine>| -> Vec<(usize, Result<T::Cmd, Failure>)> {
+        ls.into_iter()
+            .map(|l| (l.line, T::parse_line(l.words)))
+            .collect()
+    };
+    if lines.len() < PARALLEL_LINES {
+        return one(lines);
+    }
+    let tail = lines.split_off(lines.len() / 2);
+    std::thread::scope(|sc| {
+        let t = sc.spawn(|| one(tail));
+        let mut head = one(lines);
+        match t.join() {
+            Ok(tail) => head.extend(tail),
+            // a panic typing a line: the tool's own bug, shown as it would be on one thread
+            Err(p) => std::panic::resume_unwind(p),
+        }
+        head
+    })
 }
 
 /// Run lines one by one with `exec`, for tools that keep nothing in flight.
@@ -239,10 +265,7 @@ pub fn run_file<T: BatchTool>(
     };
     let progress = std::io::stderr().is_terminal() && lines.len() >= 1000;
     let total = lines.len();
-    let cmds: Vec<(usize, Result<T::Cmd, Failure>)> = lines
-        .into_iter()
-        .map(|l| (l.line, tool.parse_line(l.words)))
-        .collect();
+    let cmds = typed::<T>(lines);
     let mut worst = EXIT_OK;
     let mut done = 0usize;
     let mut emit = |line: usize, r: Result<T::Out, Failure>| {
@@ -328,6 +351,53 @@ mod tests {
         );
         let bad_both = format!("a 'b\n{bad_tail}");
         assert_eq!(parse(&bad_both).map(|_| ()).map_err(|e| e.0), Err(1));
+    }
+
+    /// A batch long enough to be typed on two threads keeps every line's number and order, its
+    /// syntax errors included.
+    #[test]
+    fn long_batches_are_typed_in_order() {
+        struct Numbers;
+        impl BatchTool for Numbers {
+            type Cmd = u32;
+            type Out = ();
+            fn parse_line(words: Vec<String>) -> Result<u32, Failure> {
+                words[0]
+                    .parse()
+                    .map_err(|_| Failure::usage(format!("not a number: {}", words[0])))
+            }
+            fn run_lines(
+                &mut self,
+                _: Vec<(usize, Result<u32, Failure>)>,
+                _: bool,
+                _: &mut dyn FnMut(usize, Result<(), Failure>),
+            ) {
+            }
+            fn print(_: &(), _: Style) {}
+            fn finish(&mut self) -> Result<(), Failure> {
+                Ok(())
+            }
+        }
+        let n = 20_001usize;
+        let lines: Vec<BatchLine> = (0..n)
+            .map(|i| BatchLine {
+                line: 3 * i + 1,
+                words: vec![if i % 1000 == 999 {
+                    "x".into()
+                } else {
+                    i.to_string()
+                }],
+            })
+            .collect();
+        let typed = typed::<Numbers>(lines);
+        assert_eq!(typed.len(), n);
+        for (i, (line, cmd)) in typed.iter().enumerate() {
+            assert_eq!(*line, 3 * i + 1);
+            match cmd {
+                Ok(v) => assert_eq!(*v as usize, i),
+                Err(f) => assert!(i % 1000 == 999 && f.message == "not a number: x", "{i}"),
+            }
+        }
     }
 
     /// The splitting rules stated plainly, char by char: the oracle for the sliced version.
