@@ -786,7 +786,10 @@ impl Bench<'_, '_> {
                 support::ip(["-n", rn, "route", verb, "192.0.2.0/24", "via", "10.20.0.2"])?;
             }
         }
-        if matches!(case, Case::XdpManaged | Case::XdpManagedChecked) {
+        if matches!(
+            case,
+            Case::XdpManaged | Case::XdpManagedChecked | Case::AutoManaged
+        ) {
             let v: serde_json::Value =
                 serde_json::from_str(&self.mproute.run(&["-j", "dataplane", "show"])?)
                     .context("mproute -j dataplane show: not JSON")?;
@@ -794,7 +797,7 @@ impl Bench<'_, '_> {
             let skipped =
                 fc["skipped"].as_u64().unwrap_or(0) > 0 && fc["verified_at"] == fc["generation"];
             ensure!(
-                skipped == (case == Case::XdpManaged),
+                skipped == (case != Case::XdpManagedChecked),
                 "{}: the dataplane's FIB check is {} (dataplane show: {fc})",
                 case.label(),
                 if skipped { "skipped" } else { "per packet" }
