@@ -166,6 +166,7 @@ struct pkt {
 	__u8 not_host;    /* not sent to the ingress device's own address (reported before what parse finds in an IP packet) */
 	struct mpt_flow_key key;
 	int l4;           /* hash ports too */
+	__u32 hit_slot;   /* a managed choice from the flow cache: its counters' slot */
 	__be16 sport_be;  /* the packet's own ports (the key may hold an ICMP error's inner ones) */
 	__be16 dport_be;
 	__u16 csum_off;   /* XDP checksum check: offset of the TCP/UDP header, 0 = nothing to check */
@@ -441,17 +442,20 @@ static __always_inline int select_nh(struct pkt *p, struct mpt_dp_route *rt, str
 	return mpt_pick_drr(g, st, p->len);
 }
 
-static __always_inline void count_route(struct mpt_dp_route *rt, int nh, __u32 len)
+/* Count a forwarded packet for its managed route: rt, or the slot a flow cache hit named. */
+static __always_inline void count_route(struct mpt_dp_route *rt, __u32 hit_slot, int nh, __u32 len)
 {
 	struct mpt_route_stats *s;
 
-	if (!rt)
+	if (!rt && !hit_slot)
 		return; /* fast path: no managed route to count for */
-	if (rt->stats_slot) {
+	if (!rt || rt->stats_slot) {
 		/* the route's slot: an indexed per-CPU array element, no hashing */
-		__u32 slot = rt->stats_slot;
+		__u32 slot = rt ? rt->stats_slot : hit_slot;
 
 		s = bpf_map_lookup_elem(&mpt_slot_stats, &slot);
+		if (!s)
+			return;
 	} else {
 		s = bpf_map_lookup_elem(&mpt_stats, &rt->id);
 	}
@@ -547,35 +551,11 @@ static __always_inline int fib4_gen(const struct pkt *p, __u32 *gen, __u64 *cook
  * but success (and, in tc, an unresolved neighbour) leaves the packet to the
  * stack, which then does ARP/ND, ICMP errors and PMTU as usual.
  */
-static __always_inline int fast_path(void *ctx, struct pkt *p, struct bpf_fib_lookup *fib, int *neigh)
+static __always_inline int fast_path(void *ctx, struct pkt *p, struct bpf_fib_lookup *fib, int *neigh,
+				     const struct fc_query *q, int cache)
 {
-	struct fc_query q;
-	int cache = 0;
 	long rc;
 
-	if (p->family == AF_INET) {
-		struct iphdr *ip = p->l3;
-		__u64 cookie;
-
-		if ((void *)(ip + 1) > p->data_end)
-			return -MPT_R_MALFORMED;
-		/* the generation before the lookup (see flow_cache.h) */
-		cache = fib4_gen(p, &q.genid, &cookie);
-		if (cache) {
-			q.saddr = ip->saddr;
-			q.daddr = ip->daddr;
-			q.sport_be = p->sport_be;
-			q.dport_be = p->dport_be;
-			q.proto = ip->protocol;
-			q.tos = ip->tos;
-			q.need = p->gso ? 0 : p->tot_len;
-			q.iif = p->ingress_ifindex;
-			q.net_lo = (__u32)cookie;
-			if (fc_lookup(&q, fib))
-				return fib->ifindex;
-		}
-		barrier();
-	}
 	__builtin_memset(fib, 0, sizeof(*fib));
 	fib->family = p->family;
 	fib->ifindex = p->ingress_ifindex;
@@ -605,7 +585,7 @@ static __always_inline int fast_path(void *ctx, struct pkt *p, struct bpf_fib_lo
 	rc = bpf_fib_lookup(ctx, fib, sizeof(*fib), 0);
 	if (rc == BPF_FIB_LKUP_RET_SUCCESS) {
 		if (cache)
-			fc_store(&q, fib);
+			fc_store(q, fib, 0, 0);
 		return fib->ifindex;
 	}
 	if (rc == BPF_FIB_LKUP_RET_NO_NEIGH) {
@@ -628,6 +608,16 @@ static __always_inline int fast_path(void *ctx, struct pkt *p, struct bpf_fib_lo
  * forwarding switch, is read as the helper reads it (fib4_gen). IPv6 has no such
  * counter (fib6_sernum ignores deletions): always looked up.
  */
+/* mpt_meta holds generation gen of the namespace with this cookie as verified. */
+static __always_inline int fib4_armed(__u64 cookie, __u32 gen)
+{
+	__u32 zero = 0;
+	struct mpt_meta *m = bpf_map_lookup_elem(&mpt_meta, &zero);
+
+	return m && (m->flags & MPT_META_F_FIB4_GEN) && m->fib4_gen == gen &&
+	       m->netns_cookie == cookie;
+}
+
 static __always_inline int fib4_verified(struct pkt *p, struct mpt_dp_route *rt)
 {
 	struct mpt_meta *m;
@@ -655,6 +645,10 @@ static __always_inline int decide(void *ctx, struct xdp_md *xdp, struct pkt *p,
 {
 	struct mpt_dp_route *rt;
 	struct mpt_group *g;
+	struct fc_query q;
+	struct fc_hit hit;
+	int cache = 0, keep = 0;
+	__u64 cookie = 0;
 	__u32 r;
 	long rc;
 	int nh;
@@ -688,6 +682,37 @@ static __always_inline int decide(void *ctx, struct xdp_md *xdp, struct pkt *p,
 			return -MPT_R_L4_CSUM;
 	}
 csum_done:
+	/* IPv4: an answer of the flow cache, the FIB's or a managed route's (flow_cache.h) */
+	if (p->family == AF_INET) {
+		struct iphdr *ip = p->l3;
+
+		if ((void *)(ip + 1) > p->data_end)
+			return -MPT_R_MALFORMED;
+		/* the generation before any lookup */
+		cache = fib4_gen(p, &q.genid, &cookie);
+		if (cache) {
+			q.saddr = ip->saddr;
+			q.daddr = ip->daddr;
+			q.sport_be = p->sport_be;
+			q.dport_be = p->dport_be;
+			q.proto = ip->protocol;
+			q.tos = ip->tos;
+			q.need = p->gso ? 0 : p->tot_len;
+			q.iif = p->ingress_ifindex;
+			q.net_lo = (__u32)cookie;
+			if (fc_lookup(&q, fib, &hit)) {
+				if (!hit.stats_slot)
+					return fib->ifindex;
+				if (fib4_armed(cookie, q.genid)) {
+					*nh_out = hit.nh_idx;
+					p->hit_slot = hit.stats_slot;
+					fib->family = AF_INET;
+					return fib->ifindex;
+				}
+			}
+		}
+		barrier();
+	}
 	rt = lookup_route(p);
 	/*
 	 * a hole in a managed prefix (another owner's route there), or a managed
@@ -696,7 +721,7 @@ csum_done:
 	if (rt && (rt->flags & (MPT_DPR_F_FOREIGN | MPT_DPR_F_DRIFT)))
 		rt = 0;
 	if (!rt)
-		return mpt_fastpath ? fast_path(ctx, p, fib, neigh) : -MPT_R_NO_ROUTE;
+		return mpt_fastpath ? fast_path(ctx, p, fib, neigh, &q, cache) : -MPT_R_NO_ROUTE;
 	*rt_out = rt;
 	g = bpf_map_lookup_elem(&mpt_groups, &rt->group);
 	if (!g)
@@ -706,8 +731,12 @@ csum_done:
 	 * The kernel's own view first: local destinations, forwarding disabled on
 	 * the ingress device, blackhole/unreachable/prohibit all go to the stack.
 	 */
-	if (fib4_verified(p, rt))
+	if (fib4_verified(p, rt)) {
+		/* a choice the flow alone makes, on a route with a counters slot: kept */
+		keep = cache && rt->stats_slot && q.proto != IPPROTO_ICMP &&
+		       (rt->algo == MPT_ALGO_L3_HASH || (rt->algo == MPT_ALGO_L4_HASH && p->l4));
 		goto ours;
+	}
 	__builtin_memset(fib, 0, sizeof(*fib));
 	fib->family = p->family;
 	fib->ifindex = p->ingress_ifindex;
@@ -766,6 +795,10 @@ ours:
 				__builtin_memcpy(&fib->ipv4_dst, n->gw, 4);
 			else
 				__builtin_memcpy(fib->ipv6_dst, n->gw, 16);
+			if (keep && n->family == AF_INET) {
+				fib->ifindex = n->ifindex;
+				fc_store(&q, fib, rt->stats_slot, (__u8)idx);
+			}
 			return n->ifindex;
 		}
 		__builtin_memset(fib, 0, sizeof(*fib));
@@ -808,6 +841,8 @@ ours:
 			return -MPT_R_NO_NEXTHOP; /* gateway not reachable through its device */
 		if (n->family)
 			mpt_nh_remember(n, p->gso ? 0 : p->tot_len, fib);
+		if (keep && fib->family == AF_INET)
+			fc_store(&q, fib, rt->stats_slot, (__u8)idx);
 		return n->ifindex;
 	}
 }
@@ -915,7 +950,7 @@ int mpt_dp_xdp(struct xdp_md *ctx)
 		xdp_pass_reason(MPT_R_MALFORMED);
 		return XDP_PASS;
 	}
-	count_route(rt, nh, p.len);
+	count_route(rt, p.hit_slot, nh, p.len);
 	count_reason(MPT_R_REDIRECTED);
 	{
 		long act = bpf_redirect_map(&mpt_tx_ports, (__u32)ifindex, XDP_PASS);
@@ -1004,7 +1039,7 @@ int mpt_dp_tc(struct __sk_buff *skb)
 			nb.ipv4_nh = fib.ipv4_dst;
 		else
 			__builtin_memcpy(nb.ipv6_nh, fib.ipv6_dst, 16);
-		count_route(rt, nh, p.len);
+		count_route(rt, p.hit_slot, nh, p.len);
 		count_reason(MPT_R_REDIRECTED);
 		return bpf_redirect_neigh(ifindex, &nb, sizeof(nb), 0);
 	}
@@ -1012,7 +1047,7 @@ int mpt_dp_tc(struct __sk_buff *skb)
 		count_reason(MPT_R_MALFORMED);
 		return TCX_NEXT;
 	}
-	count_route(rt, nh, p.len);
+	count_route(rt, p.hit_slot, nh, p.len);
 	count_reason(MPT_R_REDIRECTED);
 	/*
 	 * Straight into a veth peer's namespace, but once a second per neighbour

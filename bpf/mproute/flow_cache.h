@@ -20,7 +20,17 @@
  *  - the packet is no longer than the longest one that passed the MTU check
  *    with it.
  * Forwarding on the ingress device is read per packet, as bpf_fib_lookup reads
- * it. IPv6 has no such generation (fib6_sernum ignores deletions): looked up
+ * it.
+ *
+ * A managed route's choice is kept the same way (its nexthop, that nexthop's
+ * gateway lookup, its counters' slot) where it is a function of the flow alone:
+ * l3-hash and l4-hash (not resilient: user space moves idle buckets; not the
+ * per-packet algorithms), IPv4 not ICMP (an error follows its inner flow), on a
+ * route whose FIB check is skipped (verified, see fib4_verified) and has a
+ * counters slot. Such an answer is trusted only while mpt_meta holds the
+ * generation as verified, so that every mproute command (which clears it
+ * before it writes the maps) ends it; what user space writes without a
+ * command is seen within the two ticks. IPv6 has no such generation (fib6_sernum ignores deletions): looked up
  * every time.
  *
  * Two-way set associative by a hash of the flow; a miss costs the two
@@ -51,6 +61,15 @@ struct fc_slot {
 	__be32 nh;        /* neighbour (gateway or destination), */
 	__u8 dmac[ETH_ALEN];
 	__u8 smac[ETH_ALEN];
+	__u16 stats_slot; /* a managed route's answer: its counters' slot (0: the FIB's answer), */
+	__u8 nh_idx;      /* and the nexthop it chose */
+	__u8 pad;
+};
+
+/* What a hit was: the FIB's answer (stats_slot 0) or a managed route's choice. */
+struct fc_hit {
+	__u16 stats_slot;
+	__u8 nh_idx;
 };
 
 #define MPT_FC_TICKS 1
@@ -100,7 +119,8 @@ static __always_inline int fc_is(const struct fc_slot *s, const struct fc_query 
 }
 
 /* One slot of the set: a fresh answer to q fills fib and returns 1. */
-static __always_inline int fc_try(__u32 i, const struct fc_query *q, struct bpf_fib_lookup *fib)
+static __always_inline int fc_try(__u32 i, const struct fc_query *q, struct bpf_fib_lookup *fib,
+				  struct fc_hit *hit)
 {
 	struct fc_slot *s = bpf_map_lookup_elem(&mpt_flow_cache, &i);
 	__u64 stamp;
@@ -116,24 +136,28 @@ static __always_inline int fc_try(__u32 i, const struct fc_query *q, struct bpf_
 	fib->ipv4_dst = s->nh;
 	__builtin_memcpy(fib->dmac, s->dmac, ETH_ALEN);
 	__builtin_memcpy(fib->smac, s->smac, ETH_ALEN);
+	hit->stats_slot = s->stats_slot;
+	hit->nh_idx = s->nh_idx;
 	/* a writer of this CPU's slot in between (PREEMPT_RT) zeroes the stamp first */
 	barrier();
 	return MPT_READ_ONCE(s->jiffies) == stamp && fc_is(s, q);
 }
 
 /* A fresh cached answer to q: fills fib (egress ifindex, neighbour, MACs) and returns 1. */
-static __always_inline int fc_lookup(const struct fc_query *q, struct bpf_fib_lookup *fib)
+static __always_inline int fc_lookup(const struct fc_query *q, struct bpf_fib_lookup *fib,
+				     struct fc_hit *hit)
 {
 	__u32 i = fc_set(q);
 
-	return fc_try(i, q, fib) || fc_try(i + 1, q, fib);
+	return fc_try(i, q, fib, hit) || fc_try(i + 1, q, fib, hit);
 }
 
 /*
  * Keep the answer (fib after a successful lookup) to q: over the flow's older
  * answer if the set has one, else over the set's older slot.
  */
-static __always_inline void fc_store(const struct fc_query *q, const struct bpf_fib_lookup *fib)
+static __always_inline void fc_store(const struct fc_query *q, const struct bpf_fib_lookup *fib,
+				     __u16 stats_slot, __u8 nh_idx)
 {
 	__u32 i = fc_set(q), j = i + 1;
 	struct fc_slot *a = bpf_map_lookup_elem(&mpt_flow_cache, &i);
@@ -164,6 +188,8 @@ static __always_inline void fc_store(const struct fc_query *q, const struct bpf_
 	s->nh = fib->ipv4_dst;
 	__builtin_memcpy(s->dmac, fib->dmac, ETH_ALEN);
 	__builtin_memcpy(s->smac, fib->smac, ETH_ALEN);
+	s->stats_slot = stats_slot;
+	s->nh_idx = nh_idx;
 	barrier();
 	MPT_WRITE_ONCE(s->jiffies, bpf_jiffies64());
 }

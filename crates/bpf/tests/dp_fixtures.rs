@@ -2843,6 +2843,110 @@ fn verified_routes_skip_the_kernel_lookup_only_at_their_generation() {
     });
 }
 
+/// A verified l3/l4-hash route's choice is kept in the flow cache (bpf/mproute/flow_cache.h):
+/// the flow's next packets go the same way and are counted in the route's slot on the same
+/// nexthop; the choice is used only while mpt_meta holds the current generation as verified
+/// (every mproute command clears it before it writes the maps, and a FIB change moves the
+/// generation), and a change of the maps without either is seen within two ticks. A route
+/// without a counters slot, or with a per-packet algorithm, is decided for every packet.
+#[test]
+fn managed_choices_are_cached_only_while_verified() {
+    with_fixture(|fx| {
+        let mut reader = mpt_bpf::mproute::fib_generation::FibGenReader::new()
+            .expect("load the generation reader");
+        let now = reader.read().expect("read the FIB generation").v4;
+        let route = "198.51.100.0/24";
+        let f = udp_frame("10.0.0.10", "198.51.100.165", 4000, 53, 18);
+        // what an earlier hook's packets left in the cache ages out first (two ticks)
+        let age = || std::thread::sleep(std::time::Duration::from_millis(50));
+        for hook in HOOKS {
+            age();
+            fx.edit_lpm_entry(route, |v| {
+                v.group = G4_11;
+                v.stats_slot = 9;
+            });
+            fx.set_verified(route, true, Some(now));
+            let first = fx.fwd(hook, &f, "verified");
+            let nh = usize::from(first != "e1");
+            let before = fx.slot_stats(9);
+            for _ in 0..3 {
+                assert_eq!(fx.fwd(hook, &f, "the flow again"), first, "[{hook:?}]");
+            }
+            let after = fx.slot_stats(9);
+            assert_eq!(after.route.packets, before.route.packets + 3, "[{hook:?}]");
+            assert_eq!(
+                after.nh[nh].packets,
+                before.nh[nh].packets + 3,
+                "[{hook:?}]"
+            );
+            // Kept: a group rewritten behind the dataplane's back (no command, no FIB change)
+            // is not seen by the flow's next packet in the same tick or the next (tried a few
+            // times, in case a tick ends between the two packets).
+            let kept = (0..5).any(|_| {
+                fx.edit_lpm_entry(route, |v| v.group = G4_11);
+                age();
+                let _ = fx.fwd(hook, &f, "stored");
+                fx.edit_lpm_entry(route, |v| v.group = G4_45);
+                fx.fwd(hook, &f, "from the cache") == first
+            });
+            assert!(kept, "[{hook:?}] the choice was not kept");
+            fx.edit_lpm_entry(route, |v| v.group = G4_11);
+
+            // The group rewritten to e4/e5 with the verification cleared, as a command does:
+            // the kernel-view check runs (the kernel answers this packet with e3, by a rule).
+            fx.edit_lpm_entry(route, |v| v.group = G4_45);
+            fx.set_verified(route, true, None);
+            fx.check(hook, &f, IN0, Expect::Pass(Reason::NoRoute), "disarmed");
+            // armed again at the same generation (the FIB did not change): within two ticks
+            // (HZ >= 100: 20 ms; 50 ms waited) the new group's choice
+            fx.set_verified(route, true, Some(now));
+            age();
+            let again = fx.fwd(hook, &f, "armed again");
+            assert!(
+                again == "e4" || again == "e5",
+                "[{hook:?}] armed again: {again}"
+            );
+            // another generation: looked up again, whatever was kept
+            fx.set_verified(route, true, Some(now.wrapping_add(1)));
+            fx.check(
+                hook,
+                &f,
+                IN0,
+                Expect::Pass(Reason::NoRoute),
+                "another generation",
+            );
+        }
+
+        // No counters slot: nothing kept (a change shows at once).
+        age();
+        fx.edit_lpm_entry(route, |v| {
+            v.group = G4_11;
+            v.stats_slot = 0;
+        });
+        fx.set_verified(route, true, Some(now));
+        for hook in HOOKS {
+            let _ = fx.fwd(hook, &f, "no slot");
+            fx.edit_lpm_entry(route, |v| v.group = G4_45);
+            let now_at = fx.fwd(hook, &f, "no slot, the group changed");
+            assert!(
+                now_at == "e4" || now_at == "e5",
+                "[{hook:?}] no slot: {now_at}"
+            );
+            fx.edit_lpm_entry(route, |v| v.group = G4_11);
+        }
+
+        // Per-packet: every packet decided (both nexthops of one flow).
+        fx.edit_lpm_entry(route, |v| {
+            v.algo = ALGO_PER_PACKET as u8;
+            v.stats_slot = 9;
+        });
+        for hook in HOOKS {
+            let got: Vec<&str> = (0..4).map(|_| fx.fwd(hook, &f, "per-packet")).collect();
+            both_used(&got, "per-packet, verified");
+        }
+    });
+}
+
 /// A route whose LPM entry holds a counter slot counts in that element of the per-CPU array
 /// `mpt_slot_stats` and leaves `mpt_stats` alone; slot 0 means the hash map. (`fwd_batch`
 /// checks that the sum of both is exact per route and nexthop.)
