@@ -36,8 +36,9 @@
  * Two-way set associative by a hash of the flow; a miss costs the two
  * compares and the store of the new answer over the older one (about 30 ns,
  * cold slots). Many more active flows per CPU than slots make most packets
- * miss: with bench forward --flows 32768 (32 times the slots) the router
- * forwarded 0.84x xdp-forward's rate, 0.86x without the cache. A governor
+ * miss: with bench forward --flows 32768 (16 times the slots) the router
+ * forwarded 0.76x xdp-forward's rate (an earlier sitting: 0.84x, and 0.86x in
+ * a build without the cache), against 1.1x at 1024 flows. A governor
  * that stopped using the cache after a window of misses gained no more than
  * noise there and lost a tenth at 1024 flows (answers stored together expire
  * together: a burst of misses), so there is none.
