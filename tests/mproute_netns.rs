@@ -812,11 +812,12 @@ fn pipelined_batch_rolls_back_lines_after_a_refused_one() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// A batch longer than a pipelined window: the next window is planned (its state and maps
-/// written) while the kernel takes the one before, so a refused line there must undo the
-/// planned window first and, with --force, plan it again: the result is what running the lines
-/// one by one gives. Line 100 (window 1) and line 300 (window 2, planned while window 1 is in
-/// flight) both add a prefix ip route already holds.
+/// A batch longer than a pipelined window: up to two windows are with the kernel while the next
+/// is planned (its state and maps written), so a refused line must undo what came after it
+/// (the planned window, and the newer window in flight, whose routes the kernel took) and,
+/// with --force, plan those lines again: the result is what running the lines one by one
+/// gives. Lines 100 (window 1), 300 (window 2, sent before window 1 is answered) and 900
+/// (window 4) add a prefix ip route already holds.
 #[test]
 fn batch_across_windows_ends_as_line_by_line() {
     require_root();
@@ -835,15 +836,16 @@ fn batch_across_windows_ends_as_line_by_line() {
     let file = dir.join("b");
     let nh = "nexthop via 10.1.0.2 dev va nexthop via 10.2.0.2 dev vb";
     let mut text = String::new();
-    for i in 1..=700u32 {
+    for i in 1..=1100u32 {
         match i {
             100 => text.push_str(&format!("add 192.0.2.0/24 algo drr {nh}\n")),
             300 => text.push_str(&format!("add 192.0.2.0/24 algo random {nh}\n")),
+            900 => text.push_str(&format!("add 192.0.2.0/24 algo drr {nh}\n")),
             _ => text.push_str(&format!(
-                "add 198.{}.{}.{}/25 algo l4-hash {nh}\n",
-                18 + i / 512,
-                i / 2 % 256,
-                i % 2 * 128
+                "add 198.{}.{}.{}/26 algo l4-hash {nh}\n",
+                18 + i / 1024,
+                i / 4 % 256,
+                i % 4 * 64
             )),
         }
     }
@@ -905,16 +907,18 @@ fn batch_across_windows_ends_as_line_by_line() {
         let err = String::from_utf8_lossy(&o.stderr);
         assert_eq!(o.status.code(), Some(2), "{err}");
         assert!(
-            err.contains(&format!("{f}:100:")) && err.contains(&format!("{f}:300:")),
+            [100, 300, 900]
+                .iter()
+                .all(|l| err.contains(&format!("{f}:{l}:"))),
             "{err}"
         );
         assert_eq!(
             err.lines().count(),
-            2,
-            "two refused lines, nothing else: {err}"
+            3,
+            "three refused lines, nothing else: {err}"
         );
-        assert_eq!(ours(&t), 698, "every other line stands");
-        assert_eq!(managed(&t), 698);
+        assert_eq!(ours(&t), 1097, "every other line stands");
+        assert_eq!(managed(&t), 1097);
         in_sync(&t, "forced");
         MP.ok(&t.r, &["flush"]);
         assert_eq!(ours(&t), 0);

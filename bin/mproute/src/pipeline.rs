@@ -3,8 +3,9 @@
 //! sequence number); without `--force` a refused line stops the batch and the lines after it
 //! that the kernel had already applied are rolled back, so the result is the same as running
 //! the lines one by one. A batch of more add lines than a window plans (and writes the maps
-//! of) each window while a second thread has the kernel take the one before; a window planned
-//! on lines that then did not stand is undone and planned again (see [`Worker`]).
+//! of) each window while a second thread has the kernel take the ones before (at most
+//! [`DEPTH`]); what was planned or sent on lines that then did not stand is undone (the routes
+//! the kernel took deleted again) and planned again (see [`Worker`]).
 
 use std::collections::VecDeque;
 
@@ -21,6 +22,17 @@ use crate::txn::{Op, Pending, Planned};
 /// Requests pipelined per window; a batch of more add lines than this plans the next window
 /// while the kernel takes the one before.
 const WINDOW: usize = 256;
+
+/// Windows sent to the kernel and not yet settled, at most: the worker has the next one
+/// queued while the main thread plans.
+const DEPTH: usize = 2;
+
+/// A window sent to the kernel, with its lines (to plan again if an older window's line did
+/// not stand).
+struct Flight {
+    pending: Vec<(usize, Pending)>,
+    lines: Vec<(usize, Result<Command, Failure>)>,
+}
 
 /// What settling the window in flight left to do.
 enum Land {
@@ -202,7 +214,7 @@ impl Session {
         let mut window: Vec<(usize, Pending)> = Vec::new();
         // the lines of `window`, to plan again if the window in flight ends in trouble
         let mut lines_of: Vec<(usize, Result<Command, Failure>)> = Vec::new();
-        let mut inflight: Option<Vec<(usize, Pending)>> = None;
+        let mut inflight: VecDeque<Flight> = VecDeque::new();
         loop {
             while let Some((line, cmd)) = queue.pop_front() {
                 if let Ok(Command::Write(spec)) = &cmd {
@@ -221,32 +233,51 @@ impl Session {
                                     }
                                     continue;
                                 };
-                                // This window's maps while the one before is in the
-                                // kernel; then, if every line of that one stood, this
-                                // window goes, and the one before is settled meanwhile.
+                                // At most DEPTH windows with the kernel: the oldest is
+                                // settled first, so that the worker always has the next one
+                                // while this thread plans.
+                                if inflight.len() >= DEPTH {
+                                    match self.land_oldest(
+                                        &mut inflight,
+                                        w,
+                                        &mut window,
+                                        &mut lines_of,
+                                        emit,
+                                    ) {
+                                        Land::Stop => return false,
+                                        Land::Again(again) => {
+                                            requeue(&mut queue, again, None);
+                                            continue;
+                                        }
+                                        Land::Clear => {}
+                                    }
+                                }
                                 let pending = std::mem::take(&mut window);
-                                let mut lines = std::mem::take(&mut lines_of);
-                                let maps = self.flush_maps();
-                                let prev = inflight.take().map(|p| (p, w.answers()));
-                                let prev_clean = prev.as_ref().is_none_or(|(_, r)| clean(r));
-                                if maps.is_err() || !prev_clean {
-                                    // planned on the one before standing, or its maps not
-                                    // written: undone (newest first) before that one is
+                                let lines = std::mem::take(&mut lines_of);
+                                if let Err(f) = self.flush_maps() {
                                     for (_, p) in pending.iter().rev() {
                                         let _ = self.undo(p);
                                         self.gc_needed = true;
                                     }
-                                    if let Some((p, r)) = prev {
-                                        if !self.settle_window(p, r, emit) {
+                                    // the windows before it first, as line by line
+                                    match self.land_all(
+                                        &mut inflight,
+                                        w,
+                                        &mut window,
+                                        &mut lines_of,
+                                        emit,
+                                    ) {
+                                        Land::Stop => return false,
+                                        Land::Again(mut again) => {
+                                            again.extend(lines);
+                                            requeue(&mut queue, again, None);
+                                            continue;
+                                        }
+                                        Land::Clear => {
+                                            maps_failed(&pending, &f, emit);
                                             return false;
                                         }
                                     }
-                                    if let Err(f) = maps {
-                                        maps_failed(&pending, &f, emit);
-                                        return false;
-                                    }
-                                    requeue(&mut queue, std::mem::take(&mut lines), None);
-                                    continue;
                                 }
                                 let job =
                                     pending.iter().map(|(_, p)| (p.req.clone(), p.op)).collect();
@@ -254,26 +285,23 @@ impl Session {
                                     for (_, p) in pending.iter().rev() {
                                         let _ = self.undo(p);
                                     }
-                                    if let Some((p, r)) = prev {
-                                        if !self.settle_window(p, r, emit) {
-                                            return false;
-                                        }
-                                    }
+                                    let _ = self.land_all(
+                                        &mut inflight,
+                                        w,
+                                        &mut window,
+                                        &mut lines_of,
+                                        emit,
+                                    );
                                     emit(line, Err(Failure::system("netlink sender thread gone")));
                                     return false;
                                 }
-                                inflight = Some(pending);
-                                if let Some((p, r)) = prev {
-                                    if !self.settle_window(p, r, emit) {
-                                        return false;
-                                    }
-                                }
+                                inflight.push_back(Flight { pending, lines });
                                 continue;
                             }
                             // an add is never unchanged (only replace and change are)
                             Ok(Planned::Unchanged(out)) => {
                                 if let Some(w) = worker {
-                                    match self.land(
+                                    match self.land_all(
                                         &mut inflight,
                                         w,
                                         &mut window,
@@ -296,7 +324,7 @@ impl Session {
                             }
                             Err(f) => {
                                 if let Some(w) = worker {
-                                    match self.land(
+                                    match self.land_all(
                                         &mut inflight,
                                         w,
                                         &mut window,
@@ -325,7 +353,7 @@ impl Session {
                     }
                 }
                 if let Some(w) = worker {
-                    match self.land(&mut inflight, w, &mut window, &mut lines_of, emit) {
+                    match self.land_all(&mut inflight, w, &mut window, &mut lines_of, emit) {
                         Land::Stop => return false,
                         Land::Again(again) => {
                             requeue(&mut queue, again, Some((line, cmd)));
@@ -346,7 +374,7 @@ impl Session {
                 }
             }
             let Some(w) = worker else { break };
-            match self.land(&mut inflight, w, &mut window, &mut lines_of, emit) {
+            match self.land_all(&mut inflight, w, &mut window, &mut lines_of, emit) {
                 Land::Stop => return false,
                 Land::Again(again) => requeue(&mut queue, again, None),
                 Land::Clear => break,
@@ -355,38 +383,105 @@ impl Session {
         self.flush_window(&mut window, emit)
     }
 
-    /// Settle the window in flight, if any. The window planned meanwhile was planned on the
-    /// assumption that every line in flight stands: if one did not, it is undone (newest first,
-    /// before the lines in flight are, as running the lines in order would have it) and its
-    /// lines are returned to be planned again.
-    fn land(
+    /// Settle every window in flight, oldest first (see [`Session::land_oldest`]).
+    fn land_all(
         &mut self,
-        inflight: &mut Option<Vec<(usize, Pending)>>,
+        inflight: &mut VecDeque<Flight>,
         w: &Worker,
         window: &mut Vec<(usize, Pending)>,
         lines_of: &mut Vec<(usize, Result<Command, Failure>)>,
         emit: &mut dyn FnMut(usize, Result<Output, Failure>),
     ) -> Land {
-        let Some(pending) = inflight.take() else {
+        while !inflight.is_empty() {
+            match self.land_oldest(inflight, w, window, lines_of, emit) {
+                Land::Clear => {}
+                other => return other,
+            }
+        }
+        Land::Clear
+    }
+
+    /// Settle the oldest window in flight, if any. Everything after it (the newer windows in
+    /// flight, the window being planned) was planned on the assumption that all its lines
+    /// stand: if one did not, those are undone, newest first and before it is settled, as
+    /// running the lines in order would have it (the newer windows' routes the kernel took
+    /// are deleted again), and their lines are returned to be planned again.
+    fn land_oldest(
+        &mut self,
+        inflight: &mut VecDeque<Flight>,
+        w: &Worker,
+        window: &mut Vec<(usize, Pending)>,
+        lines_of: &mut Vec<(usize, Result<Command, Failure>)>,
+        emit: &mut dyn FnMut(usize, Result<Output, Failure>),
+    ) -> Land {
+        let Some(oldest) = inflight.pop_front() else {
             return Land::Clear;
         };
         let results = w.answers();
-        let mut again = Vec::new();
-        if !clean(&results) {
-            for (_, p) in window.drain(..).rev() {
-                let _ = self.undo(&p);
-                // objects it created may serve the lines planned again: collected at the end
-                self.gc_needed = true;
-            }
-            again = std::mem::take(lines_of);
+        if clean(&results) {
+            return if self.settle_window(oldest.pending, results, emit) {
+                Land::Clear
+            } else {
+                Land::Stop
+            };
         }
-        if !self.settle_window(pending, results, emit) {
+        for (_, p) in window.drain(..).rev() {
+            let _ = self.undo(&p);
+            // objects it created may serve the lines planned again: collected at the end
+            self.gc_needed = true;
+        }
+        let planned = std::mem::take(lines_of);
+        let newer: Vec<Flight> = inflight.drain(..).collect();
+        let answers: Vec<Answers> = newer.iter().map(|_| w.answers()).collect();
+        let mut again = Vec::new();
+        for (f, r) in newer.into_iter().zip(answers).rev() {
+            self.roll_back(&f.pending, &r);
+            let mut lines = f.lines;
+            lines.append(&mut again);
+            again = lines;
+        }
+        again.extend(planned);
+        if !self.settle_window(oldest.pending, results, emit) {
             return Land::Stop;
         }
         if again.is_empty() {
             Land::Clear
         } else {
             Land::Again(again)
+        }
+    }
+
+    /// Take back a window the kernel was sent (newest line first): the routes it took are
+    /// deleted again, every line's state and dataplane entries put back.
+    fn roll_back(&mut self, pending: &[(usize, Pending)], answers: &Answers) {
+        if answers.is_err() {
+            // the socket failed: what the kernel holds is re-read when needed
+            self.fib.clear();
+        }
+        for (i, (_, p)) in pending.iter().enumerate().rev() {
+            if matches!(answers, Ok(v) if v.get(i).is_some_and(Result::is_ok)) {
+                self.delete_again(p);
+            }
+            let _ = self.undo(p);
+            self.gc_needed = true;
+        }
+    }
+
+    /// Delete the route a pending line installed (best effort: rolling back).
+    fn delete_again(&mut self, p: &Pending) {
+        let del = rmsg::encode(&RouteRequest {
+            verb: Verb::Del,
+            key: p.key,
+            metric_given: true,
+            protocol: Some(p.protocol),
+            nexthops: &[],
+            form: PathForm::Multipath,
+            algo: Algo::L3Hash,
+            encap: None,
+        });
+        let op = format!("roll back {}", p.op);
+        if let Ok(s) = self.sock() {
+            let _ = s.request(&del, &op);
         }
     }
 
@@ -487,20 +582,7 @@ impl Session {
                 continue;
             }
             if verdict[i] == LineOutcome::RolledBack && results[i].is_ok() {
-                let del = rmsg::encode(&RouteRequest {
-                    verb: Verb::Del,
-                    key: p.key,
-                    metric_given: true,
-                    protocol: Some(p.protocol),
-                    nexthops: &[],
-                    form: PathForm::Multipath,
-                    algo: Algo::L3Hash,
-                    encap: None,
-                });
-                let op = format!("roll back {}", p.op);
-                if let Ok(s) = self.sock() {
-                    let _ = s.request(&del, &op);
-                }
+                self.delete_again(p);
             }
             let _ = self.undo(p);
             // Objects this line created may be used by applied lines: collect at the end.
