@@ -217,170 +217,134 @@ impl Session {
         let mut inflight: VecDeque<Flight> = VecDeque::new();
         loop {
             while let Some((line, cmd)) = queue.pop_front() {
-                if let Ok(Command::Write(spec)) = &cmd {
-                    if spec.verb == Verb::Add {
-                        match self.plan(spec) {
-                            Ok(Planned::Send(p)) => {
-                                window.push((line, p));
-                                lines_of.push((line, cmd));
-                                if window.len() < WINDOW {
-                                    continue;
-                                }
-                                let Some(w) = worker else {
-                                    lines_of.clear();
-                                    if !self.flush_window(&mut window, emit) {
-                                        return false;
-                                    }
-                                    continue;
-                                };
-                                // At most DEPTH windows with the kernel: the oldest is
-                                // settled first, so that the worker always has the next one
-                                // while this thread plans.
-                                if inflight.len() >= DEPTH {
-                                    match self.land_oldest(
-                                        &mut inflight,
-                                        w,
-                                        &mut window,
-                                        &mut lines_of,
-                                        emit,
-                                    ) {
-                                        Land::Stop => return false,
-                                        Land::Again(again) => {
-                                            requeue(&mut queue, again, None);
-                                            continue;
-                                        }
-                                        Land::Clear => {}
-                                    }
-                                }
-                                let pending = std::mem::take(&mut window);
-                                let lines = std::mem::take(&mut lines_of);
-                                if let Err(f) = self.flush_maps() {
-                                    for (_, p) in pending.iter().rev() {
-                                        let _ = self.undo(p);
-                                        self.gc_needed = true;
-                                    }
-                                    // the windows before it first, as line by line
-                                    match self.land_all(
-                                        &mut inflight,
-                                        w,
-                                        &mut window,
-                                        &mut lines_of,
-                                        emit,
-                                    ) {
-                                        Land::Stop => return false,
-                                        Land::Again(mut again) => {
-                                            again.extend(lines);
-                                            requeue(&mut queue, again, None);
-                                            continue;
-                                        }
-                                        Land::Clear => {
-                                            maps_failed(&pending, &f, emit);
-                                            return false;
-                                        }
-                                    }
-                                }
-                                let job =
-                                    pending.iter().map(|(_, p)| (p.req.clone(), p.op)).collect();
-                                if w.jobs.send(job).is_err() {
-                                    for (_, p) in pending.iter().rev() {
-                                        let _ = self.undo(p);
-                                    }
-                                    let _ = self.land_all(
-                                        &mut inflight,
-                                        w,
-                                        &mut window,
-                                        &mut lines_of,
-                                        emit,
-                                    );
-                                    emit(line, Err(Failure::system("netlink sender thread gone")));
-                                    return false;
-                                }
-                                inflight.push_back(Flight { pending, lines });
-                                continue;
-                            }
-                            // an add is never unchanged (only replace and change are)
-                            Ok(Planned::Unchanged(out)) => {
-                                if let Some(w) = worker {
-                                    match self.land_all(
-                                        &mut inflight,
-                                        w,
-                                        &mut window,
-                                        &mut lines_of,
-                                        emit,
-                                    ) {
-                                        Land::Stop => return false,
-                                        Land::Again(again) => {
-                                            requeue(&mut queue, again, Some((line, cmd)));
-                                            continue;
-                                        }
-                                        Land::Clear => {}
-                                    }
-                                }
-                                lines_of.clear();
-                                if !self.flush_window(&mut window, emit) {
-                                    return false;
-                                }
-                                emit(line, Ok(out));
-                            }
-                            Err(f) => {
-                                if let Some(w) = worker {
-                                    match self.land_all(
-                                        &mut inflight,
-                                        w,
-                                        &mut window,
-                                        &mut lines_of,
-                                        emit,
-                                    ) {
-                                        Land::Stop => return false,
-                                        Land::Again(again) => {
-                                            requeue(&mut queue, again, Some((line, cmd)));
-                                            continue;
-                                        }
-                                        Land::Clear => {}
-                                    }
-                                }
-                                lines_of.clear();
-                                if !self.flush_window(&mut window, emit) {
-                                    return false;
-                                }
-                                emit(line, Err(f));
-                                if !force {
-                                    return false;
-                                }
-                            }
-                        }
-                        continue;
-                    }
-                }
-                if let Some(w) = worker {
-                    match self.land_all(&mut inflight, w, &mut window, &mut lines_of, emit) {
-                        Land::Stop => return false,
-                        Land::Again(again) => {
-                            requeue(&mut queue, again, Some((line, cmd)));
+                let planned = match &cmd {
+                    Ok(Command::Write(spec)) if spec.verb == Verb::Add => Some(self.plan(spec)),
+                    _ => None,
+                };
+                // what planning already settled for this line (None: not an add)
+                let planned: Option<Result<Output, Failure>> = match planned {
+                    Some(Ok(Planned::Send(p))) => {
+                        window.push((line, p));
+                        lines_of.push((line, cmd));
+                        if window.len() < WINDOW {
                             continue;
                         }
-                        Land::Clear => {}
+                        let Some(w) = worker else {
+                            lines_of.clear();
+                            if !self.flush_window(&mut window, emit) {
+                                return false;
+                            }
+                            continue;
+                        };
+                        // At most DEPTH windows with the kernel: the oldest is settled
+                        // first, so that the worker always has the next one while this
+                        // thread plans.
+                        if inflight.len() >= DEPTH {
+                            match self.land_oldest(
+                                &mut inflight,
+                                w,
+                                &mut window,
+                                &mut lines_of,
+                                emit,
+                            ) {
+                                Land::Stop => return false,
+                                Land::Again(again) => {
+                                    requeue(&mut queue, again, None);
+                                    continue;
+                                }
+                                Land::Clear => {}
+                            }
+                        }
+                        let pending = std::mem::take(&mut window);
+                        let lines = std::mem::take(&mut lines_of);
+                        if let Err(f) = self.flush_maps() {
+                            for (_, p) in pending.iter().rev() {
+                                let _ = self.undo(p);
+                                self.gc_needed = true;
+                            }
+                            // the windows before it first, as line by line
+                            match self.land_all(&mut inflight, w, &mut window, &mut lines_of, emit)
+                            {
+                                Land::Stop => return false,
+                                Land::Again(mut again) => {
+                                    again.extend(lines);
+                                    requeue(&mut queue, again, None);
+                                    continue;
+                                }
+                                Land::Clear => {
+                                    maps_failed(&pending, &f, emit);
+                                    return false;
+                                }
+                            }
+                        }
+                        let job = pending.iter().map(|(_, p)| (p.req.clone(), p.op)).collect();
+                        if w.jobs.send(job).is_err() {
+                            for (_, p) in pending.iter().rev() {
+                                let _ = self.undo(p);
+                            }
+                            let _ =
+                                self.land_all(&mut inflight, w, &mut window, &mut lines_of, emit);
+                            emit(line, Err(Failure::system("netlink sender thread gone")));
+                            return false;
+                        }
+                        inflight.push_back(Flight { pending, lines });
+                        continue;
                     }
+                    // an add is never unchanged (only replace and change are)
+                    Some(Ok(Planned::Unchanged(out))) => Some(Ok(out)),
+                    Some(Err(f)) => Some(Err(f)),
+                    None => None,
+                };
+                // Anything else runs after every line before it has settled (and is run again
+                // if one of those did not stand).
+                match self.drain(&mut inflight, worker, &mut window, &mut lines_of, emit) {
+                    Land::Stop => return false,
+                    Land::Again(again) => {
+                        requeue(&mut queue, again, Some((line, cmd)));
+                        continue;
+                    }
+                    Land::Clear => {}
                 }
-                lines_of.clear();
-                if !self.flush_window(&mut window, emit) {
-                    return false;
-                }
-                let r = cmd.and_then(|c| crate::cmd::run(self, &c));
+                let r = match planned {
+                    Some(r) => r,
+                    None => cmd.and_then(|c| crate::cmd::run(self, &c)),
+                };
                 let failed = r.is_err();
                 emit(line, r);
                 if failed && !force {
                     return false;
                 }
             }
-            let Some(w) = worker else { break };
-            match self.land_all(&mut inflight, w, &mut window, &mut lines_of, emit) {
+            match self.drain(&mut inflight, worker, &mut window, &mut lines_of, emit) {
                 Land::Stop => return false,
                 Land::Again(again) => requeue(&mut queue, again, None),
-                Land::Clear => break,
+                Land::Clear => return true,
             }
         }
-        self.flush_window(&mut window, emit)
+    }
+
+    /// Settle everything: the windows in flight (see [`Session::land_oldest`]), then the
+    /// window being planned, sent and settled here.
+    fn drain(
+        &mut self,
+        inflight: &mut VecDeque<Flight>,
+        worker: Option<&Worker>,
+        window: &mut Vec<(usize, Pending)>,
+        lines_of: &mut Vec<(usize, Result<Command, Failure>)>,
+        emit: &mut dyn FnMut(usize, Result<Output, Failure>),
+    ) -> Land {
+        if let Some(w) = worker {
+            match self.land_all(inflight, w, window, lines_of, emit) {
+                Land::Clear => {}
+                other => return other,
+            }
+        }
+        lines_of.clear();
+        if self.flush_window(window, emit) {
+            Land::Clear
+        } else {
+            Land::Stop
+        }
     }
 
     /// Settle every window in flight, oldest first (see [`Session::land_oldest`]).
