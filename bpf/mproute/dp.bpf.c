@@ -607,8 +607,13 @@ static __always_inline int fast_path(void *ctx, struct pkt *p, struct bpf_fib_lo
  * one input of bpf_fib_lookup it does not cover, the ingress device's
  * forwarding switch, is read as the helper reads it (fib4_gen). IPv6 has no such
  * counter (fib6_sernum ignores deletions): always looked up.
+ *
+ * fib4_armed: mpt_meta holds generation gen of the namespace with this cookie
+ * (the state's own: a device moved elsewhere keeps its program) as verified;
+ * fib4_verified: that, for the generation and cookie decide() read for the
+ * packet (fib4_gen, read once, as the flow cache uses them too), and rt is
+ * flagged verified.
  */
-/* mpt_meta holds generation gen of the namespace with this cookie as verified. */
 static __always_inline int fib4_armed(__u64 cookie, __u32 gen)
 {
 	__u32 zero = 0;
@@ -618,19 +623,10 @@ static __always_inline int fib4_armed(__u64 cookie, __u32 gen)
 	       m->netns_cookie == cookie;
 }
 
-static __always_inline int fib4_verified(struct pkt *p, struct mpt_dp_route *rt)
+static __always_inline int fib4_verified(int have_gen, __u64 cookie, __u32 gen,
+					 const struct mpt_dp_route *rt)
 {
-	struct mpt_meta *m;
-	__u32 zero = 0, gen;
-	__u64 cookie;
-
-	if (p->family != AF_INET || !(rt->flags & MPT_DPR_F_VERIFIED))
-		return 0;
-	m = bpf_map_lookup_elem(&mpt_meta, &zero);
-	if (!m || !(m->flags & MPT_META_F_FIB4_GEN))
-		return 0;
-	/* the state's own namespace (a device moved elsewhere keeps its program) */
-	return fib4_gen(p, &gen, &cookie) && cookie == m->netns_cookie && gen == m->fib4_gen;
+	return have_gen && (rt->flags & MPT_DPR_F_VERIFIED) && fib4_armed(cookie, gen);
 }
 
 /*
@@ -731,7 +727,8 @@ csum_done:
 	 * The kernel's own view first: local destinations, forwarding disabled on
 	 * the ingress device, blackhole/unreachable/prohibit all go to the stack.
 	 */
-	if (fib4_verified(p, rt)) {
+	/* cache: IPv4 with the generation read (the only family it covers) */
+	if (fib4_verified(cache, cookie, q.genid, rt)) {
 		/* a choice the flow alone makes, on a route with a counters slot: kept */
 		keep = cache && rt->stats_slot && q.proto != IPPROTO_ICMP &&
 		       (rt->algo == MPT_ALGO_L3_HASH || (rt->algo == MPT_ALGO_L4_HASH && p->l4));

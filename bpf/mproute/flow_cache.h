@@ -20,7 +20,8 @@
  *  - the packet is no longer than the longest one that passed the MTU check
  *    with it.
  * Forwarding on the ingress device is read per packet, as bpf_fib_lookup reads
- * it.
+ * it. IPv6 has no such generation (fib6_sernum ignores deletions): looked up
+ * every time.
  *
  * A managed route's choice is kept the same way (its nexthop, that nexthop's
  * gateway lookup, its counters' slot) where it is a function of the flow alone:
@@ -30,8 +31,7 @@
  * counters slot. Such an answer is trusted only while mpt_meta holds the
  * generation as verified, so that every mproute command (which clears it
  * before it writes the maps) ends it; what user space writes without a
- * command is seen within the two ticks. IPv6 has no such generation (fib6_sernum ignores deletions): looked up
- * every time.
+ * command is seen within the two ticks.
  *
  * Two-way set associative by a hash of the flow; a miss costs the two
  * compares and the store of the new answer over the older one (about 30 ns,
