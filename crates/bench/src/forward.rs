@@ -79,12 +79,6 @@ use crate::support::{self, median, met, spread, sysctl};
 pub const FLOWS: u32 = 1024;
 /// The most `--flows` takes: source ports from [`SPORT_BASE`] stay below 65536.
 pub const MAX_FLOWS: u32 = 32_768;
-/// The generator's flows in this run (`--flows`), set once by [`run`].
-static RUN_FLOWS: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(FLOWS);
-
-fn flows() -> u32 {
-    RUN_FLOWS.load(std::sync::atomic::Ordering::Relaxed)
-}
 const SPORT_BASE: u16 = 10_000;
 const DPORT: u16 = 9;
 /// Frame length: 14 Ethernet + 20 IPv4 + 8 UDP + 22 payload (64 bytes without FCS).
@@ -417,9 +411,9 @@ fn udp_pseudo(frame: &[u8; FRAME]) -> Vec<u8> {
 
 /// Runs the generator three times without live frames and checks what it wrote: the
 /// template, source ports from the counter, both checksums valid.
-fn check_gen(tmpl: &[u8; FRAME], udp_csum: bool) -> Result<()> {
+fn check_gen(tmpl: &[u8; FRAME], udp_csum: bool, flows: u32) -> Result<()> {
     let mut obj = MaybeUninit::<OpenObject>::uninit();
-    let skel = open_gen(&mut obj, tmpl, udp_csum)?;
+    let skel = open_gen(&mut obj, tmpl, udp_csum, flows)?;
     let prog = &skel.progs.mpt_bench_gen;
     let zeros = [0u8; FRAME];
     for i in 0..3u16 {
@@ -474,6 +468,7 @@ struct GenSpec {
     ingress: u32,
     frame: [u8; FRAME],
     udp_csum: bool,
+    flows: u32,
     cpu: usize,
 }
 
@@ -482,6 +477,7 @@ fn open_gen<'o>(
     obj: &'o mut MaybeUninit<OpenObject>,
     tmpl: &[u8; FRAME],
     udp_csum: bool,
+    flows: u32,
 ) -> Result<GenSkel<'o>> {
     let mut open = GenSkelBuilder::default()
         .open(obj)
@@ -498,7 +494,7 @@ fn open_gen<'o>(
     } else {
         0
     };
-    bss.gen_cfg.flows_mask = flows() - 1;
+    bss.gen_cfg.flows_mask = flows - 1;
     open.load().context("load gen.bpf.o (verifier)")
 }
 
@@ -507,7 +503,7 @@ fn load_gen<'o>(obj: &'o mut MaybeUninit<OpenObject>, spec: &GenSpec) -> Result<
     let file = File::open(&spec.ns_path).with_context(|| format!("open {}", spec.ns_path))?;
     setns(&file, CloneFlags::CLONE_NEWNET).with_context(|| format!("setns {}", spec.ns_path))?;
     pin_this_thread(spec.cpu, "the generator thread")?;
-    open_gen(obj, &spec.frame, spec.udp_csum)
+    open_gen(obj, &spec.frame, spec.udp_csum, spec.flows)
 }
 
 /// Pins the calling thread to CPU `cpu`.
@@ -554,6 +550,7 @@ fn generate(
     topo: &Topology,
     dst: Ipv4Addr,
     udp_csum: bool,
+    flows: u32,
     seconds: u32,
     threads: u32,
 ) -> Result<Duration> {
@@ -568,6 +565,7 @@ fn generate(
             ingress: topo.h1_eth0.ifindex,
             frame,
             udp_csum,
+            flows,
             cpu: i % ncpu,
         };
         let (ready, stop) = (Arc::clone(&ready), Arc::clone(&stop));
@@ -708,6 +706,8 @@ struct Bench<'a, 'o> {
     minimal: &'a BenchFwdSkel<'o>,
     mproute: Mproute<'a>,
     udp_csum: bool,
+    /// The generator's flows (`--flows`).
+    flows: u32,
     seconds: u32,
     threads: u32,
     /// xdp-forward's binary (`--xdp-forward`).
@@ -825,6 +825,7 @@ impl Bench<'_, '_> {
             self.topo,
             case.dst(),
             self.udp_csum,
+            self.flows,
             self.seconds,
             self.threads,
         )?;
@@ -916,6 +917,7 @@ fn print_results(
     runs: u32,
     threads: u32,
     udp_csum: bool,
+    flows: u32,
 ) -> bool {
     let med = |c: Case| {
         figs.iter()
@@ -932,7 +934,7 @@ fn print_results(
         } else {
             "without checksum"
         },
-        flows()
+        flows
     );
     println!(
         "{:<24}  {:<22}  {:>6}  {:>11}  {:>8}  {:>9}  {:>9}  {:>8}  goal",
@@ -1250,7 +1252,6 @@ pub fn run(o: &Opts) -> Result<bool> {
         o.flows.is_power_of_two() && o.flows <= MAX_FLOWS,
         "--flows: a power of two up to {MAX_FLOWS}"
     );
-    RUN_FLOWS.store(o.flows, std::sync::atomic::Ordering::Relaxed);
     let bin: PathBuf = support::tool("mproute")?;
     support::sweep_stale();
     let ok = if rate { packet_rate(&bin, o)? } else { true };
@@ -1274,6 +1275,7 @@ fn packet_rate(bin: &Path, o: &Opts) -> Result<bool> {
     check_gen(
         &frame(topo.h1_eth0.mac, topo.vin.mac, MANAGED_DST, udp_csum),
         udp_csum,
+        o.flows,
     )?;
     let mut sink_obj = MaybeUninit::<OpenObject>::uninit();
     let sink = SinkSkelBuilder::default()
@@ -1329,6 +1331,7 @@ fn packet_rate(bin: &Path, o: &Opts) -> Result<bool> {
         minimal: &minimal,
         mproute,
         udp_csum,
+        flows: o.flows,
         seconds,
         threads,
         xdp_forward: o.xdp_forward.as_deref(),
@@ -1363,7 +1366,7 @@ fn packet_rate(bin: &Path, o: &Opts) -> Result<bool> {
             }
         }
     }
-    let ok = print_results(&figs, seconds, runs, threads, udp_csum);
+    let ok = print_results(&figs, seconds, runs, threads, udp_csum, o.flows);
     if !ok {
         eprintln!("bench forward: some runs delivered no packet at all");
     }
