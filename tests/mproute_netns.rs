@@ -1,7 +1,7 @@
 //! Root integration tests of the mproute control plane, each in its own throwaway namespaces,
 //! with `ip -j` as the independent oracle.
 
-use mpt_testkit::{require_root, Netns, Tool, TwoPaths};
+use mpt_testkit::{require_root, BatchFile, Netns, Tool, TwoPaths};
 use serde_json::Value;
 
 const MPROUTE: &str = env!("CARGO_BIN_EXE_mproute");
@@ -731,9 +731,6 @@ fn no_namespace_leaks() {
 fn pipelined_batch_rolls_back_lines_after_a_refused_one() {
     require_root();
     let t = TwoPaths::new("roll");
-    let dir = std::env::temp_dir().join(format!("mpt-roll-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("tmp dir");
-    let file = dir.join("b");
     let nh = "nexthop via 10.1.0.2 dev va nexthop via 10.2.0.2 dev vb weight 2";
     // Line 3 is refused by the kernel (the route exists) while lines 4..=40 are already in
     // flight in the same pipelined window.
@@ -741,8 +738,8 @@ fn pipelined_batch_rolls_back_lines_after_a_refused_one() {
     for i in 0..37 {
         text.push_str(&format!("add 10.{i}.0.0/16 algo l4-hash {nh}\n"));
     }
-    std::fs::write(&file, &text).expect("write");
-    let f = file.to_str().expect("utf-8");
+    let file = BatchFile::new("roll", &text);
+    let f = file.path();
     let o = MP.at(&t.r, &["-b", f]);
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(2), "{err}");
@@ -809,7 +806,6 @@ fn pipelined_batch_rolls_back_lines_after_a_refused_one() {
         Some(0),
         "nexthop objects collected: {objs}"
     );
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// A batch longer than a pipelined window: up to two windows are with the kernel while the next
@@ -831,9 +827,6 @@ fn batch_across_windows_ends_as_line_by_line() {
         "dev",
         "va",
     ]);
-    let dir = std::env::temp_dir().join(format!("mpt-winx-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("tmp dir");
-    let file = dir.join("b");
     let nh = "nexthop via 10.1.0.2 dev va nexthop via 10.2.0.2 dev vb";
     let mut text = String::new();
     for i in 1..=1100u32 {
@@ -849,8 +842,8 @@ fn batch_across_windows_ends_as_line_by_line() {
             )),
         }
     }
-    std::fs::write(&file, &text).expect("write");
-    let f = file.to_str().expect("utf-8");
+    let file = BatchFile::new("winx", &text);
+    let f = file.path();
     let ours = |t: &TwoPaths| {
         t.r.ip_json(&["-4", "route", "show", "proto", "245"])
             .as_array()
@@ -929,7 +922,6 @@ fn batch_across_windows_ends_as_line_by_line() {
         Some(0),
         "nexthop objects collected: {objs}"
     );
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
@@ -977,15 +969,11 @@ fn refused_batch_never_claims_a_route_added_with_ip_route() {
         "dev",
         "va",
     ]);
-    let dir = std::env::temp_dir().join(format!("mpt-claim-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("tmp dir");
-    let file = dir.join("b");
-    std::fs::write(
-        &file,
+    let file = BatchFile::new(
+        "claim",
         "add 192.0.2.0/24 algo drr nexthop via 10.1.0.2 dev va\nadd 192.0.2.0/24 algo random nexthop via 10.2.0.2 dev vb\n",
-    )
-    .expect("write");
-    let f = file.to_str().expect("utf-8");
+    );
+    let f = file.path();
     for extra in [&[][..], &["--force"][..]] {
         let mut args = vec!["-b", f];
         args.extend_from_slice(extra);
@@ -1005,7 +993,6 @@ fn refused_batch_never_claims_a_route_added_with_ip_route() {
         ip_route(&t.r, "-4", "192.0.2.0/24", "main").is_some(),
         "flush kept ip's route"
     );
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]

@@ -117,3 +117,34 @@ pub fn batch_json_lines(program: &str, args: &[&str], lines: &[String]) -> Vec<V
     let out = crate::cmd::try_output_with_input(&mut cmd, &input).unwrap_or_else(|e| panic!("{e}"));
     json_lines(&out, program)
 }
+
+/// A batch file in a directory of its own under the temporary directory (named by `tag` and
+/// the test process), removed with its directory when dropped, a failed test's included.
+#[derive(Debug)]
+pub struct BatchFile {
+    dir: std::path::PathBuf,
+    path: String,
+}
+
+impl BatchFile {
+    /// Write `text` as the batch file.
+    pub fn new(tag: &str, text: impl AsRef<[u8]>) -> BatchFile {
+        let dir = std::env::temp_dir().join(format!("mpt-{tag}-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("create the batch file's directory");
+        let path = dir.join("b");
+        std::fs::write(&path, text).expect("write the batch file");
+        let path = path.to_str().expect("a UTF-8 temporary path").to_string();
+        BatchFile { dir, path }
+    }
+
+    /// Its path, as `-b` takes it and errors name it.
+    pub fn path(&self) -> &str {
+        &self.path
+    }
+}
+
+impl Drop for BatchFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
