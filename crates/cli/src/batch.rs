@@ -21,6 +21,7 @@ pub struct BatchLine {
 
 /// Split a batch file into commands. Blank and comment-only lines are skipped. An unterminated
 /// quote is an error naming its line.
+///
 /// A long file is split in two at a line boundary (not inside a `\\` continuation) and its
 /// halves are split into words on two threads: the words of a 100,000-route batch took a tenth
 /// of the install's time, all of it before the first route went out.
@@ -42,8 +43,8 @@ pub fn parse(text: &str) -> Result<Vec<BatchLine>, (usize, String)> {
     let mut out = a?;
     match b {
         Ok(b) => out.extend(b?),
-        // a panic in the helper thread: do the half again here
-        Err(_) => out.extend(parse_from(tail, head_lines)?),
+        // a panic splitting a line: a bug, shown as it would be on one thread
+        Err(p) => std::panic::resume_unwind(p),
     }
     Ok(out)
 }
