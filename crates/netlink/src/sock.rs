@@ -253,9 +253,15 @@ impl Socket {
     }
 
     /// Send many requests with up to `window` in flight, several per `sendmsg`, and match the
-    /// acknowledgements by sequence number. Returns one result per request, in order. An `Err`
+    /// kernel's answers by sequence number. Returns one result per request, in order. An `Err`
     /// of the outer result means the socket itself failed.
     /// `op` names a request in its error; it is formatted only then.
+    ///
+    /// Only the last request of each datagram asks for an acknowledgement. The kernel reports
+    /// a refusal whether asked or not (`netlink_rcv_skb` acks on error or `NLM_F_ACK`), and it
+    /// takes a datagram's messages in order, so the acknowledgement of the last one comes
+    /// after the refusals of those before it and settles the rest as applied: one answer per
+    /// datagram instead of one per request.
     pub fn pipeline<R: std::borrow::Borrow<Request>, O: std::fmt::Display>(
         &mut self,
         reqs: impl IntoIterator<Item = (R, O)>,
@@ -263,41 +269,43 @@ impl Socket {
     ) -> Result<Vec<Result<(), KernelError>>, Error> {
         let window = window.max(1);
         let mut results: Vec<Option<Result<(), KernelError>>> = Vec::new();
-        // seq -> (index, op, bytes sent)
-        let mut pending: rustc_hash::FxHashMap<u32, (usize, O, Vec<u8>)> =
+        // seq -> (index, request, op), until answered
+        let mut pending: rustc_hash::FxHashMap<u32, (usize, R, O)> =
             rustc_hash::FxHashMap::default();
+        // the datagrams sent and not yet acknowledged, oldest first: (first seq, last seq)
+        let mut sent: std::collections::VecDeque<(u32, u32)> = Default::default();
         let mut it = reqs.into_iter().peekable();
         let mut batch: Vec<u8> = Vec::with_capacity(64 * 1024);
         let mut rbuf = vec![0u8; ACK_SLOTS * ACK_SLOT];
         loop {
             // Fill the window, writing several messages per sendmsg.
+            let (mut first, mut last_at) = (None, 0);
             while pending.len() < window {
                 let Some((req, op)) = it.next() else { break };
                 let seq = self.next_seq();
-                let req = req.borrow();
-                let bytes = req.to_bytes(seq, 0);
-                let at = batch.len();
-                batch.extend_from_slice(&bytes);
-                let f = req.flags | flags::REQUEST | flags::ACK;
-                batch[at + 6..at + 8].copy_from_slice(&f.to_ne_bytes());
-                pending.insert(seq, (results.len(), op, bytes));
+                let r = req.borrow();
+                last_at = batch.len();
+                r.append_to(&mut batch, (r.flags | flags::REQUEST) & !flags::ACK, seq, 0);
+                let f = *first.get_or_insert(seq);
+                pending.insert(seq, (results.len(), req, op));
                 results.push(None);
                 if batch.len() >= 48 * 1024 {
-                    self.send_raw(&batch)?;
-                    batch.clear();
+                    self.send_acked(&mut batch, last_at)?;
+                    sent.push_back((f, seq));
+                    first = None;
                 }
             }
-            if !batch.is_empty() {
-                self.send_raw(&batch)?;
-                batch.clear();
+            if let Some(f) = first.filter(|_| !batch.is_empty()) {
+                self.send_acked(&mut batch, last_at)?;
+                sent.push_back((f, self.seq));
             }
             if pending.is_empty() {
                 break;
             }
-            // Acknowledgements straight from the socket into one buffer, decoded here: neli's
-            // receive zeroes a 32 KiB pool buffer per datagram (a fifth of a 100,000-route
-            // batch's user time went to it). Every ack is a datagram of its own: recvmmsg
-            // takes up to ACK_SLOTS of them per system call.
+            // Answers straight from the socket into one buffer, decoded here: neli's receive
+            // zeroes a 32 KiB pool buffer per datagram (a fifth of a 100,000-route batch's
+            // user time went to it). Every answer is a datagram of its own: recvmmsg takes up
+            // to ACK_SLOTS of them per system call.
             let lens = recv_acks(self.h.as_raw_fd(), &mut rbuf)?;
             let acks = lens.iter().enumerate().flat_map(|(i, len)| {
                 let slot = &mut rbuf[i * ACK_SLOT..(i + 1) * ACK_SLOT];
@@ -305,12 +313,9 @@ impl Socket {
             });
             let acks: Vec<_> = acks.collect();
             for (seq, ack) in acks {
-                let outcome = match ack {
-                    None => Ok(()),
-                    Some(raw) => {
-                        let Some((_, op, sent)) = pending.get(&seq) else {
-                            continue;
-                        };
+                let refused = ack.is_some();
+                if let Some(raw) = ack {
+                    if let Some((idx, req, op)) = pending.remove(&seq) {
                         let mut k = KernelError {
                             op: op.to_string(),
                             errno: raw.errno,
@@ -318,17 +323,48 @@ impl Socket {
                             attr: None,
                         };
                         if let Some(o) = raw.offset {
-                            k.attr = (self.namer)(sent, o);
+                            k.attr = (self.namer)(&req.borrow().to_bytes(seq, 0), o);
                         }
-                        Err(k)
+                        results[idx] = Some(Err(k));
                     }
-                };
-                if let Some((idx, _, _)) = pending.remove(&seq) {
-                    results[idx] = Some(outcome);
+                }
+                // the answer to a datagram's last request: every request of it (and of any
+                // before it) not refused by now was applied
+                if sent.iter().any(|d| d.1 == seq) {
+                    while let Some((mut s, last)) = sent.pop_front() {
+                        loop {
+                            if let Some((idx, _, _)) = pending.remove(&s) {
+                                results[idx] = Some(Ok(()));
+                            }
+                            if s == last {
+                                break;
+                            }
+                            s = s.wrapping_add(1);
+                        }
+                        if last == seq {
+                            break;
+                        }
+                    }
+                } else if !refused {
+                    if let Some((idx, _, _)) = pending.remove(&seq) {
+                        results[idx] = Some(Ok(()));
+                    }
                 }
             }
         }
         Ok(results.into_iter().map(|r| r.unwrap_or(Ok(()))).collect())
+    }
+
+    /// Send the datagram in `buf` with an acknowledgement asked of its last message (at
+    /// `last_at`), and empty `buf`.
+    fn send_acked(&self, buf: &mut Vec<u8>, last_at: usize) -> Result<(), Error> {
+        if let Some(f) = buf.get_mut(last_at + 6..last_at + 8) {
+            let asked = u16::from_ne_bytes([f[0], f[1]]) | flags::ACK;
+            f.copy_from_slice(&asked.to_ne_bytes());
+        }
+        self.send_raw(buf)?;
+        buf.clear();
+        Ok(())
     }
 
     fn send_raw(&self, buf: &[u8]) -> Result<(), Error> {
@@ -594,6 +630,60 @@ mod ack_tests {
         let mut small = nlmsg(NLMSG_ERROR, 0, 3, &[0; 20]);
         small.resize(ACK_SLOT, 0);
         assert_eq!(clip(&mut small, 36).len(), 36);
+    }
+
+    #[test]
+    fn unacknowledged_requests_are_settled_by_their_datagrams_last_answer() {
+        // RTM_GETLINKs of lo (answered with the link, never acknowledged: only the last
+        // request of a datagram asks) between ones of devices that do not exist, 600 with
+        // 256 in flight, so that datagrams end on either: each outcome is its request's
+        let mut s = Socket::route().expect("route socket");
+        s.set_rcvbuf(4 << 20); // room for the links
+        let lo = |i: u32| i % 5 == 0 || i % 256 == 255;
+        let reqs: Vec<(Request, String)> = (0..600u32)
+            .map(|i| {
+                let mut p = vec![0u8; 16];
+                let ifindex = if lo(i) { 1 } else { 0x7fff_0000u32 + i };
+                p[4..8].copy_from_slice(&ifindex.to_ne_bytes());
+                let req = Request {
+                    ty: 18, // RTM_GETLINK
+                    flags: flags::REQUEST,
+                    payload: p,
+                };
+                (req, format!("get link {i}"))
+            })
+            .collect();
+        let got = s.pipeline(reqs, 256).expect("pipeline");
+        assert_eq!(got.len(), 600);
+        for (i, r) in got.iter().enumerate() {
+            if lo(i as u32) {
+                assert!(r.is_ok(), "request {i} (lo): {r:?}");
+            } else {
+                let e = r.as_ref().expect_err("no such device");
+                assert_eq!(
+                    (e.errno, e.op.as_str()),
+                    (libc::ENODEV, format!("get link {i}").as_str())
+                );
+            }
+        }
+        // and the socket is clean for the next request: nothing of this batch is left
+        let again = s.pipeline(
+            std::iter::once((
+                Request {
+                    ty: 18,
+                    flags: flags::REQUEST,
+                    payload: {
+                        let mut p = vec![0u8; 16];
+                        p[4..8].copy_from_slice(&0x7ffe_0000u32.to_ne_bytes());
+                        p
+                    },
+                },
+                "get link again",
+            )),
+            1,
+        );
+        let e = again.expect("pipeline")[0].clone().expect_err("no such device");
+        assert_eq!((e.errno, e.op.as_str()), (libc::ENODEV, "get link again"));
     }
 
     #[test]

@@ -54,16 +54,23 @@ pub struct Request {
 impl Request {
     /// The whole message as it goes on the wire.
     pub fn to_bytes(&self, seq: u32, pid: u32) -> Vec<u8> {
-        let len = NLMSG_HDRLEN + self.payload.len();
-        let mut v = Vec::with_capacity(align4(len));
-        v.extend_from_slice(&(len as u32).to_ne_bytes());
-        v.extend_from_slice(&self.ty.to_ne_bytes());
-        v.extend_from_slice(&self.flags.to_ne_bytes());
-        v.extend_from_slice(&seq.to_ne_bytes());
-        v.extend_from_slice(&pid.to_ne_bytes());
-        v.extend_from_slice(&self.payload);
-        v.resize(align4(len), 0);
+        let mut v = Vec::with_capacity(align4(NLMSG_HDRLEN + self.payload.len()));
+        self.append_to(&mut v, self.flags, seq, pid);
         v
+    }
+
+    /// Append the message to `buf` (several messages make one datagram), with `flags` as
+    /// its `nlmsg_flags`.
+    pub fn append_to(&self, buf: &mut Vec<u8>, flags: u16, seq: u32, pid: u32) {
+        let len = NLMSG_HDRLEN + self.payload.len();
+        let end = buf.len() + align4(len);
+        buf.extend_from_slice(&(len as u32).to_ne_bytes());
+        buf.extend_from_slice(&self.ty.to_ne_bytes());
+        buf.extend_from_slice(&flags.to_ne_bytes());
+        buf.extend_from_slice(&seq.to_ne_bytes());
+        buf.extend_from_slice(&pid.to_ne_bytes());
+        buf.extend_from_slice(&self.payload);
+        buf.resize(end, 0);
     }
 }
 
