@@ -51,17 +51,40 @@ enum Land {
 /// of an install cost about the same, and the machine has more than one CPU. The maps of a
 /// window are written before it is handed over, so they still precede the FIB.
 struct Worker {
-    jobs: std::sync::mpsc::Sender<Vec<(mpt_netlink::msg::Request, Op)>>,
-    results: std::sync::mpsc::Receiver<Answers>,
+    jobs: std::sync::mpsc::Sender<Job>,
+    results: std::sync::mpsc::Receiver<Reply>,
+}
+
+/// A window for the worker: its LPM writes (made first), then its route requests.
+struct Job {
+    lpm: Option<mpt_bpf::mproute::state::LpmWrites>,
+    reqs: Vec<(mpt_netlink::msg::Request, Op)>,
+}
+
+/// What became of a [`Job`].
+enum Reply {
+    /// The LPM writes failed: none of its routes was sent.
+    Maps(Failure),
+    /// The kernel's answers to its routes.
+    Fib(Answers),
 }
 
 impl Worker {
     fn spawn<'s>(sc: &'s std::thread::Scope<'s, '_>) -> Worker {
-        let (jobs, job_rx) = std::sync::mpsc::channel::<Vec<(mpt_netlink::msg::Request, Op)>>();
+        let (jobs, job_rx) = std::sync::mpsc::channel::<Job>();
         let (res_tx, results) = std::sync::mpsc::channel();
         sc.spawn(move || {
             let mut sock: Option<mpt_netlink::sock::Socket> = None;
             for job in job_rx {
+                if let Some(lpm) = job.lpm {
+                    if let Err(e) = lpm.write() {
+                        let f = crate::store::fail("write dataplane state", e);
+                        if res_tx.send(Reply::Maps(f)).is_err() {
+                            break;
+                        }
+                        continue;
+                    }
+                }
                 let r = (|| {
                     let s = match &mut sock {
                         Some(s) => s,
@@ -71,10 +94,10 @@ impl Worker {
                             sock.insert(s)
                         }
                     };
-                    s.pipeline(job.iter().map(|(r, o)| (r, *o)), job.len())
+                    s.pipeline(job.reqs.iter().map(|(r, o)| (r, *o)), job.reqs.len())
                 })()
                 .map_err(Failure::from);
-                if res_tx.send(r).is_err() {
+                if res_tx.send(Reply::Fib(r)).is_err() {
                     break;
                 }
             }
@@ -82,17 +105,19 @@ impl Worker {
         Worker { jobs, results }
     }
 
-    /// The answers to the window sent last (waits for them).
-    fn answers(&self) -> Answers {
+    /// What became of the oldest window handed over (waits for it).
+    fn answers(&self) -> Reply {
         self.results
             .recv()
-            .unwrap_or_else(|_| Err(Failure::system("netlink sender thread gone")))
+            .unwrap_or_else(|_| Reply::Fib(Err(Failure::system("netlink sender thread gone"))))
     }
 }
 
-/// Report a window whose maps could not be written (it was undone; the batch stops).
+/// Report a window whose maps could not be written (it was undone, with the `later` lines
+/// planned after it; the batch stops).
 fn maps_failed(
     pending: &[(usize, Pending)],
+    later: usize,
     f: &Failure,
     emit: &mut dyn FnMut(usize, Result<Output, Failure>),
 ) {
@@ -103,7 +128,7 @@ fn maps_failed(
                 "{}: {} (this line and the {} after it were not installed)",
                 p.op,
                 f.message,
-                pending.len() - 1
+                pending.len() - 1 + later
             ))),
         );
     }
@@ -257,27 +282,37 @@ impl Session {
                         }
                         let pending = std::mem::take(&mut window);
                         let lines = std::mem::take(&mut lines_of);
-                        if let Err(f) = self.flush_maps() {
-                            for (_, p) in pending.iter().rev() {
-                                let _ = self.undo(p);
-                                self.gc_needed = true;
-                            }
-                            // the windows before it first, as line by line
-                            match self.land_all(&mut inflight, w, &mut window, &mut lines_of, emit)
-                            {
-                                Land::Stop => return false,
-                                Land::Again(mut again) => {
-                                    again.extend(lines);
-                                    requeue(&mut queue, again, None);
-                                    continue;
+                        // the state written now, the tries by the worker before the routes
+                        let lpm = match self.hand_off_maps() {
+                            Ok(lpm) => lpm,
+                            Err(f) => {
+                                for (_, p) in pending.iter().rev() {
+                                    let _ = self.undo(p);
+                                    self.gc_needed = true;
                                 }
-                                Land::Clear => {
-                                    maps_failed(&pending, &f, emit);
-                                    return false;
+                                // the windows before it first, as line by line
+                                match self.land_all(
+                                    &mut inflight,
+                                    w,
+                                    &mut window,
+                                    &mut lines_of,
+                                    emit,
+                                ) {
+                                    Land::Stop => return false,
+                                    Land::Again(mut again) => {
+                                        again.extend(lines);
+                                        requeue(&mut queue, again, None);
+                                        continue;
+                                    }
+                                    Land::Clear => {
+                                        maps_failed(&pending, 0, &f, emit);
+                                        return false;
+                                    }
                                 }
                             }
-                        }
-                        let job = pending.iter().map(|(_, p)| (p.req.clone(), p.op)).collect();
+                        };
+                        let reqs = pending.iter().map(|(_, p)| (p.req.clone(), p.op)).collect();
+                        let job = Job { lpm, reqs };
                         if w.jobs.send(job).is_err() {
                             for (_, p) in pending.iter().rev() {
                                 let _ = self.undo(p);
@@ -381,7 +416,20 @@ impl Session {
         let Some(oldest) = inflight.pop_front() else {
             return Land::Clear;
         };
-        let results = w.answers();
+        let results = match w.answers() {
+            Reply::Fib(r) => r,
+            Reply::Maps(f) => {
+                // none of its routes went to the FIB: the batch stops there, as when the maps
+                // of a window planned here cannot be written
+                let later = self.undo_after(inflight, w, window, lines_of).len();
+                for (_, p) in oldest.pending.iter().rev() {
+                    let _ = self.undo(p);
+                    self.gc_needed = true;
+                }
+                maps_failed(&oldest.pending, later, &f, emit);
+                return Land::Stop;
+            }
+        };
         if clean(&results) {
             return if self.settle_window(oldest.pending, results, emit) {
                 Land::Clear
@@ -389,22 +437,7 @@ impl Session {
                 Land::Stop
             };
         }
-        for (_, p) in window.drain(..).rev() {
-            let _ = self.undo(&p);
-            // objects it created may serve the lines planned again: collected at the end
-            self.gc_needed = true;
-        }
-        let planned = std::mem::take(lines_of);
-        let newer: Vec<Flight> = inflight.drain(..).collect();
-        let answers: Vec<Answers> = newer.iter().map(|_| w.answers()).collect();
-        let mut again = Vec::new();
-        for (f, r) in newer.into_iter().zip(answers).rev() {
-            self.roll_back(&f.pending, &r);
-            let mut lines = f.lines;
-            lines.append(&mut again);
-            again = lines;
-        }
-        again.extend(planned);
+        let again = self.undo_after(inflight, w, window, lines_of);
         if !self.settle_window(oldest.pending, results, emit) {
             return Land::Stop;
         }
@@ -415,15 +448,44 @@ impl Session {
         }
     }
 
+    /// Undo everything planned after the oldest window in flight, newest first: the window
+    /// being planned, then the newer windows in flight (see [`Session::roll_back`]). Returns
+    /// their lines, in order, to be planned again.
+    fn undo_after(
+        &mut self,
+        inflight: &mut VecDeque<Flight>,
+        w: &Worker,
+        window: &mut Vec<(usize, Pending)>,
+        lines_of: &mut Vec<(usize, Result<Command, Failure>)>,
+    ) -> Vec<(usize, Result<Command, Failure>)> {
+        for (_, p) in window.drain(..).rev() {
+            let _ = self.undo(&p);
+            // objects it created may serve the lines planned again: collected at the end
+            self.gc_needed = true;
+        }
+        let planned = std::mem::take(lines_of);
+        let newer: Vec<Flight> = inflight.drain(..).collect();
+        let replies: Vec<Reply> = newer.iter().map(|_| w.answers()).collect();
+        let mut again = Vec::new();
+        for (f, r) in newer.into_iter().zip(replies).rev() {
+            self.roll_back(&f.pending, &r);
+            let mut lines = f.lines;
+            lines.append(&mut again);
+            again = lines;
+        }
+        again.extend(planned);
+        again
+    }
+
     /// Take back a window the kernel was sent (newest line first): the routes it took are
     /// deleted again, every line's state and dataplane entries put back.
-    fn roll_back(&mut self, pending: &[(usize, Pending)], answers: &Answers) {
-        if answers.is_err() {
+    fn roll_back(&mut self, pending: &[(usize, Pending)], reply: &Reply) {
+        if matches!(reply, Reply::Fib(Err(_))) {
             // the socket failed: what the kernel holds is re-read when needed
             self.fib.clear();
         }
         for (i, (_, p)) in pending.iter().enumerate().rev() {
-            if matches!(answers, Ok(v) if v.get(i).is_some_and(Result::is_ok)) {
+            if matches!(reply, Reply::Fib(Ok(v)) if v.get(i).is_some_and(Result::is_ok)) {
                 self.delete_again(p);
             }
             let _ = self.undo(p);
@@ -462,7 +524,7 @@ impl Session {
         for (_, p) in pending.iter().rev() {
             let _ = self.undo(p);
         }
-        maps_failed(pending, &f, emit);
+        maps_failed(pending, 0, &f, emit);
         false
     }
 

@@ -91,6 +91,20 @@ impl Session {
         }
     }
 
+    /// A window's held-back writes before its routes go to the FIB from another thread: the
+    /// state's made here, the LPM tries' handed over (see `RouteState::hand_off`).
+    pub(crate) fn hand_off_maps(
+        &mut self,
+    ) -> Result<Option<mpt_bpf::mproute::state::LpmWrites>, Failure> {
+        match self.store(false)? {
+            Some(s) => s
+                .bpf()
+                .hand_off()
+                .map_err(|e| crate::store::fail("write dataplane state", e)),
+            None => Ok(None),
+        }
+    }
+
     pub(crate) fn modify(&mut self, spec: &RouteSpec) -> Result<Output, Failure> {
         let p = match self.plan(spec)? {
             Planned::Unchanged(out) => return Ok(out),

@@ -72,6 +72,50 @@ pub struct RouteState {
     /// driver before it sends a window of routes to the FIB, so the maps still precede the
     /// FIB. One syscall per map and window instead of one per entry.
     deferred: std::sync::Mutex<[Batch; 3]>,
+    /// `mpt_lpm4` and `mpt_lpm6`, for the writes handed to another thread
+    /// ([`RouteState::hand_off`]).
+    lpm: std::sync::Arc<[MapHandle; 2]>,
+    /// The handed-off writes not made yet: every accessor waits for them (in `flush`).
+    handed: std::sync::Arc<Handed>,
+}
+
+/// Count of the LPM writes handed to another thread and not made yet.
+#[derive(Debug, Default)]
+struct Handed {
+    out: std::sync::Mutex<usize>,
+    done: std::sync::Condvar,
+}
+
+/// A window's held-back LPM writes, handed to another thread to make (see
+/// [`RouteState::hand_off`]). Until they are made or dropped, every access to the state's
+/// maps waits for them.
+#[derive(Debug)]
+pub struct LpmWrites {
+    batches: [Batch; 2],
+    maps: std::sync::Arc<[MapHandle; 2]>,
+    handed: std::sync::Arc<Handed>,
+}
+
+impl LpmWrites {
+    /// Make the writes, one `BPF_MAP_UPDATE_BATCH` per trie. On failure the writes not made
+    /// are dropped, as by [`RouteState::flush`].
+    pub fn write(self) -> Result<(), Error> {
+        for (b, map) in self.batches.iter().zip(self.maps.iter()) {
+            if b.n > 0 {
+                map.update_batch(&b.keys, &b.vals, b.n, MapFlags::ANY, MapFlags::ANY)
+                    .map_err(Error::libbpf("write the LPM trie"))?;
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Drop for LpmWrites {
+    fn drop(&mut self) {
+        let mut out = self.handed.out.lock().unwrap_or_else(|e| e.into_inner());
+        *out = out.saturating_sub(1);
+        self.handed.done.notify_all();
+    }
 }
 
 /// Entries for one map, keys and values packed as `BPF_MAP_UPDATE_BATCH` takes them.
@@ -129,6 +173,7 @@ impl RouteState {
         };
         let meta = pinned.dup("mpt_meta")?;
         let routes = pinned.dup("mpt_routes")?;
+        let lpm = std::sync::Arc::new([pinned.dup("mpt_lpm4")?, pinned.dup("mpt_lpm6")?]);
         Ok(Some(RouteState {
             pinned,
             meta,
@@ -138,6 +183,8 @@ impl RouteState {
             lpm_written: std::sync::Mutex::new(None),
             routes_written: std::sync::Mutex::new(None),
             deferred: std::sync::Mutex::new(Default::default()),
+            lpm,
+            handed: Default::default(),
         }))
     }
 
@@ -187,6 +234,7 @@ impl RouteState {
     /// not made are dropped (the caller undoes the routes they belonged to, as after a FIB
     /// refusal) and the error says which map refused.
     pub fn flush(&self) -> Result<(), Error> {
+        self.wait_handed();
         let batches = {
             let mut g = self.deferred.lock().unwrap_or_else(|e| e.into_inner());
             if g.iter().all(|b| b.n == 0) {
@@ -210,6 +258,49 @@ impl RouteState {
                 }))?;
         }
         Ok(())
+    }
+
+    /// Make the held-back writes to `mpt_routes` now and hand those to the LPM tries over, to
+    /// be made (by another thread) with [`LpmWrites::write`] before the routes they belong
+    /// to go to the FIB; `None` if there are none. Until they are made or dropped, every
+    /// access to the state's maps waits for them, so none sees the tries without them.
+    pub fn hand_off(&self) -> Result<Option<LpmWrites>, Error> {
+        let [routes, lpm4, lpm6] = {
+            let mut g = self.deferred.lock().unwrap_or_else(|e| e.into_inner());
+            std::mem::take(&mut *g)
+        };
+        if routes.n > 0 {
+            self.routes
+                .update_batch(
+                    &routes.keys,
+                    &routes.vals,
+                    routes.n,
+                    MapFlags::ANY,
+                    MapFlags::ANY,
+                )
+                .map_err(Error::libbpf("write mpt_routes"))?;
+        }
+        if lpm4.n == 0 && lpm6.n == 0 {
+            return Ok(None);
+        }
+        *self.handed.out.lock().unwrap_or_else(|e| e.into_inner()) += 1;
+        Ok(Some(LpmWrites {
+            batches: [lpm4, lpm6],
+            maps: self.lpm.clone(),
+            handed: self.handed.clone(),
+        }))
+    }
+
+    /// Wait until the writes handed off by [`RouteState::hand_off`] are made (or dropped).
+    fn wait_handed(&self) {
+        let mut out = self.handed.out.lock().unwrap_or_else(|e| e.into_inner());
+        while *out > 0 {
+            out = self
+                .handed
+                .done
+                .wait(out)
+                .unwrap_or_else(|e| e.into_inner());
+        }
     }
 
     /// Pin the maps if they are not (see [`Pinned::ensure_pinned`]).
