@@ -1,9 +1,10 @@
 //! Batches: the lines of a batch file run on one [`Session`]. Consecutive `add` lines are
-//! pipelined (up to 256 requests in flight, several per `sendmsg`, acknowledgements matched by
-//! sequence number); without `--force` a refused line stops the batch and the lines after it
-//! that the kernel had already applied are rolled back, so the result is the same as running
-//! the lines one by one. A batch of more add lines than a window plans (and writes the maps
-//! of) each window while a second thread has the kernel take the ones before (at most
+//! pipelined (up to 256 requests in flight, several per `sendmsg`, one acknowledgement per
+//! datagram and refusals matched by sequence number); without `--force` a refused line stops
+//! the batch and the lines after it that the kernel had already applied are rolled back, so
+//! the result is the same as running the lines one by one. A batch of more add lines than a
+//! window plans (and writes the state of) each window while a second thread writes the LPM
+//! entries of the ones before and has the kernel take their routes (at most
 //! [`DEPTH`]); what was planned or sent on lines that then did not stand is undone (the routes
 //! the kernel took deleted again) and planned again (see [`Worker`]).
 
@@ -45,11 +46,12 @@ enum Land {
     Stop,
 }
 
-/// The thread that sends full windows of route requests to the kernel (on a netlink socket
+/// The thread that takes full windows of route requests to the kernel (on a netlink socket
 /// of its own, in the namespace it inherits) and returns the answers, so that the kernel's
-/// work on one window overlaps with planning the next and writing its maps: the two halves
-/// of an install cost about the same, and the machine has more than one CPU. The maps of a
-/// window are written before it is handed over, so they still precede the FIB.
+/// work on one window overlaps with planning the next: the two halves of an install cost
+/// about the same, and the machine has more than one CPU. A window's state is written before
+/// it is handed over and its LPM entries by the worker before its routes (that share of the
+/// map writes balances the two threads), so both still precede the FIB.
 struct Worker {
     jobs: std::sync::mpsc::Sender<Job>,
     results: std::sync::mpsc::Receiver<Reply>,

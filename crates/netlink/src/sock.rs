@@ -682,7 +682,9 @@ mod ack_tests {
             )),
             1,
         );
-        let e = again.expect("pipeline")[0].clone().expect_err("no such device");
+        let e = again.expect("pipeline")[0]
+            .clone()
+            .expect_err("no such device");
         assert_eq!((e.errno, e.op.as_str()), (libc::ENODEV, "get link again"));
     }
 
