@@ -55,6 +55,9 @@ enum Land {
 struct Worker {
     jobs: std::sync::mpsc::Sender<Job>,
     results: std::sync::mpsc::Receiver<Reply>,
+    /// The last answers were waited for: the worker is the slower of the two threads, so the
+    /// next window's LPM entries are written by the planner (see [`Session::window_maps`]).
+    behind: std::cell::Cell<bool>,
 }
 
 /// A window for the worker: its LPM writes (made first), then its route requests.
@@ -104,14 +107,27 @@ impl Worker {
                 }
             }
         });
-        Worker { jobs, results }
+        Worker {
+            jobs,
+            results,
+            behind: std::cell::Cell::new(false),
+        }
     }
 
     /// What became of the oldest window handed over (waits for it).
     fn answers(&self) -> Reply {
-        self.results
-            .recv()
-            .unwrap_or_else(|_| Reply::Fib(Err(Failure::system("netlink sender thread gone"))))
+        let gone = || Reply::Fib(Err(Failure::system("netlink sender thread gone")));
+        match self.results.try_recv() {
+            Ok(r) => {
+                self.behind.set(false);
+                r
+            }
+            Err(std::sync::mpsc::TryRecvError::Empty) => {
+                self.behind.set(true);
+                self.results.recv().unwrap_or_else(|_| gone())
+            }
+            Err(std::sync::mpsc::TryRecvError::Disconnected) => gone(),
+        }
     }
 }
 
@@ -284,8 +300,7 @@ impl Session {
                         }
                         let pending = std::mem::take(&mut window);
                         let lines = std::mem::take(&mut lines_of);
-                        // the state written now, the tries by the worker before the routes
-                        let lpm = match self.hand_off_maps() {
+                        let lpm = match self.window_maps(w) {
                             Ok(lpm) => lpm,
                             Err(f) => {
                                 for (_, p) in pending.iter().rev() {
@@ -447,6 +462,23 @@ impl Session {
             Land::Clear
         } else {
             Land::Again(again)
+        }
+    }
+
+    /// A window's held-back map writes, before it goes to the worker: the state's made here,
+    /// and the LPM tries' either here too, when the worker is the slower thread, or handed to
+    /// it (returned) to make before the routes. So the two threads share the map writes as
+    /// their loads go, and the maps still precede the FIB.
+    fn window_maps(
+        &mut self,
+        w: &Worker,
+    ) -> Result<Option<mpt_bpf::mproute::state::LpmWrites>, Failure> {
+        match self.hand_off_maps()? {
+            Some(lpm) if w.behind.get() => lpm
+                .write()
+                .map(|()| None)
+                .map_err(|e| crate::store::fail("write dataplane state", e)),
+            other => Ok(other),
         }
     }
 
