@@ -154,6 +154,7 @@ pub fn split_words(line: &str) -> Result<Vec<String>, String> {
         (None, Some(r)) => words.push(r.to_string()),
         (None, None) => {}
     }
+    words.shrink_to_fit();
     Ok(words)
 }
 
