@@ -244,14 +244,14 @@ impl RouteState {
                 && self.map("mpt_lpm6")?.keys().next().is_none();
             *g = Some(empty.then(rustc_hash::FxHashSet::default));
         }
-        Ok(matches!(&*g, Some(Some(set)) if !set.contains(l.bytes())))
+        Ok(matches!(&*g, Some(Some(set)) if !set.contains(&super::state::set_key(l.bytes()))))
     }
 
     /// Record a write of `l` (before it is made: a failed write may have happened anyway).
     fn lpm_wrote(&self, l: &Lpm) {
         if let Ok(mut g) = self.lpm_written.lock() {
             if let Some(Some(set)) = g.as_mut() {
-                set.insert(l.bytes().to_vec());
+                set.insert(super::state::set_key(l.bytes()));
             }
         }
     }

@@ -62,10 +62,10 @@ pub struct RouteState {
     /// (`None`: not known to have been empty, so every write looks its key up first). With
     /// the namespace locked nobody else writes them, so a key not in the set has no entry:
     /// a bulk install into an empty table needs no lookup per route.
-    pub(crate) lpm_written: std::sync::Mutex<Option<Option<rustc_hash::FxHashSet<Vec<u8>>>>>,
+    pub(crate) lpm_written: std::sync::Mutex<Option<Option<rustc_hash::FxHashSet<SetKey>>>>,
     /// The same for `mpt_routes`: the state keys this process wrote, if the map was empty
     /// when it first wrote one.
-    routes_written: std::sync::Mutex<Option<Option<rustc_hash::FxHashSet<Vec<u8>>>>>,
+    routes_written: std::sync::Mutex<Option<Option<rustc_hash::FxHashSet<SetKey>>>>,
     /// Writes of keys known to be absent (see `lpm_written`, `routes_written`), held back and
     /// made with one `BPF_MAP_UPDATE_BATCH` per map by [`RouteState::flush`]: before any
     /// other access to the state's maps (every accessor flushes first), and by the batch
@@ -77,6 +77,25 @@ pub struct RouteState {
     lpm: std::sync::Arc<[MapHandle; 2]>,
     /// The handed-off writes not made yet: every accessor waits for them (in `flush`).
     handed: std::sync::Arc<Handed>,
+}
+
+/// A map key as the bookkeeping sets (`lpm_written`, `routes_written`) hold it: its bytes,
+/// zero-padded, and its length. Inline, so that recording a route costs no allocation.
+pub(crate) type SetKey = ([u8; SET_KEY_MAX], u8);
+const SET_KEY_MAX: usize = 28;
+const _: () = assert!(
+    std::mem::size_of::<MptRouteKey>() <= SET_KEY_MAX
+        && std::mem::size_of::<super::abi::MptLpm6Key>() <= SET_KEY_MAX
+        && std::mem::size_of::<super::abi::MptLpm4Key>() <= SET_KEY_MAX
+);
+
+/// `bytes` (a key of at most [`SET_KEY_MAX`] bytes, as the assertion above has them) as a
+/// [`SetKey`].
+pub(crate) fn set_key(bytes: &[u8]) -> SetKey {
+    let mut k = [0u8; SET_KEY_MAX];
+    let n = bytes.len().min(SET_KEY_MAX);
+    k[..n].copy_from_slice(&bytes[..n]);
+    (k, n as u8)
 }
 
 /// Count of the LPM writes handed to another thread and not made yet.
@@ -383,7 +402,7 @@ impl RouteState {
             .unwrap_or_else(|e| e.into_inner())
             .as_mut()
         {
-            set.insert(key.as_bytes().to_vec());
+            set.insert(set_key(key.as_bytes()));
         }
         self.routes
             .update(key.as_bytes(), val.as_bytes(), MapFlags::ANY)
@@ -409,7 +428,7 @@ impl RouteState {
                 );
             }
             if let Some(Some(set)) = g.as_mut() {
-                if set.insert(key.as_bytes().to_vec()) {
+                if set.insert(set_key(key.as_bytes())) {
                     drop(g);
                     self.defer(DEFER_ROUTES, key.as_bytes(), val.as_bytes());
                     return Ok(true);
