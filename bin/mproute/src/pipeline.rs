@@ -298,7 +298,7 @@ impl Session {
                                 Land::Clear => {}
                             }
                         }
-                        let pending = std::mem::take(&mut window);
+                        let mut pending = std::mem::take(&mut window);
                         let lines = std::mem::take(&mut lines_of);
                         let lpm = match self.window_maps(w) {
                             Ok(lpm) => lpm,
@@ -328,7 +328,12 @@ impl Session {
                                 }
                             }
                         };
-                        let reqs = pending.iter().map(|(_, p)| (p.req.clone(), p.op)).collect();
+                        // the requests move to the worker (a line planned again is encoded
+                        // again; rolling back builds its own)
+                        let reqs = pending
+                            .iter_mut()
+                            .map(|(_, p)| (std::mem::take(&mut p.req), p.op))
+                            .collect();
                         let job = Job { lpm, reqs };
                         if w.jobs.send(job).is_err() {
                             for (_, p) in pending.iter().rev() {

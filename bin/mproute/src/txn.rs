@@ -27,6 +27,7 @@ pub(crate) struct Pending {
     pub(crate) verb: Verb,
     pub(crate) key: RouteKey,
     pub(crate) op: Op,
+    /// The FIB request (empty once a window has handed it to the worker).
     pub(crate) req: mpt_netlink::msg::Request,
     pub(crate) protocol: u8,
     pub(crate) old_state: Option<Managed>,

@@ -41,7 +41,7 @@ pub mod flags {
 }
 
 /// One request, before sequence number and port id are chosen.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Request {
     /// `nlmsg_type`.
     pub ty: u16,
