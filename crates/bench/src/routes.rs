@@ -534,7 +534,7 @@ pub fn run(count: u32, runs: u32) -> Result<()> {
         100.0 * rate(&s, Tool::MprouteNh) / rate(&s, Tool::FloorObject)
     );
     println!(
-        "                 with a dataplane entry per route written in batches, the kernel's share is {:.2}× ip-batch, from one thread (mproute at {:.0} %; it plans and writes the maps of one window while the kernel takes the one before, so it can pass the single-threaded figures)",
+        "                 with a dataplane entry per route written in batches, the kernel's share is {:.2}× ip-batch, from one thread (mproute at {:.0} %; it plans a window and writes its state while a second thread writes the LPM entries of the one before and has the kernel take its routes, so it can pass the single-threaded figures)",
         rate(&s, Tool::FloorObjectMaps) / ip,
         100.0 * rate(&s, Tool::MprouteNh) / rate(&s, Tool::FloorObjectMaps)
     );
