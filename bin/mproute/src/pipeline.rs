@@ -68,7 +68,8 @@ struct Job {
 
 /// What became of a [`Job`].
 enum Reply {
-    /// The LPM writes failed: none of its routes was sent.
+    /// The LPM writes failed, or those of a window before it did: none of its routes was
+    /// sent.
     Maps(Failure),
     /// The kernel's answers to its routes.
     Fib(Answers),
@@ -80,10 +81,21 @@ impl Worker {
         let (res_tx, results) = std::sync::mpsc::channel();
         sc.spawn(move || {
             let mut sock: Option<mpt_netlink::sock::Socket> = None;
+            // after a window's trie writes failed, the batch stops there: the windows after
+            // it are neither written nor sent (the planner only undoes them)
+            let mut failed: Option<Failure> = None;
             for job in job_rx {
+                if let Some(f) = &failed {
+                    drop(job);
+                    if res_tx.send(Reply::Maps(f.clone())).is_err() {
+                        break;
+                    }
+                    continue;
+                }
                 if let Some(lpm) = job.lpm {
                     if let Err(e) = lpm.write() {
                         let f = crate::store::fail("write dataplane state", e);
+                        failed = Some(f.clone());
                         if res_tx.send(Reply::Maps(f)).is_err() {
                             break;
                         }
@@ -303,11 +315,11 @@ impl Session {
                         let lpm = match self.window_maps(w) {
                             Ok(lpm) => lpm,
                             Err(f) => {
-                                for (_, p) in pending.iter().rev() {
-                                    let _ = self.undo(p);
-                                    self.gc_needed = true;
-                                }
-                                // the windows before it first, as line by line
+                                // the windows before it first, as line by line: this one is
+                                // the window being planned again, undone (newest first) with
+                                // whatever a trouble in those undoes, and counted with it
+                                window = pending;
+                                lines_of = lines;
                                 match self.land_all(
                                     &mut inflight,
                                     w,
@@ -316,12 +328,17 @@ impl Session {
                                     emit,
                                 ) {
                                     Land::Stop => return false,
-                                    Land::Again(mut again) => {
-                                        again.extend(lines);
+                                    Land::Again(again) => {
                                         requeue(&mut queue, again, None);
                                         continue;
                                     }
                                     Land::Clear => {
+                                        lines_of.clear();
+                                        let pending = std::mem::take(&mut window);
+                                        for (_, p) in pending.iter().rev() {
+                                            let _ = self.undo(p);
+                                            self.gc_needed = true;
+                                        }
                                         maps_failed(&pending, 0, &f, emit);
                                         return false;
                                     }

@@ -105,6 +105,28 @@ struct Handed {
     done: std::sync::Condvar,
 }
 
+impl Handed {
+    /// One more handed over.
+    fn add(&self) {
+        *self.out.lock().unwrap_or_else(|e| e.into_inner()) += 1;
+    }
+
+    /// One made or dropped.
+    fn settled(&self) {
+        let mut out = self.out.lock().unwrap_or_else(|e| e.into_inner());
+        *out = out.saturating_sub(1);
+        self.done.notify_all();
+    }
+
+    /// Wait until every one handed over is made or dropped.
+    fn wait(&self) {
+        let mut out = self.out.lock().unwrap_or_else(|e| e.into_inner());
+        while *out > 0 {
+            out = self.done.wait(out).unwrap_or_else(|e| e.into_inner());
+        }
+    }
+}
+
 /// A window's held-back LPM writes, handed to another thread to make (see
 /// [`RouteState::hand_off`]). Until they are made or dropped, every access to the state's
 /// maps waits for them.
@@ -131,9 +153,7 @@ impl LpmWrites {
 
 impl Drop for LpmWrites {
     fn drop(&mut self) {
-        let mut out = self.handed.out.lock().unwrap_or_else(|e| e.into_inner());
-        *out = out.saturating_sub(1);
-        self.handed.done.notify_all();
+        self.handed.settled();
     }
 }
 
@@ -302,7 +322,7 @@ impl RouteState {
         if lpm4.n == 0 && lpm6.n == 0 {
             return Ok(None);
         }
-        *self.handed.out.lock().unwrap_or_else(|e| e.into_inner()) += 1;
+        self.handed.add();
         Ok(Some(LpmWrites {
             batches: [lpm4, lpm6],
             maps: self.lpm.clone(),
@@ -312,14 +332,7 @@ impl RouteState {
 
     /// Wait until the writes handed off by [`RouteState::hand_off`] are made (or dropped).
     fn wait_handed(&self) {
-        let mut out = self.handed.out.lock().unwrap_or_else(|e| e.into_inner());
-        while *out > 0 {
-            out = self
-                .handed
-                .done
-                .wait(out)
-                .unwrap_or_else(|e| e.into_inner());
-        }
+        self.handed.wait();
     }
 
     /// Pin the maps if they are not (see [`Pinned::ensure_pinned`]).
@@ -477,3 +490,85 @@ impl RouteState {
 pub fn destroy(cookie: u64) -> Result<(), Error> {
     pinned::destroy(&SUITE, cookie)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Two LPM tries as the state has them (root: BPF maps).
+    fn tries() -> std::sync::Arc<[MapHandle; 2]> {
+        let opts = libbpf_sys::bpf_map_create_opts {
+            sz: std::mem::size_of::<libbpf_sys::bpf_map_create_opts>() as _,
+            map_flags: libbpf_sys::BPF_F_NO_PREALLOC,
+            ..Default::default()
+        };
+        let trie = |key: usize| {
+            MapHandle::create(
+                libbpf_rs::MapType::LpmTrie,
+                Some("mpt_test_lpm"),
+                key as u32,
+                std::mem::size_of::<super::super::abi::MptDpRoute>() as u32,
+                16,
+                &opts,
+            )
+            .expect("LPM trie (root)")
+        };
+        std::sync::Arc::new([
+            trie(std::mem::size_of::<super::super::abi::MptLpm4Key>()),
+            trie(std::mem::size_of::<super::super::abi::MptLpm6Key>()),
+        ])
+    }
+
+    /// Handed-off trie writes: waiting returns once each is made or dropped unwritten (a
+    /// worker gone), and only the written one is in the trie.
+    #[test]
+    fn handed_writes_are_waited_for_until_made_or_dropped() {
+        let maps = tries();
+        let handed = std::sync::Arc::new(Handed::default());
+        let val = vec![0u8; std::mem::size_of::<super::super::abi::MptDpRoute>()];
+        let key = |a: u8| {
+            let mut k = vec![0u8; std::mem::size_of::<super::super::abi::MptLpm4Key>()];
+            k[..4].copy_from_slice(&(32u32 + 24).to_ne_bytes());
+            k[8..12].copy_from_slice(&[198, 18, a, 0]);
+            k
+        };
+        let writes = |a: u8| {
+            handed.add();
+            LpmWrites {
+                batches: [
+                    Batch {
+                        keys: key(a),
+                        vals: val.clone(),
+                        n: 1,
+                    },
+                    Batch::default(),
+                ],
+                maps: maps.clone(),
+                handed: handed.clone(),
+            }
+        };
+        let (made, dropped) = (writes(1), writes(2));
+        let (tx, rx) = std::sync::mpsc::channel();
+        let h = handed.clone();
+        let waiter = std::thread::spawn(move || {
+            h.wait();
+            let _ = tx.send(());
+        });
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        assert!(rx.try_recv().is_err(), "returned with two writes outstanding");
+        made.write().expect("trie write");
+        assert!(
+            rx.recv_timeout(std::time::Duration::from_millis(50)).is_err(),
+            "returned with one outstanding"
+        );
+        std::thread::spawn(move || drop(dropped))
+            .join()
+            .expect("dropped on another thread");
+        rx.recv_timeout(std::time::Duration::from_secs(10))
+            .expect("wait returns once the last is dropped");
+        waiter.join().expect("waiter");
+        let found = |a: u8| maps[0].lookup(&key(a), MapFlags::ANY).expect("lookup");
+        assert!(found(1).is_some() && found(2).is_none());
+    }
+}
+
