@@ -555,10 +555,14 @@ mod tests {
             let _ = tx.send(());
         });
         std::thread::sleep(std::time::Duration::from_millis(50));
-        assert!(rx.try_recv().is_err(), "returned with two writes outstanding");
+        assert!(
+            rx.try_recv().is_err(),
+            "returned with two writes outstanding"
+        );
         made.write().expect("trie write");
         assert!(
-            rx.recv_timeout(std::time::Duration::from_millis(50)).is_err(),
+            rx.recv_timeout(std::time::Duration::from_millis(50))
+                .is_err(),
             "returned with one outstanding"
         );
         std::thread::spawn(move || drop(dropped))
@@ -571,4 +575,3 @@ mod tests {
         assert!(found(1).is_some() && found(2).is_none());
     }
 }
-
