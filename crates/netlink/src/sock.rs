@@ -633,6 +633,17 @@ mod ack_tests {
         assert_eq!(clip(&mut small, 36).len(), 36);
     }
 
+    /// An RTM_GETLINK of `ifindex` (read only, any user).
+    fn get_link(ifindex: u32) -> Request {
+        let mut p = vec![0u8; 16];
+        p[4..8].copy_from_slice(&ifindex.to_ne_bytes());
+        Request {
+            ty: 18, // RTM_GETLINK
+            flags: flags::REQUEST,
+            payload: p,
+        }
+    }
+
     #[test]
     fn unacknowledged_requests_are_settled_by_their_datagrams_last_answer() {
         // RTM_GETLINKs of lo (answered with the link, never acknowledged: only the last
@@ -644,15 +655,8 @@ mod ack_tests {
         let lo = |i: u32| i % 5 == 0 || i % 256 == 255;
         let reqs: Vec<(Request, String)> = (0..600u32)
             .map(|i| {
-                let mut p = vec![0u8; 16];
                 let ifindex = if lo(i) { 1 } else { 0x7fff_0000u32 + i };
-                p[4..8].copy_from_slice(&ifindex.to_ne_bytes());
-                let req = Request {
-                    ty: 18, // RTM_GETLINK
-                    flags: flags::REQUEST,
-                    payload: p,
-                };
-                (req, format!("get link {i}"))
+                (get_link(ifindex), format!("get link {i}"))
             })
             .collect();
         let got = s.pipeline(reqs, 256).expect("pipeline");
@@ -670,18 +674,7 @@ mod ack_tests {
         }
         // and the socket is clean for the next request: nothing of this batch is left
         let again = s.pipeline(
-            std::iter::once((
-                Request {
-                    ty: 18,
-                    flags: flags::REQUEST,
-                    payload: {
-                        let mut p = vec![0u8; 16];
-                        p[4..8].copy_from_slice(&0x7ffe_0000u32.to_ne_bytes());
-                        p
-                    },
-                },
-                "get link again",
-            )),
+            std::iter::once((get_link(0x7ffe_0000), "get link again")),
             1,
         );
         let e = again.expect("pipeline")[0]
@@ -696,16 +689,7 @@ mod ack_tests {
         // flight: the acks arrive many per recvmmsg, and each outcome is its request's
         let mut s = Socket::route().expect("route socket");
         let reqs: Vec<(Request, String)> = (0..600u32)
-            .map(|i| {
-                let mut p = vec![0u8; 16];
-                p[4..8].copy_from_slice(&(0x7fff_0000u32 + i).to_ne_bytes());
-                let req = Request {
-                    ty: 18, // RTM_GETLINK
-                    flags: flags::REQUEST,
-                    payload: p,
-                };
-                (req, format!("get link {i}"))
-            })
+            .map(|i| (get_link(0x7fff_0000 + i), format!("get link {i}")))
             .collect();
         let got = s.pipeline(reqs, 256).expect("pipeline");
         assert_eq!(got.len(), 600);
