@@ -32,7 +32,19 @@ const DEPTH: usize = 2;
 /// not stand).
 struct Flight {
     pending: Vec<(usize, Pending)>,
-    lines: Vec<(usize, Result<Command, Failure>)>,
+    lines: Vec<Line>,
+}
+
+/// A batch line and its typed command.
+type Line = (usize, Result<Command, Failure>);
+
+/// The adds of a batch on their way: the window being planned, with its lines (to plan again
+/// if a window in flight ends in trouble), and the windows with the kernel, oldest first.
+#[derive(Default)]
+struct Pipe {
+    window: Vec<(usize, Pending)>,
+    lines_of: Vec<Line>,
+    inflight: VecDeque<Flight>,
 }
 
 /// What settling the window in flight left to do.
@@ -41,7 +53,7 @@ enum Land {
     Clear,
     /// A line in flight did not stand (refused, with `--force`): these lines, planned on
     /// the assumption that it would, were undone and must be planned again.
-    Again(Vec<(usize, Result<Command, Failure>)>),
+    Again(Vec<Line>),
     /// The batch stops (reported).
     Stop,
 }
@@ -173,11 +185,7 @@ fn clean(r: &Answers) -> bool {
 type Answers = Result<Vec<Result<(), mpt_netlink::KernelError>>, Failure>;
 
 /// Put lines back at the front of the queue, in order, then `cur` (the line being run).
-fn requeue(
-    queue: &mut VecDeque<(usize, Result<Command, Failure>)>,
-    again: Vec<(usize, Result<Command, Failure>)>,
-    cur: Option<(usize, Result<Command, Failure>)>,
-) {
+fn requeue(queue: &mut VecDeque<Line>, again: Vec<Line>, cur: Option<Line>) {
     if let Some(c) = cur {
         queue.push_front(c);
     }
@@ -196,7 +204,7 @@ impl mpt_cli::batch::BatchTool for Session {
 
     fn run_lines(
         &mut self,
-        lines: Vec<(usize, Result<Command, Failure>)>,
+        lines: Vec<Line>,
         force: bool,
         emit: &mut dyn FnMut(usize, Result<Output, Failure>),
     ) {
@@ -218,7 +226,7 @@ impl Session {
     /// order; returns `false` when the batch stopped at a failure.
     pub fn batch(
         &mut self,
-        lines: Vec<(usize, Result<Command, Failure>)>,
+        lines: Vec<Line>,
         emit: &mut dyn FnMut(usize, Result<Output, Failure>),
     ) -> bool {
         let force = self.opts.force;
@@ -261,15 +269,12 @@ impl Session {
 
     fn run_queue(
         &mut self,
-        mut queue: VecDeque<(usize, Result<Command, Failure>)>,
+        mut queue: VecDeque<Line>,
         worker: Option<&Worker>,
         emit: &mut dyn FnMut(usize, Result<Output, Failure>),
     ) -> bool {
         let force = self.opts.force;
-        let mut window: Vec<(usize, Pending)> = Vec::new();
-        // the lines of `window`, to plan again if the window in flight ends in trouble
-        let mut lines_of: Vec<(usize, Result<Command, Failure>)> = Vec::new();
-        let mut inflight: VecDeque<Flight> = VecDeque::new();
+        let mut pipe = Pipe::default();
         loop {
             while let Some((line, cmd)) = queue.pop_front() {
                 let planned = match &cmd {
@@ -279,89 +284,23 @@ impl Session {
                 // what planning already settled for this line (None: not an add)
                 let planned: Option<Result<Output, Failure>> = match planned {
                     Some(Ok(Planned::Send(p))) => {
-                        window.push((line, p));
-                        lines_of.push((line, cmd));
-                        if window.len() < WINDOW {
+                        pipe.window.push((line, p));
+                        pipe.lines_of.push((line, cmd));
+                        if pipe.window.len() < WINDOW {
                             continue;
                         }
                         let Some(w) = worker else {
-                            lines_of.clear();
-                            if !self.flush_window(&mut window, emit) {
+                            pipe.lines_of.clear();
+                            if !self.flush_window(&mut pipe.window, emit) {
                                 return false;
                             }
                             continue;
                         };
-                        // At most DEPTH windows with the kernel: the oldest is settled
-                        // first, so that the worker always has the next one while this
-                        // thread plans.
-                        if inflight.len() >= DEPTH {
-                            match self.land_oldest(
-                                &mut inflight,
-                                w,
-                                &mut window,
-                                &mut lines_of,
-                                emit,
-                            ) {
-                                Land::Stop => return false,
-                                Land::Again(again) => {
-                                    requeue(&mut queue, again, None);
-                                    continue;
-                                }
-                                Land::Clear => {}
-                            }
+                        match self.hand_over(&mut pipe, w, line, emit) {
+                            Land::Stop => return false,
+                            Land::Again(again) => requeue(&mut queue, again, None),
+                            Land::Clear => {}
                         }
-                        let mut pending = std::mem::take(&mut window);
-                        let lines = std::mem::take(&mut lines_of);
-                        let lpm = match self.window_maps(w) {
-                            Ok(lpm) => lpm,
-                            Err(f) => {
-                                // the windows before it first, as line by line: this one is
-                                // the window being planned again, undone (newest first) with
-                                // whatever a trouble in those undoes, and counted with it
-                                window = pending;
-                                lines_of = lines;
-                                match self.land_all(
-                                    &mut inflight,
-                                    w,
-                                    &mut window,
-                                    &mut lines_of,
-                                    emit,
-                                ) {
-                                    Land::Stop => return false,
-                                    Land::Again(again) => {
-                                        requeue(&mut queue, again, None);
-                                        continue;
-                                    }
-                                    Land::Clear => {
-                                        lines_of.clear();
-                                        let pending = std::mem::take(&mut window);
-                                        for (_, p) in pending.iter().rev() {
-                                            let _ = self.undo(p);
-                                            self.gc_needed = true;
-                                        }
-                                        maps_failed(&pending, 0, &f, emit);
-                                        return false;
-                                    }
-                                }
-                            }
-                        };
-                        // the requests move to the worker (a line planned again is encoded
-                        // again; rolling back builds its own)
-                        let reqs = pending
-                            .iter_mut()
-                            .map(|(_, p)| (std::mem::take(&mut p.req), p.op))
-                            .collect();
-                        let job = Job { lpm, reqs };
-                        if w.jobs.send(job).is_err() {
-                            for (_, p) in pending.iter().rev() {
-                                let _ = self.undo(p);
-                            }
-                            let _ =
-                                self.land_all(&mut inflight, w, &mut window, &mut lines_of, emit);
-                            emit(line, Err(Failure::system("netlink sender thread gone")));
-                            return false;
-                        }
-                        inflight.push_back(Flight { pending, lines });
                         continue;
                     }
                     // an add is never unchanged (only replace and change are)
@@ -371,7 +310,7 @@ impl Session {
                 };
                 // Anything else runs after every line before it has settled (and is run again
                 // if one of those did not stand).
-                match self.drain(&mut inflight, worker, &mut window, &mut lines_of, emit) {
+                match self.drain(&mut pipe, worker, emit) {
                     Land::Stop => return false,
                     Land::Again(again) => {
                         requeue(&mut queue, again, Some((line, cmd)));
@@ -389,7 +328,7 @@ impl Session {
                     return false;
                 }
             }
-            match self.drain(&mut inflight, worker, &mut window, &mut lines_of, emit) {
+            match self.drain(&mut pipe, worker, emit) {
                 Land::Stop => return false,
                 Land::Again(again) => requeue(&mut queue, again, None),
                 Land::Clear => return true,
@@ -397,24 +336,80 @@ impl Session {
         }
     }
 
-    /// Settle everything: the windows in flight (see [`Session::land_oldest`]), then the
-    /// window being planned, sent and settled here.
-    fn drain(
+    /// Hand the full window (its last line `line`) to the worker. At most [`DEPTH`] windows
+    /// are with the kernel: the oldest is settled first, so that the worker always has the
+    /// next one while this thread plans. `Again`: lines to plan again (the window among them
+    /// if it was not handed over).
+    fn hand_over(
         &mut self,
-        inflight: &mut VecDeque<Flight>,
-        worker: Option<&Worker>,
-        window: &mut Vec<(usize, Pending)>,
-        lines_of: &mut Vec<(usize, Result<Command, Failure>)>,
+        pipe: &mut Pipe,
+        w: &Worker,
+        line: usize,
         emit: &mut dyn FnMut(usize, Result<Output, Failure>),
     ) -> Land {
-        if let Some(w) = worker {
-            match self.land_all(inflight, w, window, lines_of, emit) {
+        if pipe.inflight.len() >= DEPTH {
+            match self.land_oldest(pipe, w, emit) {
                 Land::Clear => {}
                 other => return other,
             }
         }
-        lines_of.clear();
-        if self.flush_window(window, emit) {
+        let lpm = match self.window_maps(w) {
+            Ok(lpm) => lpm,
+            Err(f) => {
+                // the windows before it first, as line by line: this one is still the window
+                // being planned, undone (newest first) with whatever a trouble in those
+                // undoes, and counted with it
+                return match self.land_all(pipe, w, emit) {
+                    Land::Clear => {
+                        pipe.lines_of.clear();
+                        let pending = std::mem::take(&mut pipe.window);
+                        for (_, p) in pending.iter().rev() {
+                            let _ = self.undo(p);
+                            self.gc_needed = true;
+                        }
+                        maps_failed(&pending, 0, &f, emit);
+                        Land::Stop
+                    }
+                    other => other,
+                };
+            }
+        };
+        let mut pending = std::mem::take(&mut pipe.window);
+        let lines = std::mem::take(&mut pipe.lines_of);
+        // the requests move to the worker (a line planned again is encoded again; rolling
+        // back builds its own)
+        let reqs = pending
+            .iter_mut()
+            .map(|(_, p)| (std::mem::take(&mut p.req), p.op))
+            .collect();
+        if w.jobs.send(Job { lpm, reqs }).is_err() {
+            for (_, p) in pending.iter().rev() {
+                let _ = self.undo(p);
+            }
+            let _ = self.land_all(pipe, w, emit);
+            emit(line, Err(Failure::system("netlink sender thread gone")));
+            return Land::Stop;
+        }
+        pipe.inflight.push_back(Flight { pending, lines });
+        Land::Clear
+    }
+
+    /// Settle everything: the windows in flight (see [`Session::land_oldest`]), then the
+    /// window being planned, sent and settled here.
+    fn drain(
+        &mut self,
+        pipe: &mut Pipe,
+        worker: Option<&Worker>,
+        emit: &mut dyn FnMut(usize, Result<Output, Failure>),
+    ) -> Land {
+        if let Some(w) = worker {
+            match self.land_all(pipe, w, emit) {
+                Land::Clear => {}
+                other => return other,
+            }
+        }
+        pipe.lines_of.clear();
+        if self.flush_window(&mut pipe.window, emit) {
             Land::Clear
         } else {
             Land::Stop
@@ -424,14 +419,12 @@ impl Session {
     /// Settle every window in flight, oldest first (see [`Session::land_oldest`]).
     fn land_all(
         &mut self,
-        inflight: &mut VecDeque<Flight>,
+        pipe: &mut Pipe,
         w: &Worker,
-        window: &mut Vec<(usize, Pending)>,
-        lines_of: &mut Vec<(usize, Result<Command, Failure>)>,
         emit: &mut dyn FnMut(usize, Result<Output, Failure>),
     ) -> Land {
-        while !inflight.is_empty() {
-            match self.land_oldest(inflight, w, window, lines_of, emit) {
+        while !pipe.inflight.is_empty() {
+            match self.land_oldest(pipe, w, emit) {
                 Land::Clear => {}
                 other => return other,
             }
@@ -446,13 +439,11 @@ impl Session {
     /// are deleted again), and their lines are returned to be planned again.
     fn land_oldest(
         &mut self,
-        inflight: &mut VecDeque<Flight>,
+        pipe: &mut Pipe,
         w: &Worker,
-        window: &mut Vec<(usize, Pending)>,
-        lines_of: &mut Vec<(usize, Result<Command, Failure>)>,
         emit: &mut dyn FnMut(usize, Result<Output, Failure>),
     ) -> Land {
-        let Some(oldest) = inflight.pop_front() else {
+        let Some(oldest) = pipe.inflight.pop_front() else {
             return Land::Clear;
         };
         let results = match w.answers() {
@@ -460,7 +451,7 @@ impl Session {
             Reply::Maps(f) => {
                 // none of its routes went to the FIB: the batch stops there, as when the maps
                 // of a window planned here cannot be written
-                let later = self.undo_after(inflight, w, window, lines_of).len();
+                let later = self.undo_after(pipe, w).len();
                 for (_, p) in oldest.pending.iter().rev() {
                     let _ = self.undo(p);
                     self.gc_needed = true;
@@ -476,7 +467,7 @@ impl Session {
                 Land::Stop
             };
         }
-        let again = self.undo_after(inflight, w, window, lines_of);
+        let again = self.undo_after(pipe, w);
         if !self.settle_window(oldest.pending, results, emit) {
             return Land::Stop;
         }
@@ -507,20 +498,14 @@ impl Session {
     /// Undo everything planned after the oldest window in flight, newest first: the window
     /// being planned, then the newer windows in flight (see [`Session::roll_back`]). Returns
     /// their lines, in order, to be planned again.
-    fn undo_after(
-        &mut self,
-        inflight: &mut VecDeque<Flight>,
-        w: &Worker,
-        window: &mut Vec<(usize, Pending)>,
-        lines_of: &mut Vec<(usize, Result<Command, Failure>)>,
-    ) -> Vec<(usize, Result<Command, Failure>)> {
-        for (_, p) in window.drain(..).rev() {
+    fn undo_after(&mut self, pipe: &mut Pipe, w: &Worker) -> Vec<Line> {
+        for (_, p) in pipe.window.drain(..).rev() {
             let _ = self.undo(&p);
             // objects it created may serve the lines planned again: collected at the end
             self.gc_needed = true;
         }
-        let planned = std::mem::take(lines_of);
-        let newer: Vec<Flight> = inflight.drain(..).collect();
+        let planned = std::mem::take(&mut pipe.lines_of);
+        let newer: Vec<Flight> = pipe.inflight.drain(..).collect();
         let replies: Vec<Reply> = newer.iter().map(|_| w.answers()).collect();
         let mut again = Vec::new();
         for (f, r) in newer.into_iter().zip(replies).rev() {
