@@ -22,13 +22,7 @@ pub struct BatchLine {
 /// Split a batch file into commands. Blank and comment-only lines are skipped. An unterminated
 /// quote is an error naming its line.
 pub fn parse(text: &str) -> Result<Vec<BatchLine>, (usize, String)> {
-    in_halves(text, |part, skipped| {
-        let mut out = Vec::new();
-        each_command(part, skipped, |line, words| {
-            out.push(BatchLine { line, words })
-        })?;
-        Ok(out)
-    })
+    in_halves(text, parse_from)
 }
 
 /// A command typed by the tool, with the line it starts on.
@@ -137,7 +131,7 @@ fn each_command(
     Ok(())
 }
 
-#[cfg(test)]
+/// [`parse`] of a part of a file whose first line is line `skipped + 1`.
 fn parse_from(text: &str, skipped: usize) -> Result<Vec<BatchLine>, (usize, String)> {
     let mut out = Vec::new();
     each_command(text, skipped, |line, words| {
