@@ -67,10 +67,11 @@ pub struct RouteState {
     /// when it first wrote one.
     routes_written: std::sync::Mutex<Option<Option<rustc_hash::FxHashSet<SetKey>>>>,
     /// Writes of keys known to be absent (see `lpm_written`, `routes_written`), held back and
-    /// made with one `BPF_MAP_UPDATE_BATCH` per map by [`RouteState::flush`]: before any
+    /// made with one `BPF_MAP_UPDATE_BATCH` per map by [`RouteState::flush`] before any
     /// other access to the state's maps (every accessor flushes first), and by the batch
-    /// driver before it sends a window of routes to the FIB, so the maps still precede the
-    /// FIB. One syscall per map and window instead of one per entry.
+    /// driver (flush, or [`RouteState::hand_off`] for the tries) before it sends a window of
+    /// routes to the FIB, so the maps still precede the FIB. One syscall per map and window
+    /// instead of one per entry.
     deferred: std::sync::Mutex<[Batch; 3]>,
     /// `mpt_lpm4` and `mpt_lpm6`, for the writes handed to another thread
     /// ([`RouteState::hand_off`]).
@@ -142,10 +143,7 @@ impl LpmWrites {
     /// are dropped, as by [`RouteState::flush`].
     pub fn write(self) -> Result<(), Error> {
         for (b, map) in self.batches.iter().zip(self.maps.iter()) {
-            if b.n > 0 {
-                map.update_batch(&b.keys, &b.vals, b.n, MapFlags::ANY, MapFlags::ANY)
-                    .map_err(Error::libbpf("write the LPM trie"))?;
-            }
+            b.write(map, "write the LPM trie")?;
         }
         Ok(())
     }
@@ -165,11 +163,22 @@ pub(crate) struct Batch {
     n: u32,
 }
 
+impl Batch {
+    /// Write the entries into `map` (one `BPF_MAP_UPDATE_BATCH`, none if empty); `what`
+    /// names the write in the error.
+    fn write(&self, map: &MapHandle, what: &'static str) -> Result<(), Error> {
+        if self.n == 0 {
+            return Ok(());
+        }
+        map.update_batch(&self.keys, &self.vals, self.n, MapFlags::ANY, MapFlags::ANY)
+            .map_err(Error::libbpf(what))
+    }
+}
+
 /// Index in `RouteState::deferred`.
 pub(crate) const DEFER_ROUTES: usize = 0;
 pub(crate) const DEFER_LPM4: usize = 1;
 pub(crate) const DEFER_LPM6: usize = 2;
-const DEFERRED_MAPS: [&str; 3] = ["mpt_routes", "mpt_lpm4", "mpt_lpm6"];
 
 /// Load the anchor object, reusing the pins of `pins` or initialising `mpt_meta` for `cookie`.
 fn load_anchor(pins: Option<&Path>, cookie: u64) -> Result<OwnedFd, Error> {
@@ -273,30 +282,11 @@ impl RouteState {
     /// not made are dropped (the caller undoes the routes they belonged to, as after a FIB
     /// refusal) and the error says which map refused.
     pub fn flush(&self) -> Result<(), Error> {
-        self.wait_handed();
-        let batches = {
-            let mut g = self.deferred.lock().unwrap_or_else(|e| e.into_inner());
-            if g.iter().all(|b| b.n == 0) {
-                return Ok(());
-            }
-            std::mem::take(&mut *g)
-        };
-        for (b, name) in batches.iter().zip(DEFERRED_MAPS) {
-            if b.n == 0 {
-                continue;
-            }
-            let map = if name == "mpt_routes" {
-                &self.routes
-            } else {
-                self.pinned.map(name)?
-            };
-            map.update_batch(&b.keys, &b.vals, b.n, MapFlags::ANY, MapFlags::ANY)
-                .map_err(Error::libbpf(match name {
-                    "mpt_routes" => "write mpt_routes",
-                    _ => "write the LPM trie",
-                }))?;
+        self.handed.wait();
+        match self.hand_off()? {
+            Some(lpm) => lpm.write(),
+            None => Ok(()),
         }
-        Ok(())
     }
 
     /// Make the held-back writes to `mpt_routes` now and hand those to the LPM tries over, to
@@ -308,17 +298,7 @@ impl RouteState {
             let mut g = self.deferred.lock().unwrap_or_else(|e| e.into_inner());
             std::mem::take(&mut *g)
         };
-        if routes.n > 0 {
-            self.routes
-                .update_batch(
-                    &routes.keys,
-                    &routes.vals,
-                    routes.n,
-                    MapFlags::ANY,
-                    MapFlags::ANY,
-                )
-                .map_err(Error::libbpf("write mpt_routes"))?;
-        }
+        routes.write(&self.routes, "write mpt_routes")?;
         if lpm4.n == 0 && lpm6.n == 0 {
             return Ok(None);
         }
@@ -328,11 +308,6 @@ impl RouteState {
             maps: self.lpm.clone(),
             handed: self.handed.clone(),
         }))
-    }
-
-    /// Wait until the writes handed off by [`RouteState::hand_off`] are made (or dropped).
-    fn wait_handed(&self) {
-        self.handed.wait();
     }
 
     /// Pin the maps if they are not (see [`Pinned::ensure_pinned`]).
