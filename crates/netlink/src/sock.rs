@@ -275,7 +275,7 @@ impl Socket {
             rustc_hash::FxHashMap::default();
         // the datagrams sent and not yet acknowledged, oldest first: (first seq, last seq)
         let mut sent: std::collections::VecDeque<(u32, u32)> = Default::default();
-        let mut it = reqs.into_iter().peekable();
+        let mut it = reqs.into_iter();
         let mut batch: Vec<u8> = Vec::with_capacity(64 * 1024);
         let mut rbuf = vec![0u8; ACK_SLOTS * ACK_SLOT];
         loop {
