@@ -97,36 +97,34 @@ impl Worker {
             // it are neither written nor sent (the planner only undoes them)
             let mut failed: Option<Failure> = None;
             for job in job_rx {
-                if let Some(f) = &failed {
-                    drop(job);
-                    if res_tx.send(Reply::Maps(f.clone())).is_err() {
-                        break;
-                    }
-                    continue;
-                }
-                if let Some(lpm) = job.lpm {
-                    if let Err(e) = lpm.write() {
-                        let f = crate::store::fail("write dataplane state", e);
+                let written = match (&failed, job.lpm) {
+                    (Some(f), _) => Err(f.clone()),
+                    (None, Some(lpm)) => lpm
+                        .write()
+                        .map_err(|e| crate::store::fail("write dataplane state", e)),
+                    (None, None) => Ok(()),
+                };
+                let reply = match written {
+                    Err(f) => {
                         failed = Some(f.clone());
-                        if res_tx.send(Reply::Maps(f)).is_err() {
-                            break;
-                        }
-                        continue;
+                        Reply::Maps(f)
                     }
-                }
-                let r = (|| {
-                    let s = match &mut sock {
-                        Some(s) => s,
-                        None => {
-                            let s = mpt_netlink::sock::Socket::route()?;
-                            s.set_rcvbuf(4 << 20);
-                            sock.insert(s)
-                        }
-                    };
-                    s.pipeline(job.reqs.iter().map(|(r, o)| (r, *o)), job.reqs.len())
-                })()
-                .map_err(Failure::from);
-                if res_tx.send(Reply::Fib(r)).is_err() {
+                    Ok(()) => Reply::Fib(
+                        (|| {
+                            let s = match &mut sock {
+                                Some(s) => s,
+                                None => {
+                                    let s = mpt_netlink::sock::Socket::route()?;
+                                    s.set_rcvbuf(4 << 20);
+                                    sock.insert(s)
+                                }
+                            };
+                            s.pipeline(job.reqs.iter().map(|(r, o)| (r, *o)), job.reqs.len())
+                        })()
+                        .map_err(Failure::from),
+                    ),
+                };
+                if res_tx.send(reply).is_err() {
                     break;
                 }
             }
