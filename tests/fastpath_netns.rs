@@ -1540,7 +1540,7 @@ fn xdp_redirect_drops_are_counted() {
 
     // detach: the drop counter's links go
     let cookie = mpt_testkit::netns_cookie(l.r.name()).expect("cookie of r");
-    let dir = std::path::Path::new("/sys/fs/bpf/mproute").join(cookie.to_string());
+    let dir = std::path::Path::new("/sys/fs/bpf/mproute").join(mpt_testkit::netns::id_name(cookie));
     let ifindex = traffic::in_netns(&l.r, || {
         nix::net::if_::if_nametoindex("va").expect("ifindex of va")
     });
@@ -1592,7 +1592,7 @@ fn xdp_attach_without_native_xdp_fails_cleanly() {
     );
     let cookie = mpt_testkit::netns_cookie(l.r.name()).expect("cookie of r");
     let pin = std::path::Path::new("/sys/fs/bpf/mproute")
-        .join(cookie.to_string())
+        .join(mpt_testkit::netns::id_name(cookie))
         .join("drops-1-err");
     assert!(!pin.exists(), "a failed attach left {}", pin.display());
 }

@@ -26,11 +26,21 @@
 const volatile __u32 mpt_if_index = 0;
 const volatile __u64 mpt_netns_cookie = 0;
 
+/*
+ * The namespace's identity as user space has it (mpt_sys::netns::id): its cookie,
+ * or, with the top bit set, its inode number, on kernels without SO_NETNS_COOKIE
+ * (before 5.14), whose net_cookie may never have been set.
+ */
 static __always_inline int ours(const struct net_device *dev)
 {
+	struct net *net;
+
 	if (!dev || dev->ifindex != (int)mpt_if_index)
 		return 0;
-	return dev->nd_net.net->net_cookie == mpt_netns_cookie;
+	net = dev->nd_net.net;
+	if (mpt_netns_cookie >> 63)
+		return net->ns.inum == (__u32)mpt_netns_cookie;
+	return net->net_cookie == mpt_netns_cookie;
 }
 
 static __always_inline void count_dropped(__u64 n)

@@ -13,8 +13,10 @@
 //! on loopback ingress only.
 //!
 //! Where the host's bpffs is reachable the maps are also pinned under
-//! `/sys/fs/bpf/<suite>/<netns-cookie>/` (mode 0700) for operators and bpftool, and a lost
-//! anchor is re-created from those pins. The first map of the suite ([`Suite::meta_map`])
+//! `/sys/fs/bpf/<suite>/<netns-id>/` (mode 0700) for operators and bpftool, and a lost
+//! anchor is re-created from those pins. (`<netns-id>`: the namespace's cookie, or `ino-N` on
+//! kernels before 5.14, whose inode numbers come back for new namespaces: there pins without
+//! an anchor are a dead namespace's as likely as this one's, and are removed, not adopted.) The first map of the suite ([`Suite::meta_map`])
 //! starts with the suite's ABI version: a tool that finds another version refuses
 //! ([`ErrorKind::Abi`]) rather than misread the rest.
 //!
@@ -94,7 +96,7 @@ impl NsLock {
             .mode(0o700)
             .create(&dir)
             .map_err(|e| Error::io(format!("create {}", dir.display()), e))?;
-        let path = dir.join(format!("{cookie}.lock"));
+        let path = dir.join(format!("{}.lock", mpt_sys::netns::id_name(cookie)));
         let f = OpenOptions::new()
             .create(true)
             .truncate(false)
@@ -176,7 +178,7 @@ pub fn pin_dir(suite: &Suite, cookie: u64) -> Option<PathBuf> {
     if !bpffs_at(Path::new(BPFFS)) {
         return None;
     }
-    Some(suite.pin_root().join(cookie.to_string()))
+    Some(suite.pin_root().join(mpt_sys::netns::id_name(cookie)))
 }
 
 /// The anchor of `suite` on `lo`: its id and map ids.
@@ -217,7 +219,17 @@ impl Pinned {
                 &format!("{}'s state pins", suite.name),
             )?;
         }
-        let pins = pin_dir(suite, cookie).filter(|d| d.join(suite.meta_map).exists());
+        let mut pins = pin_dir(suite, cookie).filter(|d| d.join(suite.meta_map).exists());
+        if let Some(d) = pins
+            .as_ref()
+            .filter(|_| mpt_sys::netns::is_reusable(cookie))
+        {
+            // an inode number names this namespace and maybe a dead one before it: without an
+            // anchor nothing tells whose pins these are, and a dead namespace's are not ours
+            // to adopt (kernels before 5.14, see mpt_sys::netns)
+            remove_pin_dir(d).map_err(|e| Error::io(format!("remove {}", d.display()), e))?;
+            pins = None;
+        }
         if pins.is_none() && !create {
             return Ok(None);
         }
@@ -359,7 +371,7 @@ pub fn stale_pin_dirs(suite: &Suite, live: &[u64]) -> Vec<PathBuf> {
         .filter(|e| {
             e.file_name()
                 .to_str()
-                .and_then(|s| s.parse::<u64>().ok())
+                .and_then(mpt_sys::netns::parse_id_name)
                 .is_some_and(|c| !live.contains(&c))
         })
         .map(|e| e.path())
@@ -385,7 +397,7 @@ pub fn sweep_stale(suite: &Suite, live: &[u64]) -> Vec<PathBuf> {
         let Some(cookie) = name
             .to_str()
             .and_then(|s| s.strip_suffix(".lock"))
-            .and_then(|s| s.parse::<u64>().ok())
+            .and_then(mpt_sys::netns::parse_id_name)
         else {
             continue;
         };

@@ -1,6 +1,13 @@
-//! Network namespaces: entering one by name (for the process or for one thread), the cookie
-//! that tells namespaces apart for as long as the system runs (`SO_NETNS_COOKIE`, never reused,
-//! unlike an inode number), and the cookies of every namespace in reach.
+//! Network namespaces: entering one by name (for the process or for one thread), the identity
+//! that tells namespaces apart, and the identities of every namespace in reach.
+//!
+//! The identity is the namespace's cookie (`SO_NETNS_COOKIE`, Linux 5.14+), which the kernel
+//! never reuses. Older kernels (Debian 11's 5.10) have no such option and may not even have set
+//! the cookie; there the identity is the namespace's inode number with the top bit set
+//! ([`INODE_ID`]; cookies count up from 1 and never get there). An inode number is unique
+//! among the namespaces alive, but the kernel hands a dead namespace's number to the next new
+//! one: what outlives a namespace under its identity (pins, lock files) must not be taken as
+//! the new one's ([`is_reusable`]).
 
 use std::fs::File;
 use std::io;
@@ -73,8 +80,59 @@ pub fn list_named() -> Vec<String> {
     v
 }
 
-/// The cookie of the calling thread's network namespace.
+/// The top bit of an identity that is an inode number, not a cookie (see the module's docs).
+pub const INODE_ID: u64 = 1 << 63;
+
+/// Whether identity `id` may come back for another namespace after its own is gone (an inode
+/// number: the kernel reuses them).
+pub const fn is_reusable(id: u64) -> bool {
+    id & INODE_ID != 0
+}
+
+/// The name of identity `id` in paths (pin directories, lock files): the cookie in decimal, or
+/// `ino-N` for an inode number.
+pub fn id_name(id: u64) -> String {
+    if is_reusable(id) {
+        format!("ino-{}", id & !INODE_ID)
+    } else {
+        id.to_string()
+    }
+}
+
+/// The identity an [`id_name`] names.
+pub fn parse_id_name(s: &str) -> Option<u64> {
+    match s.strip_prefix("ino-") {
+        Some(n) => n
+            .parse::<u64>()
+            .ok()
+            .filter(|n| *n & INODE_ID == 0)
+            .map(|n| n | INODE_ID),
+        None => s.parse::<u64>().ok().filter(|n| *n & INODE_ID == 0),
+    }
+}
+
+/// Whether the kernel has `SO_NETNS_COOKIE` (5.14+), asked once.
+pub fn has_cookie() -> bool {
+    static HAS: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *HAS.get_or_init(
+        || !matches!(so_netns_cookie(), Err(e) if e.errno() == Some(libc::ENOPROTOOPT)),
+    )
+}
+
+/// The identity of the calling thread's network namespace: its cookie, or where the kernel has
+/// no `SO_NETNS_COOKIE` its inode number with [`INODE_ID`] set.
 pub fn cookie() -> Result<u64, Error> {
+    if has_cookie() {
+        return so_netns_cookie();
+    }
+    use std::os::unix::fs::MetadataExt;
+    // the thread's own (setns moves a thread, /proc/self names the main one)
+    let p = "/proc/thread-self/ns/net";
+    let md = std::fs::metadata(p).map_err(|e| Error::io(format!("stat {p}"), e))?;
+    Ok(md.ino() | INODE_ID)
+}
+
+fn so_netns_cookie() -> Result<u64, Error> {
     let sock = nix::sys::socket::socket(
         nix::sys::socket::AddressFamily::Unix,
         nix::sys::socket::SockType::Datagram,
@@ -100,8 +158,8 @@ pub fn cookie() -> Result<u64, Error> {
     Ok(v)
 }
 
-/// The cookie of the namespace behind a `/run/netns/NAME` or `/proc/PID/ns/net` file, read on a
-/// thread that enters it.
+/// The identity ([`cookie`]) of the namespace behind a `/run/netns/NAME` or `/proc/PID/ns/net`
+/// file, read on a thread that enters it.
 pub fn cookie_of(path: &Path) -> Result<u64, Error> {
     let f = File::open(path).map_err(|e| Error::io(format!("open {}", path.display()), e))?;
     let what = format!("enter {}", path.display());
@@ -113,8 +171,8 @@ pub fn cookie_of(path: &Path) -> Result<u64, Error> {
     .map_err(|_| Error::io("namespace worker", io::Error::other("thread panicked")))?
 }
 
-/// Cookies of every namespace in reach: the caller's own, the named ones, and those of every
-/// process (one visit per namespace).
+/// Identities ([`cookie`]) of every namespace in reach: the caller's own, the named ones, and
+/// those of every process (one visit per namespace).
 pub fn reachable_cookies() -> Vec<u64> {
     let mut v = Vec::new();
     if let Ok(c) = cookie() {

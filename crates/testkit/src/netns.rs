@@ -173,8 +173,9 @@ impl Drop for Netns {
     }
 }
 
-/// The cookie (`SO_NETNS_COOKIE`) of the named namespace, read on a thread inside it: the
-/// name of our tools' pin directories and lock files for it.
+/// The identity our tools give the named namespace, read on a thread inside it: its cookie
+/// (`SO_NETNS_COOKIE`), or before 5.14 its inode number with the top bit set; the name of
+/// their pin directories and lock files for it.
 pub fn netns_cookie(name: &str) -> Option<u64> {
     let f = std::fs::File::open(format!("/run/netns/{name}")).ok()?;
     std::thread::spawn(move || {
@@ -200,7 +201,14 @@ pub fn netns_cookie(name: &str) -> Option<u64> {
                 &mut len,
             )
         };
-        (rc == 0).then_some(v)
+        if rc == 0 {
+            return Some(v);
+        }
+        // kernels without SO_NETNS_COOKIE (before 5.14): the tools' identity is the inode
+        // number with the top bit set (mpt_sys::netns::cookie)
+        use std::os::unix::fs::MetadataExt;
+        let md = std::fs::metadata("/proc/thread-self/ns/net").ok()?;
+        Some(md.ino() | (1 << 63))
     })
     .join()
     .ok()
@@ -210,9 +218,20 @@ pub fn netns_cookie(name: &str) -> Option<u64> {
 /// Remove what our tools keep for a namespace outside it (pins in the host's bpffs, lock files
 /// in /run): neither goes away with the namespace.
 pub fn remove_tool_state(cookie: u64) {
+    let name = id_name(cookie);
     for suite in SUITES {
-        let _ = std::fs::remove_dir_all(format!("/sys/fs/bpf/{suite}/{cookie}"));
-        let _ = std::fs::remove_file(format!("/run/{suite}/{cookie}.lock"));
+        let _ = std::fs::remove_dir_all(format!("/sys/fs/bpf/{suite}/{name}"));
+        let _ = std::fs::remove_file(format!("/run/{suite}/{name}.lock"));
+    }
+}
+
+/// The tools' name for a namespace identity in paths (`mpt_sys::netns::id_name`): the cookie,
+/// or `ino-N` for an inode number (kernels before 5.14).
+pub fn id_name(cookie: u64) -> String {
+    if cookie >> 63 == 1 {
+        format!("ino-{}", cookie & !(1 << 63))
+    } else {
+        cookie.to_string()
     }
 }
 
