@@ -37,17 +37,15 @@ pub struct Store {
 /// Map a BPF-layer error to an operator-facing failure, with the hint its kind calls for.
 pub fn fail(what: &str, e: mpt_bpf::Error) -> Failure {
     let hint = match &e.kind {
-        ErrorKind::Abi { .. } => "use the mproute version that wrote it to flush, or remove the state with \"mproute sync --reset\"",
-        ErrorKind::NoNativeXdp(_) => {
-            "the device's driver has no native XDP: use auto (tc where there is none), xdp-generic or tc"
-        }
-        ErrorKind::ForeignXdp(_) => "detach the other XDP program first (ip link set DEV xdp off)",
-        ErrorKind::Untrusted(_) => {
-            "someone else may have made it: check it, then remove it, or give it to root with mode 0700"
-        }
-        _ => "mproute needs root and BPF",
+        ErrorKind::Abi { .. } => Some("use the mproute version that wrote it to flush, or remove the state with \"mproute sync --reset\""),
+        ErrorKind::Unsupported(_) => Some("routes still work here: the kernel forwards them by its own multipath hash, without the routes' algorithms"),
+        _ => e.hint(),
     };
-    Failure::system(format!("{what}: {e}")).hint(hint)
+    let f = Failure::system(format!("{what}: {e}"));
+    match hint {
+        Some(h) => f.hint(h),
+        None => f,
+    }
 }
 
 /// Encode a route identity as the BPF key.

@@ -20,6 +20,15 @@ pub enum ErrorKind {
     Sys(io::Error),
     /// libbpf refused: opening or loading an object (the verifier), attaching a link.
     Libbpf(libbpf_rs::Error),
+    /// The kernel refused to load a program, and said why: the verifier's last meaningful line,
+    /// or libbpf's reason where no program reached the verifier (a kfunc or helper the kernel
+    /// lacks). [`crate::log`] keeps the whole log for `-v`.
+    Refused {
+        /// The reason, one line.
+        reason: String,
+        /// What libbpf returned.
+        source: libbpf_rs::Error,
+    },
     /// The namespace's state was written by another ABI version of the suite, or lacks maps
     /// this version needs.
     Abi {
@@ -39,6 +48,8 @@ pub enum ErrorKind {
     /// A directory the state or its lock lives in could be changed by someone other than
     /// root: refused rather than trusted (the message says which and why).
     Untrusted(String),
+    /// The running kernel lacks what this needs (found by probing it).
+    Unsupported(crate::features::Feature),
 }
 
 impl Error {
@@ -64,6 +75,60 @@ impl Error {
             kind: ErrorKind::Libbpf(e),
         }
     }
+    /// Load an opened object (`loading("load ...", || open.load())`), so that a refusal
+    /// carries the kernel's reason ([`ErrorKind::Refused`]).
+    pub fn loading<T>(
+        what: impl Into<String>,
+        load: impl FnOnce() -> Result<T, libbpf_rs::Error>,
+    ) -> Result<T, Self> {
+        let _ = crate::log::take();
+        load().map_err(|source| {
+            let what = what.into();
+            match crate::log::refusal(&crate::log::take()) {
+                Some(reason) => Error {
+                    what,
+                    kind: ErrorKind::Refused { reason, source },
+                },
+                None => Error {
+                    what,
+                    kind: ErrorKind::Libbpf(source),
+                },
+            }
+        })
+    }
+    /// The hint for the operator that the kind of failure calls for, where one helps and it
+    /// is the same for every tool (`None`: the tool says what it needs).
+    pub fn hint(&self) -> Option<&'static str> {
+        match &self.kind {
+            ErrorKind::NoNativeXdp(_) => Some(
+                "the device's driver has no native XDP: use auto (tc where there is none), xdp-generic or tc",
+            ),
+            ErrorKind::ForeignXdp(_) => {
+                Some("detach the other XDP program first (ip link set DEV xdp off)")
+            }
+            ErrorKind::Untrusted(_) => Some(
+                "someone else may have made it: check it, then remove it, or give it to root with mode 0700",
+            ),
+            ErrorKind::Refused { .. } => Some(
+                "this kernel cannot run the program; -v prints the verifier's whole log (please report it with `uname -r`)",
+            ),
+            _ if self.denied() => Some("run as root: BPF needs CAP_BPF, CAP_NET_ADMIN and CAP_SYS_ADMIN"),
+            _ => None,
+        }
+    }
+    /// Whether the kernel refused for lack of privilege.
+    pub fn denied(&self) -> bool {
+        let e = match &self.kind {
+            ErrorKind::Libbpf(e) | ErrorKind::Refused { source: e, .. } => {
+                return e.kind() == libbpf_rs::ErrorKind::PermissionDenied
+                    && !nix::unistd::geteuid().is_root();
+            }
+            ErrorKind::Sys(e) => e.raw_os_error(),
+            ErrorKind::System(e) => e.errno(),
+            _ => None,
+        };
+        matches!(e, Some(libc::EPERM) | Some(libc::EACCES))
+    }
     /// The errno of a refused system call, if that is what failed.
     pub fn errno(&self) -> Option<i32> {
         match &self.kind {
@@ -71,7 +136,11 @@ impl Error {
                 e.raw_os_error()
             }
             ErrorKind::System(e) => e.errno(),
-            ErrorKind::Libbpf(_) | ErrorKind::Abi { .. } | ErrorKind::Untrusted(_) => None,
+            ErrorKind::Refused { source, .. } => refused_errno(source),
+            ErrorKind::Libbpf(_)
+            | ErrorKind::Abi { .. }
+            | ErrorKind::Untrusted(_)
+            | ErrorKind::Unsupported(_) => None,
         }
     }
 }
@@ -84,6 +153,10 @@ impl fmt::Display for Error {
                 write!(f, "{what}: {}", mpt_sys::error::words(e))
             }
             ErrorKind::Libbpf(e) => write!(f, "{what}: {e}"),
+            ErrorKind::Refused { reason, source } => match refused_errno(source) {
+                Some(n) => write!(f, "{what}: {reason} [{}]", mpt_sys::error::errno_name(n)),
+                None => write!(f, "{what}: {reason}"),
+            },
             ErrorKind::Abi { suite, found, ours } => {
                 if !what.is_empty() {
                     write!(f, "{what}: ")?;
@@ -101,10 +174,27 @@ impl fmt::Display for Error {
                 }
             }
             ErrorKind::Untrusted(why) => write!(f, "{what}: {why}"),
+            ErrorKind::Unsupported(feat) => write!(
+                f,
+                "{what}: needs Linux {} or later ({}), which this kernel lacks",
+                feat.since(),
+                feat.name()
+            ),
             ErrorKind::System(e) if what.is_empty() => write!(f, "{e}"),
             ErrorKind::System(e) => write!(f, "{what}: {e}"),
         }
     }
+}
+
+/// The errno libbpf's error carries, if any.
+fn refused_errno(e: &libbpf_rs::Error) -> Option<i32> {
+    let io: Option<&io::Error> = std::error::Error::source(e).and_then(|s| s.downcast_ref());
+    io.and_then(io::Error::raw_os_error).or_else(|| {
+        // libbpf-rs keeps the errno in its message: "... (os error 22)"
+        let s = e.to_string();
+        let n = s.rsplit("(os error ").next()?.trim_end_matches(')');
+        n.parse().ok()
+    })
 }
 
 impl std::error::Error for Error {}

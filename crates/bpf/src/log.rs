@@ -1,14 +1,180 @@
 //! libbpf's own messages: to standard error with `-v` (verifier logs included), nowhere
-//! otherwise. Operators get one sentence from our error instead.
+//! otherwise. Operators get one sentence from our error instead; when the kernel refuses a
+//! program, that sentence carries the verifier's reason ([`refusal`]), taken from what libbpf
+//! reported.
 
-/// Route libbpf's messages (see the module doc).
+use std::collections::VecDeque;
+use std::sync::Mutex;
+
+/// libbpf's warnings since the last [`take`], newest last (bounded: a verifier log can be
+/// long, its end is what matters).
+static WARNINGS: Mutex<VecDeque<String>> = Mutex::new(VecDeque::new());
+const KEEP_LINES: usize = 400;
+
+fn keep(msg: &str) {
+    if let Ok(mut w) = WARNINGS.lock() {
+        for line in msg.lines() {
+            if w.len() == KEEP_LINES {
+                w.pop_front();
+            }
+            w.push_back(line.to_string());
+        }
+    }
+}
+
+static VERBOSE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Whether `-v` was given: loaders then ask the verifier for its statistics too.
+pub fn verbose() -> bool {
+    VERBOSE.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+/// Route libbpf's messages (see the module doc). Warnings are kept for [`refusal`] either way.
 pub fn set_verbose(verbose: bool) {
-    fn eprint(_: libbpf_rs::PrintLevel, msg: String) {
+    VERBOSE.store(verbose, std::sync::atomic::Ordering::Relaxed);
+    fn quiet(level: libbpf_rs::PrintLevel, msg: String) {
+        if level == libbpf_rs::PrintLevel::Warn {
+            keep(&msg);
+        }
+    }
+    fn loud(level: libbpf_rs::PrintLevel, msg: String) {
+        if level == libbpf_rs::PrintLevel::Warn {
+            keep(&msg);
+        }
         eprint!("{msg}");
     }
     if verbose {
-        libbpf_rs::set_print(Some((libbpf_rs::PrintLevel::Debug, eprint)));
+        libbpf_rs::set_print(Some((libbpf_rs::PrintLevel::Debug, loud)));
     } else {
-        libbpf_rs::set_print(None);
+        libbpf_rs::set_print(Some((libbpf_rs::PrintLevel::Warn, quiet)));
+    }
+}
+
+/// Take (and forget) the warnings libbpf gave since the last call.
+pub fn take() -> Vec<String> {
+    WARNINGS
+        .lock()
+        .map(|mut w| w.drain(..).collect())
+        .unwrap_or_default()
+}
+
+/// Why the kernel refused to load a program, in one line, from libbpf's warnings `lines`: the
+/// verifier's last meaningful line (prefixed with the program's name), or libbpf's own reason
+/// where no program got as far as the verifier (an extern the kernel lacks, a map it cannot
+/// create). `None` when the warnings say nothing of the kind.
+pub fn refusal(lines: &[String]) -> Option<String> {
+    // the last verifier log: "libbpf: prog 'NAME': -- BEGIN PROG LOAD LOG --" ... "-- END ..."
+    let begin = lines
+        .iter()
+        .rposition(|l| l.contains("-- BEGIN PROG LOAD LOG --"));
+    if let Some(b) = begin {
+        let prog = lines[b]
+            .split('\'')
+            .nth(1)
+            .map(str::to_string)
+            .unwrap_or_default();
+        let end = lines[b..]
+            .iter()
+            .position(|l| l.contains("-- END PROG LOAD LOG --"))
+            .map_or(lines.len(), |e| b + e);
+        let log = &lines[b + 1..end];
+        if let Some(reason) = verifier_reason(log) {
+            return Some(if prog.is_empty() {
+                format!("the verifier refused the program: {reason}")
+            } else {
+                format!("the verifier refused {prog}: {reason}")
+            });
+        }
+    }
+    // libbpf's own words, the last that says what failed
+    lines
+        .iter()
+        .rev()
+        .map(|l| l.trim().trim_start_matches("libbpf: ").trim())
+        .find(|l| {
+            !l.is_empty()
+                && !l.starts_with("failed to load object")
+                && !l.starts_with("failed to load BPF skeleton")
+                && !l.contains("BPF program load failed")
+                && !l.contains("failed to load program")
+                && !l.starts_with("Kernel error message")
+        })
+        .map(str::to_string)
+}
+
+/// The verifier's reason in its log: the last line that is not a statistic, an instruction, a
+/// register state or a source line.
+fn verifier_reason(log: &[String]) -> Option<String> {
+    log.iter()
+        .rev()
+        .map(|l| l.trim())
+        .find(|l| {
+            !l.is_empty()
+                && !l.starts_with("processed ")
+                && !l.starts_with("verification time")
+                && !l.starts_with("stack depth")
+                && !l.starts_with("; ")
+                && !l.starts_with("mark_precise")
+                && !is_insn_or_state(l)
+        })
+        .map(|l| {
+            // an error that names the instruction: "123: (85) call unknown#181" is the error
+            l.to_string()
+        })
+}
+
+/// `123: (85) call ...` (an instruction) or `123: R1=...` (a state), `R1 ...` states after a
+/// branch: lines the log repeats for every step.
+fn is_insn_or_state(l: &str) -> bool {
+    let digits = l.bytes().take_while(u8::is_ascii_digit).count();
+    if digits > 0 && l[digits..].starts_with(": ") {
+        let rest = &l[digits + 2..];
+        return rest.starts_with('(') || rest.starts_with('R') || rest.starts_with("frame");
+    }
+    false
+}
+
+#[cfg(test)]
+mod tests {
+    use super::refusal;
+
+    fn lines(s: &str) -> Vec<String> {
+        s.lines().map(str::to_string).collect()
+    }
+
+    #[test]
+    fn the_verifier_names_its_reason_before_its_statistics() {
+        let l = lines(
+            "libbpf: prog 'mpt_dp_tc': BPF program load failed: Permission denied\n\
+             libbpf: prog 'mpt_dp_tc': -- BEGIN PROG LOAD LOG --\n\
+             0: R1=ctx() R10=fp0\n\
+             ; int mpt_dp_tc(struct __sk_buff *skb) @ dp.bpf.c:973\n\
+             0: (bf) r6 = r1                       ; R1=ctx() R6_w=ctx()\n\
+             12: (61) r2 = *(u32 *)(r3 +0)\n\
+             R3 invalid mem access 'scalar'\n\
+             processed 13 insns (limit 1000000) max_states_per_insn 0 total_states 1 peak_states 1 mark_read 1\n\
+             -- END PROG LOAD LOG --\n\
+             libbpf: prog 'mpt_dp_tc': failed to load: -13\n\
+             libbpf: failed to load object 'dp_bpf'\n\
+             libbpf: failed to load BPF skeleton 'dp_bpf': -13",
+        );
+        assert_eq!(
+            refusal(&l).as_deref(),
+            Some("the verifier refused mpt_dp_tc: R3 invalid mem access 'scalar'")
+        );
+    }
+
+    #[test]
+    fn without_a_log_libbpf_says_why() {
+        let l = lines(
+            "libbpf: extern (func ksym) 'bpf_cast_to_kern_ctx': not found in kernel or module BTFs\n\
+             libbpf: failed to load object 'dp_bpf'\n\
+             libbpf: failed to load BPF skeleton 'dp_bpf': -EINVAL",
+        );
+        assert_eq!(
+            refusal(&l).as_deref(),
+            Some("extern (func ksym) 'bpf_cast_to_kern_ctx': not found in kernel or module BTFs")
+        );
+        assert_eq!(refusal(&[]), None);
     }
 }

@@ -48,9 +48,7 @@ impl Steering {
                 ))
             }
         }
-        let skel = open.load().map_err(Error::libbpf(
-            "load the pfanout steering program (verifier)",
-        ))?;
+        let skel = Error::loading("load the pfanout steering program", || open.load())?;
         // Our own descriptor, so the skeleton (which borrows `storage`) can go: the program
         // holds its rodata map, and stays loaded while a descriptor or a fanout group holds it.
         let fd = skel

@@ -50,19 +50,16 @@ impl std::fmt::Debug for Bpf {
 pub fn fail(what: &str, e: mpt_bpf::Error) -> Failure {
     use mpt_bpf::ErrorKind;
     let hint = match &e.kind {
-        ErrorKind::Abi { .. } => {
-            "use the ila version that wrote it, or remove the tables with \"ila xlat flush\" and \"ila route flush\" in that version"
-        }
-        ErrorKind::NoNativeXdp(_) => {
-            "the device's driver has no native XDP: use auto (tc where there is none), xdp-generic or tc"
-        }
-        ErrorKind::ForeignXdp(_) => "detach the other XDP program first (ip link set DEV xdp off)",
-        ErrorKind::Untrusted(_) => {
-            "someone else may have made it: check it, then remove it, or give it to root with mode 0700"
-        }
-        _ => "ila's BPF backend needs root and BPF",
+        ErrorKind::Abi { .. } => Some(
+            "use the ila version that wrote it, or remove the tables with \"ila xlat flush\" and \"ila route flush\" in that version",
+        ),
+        _ => e.hint(),
     };
-    Failure::system(format!("{what}: {e}")).hint(hint)
+    let f = Failure::system(format!("{what}: {e}"));
+    match hint {
+        Some(h) => f.hint(h),
+        None => f,
+    }
 }
 
 fn counter(c: mpt_bpf::ila::abi::IlaCounter) -> Counter {

@@ -85,9 +85,7 @@ fn load_anchor(pins: Option<&Path>, cookie: u64) -> Result<OwnedFd, Error> {
     if let Some(dir) = pins {
         pinned::reuse_pins(dir, open.open_object_mut().maps_mut())?;
     }
-    let skel = open
-        .load()
-        .map_err(Error::libbpf("load the ILA state BPF object"))?;
+    let skel = Error::loading("load the ILA state BPF object", || open.load())?;
     if pins.is_none() {
         let meta = IlaMeta {
             abi_version: ABI_VERSION,
