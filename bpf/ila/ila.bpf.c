@@ -44,9 +44,10 @@
 const volatile __u32 ila_veth_skb = 0;
 
 /*
- * Generic XDP (set by user space at load, for both ingress programs): the frame
- * is an skb whose checksum may be left to offload, which an XDP program cannot
- * see. So ila_in_xdp translates the address, and the transport checksum's
+ * Generic XDP, and native XDP on a veth whose kernel cannot show the sender's
+ * skb (before 6.3; set by user space at load, for both ingress programs): the
+ * frame is an skb whose checksum may be left to offload, which the XDP program
+ * cannot see. So ila_in_xdp translates the address, and the transport checksum's
  * difference goes in the metadata before the frame; ila_in_tc_gx, attached next
  * to it on tcx ingress, applies it with the kernel's helper (which knows the skb's
  * checksum state) and translates nothing itself.
@@ -294,11 +295,18 @@ int ila_in_xdp(struct xdp_md *ctx)
 
 #define MPT_CHECKSUM_COMPLETE 2
 
-/* skb->ip_summed (CHECKSUM_*), from the kernel's skb behind the context. */
+/*
+ * skb->ip_summed (CHECKSUM_*), from the kernel's skb behind the context; -1 where
+ * the kernel cannot say (before 6.2): then only the helpers write, which are
+ * right for every checksum state.
+ */
 static __always_inline int skb_summed(struct __sk_buff *skb)
 {
-	struct sk_buff *k = bpf_cast_to_kern_ctx(skb);
+	struct sk_buff *k;
 
+	if (!mpt_have_kctx())
+		return -1;
+	k = bpf_cast_to_kern_ctx(skb);
 	return BPF_CORE_READ_BITFIELD(k, ip_summed);
 }
 
@@ -322,7 +330,8 @@ static __always_inline void tc_translate(struct __sk_buff *skb, __u32 off, const
 	__u16 diff = 0;
 	__u8 nexthdr;
 	int udp = 0, at;
-	__u64 recompute = summed == MPT_CHECKSUM_COMPLETE ? BPF_F_RECOMPUTE_CSUM : 0;
+	/* (the helper adjusts skb->csum only where it is one: an unknown state asks it too) */
+	__u64 recompute = summed == MPT_CHECKSUM_COMPLETE || summed < 0 ? BPF_F_RECOMPUTE_CSUM : 0;
 
 	if (bpf_skb_load_bytes(skb, off + 24, a, 16) || bpf_skb_load_bytes(skb, off + 6, &nexthdr, 1))
 		return;
@@ -490,7 +499,8 @@ static __always_inline struct ipv6hdr *tc_in_translate(struct __sk_buff *skb, in
 	void *end = (void *)(long)skb->data_end;
 	__u16 changed = 0;
 
-	if (tc_translate_direct(ip6, end, to, mode, sir_to_ila, summed, &changed) == 0) {
+	if (summed >= 0 &&
+	    tc_translate_direct(ip6, end, to, mode, sir_to_ila, summed, &changed) == 0) {
 		if (summed == MPT_CHECKSUM_COMPLETE && changed && changed != 0xffff)
 			bpf_csum_update(skb, bpf_htons(changed));
 		return ip6;

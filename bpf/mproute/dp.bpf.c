@@ -19,6 +19,7 @@
 #include <bpf/bpf_core_read.h>
 
 #include "mpt/lib/defs.h"
+#include "mpt/lib/kern.h"
 #include "mpt/lib/parse.h"
 #include "mpt/lib/csum.h"
 #include "mpt/lib/csum_verify.h"
@@ -58,6 +59,13 @@ const volatile __u32 mpt_local_stacks = 1;
  * veth's) nor for generic XDP.
  */
 const volatile __u32 mpt_veth_skb = 0;
+/*
+ * Flags of the kernel-view FIB lookup: BPF_FIB_LOOKUP_SKIP_NEIGH where the kernel
+ * has it (6.3+; older ones refuse unknown flags), which spares the neighbour
+ * lookup. Without it an unresolved neighbour answers NO_NEIGH with the route
+ * filled in, which the view takes as the answer it is.
+ */
+const volatile __u32 mpt_view_flags = BPF_FIB_LOOKUP_SKIP_NEIGH;
 /* Forward destinations that are not managed routes by the kernel FIB (router fast path). */
 const volatile __u32 mpt_fastpath = 1;
 /*
@@ -759,8 +767,8 @@ csum_done:
 		fib->l4_protocol = ip6->nexthdr;
 		fib->flowinfo = *(__be32 *)ip6 & bpf_htonl(0x0FFFFFFF);
 	}
-	rc = bpf_fib_lookup(ctx, fib, sizeof(*fib), BPF_FIB_LOOKUP_SKIP_NEIGH);
-	if (rc != BPF_FIB_LKUP_RET_SUCCESS)
+	rc = bpf_fib_lookup(ctx, fib, sizeof(*fib), mpt_view_flags);
+	if (rc != BPF_FIB_LKUP_RET_SUCCESS && rc != BPF_FIB_LKUP_RET_NO_NEIGH)
 		return -(int)fib_reason(rc);
 	/*
 	 * The route the kernel matched must be ours: a more specific route added
@@ -877,7 +885,7 @@ static __always_inline int neigh_due(__u32 ifindex, const struct bpf_fib_lookup 
 	s = bpf_map_lookup_elem(&mpt_neigh_seen, &i);
 	if (!s)
 		return 0;
-	now = bpf_ktime_get_coarse_ns();
+	now = mpt_clock_ns();
 	/* an unused slot starts its second now: a fresh neighbour was just resolved */
 	if (s->ns == 0) {
 		s->ns = now;
@@ -892,9 +900,7 @@ static __always_inline int neigh_due(__u32 ifindex, const struct bpf_fib_lookup 
 SEC("xdp")
 int mpt_dp_xdp(struct xdp_md *ctx)
 {
-	struct xdp_buff *kctx = bpf_cast_to_kern_ctx(ctx);
 	struct pkt p = {
-		.dev = kctx->rxq->dev,
 		.data = (void *)(long)ctx->data,
 		.data_end = (void *)(long)ctx->data_end,
 		.ingress_ifindex = ctx->ingress_ifindex,
@@ -903,6 +909,12 @@ int mpt_dp_xdp(struct xdp_md *ctx)
 	struct mpt_dp_route *rt = 0;
 	int nh = -1, neigh = 0, ifindex;
 
+	/* the ingress device, for the FIB generation (before 6.2 out of reach: no skipping) */
+	if (mpt_have_kctx()) {
+		struct xdp_buff *kctx = bpf_cast_to_kern_ctx(ctx);
+
+		p.dev = kctx->rxq->dev;
+	}
 	p.len = p.data_end - p.data;
 	if (mpt_if_index) {
 		struct ethhdr *eth = p.data;
@@ -967,15 +979,18 @@ static __always_inline int peer_fits(struct __sk_buff *skb, const struct pkt *p,
 {
 	__u32 mtu = 0;
 
-	return !p->gso || bpf_check_mtu(skb, (__u32)ifindex, &mtu, 0, BPF_MTU_CHK_SEGS) == 0;
+	if (!p->gso)
+		return 1;
+	/* before 5.12 no helper checks a GSO skb's segments: the transmit path does */
+	if (!mpt_have_helper(BPF_FUNC_check_mtu))
+		return 0;
+	return bpf_check_mtu(skb, (__u32)ifindex, &mtu, 0, BPF_MTU_CHK_SEGS) == 0;
 }
 
 SEC("tcx/ingress")
 int mpt_dp_tc(struct __sk_buff *skb)
 {
-	struct sk_buff *kskb = bpf_cast_to_kern_ctx(skb);
 	struct pkt p = {
-		.dev = kskb->dev,
 		.data = (void *)(long)skb->data,
 		.data_end = (void *)(long)skb->data_end,
 		.ingress_ifindex = skb->ingress_ifindex,
@@ -988,6 +1003,12 @@ int mpt_dp_tc(struct __sk_buff *skb)
 	struct mpt_dp_route *rt = 0;
 	int nh = -1, neigh = 0, ifindex;
 
+	/* the ingress device, for the FIB generation (before 6.2 out of reach: no skipping) */
+	if (mpt_have_kctx()) {
+		struct sk_buff *kskb = bpf_cast_to_kern_ctx(skb);
+
+		p.dev = kskb->dev;
+	}
 	/* PACKET_HOST (0) only, as ip_forward */
 	p.not_host = skb->pkt_type != 0;
 	ifindex = decide(skb, 0, &p, &fib, &nh, &rt, &neigh);

@@ -16,7 +16,7 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_core_read.h>
 
-extern void *bpf_cast_to_kern_ctx(void *) __ksym;
+#include "mpt/lib/kern.h"
 
 __u32 mpt_fib4_gen = 0;
 __u32 mpt_fib6_gen = 0;
@@ -27,10 +27,15 @@ __u32 mpt_fib_seen = 0;
 SEC("tc")
 int mpt_fib_gen(struct __sk_buff *ctx)
 {
-	struct sk_buff *skb = bpf_cast_to_kern_ctx(ctx);
-	struct net_device *dev = skb->dev;
+	struct sk_buff *skb;
+	struct net_device *dev;
 	struct net *net;
 
+	/* before Linux 6.2 the kernel's skb is out of reach: mpt_fib_seen stays 0 */
+	if (!mpt_have_kctx())
+		return 0;
+	skb = bpf_cast_to_kern_ctx(ctx);
+	dev = skb->dev;
 	if (!dev)
 		return 0;
 	net = dev->nd_net.net;

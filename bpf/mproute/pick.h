@@ -64,11 +64,14 @@ __noinline int mpt_pick_hash(const struct mpt_group *g, __u32 h)
 __noinline int mpt_pick_bucket(const struct mpt_route_key *id, const struct mpt_group *g, __u32 h)
 {
 	struct mpt_res_table *t;
+	struct mpt_route_key key;
 	__u32 n, b, idx, now;
 
 	if (!id || !g)
 		return -1;
-	t = bpf_map_lookup_elem(&mpt_res, id);
+	/* a key on the stack: before 6.3 (or so) a global function's pointer argument cannot be one */
+	__builtin_memcpy(&key, id, sizeof(key));
+	t = bpf_map_lookup_elem(&mpt_res, &key);
 	if (!t)
 		return mpt_pick_hash(g, h);
 	n = t->n_buckets;
@@ -76,6 +79,8 @@ __noinline int mpt_pick_bucket(const struct mpt_route_key *id, const struct mpt_
 		return mpt_pick_hash(g, h);
 	/* mpt_model::route::resilient::bucket_of */
 	b = ((__u64)(h & 0x7fffffff) * n) >> 31;
+	/* the compiler knows b < n; older verifiers do not follow the product: keep the mask */
+	barrier_var(b);
 	b &= MPT_MAX_BUCKETS - 1;
 	idx = t->nh[b];
 	if (idx >= g->nh_count || idx >= MPT_MAX_NH)
@@ -83,7 +88,7 @@ __noinline int mpt_pick_bucket(const struct mpt_route_key *id, const struct mpt_
 	idx &= MPT_MAX_NH - 1;
 	if (g->nh[idx].upper_bound < 0)
 		return mpt_pick_hash(g, h);
-	now = bpf_ktime_get_coarse_ns() / 1000000000ULL;
+	now = mpt_clock_ns() / 1000000000ULL;
 	if (t->used_s[b] != now)
 		t->used_s[b] = now;
 	return idx;
@@ -148,57 +153,59 @@ __noinline int mpt_pick_random(const struct mpt_group *g, __u32 r)
  * packet no deficit covers after a full round (a GSO skb, a quantum smaller
  * than the frame) goes to the nexthop whose turn it is, which runs into debt
  * it repays in later turns.
+ *
+ * Step i of the rotation over n nexthops: the chosen nexthop, or -1 to go on. A
+ * function of its own, verified once: the loop that calls it then costs the
+ * verifier a handful of instructions a step (a bounded loop, not bpf_loop(): a
+ * callback keeps the whole object from loading before 5.13, see mpt/lib/kern.h).
  */
-struct drr_ctx {
-	const struct mpt_group *g;
-	struct mpt_pcpu_state *st;
-	__u32 len;
-	__u32 n;
-	int chosen;
-};
-
-/* One step of the DRR rotation, as a bpf_loop() callback (verified once). */
-static long drr_step(__u64 i, void *data)
+__noinline int mpt_drr_step(const struct mpt_group *g, struct mpt_pcpu_state *st, __u32 len,
+			    __u32 n, __u32 i)
 {
-	struct drr_ctx *c = data;
-	const struct mpt_group *g = c->g;
-	struct mpt_pcpu_state *st = c->st;
-	__u32 idx = st->drr_idx;
+	__u32 idx;
 
-	if (idx >= c->n)
+	if (!g || !st || n == 0 || n > MPT_MAX_NH)
+		return 0;
+	idx = st->drr_idx;
+	if (idx >= n)
 		idx = 0;
 	idx &= MPT_MAX_NH - 1;
 	if (g->nh[idx].upper_bound >= 0) {
-		if (st->drr_deficit[idx] >= (__s32)c->len || i >= 2 * (__u64)c->n) {
-			st->drr_deficit[idx] -= c->len;
+		if (st->drr_deficit[idx] >= (__s32)len || i >= 2 * n) {
+			st->drr_deficit[idx] -= len;
 			st->drr_idx = idx;
-			c->chosen = idx;
-			return 1;
+			return idx;
 		}
 	} else {
 		st->drr_deficit[idx] = 0;
 	}
 	idx++;
-	if (idx >= c->n)
+	if (idx >= n)
 		idx = 0;
 	idx &= MPT_MAX_NH - 1;
 	if (g->nh[idx].upper_bound >= 0 && st->drr_deficit[idx] < 64 * 1024)
 		st->drr_deficit[idx] += g->nh[idx].weight * MPT_DRR_QUANTUM;
 	st->drr_idx = idx;
-	return 0;
+	return -1;
 }
 
+/* Step 2n always chooses, so the loop ends there. */
 __noinline int mpt_pick_drr(const struct mpt_group *g, struct mpt_pcpu_state *st, __u32 len)
 {
-	struct drr_ctx c = { .g = g, .st = st, .len = len, .chosen = -1 };
+	__u32 i, n;
+	int chosen;
 
 	if (!g || !st)
 		return -1;
-	c.n = g->nh_count;
-	if (c.n == 0 || c.n > MPT_MAX_NH)
+	n = g->nh_count;
+	if (n == 0 || n > MPT_MAX_NH)
 		return -1;
-	bpf_loop(2 * MPT_MAX_NH + 1, drr_step, &c, 0);
-	return c.chosen;
+	for (i = 0; i < 2 * MPT_MAX_NH + 1; i++) {
+		chosen = mpt_drr_step(g, st, len, n, i);
+		if (chosen >= 0)
+			return chosen;
+	}
+	return -1;
 }
 
 #endif /* MPT_PICK_H */

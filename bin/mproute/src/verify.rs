@@ -197,13 +197,27 @@ fn probe_answers(
     Ok(false)
 }
 
-/// The loaded generation reader, loaded on first use.
-pub fn reader(slot: &mut Option<FibGenReader>) -> Result<&mut FibGenReader, Failure> {
+/// The loaded generation reader, loaded on first use; `None` on a kernel whose programs cannot
+/// read the generation (before 6.2: no `bpf_cast_to_kern_ctx`), where the dataplane looks
+/// every managed packet up in the kernel's FIB.
+pub fn reader(slot: &mut Option<FibGenReader>) -> Result<Option<&mut FibGenReader>, Failure> {
+    if !FibGenReader::supported() {
+        return Ok(None);
+    }
     if slot.is_none() {
         *slot = Some(FibGenReader::new().map_err(|e| fail("load the FIB generation reader", e))?);
     }
-    slot.as_mut()
-        .ok_or_else(|| Failure::system("the FIB generation reader is not loaded"))
+    Ok(slot.as_mut())
+}
+
+/// Why the check is never skipped on this kernel, for `dataplane show`.
+fn no_generation() -> String {
+    let f = mpt_bpf::features::Feature::KernCtx;
+    format!(
+        "the kernel's FIB generation is out of the programs' reach before Linux {} ({})",
+        f.since(),
+        f.name()
+    )
 }
 
 /// Verify the managed IPv4 routes and record the generation they hold at (or none). Returns how
@@ -211,13 +225,22 @@ pub fn reader(slot: &mut Option<FibGenReader>) -> Result<&mut FibGenReader, Fail
 pub fn arm(
     sock: &mut Socket,
     raw: &RouteState,
-    reader: &mut FibGenReader,
+    reader: Option<&mut FibGenReader>,
 ) -> Result<usize, Failure> {
     let clear = |raw: &RouteState| {
         raw.set_fib4_gen(None)
             .map_err(|e| fail("write the FIB generation", e))
     };
     sync_holes6(sock, raw)?;
+    let Some(reader) = reader else {
+        // no generation to hold the verdicts at: the holes and drift flags, which the
+        // per-packet check needs, and nothing skipped
+        let v = verify(sock, raw)?;
+        sync_holes(raw, &v)?;
+        sync_drift4(raw, &v)?;
+        clear(raw)?;
+        return Ok(0);
+    };
     // A change between the two readings (another tool's, a link event) ends the attempt: try
     // again, a few times.
     for _ in 0..3 {
@@ -473,8 +496,27 @@ impl FibCheck {
 pub fn status(
     sock: &mut Socket,
     raw: &RouteState,
-    reader: &mut FibGenReader,
+    reader: Option<&mut FibGenReader>,
 ) -> Result<FibCheck, Failure> {
+    let Some(reader) = reader else {
+        let v = verify(sock, raw)?;
+        let why = no_generation();
+        return Ok(FibCheck {
+            generation: 0,
+            verified_at: None,
+            routes: v.managed.len(),
+            skipped: 0,
+            unverified: v
+                .managed
+                .iter()
+                .map(|m| Unverified {
+                    dst: m.dst.to_string(),
+                    metric: m.metric,
+                    why: why.clone(),
+                })
+                .collect(),
+        });
+    };
     let now = reader
         .read()
         .map_err(|e| fail("read the FIB generation", e))?;
@@ -635,11 +677,14 @@ impl Session {
         }
     }
 
-    /// The namespace's IPv4 FIB generation now.
-    pub fn generation(&mut self) -> Result<u32, Failure> {
-        crate::verify::reader(&mut self.fibgen)?
-            .read()
-            .map(|g| g.v4)
-            .map_err(|e| crate::store::fail("read the FIB generation", e))
+    /// The namespace's IPv4 FIB generation now (`None`: not readable on this kernel).
+    pub fn generation(&mut self) -> Result<Option<u32>, Failure> {
+        match crate::verify::reader(&mut self.fibgen)? {
+            Some(r) => r
+                .read()
+                .map(|g| Some(g.v4))
+                .map_err(|e| crate::store::fail("read the FIB generation", e)),
+            None => Ok(None),
+        }
     }
 }

@@ -95,21 +95,15 @@ impl Checksums {
 
 /// How XDP on a veth reads the skb behind a frame (a program's `*_veth_skb` load-time
 /// constant, `bpf/include/mpt/lib/veth.h`): directly (2) where vmlinux BTF has the veth's
-/// buffer type (veth built in), else by a probe read (1; veth a module, whose types a BPF cast
-/// cannot name). Read from the kernel's BTF once per process.
+/// buffer type (veth built in), by a probe read (1) where the veth module's BTF has it (a BPF
+/// cast cannot name a module's types), not at all (0: verify checksums instead) on a kernel
+/// whose veth has no such buffer (before 6.3) or that cannot reach it (before 6.2).
 pub fn veth_skb_read() -> u32 {
-    static READ: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
-    *READ.get_or_init(|| {
-        let built_in = libbpf_rs::btf::Btf::from_vmlinux().is_ok_and(|btf| {
-            btf.type_by_name::<libbpf_rs::btf::types::Struct<'_>>("veth_xdp_buff")
-                .is_some()
-        });
-        if built_in {
-            2
-        } else {
-            1
-        }
-    })
+    match crate::features::veth_buf() {
+        crate::features::VethBuf::BuiltIn => 2,
+        crate::features::VethBuf::Module => 1,
+        crate::features::VethBuf::None => 0,
+    }
 }
 
 /// Where an XDP program runs.

@@ -8,6 +8,7 @@
 //!   pinned under `/sys/fs/bpf/<suite>/<netns-cookie>/`, an ABI version, a per-namespace lock),
 //!   found the same way with `-n NAME` and under `ip netns exec NAME`;
 //! - [`attach`]: XDP and tcx attachments (legacy, found again by the next invocation);
+//! - [`features`]: what the running kernel has (probed, never read off its version);
 //! - [`prog`]: loaded programs by id; [`log`]: libbpf's messages;
 //! - [`error`]: typed errors with a kind to choose a hint from.
 //!
@@ -18,6 +19,7 @@
 
 pub mod attach;
 pub mod error;
+pub mod features;
 pub mod ila;
 mod layout;
 pub mod log;

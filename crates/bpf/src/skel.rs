@@ -96,6 +96,16 @@ pub mod pfanout {
     }
 }
 
+/// Probes of what the kernel's verifier takes (`bpf/probe/`), loaded once by
+/// [`crate::features`]: never attached.
+pub mod probe {
+    skeleton! {
+        /// Skeleton of `bpf/probe/probe_global_args.bpf.c`: a global function with a pointer
+        /// argument (Linux 5.12+).
+        probe_global_args
+    }
+}
+
 /// Test-only programs (`bpf/test/`): never attached.
 pub mod test {
     skeleton! {

@@ -63,7 +63,7 @@ pub fn run(s: &mut Session, style: Style) -> Result<(), Failure> {
                     Duration::from_secs(2),
                 )
                 .map_err(Failure::from)?;
-            if changed || last.is_none() || s.generation().ok() != last {
+            if changed || last.is_none() || s.generation().ok().flatten() != last {
                 break;
             }
             settle(s, style);

@@ -3,10 +3,14 @@
  * mpt/lib/csum_verify.h - XDP: whether the TCP/UDP checksum of a segment is
  * complete, for a program that must not redirect a frame whose checksum a local
  * stack left to offload (mpt_l4_csum_ok). Linear data is summed in place with
- * bpf_csum_diff; anything else in 64-byte chunks through bpf_loop().
+ * bpf_csum_diff; anything else (a multi-buffer frame) in 64-byte chunks read with
+ * bpf_xdp_load_bytes, where the kernel has it (5.18+; before, such a segment
+ * counts as not verified and goes up).
  */
 #ifndef MPT_LIB_CSUM_VERIFY_H
 #define MPT_LIB_CSUM_VERIFY_H
+
+#include "mpt/lib/kern.h"
 
 #define MPT_CSUM_CHUNK 64
 /* Longest TCP/UDP segment the XDP path checks (a 9000-byte jumbo frame and then some). */
@@ -29,13 +33,9 @@ struct csum_ctx {
 	__u8 buf[MPT_CSUM_CHUNK];
 };
 
-/*
- * Chunk i of the checksum walk, as a bpf_loop() callback. Its control flow depends
- * only on i and the (unchanging) length, so the verifier checks it once.
- */
-static long csum_step(__u64 i, void *data)
+/* Chunk i of the checksum walk: 1 when the walk ends (done, or failed). */
+static __always_inline int csum_step(__u32 i, struct csum_ctx *c)
 {
-	struct csum_ctx *c = data;
 	__u32 start = (__u32)i * MPT_CSUM_CHUNK;
 	__u32 n, words;
 	long r;
@@ -169,7 +169,15 @@ __noinline int mpt_l4_csum_ok(struct xdp_md *ctx, __u32 off, __u32 len, __u32 ps
 	if (lin >= 0) {
 		sum = lin;
 	} else {
-		bpf_loop(MPT_CSUM_MAX_CHUNKS, csum_step, &c, 0);
+		__u32 i;
+
+		if (!mpt_have_helper(BPF_FUNC_xdp_load_bytes))
+			return 0;
+		/* a bounded loop, not bpf_loop(): see mpt/lib/kern.h */
+		for (i = 0; i < MPT_CSUM_MAX_CHUNKS; i++) {
+			if (csum_step(i, &c))
+				break;
+		}
 		if (c.failed)
 			return 0;
 		sum = c.sum;

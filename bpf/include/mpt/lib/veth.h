@@ -12,7 +12,7 @@
 
 #include <bpf/bpf_core_read.h>
 
-extern void *bpf_cast_to_kern_ctx(void *) __ksym;
+#include "mpt/lib/kern.h"
 
 #define MPT_CHECKSUM_PARTIAL 3
 
@@ -27,13 +27,18 @@ struct veth_xdp_buff___mpt {
  * XDP frame), -1 if it cannot be told. how (a load-time constant, so that the
  * verifier sees one way only): 2, the kernel's BTF has the veth's buffer type
  * (veth built in), a direct read; 1, veth is a module, whose types a cast
- * cannot name: a probe read at the offset after the xdp_buff.
+ * cannot name: a probe read at the offset after the xdp_buff. User space sets
+ * how only where the veth driver has that buffer (Linux 6.4+); a kernel
+ * without bpf_cast_to_kern_ctx (before 6.2) cannot tell: -1.
  */
 static __always_inline int mpt_veth_skb_partial(struct xdp_md *ctx, __u32 how)
 {
-	struct xdp_buff *x = bpf_cast_to_kern_ctx(ctx);
+	struct xdp_buff *x;
 	struct sk_buff *skb = 0, *s;
 
+	if (!mpt_have_kctx())
+		return -1;
+	x = bpf_cast_to_kern_ctx(ctx);
 	if (how == 2) {
 		skb = bpf_core_cast(x, struct veth_xdp_buff___mpt)->skb;
 	} else if (bpf_probe_read_kernel(&skb, sizeof(skb),

@@ -97,6 +97,16 @@ pub fn attachments() -> Result<Vec<Attachment>, Error> {
     Ok(v)
 }
 
+/// Whether the XDP program leaves the transport checksum's difference to its tc companion
+/// (`ila_in_tc_gx`, through the frame's metadata) instead of writing the checksum itself:
+/// always in generic XDP, which cannot tell a checksum left to offload; in native XDP on a veth
+/// where the kernel's veth has no buffer to ask the sender's skb (before 6.3, see
+/// [`attach::veth_skb_read`]), for the same reason.
+fn defers_checksums(hook: Hook, csum: Checksums) -> bool {
+    hook == Hook::XdpGeneric
+        || (hook == Hook::Xdp && csum == Checksums::VethSkb && attach::veth_skb_read() == 0)
+}
+
 /// Open the translator, set its load-time constants, make it use the namespace's tables and
 /// load the programs `hook` needs (its ingress program and the egress one).
 fn load<'o>(
@@ -119,7 +129,7 @@ fn load<'o>(
             };
             // generic XDP cannot tell a checksum left to offload: ila_in_tc, next to it,
             // applies the transport checksum's difference (see ila_xdp_generic)
-            ro.ila_xdp_generic = u32::from(hook == Hook::XdpGeneric);
+            ro.ila_xdp_generic = u32::from(defers_checksums(hook, csum));
             ro.ila_fix_cookie = crate::pinned::random_u32() | 1;
         }
         None => {
@@ -133,7 +143,7 @@ fn load<'o>(
     open.progs.ila_in_tc.set_autoload(hook == Hook::Tc);
     open.progs
         .ila_in_tc_gx
-        .set_autoload(hook == Hook::XdpGeneric);
+        .set_autoload(defers_checksums(hook, csum));
     let m = &mut open.maps;
     for (name, map) in [
         ("ila_meta", &mut m.ila_meta),
@@ -147,9 +157,7 @@ fn load<'o>(
         map.reuse_fd(state.map(name)?.as_fd())
             .map_err(Error::libbpf(format!("reuse {name}")))?;
     }
-    open.load().map_err(Error::libbpf(
-        "load the ILA translator BPF object (verifier)",
-    ))
+    Error::loading("load the ILA translator BPF object", || open.load())
 }
 
 /// Attach the translator to `ifindex`: ingress on `hook`, egress on tcx, in place of ours
@@ -207,6 +215,18 @@ pub fn attach(
                     hook,
                 )
             }),
+        Hook::Xdp if defers_checksums(hook, csum) => tc_in(
+            skel.progs.ila_in_tc_gx.as_fd(),
+            "tcx, next to XDP on a veth",
+        )
+        .and_then(|()| {
+            attach_xdp(
+                ifindex,
+                skel.progs.ila_in_xdp.as_fd(),
+                XdpMode::Native,
+                hook,
+            )
+        }),
         Hook::Xdp => attach_xdp(
             ifindex,
             skel.progs.ila_in_xdp.as_fd(),
@@ -239,6 +259,7 @@ pub fn attach(
             }
         }
         Hook::XdpGeneric => {}
+        Hook::Xdp if defers_checksums(hook, csum) => {}
         Hook::Xdp => {
             for id in tc_ingress_ids(ifindex)? {
                 attach::tcx_detach(ifindex, id, TcxDir::Ingress)?;

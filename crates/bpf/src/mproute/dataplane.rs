@@ -231,9 +231,7 @@ pub fn attach_drops(state: &RouteState, ifindex: u32) -> Result<bool, Error> {
         }
     }
     reuse_state_maps(state, state_maps!(open.maps))?;
-    let skel = open
-        .load()
-        .map_err(bpf("load the drop counter BPF object (verifier)"))?;
+    let skel = Error::loading("load the drop counter BPF object", || open.load())?;
     let links = [
         skel.progs
             .mpt_drops_redirect_err
@@ -283,6 +281,17 @@ pub fn veth_skb_read() -> u32 {
     crate::attach::veth_skb_read()
 }
 
+/// The flags of the dataplane's kernel-view FIB lookup on this kernel (`mpt_view_flags`):
+/// `BPF_FIB_LOOKUP_SKIP_NEIGH` where the kernel has it, else none (older kernels refuse a flag
+/// they do not know).
+pub fn view_flags() -> u32 {
+    if crate::features::fib_skip_neigh() {
+        libbpf_sys::BPF_FIB_LOOKUP_SKIP_NEIGH
+    } else {
+        0
+    }
+}
+
 /// Open the dataplane object, set its load-time constants (`veth_skb`: `mpt_veth_skb` on a veth,
 /// 2 direct, 1 probe read), reuse the state maps and load the hook asked for.
 fn load_dp<'o>(
@@ -299,6 +308,7 @@ fn load_dp<'o>(
         .map_err(bpf("open the dataplane BPF object"))?;
     match open.maps.rodata_data.as_deref_mut() {
         Some(ro) => {
+            ro.mpt_view_flags = view_flags();
             ro.mpt_fastpath = u32::from(fastpath);
             ro.mpt_xdp_generic = u32::from(mode == Mode::XdpGeneric);
             ro.mpt_local_stacks = u32::from(csum != Checksums::Complete);
@@ -340,8 +350,12 @@ fn load_dp<'o>(
             .map_err(bpf("leave out the tc program's peer map"))?;
     }
     reuse_state_maps(state, state_maps!(open.maps))?;
-    open.load()
-        .map_err(bpf("load the dataplane BPF object (verifier)"))
+    if crate::log::verbose() {
+        // the verifier's statistics (insns processed, states) in -v's log
+        let _ = open.progs.mpt_dp_tc.set_log_level(4);
+        let _ = open.progs.mpt_dp_xdp.set_log_level(4);
+    }
+    Error::loading("load the dataplane BPF object", || open.load())
 }
 
 /// Load the dataplane with the state's maps and attach it to `ifindex` in `mode`, replacing an
@@ -358,6 +372,12 @@ pub fn attach(
     csum: Checksums,
     peers: &[u32],
 ) -> Result<u32, Error> {
+    if !crate::features::global_func_args() {
+        return Err(crate::features::lacking(
+            "load the dataplane BPF object",
+            crate::features::Feature::GlobalFuncArgs,
+        ));
+    }
     let mut obj = MaybeUninit::uninit();
     let skel = load_dp(
         &mut obj,

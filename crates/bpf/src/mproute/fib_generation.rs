@@ -39,6 +39,12 @@ impl std::fmt::Debug for FibGenReader {
 }
 
 impl FibGenReader {
+    /// Whether the reader can read anything on this kernel: it reaches the namespace through
+    /// the kernel's skb (`bpf_cast_to_kern_ctx`, Linux 6.2+).
+    pub fn supported() -> bool {
+        crate::features::kern_ctx()
+    }
+
     /// Load the reader (a small never-attached program).
     pub fn new() -> Result<Self, Error> {
         // The skeleton borrows its object storage for as long as it lives; one small
@@ -48,9 +54,7 @@ impl FibGenReader {
         let open = FibgenSkelBuilder::default()
             .open(storage)
             .map_err(|source| Error::libbpf("open the FIB generation reader")(source))?;
-        let skel = open
-            .load()
-            .map_err(|source| Error::libbpf("load the FIB generation reader")(source))?;
+        let skel = Error::loading("load the FIB generation reader", || open.load())?;
         Ok(FibGenReader { skel })
     }
 

@@ -167,12 +167,46 @@ impl Batch {
     /// Write the entries into `map` (one `BPF_MAP_UPDATE_BATCH`, none if empty); `what`
     /// names the write in the error.
     fn write(&self, map: &MapHandle, what: &'static str) -> Result<(), Error> {
+        /// Kernels whose LPM tries have no batch operations (5.10: `ENOTSUPP`, 524): one update
+        /// per entry instead, from the first refusal on.
+        static ONE_BY_ONE: std::sync::atomic::AtomicBool =
+            std::sync::atomic::AtomicBool::new(false);
+        const ENOTSUPP: i32 = 524;
         if self.n == 0 {
             return Ok(());
         }
-        map.update_batch(&self.keys, &self.vals, self.n, MapFlags::ANY, MapFlags::ANY)
-            .map_err(Error::libbpf(what))
+        if !ONE_BY_ONE.load(std::sync::atomic::Ordering::Relaxed) {
+            match map.update_batch(&self.keys, &self.vals, self.n, MapFlags::ANY, MapFlags::ANY) {
+                Ok(()) => return Ok(()),
+                Err(e)
+                    if matches!(
+                        errno_of(&e),
+                        Some(ENOTSUPP | libc::EOPNOTSUPP | libc::EINVAL)
+                    ) && map.map_type() == libbpf_rs::MapType::LpmTrie =>
+                {
+                    ONE_BY_ONE.store(true, std::sync::atomic::Ordering::Relaxed);
+                }
+                Err(e) => return Err(Error::libbpf(what)(e)),
+            }
+        }
+        let n = self.n as usize;
+        let (ks, vs) = (self.keys.len() / n.max(1), self.vals.len() / n.max(1));
+        for (k, v) in self.keys.chunks_exact(ks).zip(self.vals.chunks_exact(vs)) {
+            map.update(k, v, MapFlags::ANY)
+                .map_err(Error::libbpf(what))?;
+        }
+        Ok(())
     }
+}
+
+/// The errno in a libbpf-rs error, if it carries one.
+fn errno_of(e: &libbpf_rs::Error) -> Option<i32> {
+    let s = e.to_string();
+    s.rsplit("(os error ")
+        .next()?
+        .trim_end_matches(')')
+        .parse()
+        .ok()
 }
 
 /// Index in `RouteState::deferred`.
@@ -189,9 +223,7 @@ fn load_anchor(pins: Option<&Path>, cookie: u64) -> Result<OwnedFd, Error> {
     if let Some(dir) = pins {
         pinned::reuse_pins(dir, open.open_object_mut().maps_mut())?;
     }
-    let skel = open
-        .load()
-        .map_err(Error::libbpf("load the state BPF object"))?;
+    let skel = Error::loading("load the state BPF object", || open.load())?;
     if pins.is_none() {
         let meta = MptMeta {
             abi_version: ABI_VERSION,
