@@ -89,6 +89,24 @@ pub fn absent(what: &str) -> Failure {
     Failure::system(format!("{what}: no such entry [ESRCH]"))
 }
 
+/// `modprobe ila`, where the module is not loaded; whether it was loaded by this.
+fn load_module() -> bool {
+    let loaded = std::fs::read_to_string("/proc/modules").is_ok_and(|m| {
+        m.lines()
+            .any(|l| l.split_whitespace().next() == Some("ila"))
+    });
+    if loaded {
+        return false;
+    }
+    std::process::Command::new("modprobe")
+        .args(["-q", "ila"])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
 /// The namespace's ILA tables, by one implementation.
 #[derive(Debug)]
 pub enum Backend {
@@ -108,7 +126,13 @@ impl Backend {
             return Ok(Backend::Bpf(Box::default()));
         }
         let mut genl = Socket::generic().map_err(Failure::from)?;
-        match genl.resolve_family(mpt_netlink::msg::genl::ila::FAMILY) {
+        let mut found = genl.resolve_family(mpt_netlink::msg::genl::ila::FAMILY);
+        if choice == BackendChoice::Kernel && matches!(found, Ok(None)) && load_module() {
+            // asked for by name: the module, where the kernel has it but has not loaded it (its
+            // generic netlink family has no alias the kernel could load it by, as Debian ships it)
+            found = genl.resolve_family(mpt_netlink::msg::genl::ila::FAMILY);
+        }
+        match found {
             Ok(Some(f)) => Ok(Backend::Kernel(kernel::Kernel::new(genl, f.id))),
             Ok(None) if choice == BackendChoice::Auto => Ok(Backend::Bpf(Box::default())),
             Ok(None) => Err(Failure::system(
