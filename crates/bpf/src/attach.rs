@@ -303,8 +303,11 @@ fn ifindex_i32(ifindex: u32) -> i32 {
 
 /// The XDP program on a device, if any: its id and mode.
 pub fn xdp_query(ifindex: u32) -> Result<Option<(u32, XdpMode)>, Error> {
+    // Sized to end before feature_flags: with them libbpf also asks the generic netlink family
+    // "netdev" (6.3+), which on an older kernel makes the kernel run modprobe for it on every
+    // query (on Debian 12 a process per device per command).
     let mut opts = libbpf_sys::bpf_xdp_query_opts {
-        sz: std::mem::size_of::<libbpf_sys::bpf_xdp_query_opts>() as _,
+        sz: std::mem::offset_of!(libbpf_sys::bpf_xdp_query_opts, feature_flags) as _,
         ..Default::default()
     };
     // SAFETY: opts is correctly sized.
