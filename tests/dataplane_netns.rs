@@ -121,29 +121,8 @@ fn redirected(t: &FourPaths) -> u64 {
         .expect("counter")
 }
 
-/// On a kernel of the matrix that lacks what the dataplane needs (Debian 11's 5.10: global
-/// BPF functions with pointer arguments, 5.12), `dataplane attach` must refuse in one line
-/// that names the release: true there, after checking it.
 fn dataplane_refused_here() -> bool {
-    if std::env::var("MPT_KERNEL_SERIES").as_deref() != Ok("5.10") {
-        return false;
-    }
-    require_root();
-    let ns = Netns::new("old-kernel");
-    ns.ip_ok(&["link", "add", "x0", "type", "veth", "peer", "name", "x1"]);
-    let o = MP.at(&ns, &["dataplane", "attach", "dev", "x0"]);
-    let err = String::from_utf8_lossy(&o.stderr);
-    assert_eq!(o.status.code(), Some(2), "{err}");
-    assert!(
-        err.lines()
-            .next()
-            .is_some_and(|l| l.contains("needs Linux 5.12")),
-        "{err}"
-    );
-    assert!(MP.json(&ns, &["dataplane", "show"])["attachments"]
-        .as_array()
-        .is_some_and(Vec::is_empty));
-    true
+    mpt_testkit::matrix::dataplane_refused_here(&MP)
 }
 
 fn check_hash_algo(mode: &str, algo: &str, proto: &str) {

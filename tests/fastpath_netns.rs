@@ -174,13 +174,18 @@ fn attach(r: &Netns, devs: &[&str], mode: &str, peers: &[(&Netns, &str)]) -> Val
         }
     }
     if mode == "xdp" {
-        // how it tells checksums left to offload: from the sender's skb on a veth
+        // how it tells checksums left to offload: from the sender's skb on a veth, where the
+        // kernel's veth has a buffer to ask (6.3+); verified in software on the matrix's
+        // older kernels
+        let old = mpt_testkit::matrix::series_in(&["5.10", "6.1"]);
+        let want = if old {
+            "TCP/UDP checksums verified in software"
+        } else {
+            "checksum state read from the sender's skb"
+        };
         for x in att.iter().filter(|x| x["mode"] == "xdp") {
             let why = x["why"].as_str().unwrap_or("");
-            assert!(
-                why.contains("checksum state read from the sender's skb"),
-                "xdp on a veth: {why}"
-            );
+            assert!(why.contains(want), "xdp on a veth: {why}");
         }
         for (ns, dev) in peers {
             assert!(
@@ -1374,24 +1379,37 @@ fn neighbour_changes_its_mac(mode: &str) {
     );
 }
 
+/// A kernel of the matrix without what the dataplane needs: attach refuses, nothing to run.
+fn refused_here() -> bool {
+    mpt_testkit::matrix::dataplane_refused_here(&MP)
+}
+
 macro_rules! per_mode {
     ($name:ident) => {
         mod $name {
             #[test]
             fn auto() {
-                super::$name("auto");
+                if !super::refused_here() {
+                    super::$name("auto");
+                }
             }
             #[test]
             fn tc() {
-                super::$name("tc");
+                if !super::refused_here() {
+                    super::$name("tc");
+                }
             }
             #[test]
             fn xdp_generic() {
-                super::$name("xdp-generic");
+                if !super::refused_here() {
+                    super::$name("xdp-generic");
+                }
             }
             #[test]
             fn xdp() {
-                super::$name("xdp");
+                if !super::refused_here() {
+                    super::$name("xdp");
+                }
             }
         }
     };

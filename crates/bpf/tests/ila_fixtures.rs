@@ -113,6 +113,20 @@ where
             a0: idx("a0"),
             b0: idx("b0"),
         };
+        // These fixtures give each frame its ingress device through the test run's context,
+        // which Debian 11's 5.10 refuses (XDP contexts are 5.15+, an skb's ingress_ifindex
+        // later than 5.10): there real traffic covers the translator (tests/ila_netns.rs, the
+        // byte comparison with the kernel's ILA in tests/ila_kernel.rs)
+        let probe = frame(L4::Udp, addr("2001:db8:ee::1"));
+        if PROGS.iter().any(|p| fx.try_run(*p, &probe, fx.a0).is_err()) {
+            assert_eq!(
+                std::env::var("MPT_KERNEL_SERIES").as_deref(),
+                Ok("5.10"),
+                "this kernel refuses a test run's context"
+            );
+            eprintln!("this kernel's test runs take no context (ingress device): not run here");
+            return;
+        }
         f(&fx);
     });
 }

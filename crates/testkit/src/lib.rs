@@ -10,6 +10,7 @@
 pub mod ansible;
 pub mod capture;
 pub mod cmd;
+pub mod matrix;
 pub mod netns;
 pub mod packet;
 pub mod progrun;
@@ -22,7 +23,7 @@ pub use cmd::{is_root, require_root, run, run_ok};
 pub use netns::{leaked, netns_cookie, remove_tool_state, Netns, NS_PREFIX};
 pub use rng::XorShift64;
 pub use tool::{batch_json_lines, BatchFile, Tool};
-pub use topo::{veth, TwoPaths};
+pub use topo::{veth, IlaPath, TwoPaths};
 
 /// Remove what mproute keeps for a namespace outside it (see [`remove_tool_state`]).
 pub fn remove_mproute_state(cookie: u64) {

@@ -13,22 +13,33 @@ use crate::netns::Netns;
 pub struct Tool {
     /// Path of the binary.
     pub bin: &'static str,
+    /// Options given before every command (`--backend bpf`).
+    pub pre: &'static [&'static str],
 }
 
 impl Tool {
     /// The tool at `bin`.
     pub const fn new(bin: &'static str) -> Tool {
-        Tool { bin }
+        Tool { bin, pre: &[] }
+    }
+
+    /// The tool at `bin`, with `pre` before every command's words (`ila --backend bpf`, so
+    /// that the translator's tests test it also where the kernel has its own ILA).
+    pub const fn with_options(bin: &'static str, pre: &'static [&'static str]) -> Tool {
+        Tool { bin, pre }
     }
 
     /// `TOOL ARGS` (no namespace).
     pub fn run(&self, args: &[&str]) -> Output {
-        crate::cmd::run(self.bin, args)
+        let mut a = self.pre.to_vec();
+        a.extend_from_slice(args);
+        crate::cmd::run(self.bin, &a)
     }
 
     /// `TOOL -n NS ARGS`.
     pub fn at(&self, ns: &Netns, args: &[&str]) -> Output {
-        let mut a = vec!["-n", ns.name()];
+        let mut a = self.pre.to_vec();
+        a.extend_from_slice(&["-n", ns.name()]);
         a.extend_from_slice(args);
         crate::cmd::run(self.bin, &a)
     }

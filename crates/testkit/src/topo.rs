@@ -1,5 +1,6 @@
 //! Topologies of throwaway namespaces joined by veth pairs: [`veth`], a router with two
-//! neighbours ([`TwoPaths`]) and a client, a router and four nexthops ([`FourPaths`]).
+//! neighbours ([`TwoPaths`]), a client, a router and four nexthops ([`FourPaths`]), and an ILA
+//! path of two routers ([`IlaPath`]).
 
 use std::net::{Ipv4Addr, Ipv6Addr};
 
@@ -251,5 +252,55 @@ impl FourPaths {
     /// `n[i]`'s IPv6 address on the link to the router: `2001:db8:{i+1}::2`.
     pub fn nexthop_v6(i: usize) -> String {
         format!("2001:db8:{}::2", i + 1)
+    }
+}
+
+/// An ILA path of four namespaces, all IPv6: `a` (2001:db8:a::1 on `va`) sends through the
+/// router `r` (`ra`, `rm`) and the router `m` (`mr`, `md`) to the host `d` (2001:db8:d::2 on
+/// `dm`), which has the SIR address `sir_b`/128 on `lo`. `r` routes the locator `loc`::/64
+/// and d's link to `m`; `m` routes the SIR prefix `sir_net`::/64 to `d`; both forward.
+#[derive(Debug)]
+pub struct IlaPath {
+    /// The sender.
+    pub a: Netns,
+    /// The first router (where `ila route` translates SIR to ILA).
+    pub r: Netns,
+    /// The second router (where `ila xlat` translates ILA back).
+    pub m: Netns,
+    /// The host of the SIR address.
+    pub d: Netns,
+}
+
+impl IlaPath {
+    /// Build it; namespaces named with `tag`.
+    pub fn new(tag: &str, sir_b: &str, loc: &str, sir_net: &str) -> IlaPath {
+        let a = Netns::new(&format!("{tag}-a"));
+        let r = Netns::new(&format!("{tag}-r"));
+        let m = Netns::new(&format!("{tag}-m"));
+        let d = Netns::new(&format!("{tag}-d"));
+        veth(&a, "va", &r, "ra");
+        veth(&r, "rm", &m, "mr");
+        veth(&m, "md", &d, "dm");
+        let ip = |ns: &Netns, args: &str| {
+            ns.ip_ok(&args.split_whitespace().collect::<Vec<_>>());
+        };
+        ip(&a, "addr add 2001:db8:a::1/64 dev va nodad");
+        ip(&r, "addr add 2001:db8:a::2/64 dev ra nodad");
+        ip(&r, "addr add 2001:db8:b::1/64 dev rm nodad");
+        ip(&m, "addr add 2001:db8:b::2/64 dev mr nodad");
+        ip(&m, "addr add 2001:db8:d::1/64 dev md nodad");
+        ip(&d, "addr add 2001:db8:d::2/64 dev dm nodad");
+        ip(&d, &format!("addr add {sir_b}/128 dev lo"));
+        ip(&a, "route add default via 2001:db8:a::2");
+        ip(&r, &format!("route add {loc}::/64 via 2001:db8:b::2"));
+        ip(&r, "route add 2001:db8:d::/64 via 2001:db8:b::2");
+        ip(&m, "route add default via 2001:db8:b::1");
+        ip(&m, &format!("route add {sir_net}::/64 via 2001:db8:d::2"));
+        ip(&d, "route add default via 2001:db8:d::1");
+        for ns in [&r, &m] {
+            ns.try_sysctl(&[("net.ipv6.conf.all.forwarding", "1")])
+                .expect("forwarding");
+        }
+        IlaPath { a, r, m, d }
     }
 }

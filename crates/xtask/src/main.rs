@@ -8,6 +8,8 @@
 
 mod demo;
 mod docs;
+mod guest;
+mod kernels;
 mod setup;
 mod util;
 
@@ -40,8 +42,30 @@ enum Task {
     },
     /// Fail if man/ or completions/ differ from what gen-docs would write.
     CheckDocs,
-    /// setup, build and test the whole workspace, then check-docs.
-    Test,
+    /// setup, build and test the whole workspace, then check-docs, then the kernel matrix
+    /// (Debian's 5.10, 6.1 and 6.12 under qemu).
+    Test {
+        /// Only the tests on the running kernel (no matrix).
+        #[arg(long)]
+        no_kernels: bool,
+    },
+    /// The kernel matrix alone (after a build): boot each of Debian's kernels (or those
+    /// named: 5.10, 6.1, 6.12) under qemu and run the demo's steps and the chosen root tests.
+    Kernels {
+        /// A kernel series to run (repeatable; default: all).
+        #[arg(long = "kernel", value_name = "SERIES")]
+        kernels: Vec<String>,
+    },
+    /// Inside a kernel of the matrix (run by `kernels`, not by hand).
+    #[command(hide = true)]
+    Guest {
+        /// The matrix's name for the kernel.
+        #[arg(long)]
+        series: String,
+        /// A file of NAME=PATH lines, one per prebuilt test executable.
+        #[arg(long)]
+        tests: PathBuf,
+    },
     /// Show the tools at work in throwaway network namespaces.
     Demo,
     /// Benchmarks (setup, then the mpt-bench package in release mode): routes, select, disrupt, forward, ila;
@@ -82,14 +106,63 @@ fn run(task: Task) -> Result<bool> {
             docs::gen_docs(&out).map(|()| true)
         }
         Task::CheckDocs => docs::check_docs(&util::repo_root()?),
-        Task::Test => test(),
+        Task::Test { no_kernels } => test(!no_kernels),
+        Task::Kernels { kernels } => {
+            setup::setup()?;
+            let root = util::repo_root()?;
+            let tests = test_executables(&root)?;
+            let outcomes = kernels::run_matrix(&root, &kernels, &tests)?;
+            Ok(report_matrix(&outcomes))
+        }
+        Task::Guest { series, tests } => guest::guest(&series, &tests),
         Task::Demo => demo::demo().map(|()| true),
         Task::Bench { args } => bench(&args),
     }
 }
 
-/// `cargo xtask test`: setup, build, test, check-docs; one summary line at the end.
-fn test() -> Result<bool> {
+/// Each kernel's line, and whether all passed.
+fn report_matrix(outcomes: &[kernels::Outcome]) -> bool {
+    println!("kernel matrix:");
+    for o in outcomes {
+        println!(
+            "  {:<24} {} in {:.0} s",
+            o.release,
+            if o.ok { "passed" } else { "FAILED" },
+            o.secs
+        );
+        for l in &o.summary {
+            println!("    {}", l.trim_start_matches("guest: "));
+        }
+    }
+    outcomes.iter().all(|o| o.ok)
+}
+
+/// The test executables of the workspace by target name, built if need be
+/// (`cargo test --no-run`).
+fn test_executables(root: &std::path::Path) -> Result<Vec<(String, PathBuf)>> {
+    let out = util::output(
+        std::process::Command::new(util::cargo())
+            .args(["test", "--workspace", "--no-run", "--message-format=json"])
+            .current_dir(root),
+    )?;
+    let mut v = Vec::new();
+    for line in out.lines() {
+        let Ok(m) = serde_json::from_str::<serde_json::Value>(line) else {
+            continue;
+        };
+        if m["reason"] != "compiler-artifact" || !m["profile"]["test"].as_bool().unwrap_or(false) {
+            continue;
+        }
+        if let (Some(name), Some(exe)) = (m["target"]["name"].as_str(), m["executable"].as_str()) {
+            v.push((name.to_string(), PathBuf::from(exe)));
+        }
+    }
+    Ok(v)
+}
+
+/// `cargo xtask test`: setup, build, test, check-docs, the kernel matrix; one summary line at
+/// the end.
+fn test(matrix: bool) -> Result<bool> {
     let root = util::repo_root()?;
     let start = Instant::now();
     let mut done: Vec<&str> = Vec::new();
@@ -137,6 +210,14 @@ fn test() -> Result<bool> {
             return Ok(false);
         }
         done.push("docs fresh");
+        if matrix {
+            let tests = test_executables(&root)?;
+            let outcomes = kernels::run_matrix(&root, &[], &tests)?;
+            if !report_matrix(&outcomes) {
+                anyhow::bail!("the kernel matrix failed");
+            }
+            done.push("kernel matrix");
+        }
         Ok(true)
     })();
     let secs = start.elapsed().as_secs_f64();

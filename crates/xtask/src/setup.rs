@@ -26,6 +26,18 @@ const PACKAGES: &[&str] = &[
     "ansible-core",
 ];
 
+/// What the kernel matrix needs (`cargo xtask test` boots Debian's kernels under qemu with
+/// virtme-ng), installed without their recommends (qemu's would bring a desktop): qemu, Debian's
+/// python3 with venv for virtme-ng from PyPI, busybox for its initramfs, depmod for the
+/// kernels' modules.
+const MATRIX_PACKAGES: &[&str] = &[
+    "qemu-system-x86",
+    "python3-venv",
+    "busybox-static",
+    "kmod",
+    "ca-certificates",
+];
+
 const BPFFS: &str = "/sys/fs/bpf";
 const PROTOS_DIR: &str = "/etc/iproute2/rt_protos.d";
 const PROTOS_FILE: &str = "/etc/iproute2/rt_protos.d/mproute.conf";
@@ -54,21 +66,39 @@ fn installed(pkg: &str) -> Result<bool> {
 
 fn packages() -> Result<()> {
     let mut missing = Vec::new();
+    let mut matrix = Vec::new();
     for pkg in PACKAGES {
         if !installed(pkg)? {
             missing.push(*pkg);
         }
     }
-    if missing.is_empty() {
+    for pkg in MATRIX_PACKAGES {
+        if !installed(pkg)? {
+            matrix.push(*pkg);
+        }
+    }
+    if missing.is_empty() && matrix.is_empty() {
         println!("setup: packages: ok");
         return Ok(());
     }
-    println!("setup: packages: installing {}", missing.join(" "));
     run(Command::new("apt-get").arg("update"))?;
-    run(Command::new("apt-get")
-        .env("DEBIAN_FRONTEND", "noninteractive")
-        .args(["install", "-y"])
-        .args(&missing))?;
+    if !missing.is_empty() {
+        println!("setup: packages: installing {}", missing.join(" "));
+        run(Command::new("apt-get")
+            .env("DEBIAN_FRONTEND", "noninteractive")
+            .args(["install", "-y"])
+            .args(&missing))?;
+    }
+    if !matrix.is_empty() {
+        println!(
+            "setup: packages for the kernel matrix: installing {}",
+            matrix.join(" ")
+        );
+        run(Command::new("apt-get")
+            .env("DEBIAN_FRONTEND", "noninteractive")
+            .args(["install", "-y", "--no-install-recommends"])
+            .args(&matrix))?;
+    }
     Ok(())
 }
 

@@ -352,8 +352,8 @@ fn load_dp<'o>(
     reuse_state_maps(state, state_maps!(open.maps))?;
     if crate::log::verbose() {
         // the verifier's statistics (insns processed, states) in -v's log
-        let _ = open.progs.mpt_dp_tc.set_log_level(4);
-        let _ = open.progs.mpt_dp_xdp.set_log_level(4);
+        open.progs.mpt_dp_tc.set_log_level(4);
+        open.progs.mpt_dp_xdp.set_log_level(4);
     }
     Error::loading("load the dataplane BPF object", || open.load())
 }
