@@ -1,6 +1,6 @@
 # Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
 function __fish_ila_global_optspecs
-    string join \n j/json p/pretty n/netns= b/batch= force d/details s/stats check v/verbose backend= h/help V/version
+    string join \n j/json p/pretty n/netns= b/batch= force d/details s/stats check v/verbose wait= backend= h/help V/version
 end
 
 function __fish_ila_needs_command
@@ -26,6 +26,7 @@ end
 
 complete -c ila -n "__fish_ila_needs_command" -s n -l netns -d 'Run in network namespace NAME (/run/netns/NAME), network namespace only' -r
 complete -c ila -n "__fish_ila_needs_command" -s b -l batch -d 'Read commands from FILE, one per line ("-" for standard input)' -r -F
+complete -c ila -n "__fish_ila_needs_command" -l wait -d 'Wait at most SECONDS for another invocation that holds the namespace\'s state (mproute\'s routes, ila\'s tables), then fail with exit 2 naming it (default 60; 0: do not wait)' -r
 complete -c ila -n "__fish_ila_needs_command" -l backend -d 'The implementation: kernel, bpf or auto' -r -f -a "auto\t'The kernel\'s where it has the generic netlink family "ila", else bpf'
 kernel\t'The kernel\'s ILA module (generic netlink and LWT encap)'
 bpf\t'ila\'s BPF translator (XDP/tc programs and pinned maps)'"
@@ -44,6 +45,7 @@ complete -c ila -n "__fish_ila_needs_command" -f -a "dataplane" -d 'The BPF tran
 complete -c ila -n "__fish_ila_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c ila -n "__fish_ila_using_subcommand xlat" -s n -l netns -d 'Run in network namespace NAME (/run/netns/NAME), network namespace only' -r
 complete -c ila -n "__fish_ila_using_subcommand xlat" -s b -l batch -d 'Read commands from FILE, one per line ("-" for standard input)' -r -F
+complete -c ila -n "__fish_ila_using_subcommand xlat" -l wait -d 'Wait at most SECONDS for another invocation that holds the namespace\'s state (mproute\'s routes, ila\'s tables), then fail with exit 2 naming it (default 60; 0: do not wait)' -r
 complete -c ila -n "__fish_ila_using_subcommand xlat" -l backend -d 'The implementation: kernel, bpf or auto' -r -f -a "auto\t'The kernel\'s where it has the generic netlink family "ila", else bpf'
 kernel\t'The kernel\'s ILA module (generic netlink and LWT encap)'
 bpf\t'ila\'s BPF translator (XDP/tc programs and pinned maps)'"
@@ -57,6 +59,7 @@ complete -c ila -n "__fish_ila_using_subcommand xlat" -s v -l verbose -d 'Say mo
 complete -c ila -n "__fish_ila_using_subcommand xlat" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c ila -n "__fish_ila_using_subcommand route" -s n -l netns -d 'Run in network namespace NAME (/run/netns/NAME), network namespace only' -r
 complete -c ila -n "__fish_ila_using_subcommand route" -s b -l batch -d 'Read commands from FILE, one per line ("-" for standard input)' -r -F
+complete -c ila -n "__fish_ila_using_subcommand route" -l wait -d 'Wait at most SECONDS for another invocation that holds the namespace\'s state (mproute\'s routes, ila\'s tables), then fail with exit 2 naming it (default 60; 0: do not wait)' -r
 complete -c ila -n "__fish_ila_using_subcommand route" -l backend -d 'The implementation: kernel, bpf or auto' -r -f -a "auto\t'The kernel\'s where it has the generic netlink family "ila", else bpf'
 kernel\t'The kernel\'s ILA module (generic netlink and LWT encap)'
 bpf\t'ila\'s BPF translator (XDP/tc programs and pinned maps)'"
@@ -70,6 +73,7 @@ complete -c ila -n "__fish_ila_using_subcommand route" -s v -l verbose -d 'Say m
 complete -c ila -n "__fish_ila_using_subcommand route" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c ila -n "__fish_ila_using_subcommand dataplane" -s n -l netns -d 'Run in network namespace NAME (/run/netns/NAME), network namespace only' -r
 complete -c ila -n "__fish_ila_using_subcommand dataplane" -s b -l batch -d 'Read commands from FILE, one per line ("-" for standard input)' -r -F
+complete -c ila -n "__fish_ila_using_subcommand dataplane" -l wait -d 'Wait at most SECONDS for another invocation that holds the namespace\'s state (mproute\'s routes, ila\'s tables), then fail with exit 2 naming it (default 60; 0: do not wait)' -r
 complete -c ila -n "__fish_ila_using_subcommand dataplane" -l backend -d 'The implementation: kernel, bpf or auto' -r -f -a "auto\t'The kernel\'s where it has the generic netlink family "ila", else bpf'
 kernel\t'The kernel\'s ILA module (generic netlink and LWT encap)'
 bpf\t'ila\'s BPF translator (XDP/tc programs and pinned maps)'"

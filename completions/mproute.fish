@@ -1,6 +1,6 @@
 # Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
 function __fish_mproute_global_optspecs
-    string join \n j/json p/pretty n/netns= b/batch= force d/details s/stats check v/verbose nexthop-objects h/help V/version
+    string join \n j/json p/pretty n/netns= b/batch= force d/details s/stats check v/verbose wait= nexthop-objects h/help V/version
 end
 
 function __fish_mproute_needs_command
@@ -26,6 +26,7 @@ end
 
 complete -c mproute -n "__fish_mproute_needs_command" -s n -l netns -d 'Run in network namespace NAME (/run/netns/NAME), network namespace only' -r
 complete -c mproute -n "__fish_mproute_needs_command" -s b -l batch -d 'Read commands from FILE, one per line ("-" for standard input)' -r -F
+complete -c mproute -n "__fish_mproute_needs_command" -l wait -d 'Wait at most SECONDS for another invocation that holds the namespace\'s state (mproute\'s routes, ila\'s tables), then fail with exit 2 naming it (default 60; 0: do not wait)' -r
 complete -c mproute -n "__fish_mproute_needs_command" -s j -l json -d 'Output JSON'
 complete -c mproute -n "__fish_mproute_needs_command" -s p -l pretty -d 'Pretty-print JSON (implies nothing without -j, as in iproute2)'
 complete -c mproute -n "__fish_mproute_needs_command" -l force -d 'In batch mode, go on after a failed line (the exit code still reports it)'
@@ -53,6 +54,7 @@ complete -c mproute -n "__fish_mproute_needs_command" -f -a "dataplane" -d 'Atta
 complete -c mproute -n "__fish_mproute_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c mproute -n "__fish_mproute_using_subcommand add" -s n -l netns -d 'Run in network namespace NAME (/run/netns/NAME), network namespace only' -r
 complete -c mproute -n "__fish_mproute_using_subcommand add" -s b -l batch -d 'Read commands from FILE, one per line ("-" for standard input)' -r -F
+complete -c mproute -n "__fish_mproute_using_subcommand add" -l wait -d 'Wait at most SECONDS for another invocation that holds the namespace\'s state (mproute\'s routes, ila\'s tables), then fail with exit 2 naming it (default 60; 0: do not wait)' -r
 complete -c mproute -n "__fish_mproute_using_subcommand add" -s j -l json -d 'Output JSON'
 complete -c mproute -n "__fish_mproute_using_subcommand add" -s p -l pretty -d 'Pretty-print JSON (implies nothing without -j, as in iproute2)'
 complete -c mproute -n "__fish_mproute_using_subcommand add" -l force -d 'In batch mode, go on after a failed line (the exit code still reports it)'
@@ -64,6 +66,7 @@ complete -c mproute -n "__fish_mproute_using_subcommand add" -l nexthop-objects 
 complete -c mproute -n "__fish_mproute_using_subcommand add" -s h -l help -d 'Print help'
 complete -c mproute -n "__fish_mproute_using_subcommand replace" -s n -l netns -d 'Run in network namespace NAME (/run/netns/NAME), network namespace only' -r
 complete -c mproute -n "__fish_mproute_using_subcommand replace" -s b -l batch -d 'Read commands from FILE, one per line ("-" for standard input)' -r -F
+complete -c mproute -n "__fish_mproute_using_subcommand replace" -l wait -d 'Wait at most SECONDS for another invocation that holds the namespace\'s state (mproute\'s routes, ila\'s tables), then fail with exit 2 naming it (default 60; 0: do not wait)' -r
 complete -c mproute -n "__fish_mproute_using_subcommand replace" -s j -l json -d 'Output JSON'
 complete -c mproute -n "__fish_mproute_using_subcommand replace" -s p -l pretty -d 'Pretty-print JSON (implies nothing without -j, as in iproute2)'
 complete -c mproute -n "__fish_mproute_using_subcommand replace" -l force -d 'In batch mode, go on after a failed line (the exit code still reports it)'
@@ -75,6 +78,7 @@ complete -c mproute -n "__fish_mproute_using_subcommand replace" -l nexthop-obje
 complete -c mproute -n "__fish_mproute_using_subcommand replace" -s h -l help -d 'Print help'
 complete -c mproute -n "__fish_mproute_using_subcommand append" -s n -l netns -d 'Run in network namespace NAME (/run/netns/NAME), network namespace only' -r
 complete -c mproute -n "__fish_mproute_using_subcommand append" -s b -l batch -d 'Read commands from FILE, one per line ("-" for standard input)' -r -F
+complete -c mproute -n "__fish_mproute_using_subcommand append" -l wait -d 'Wait at most SECONDS for another invocation that holds the namespace\'s state (mproute\'s routes, ila\'s tables), then fail with exit 2 naming it (default 60; 0: do not wait)' -r
 complete -c mproute -n "__fish_mproute_using_subcommand append" -s j -l json -d 'Output JSON'
 complete -c mproute -n "__fish_mproute_using_subcommand append" -s p -l pretty -d 'Pretty-print JSON (implies nothing without -j, as in iproute2)'
 complete -c mproute -n "__fish_mproute_using_subcommand append" -l force -d 'In batch mode, go on after a failed line (the exit code still reports it)'
@@ -86,6 +90,7 @@ complete -c mproute -n "__fish_mproute_using_subcommand append" -l nexthop-objec
 complete -c mproute -n "__fish_mproute_using_subcommand append" -s h -l help -d 'Print help'
 complete -c mproute -n "__fish_mproute_using_subcommand change" -s n -l netns -d 'Run in network namespace NAME (/run/netns/NAME), network namespace only' -r
 complete -c mproute -n "__fish_mproute_using_subcommand change" -s b -l batch -d 'Read commands from FILE, one per line ("-" for standard input)' -r -F
+complete -c mproute -n "__fish_mproute_using_subcommand change" -l wait -d 'Wait at most SECONDS for another invocation that holds the namespace\'s state (mproute\'s routes, ila\'s tables), then fail with exit 2 naming it (default 60; 0: do not wait)' -r
 complete -c mproute -n "__fish_mproute_using_subcommand change" -s j -l json -d 'Output JSON'
 complete -c mproute -n "__fish_mproute_using_subcommand change" -s p -l pretty -d 'Pretty-print JSON (implies nothing without -j, as in iproute2)'
 complete -c mproute -n "__fish_mproute_using_subcommand change" -l force -d 'In batch mode, go on after a failed line (the exit code still reports it)'
@@ -97,6 +102,7 @@ complete -c mproute -n "__fish_mproute_using_subcommand change" -l nexthop-objec
 complete -c mproute -n "__fish_mproute_using_subcommand change" -s h -l help -d 'Print help'
 complete -c mproute -n "__fish_mproute_using_subcommand del" -s n -l netns -d 'Run in network namespace NAME (/run/netns/NAME), network namespace only' -r
 complete -c mproute -n "__fish_mproute_using_subcommand del" -s b -l batch -d 'Read commands from FILE, one per line ("-" for standard input)' -r -F
+complete -c mproute -n "__fish_mproute_using_subcommand del" -l wait -d 'Wait at most SECONDS for another invocation that holds the namespace\'s state (mproute\'s routes, ila\'s tables), then fail with exit 2 naming it (default 60; 0: do not wait)' -r
 complete -c mproute -n "__fish_mproute_using_subcommand del" -s j -l json -d 'Output JSON'
 complete -c mproute -n "__fish_mproute_using_subcommand del" -s p -l pretty -d 'Pretty-print JSON (implies nothing without -j, as in iproute2)'
 complete -c mproute -n "__fish_mproute_using_subcommand del" -l force -d 'In batch mode, go on after a failed line (the exit code still reports it)'
@@ -108,6 +114,7 @@ complete -c mproute -n "__fish_mproute_using_subcommand del" -l nexthop-objects 
 complete -c mproute -n "__fish_mproute_using_subcommand del" -s h -l help -d 'Print help'
 complete -c mproute -n "__fish_mproute_using_subcommand delete" -s n -l netns -d 'Run in network namespace NAME (/run/netns/NAME), network namespace only' -r
 complete -c mproute -n "__fish_mproute_using_subcommand delete" -s b -l batch -d 'Read commands from FILE, one per line ("-" for standard input)' -r -F
+complete -c mproute -n "__fish_mproute_using_subcommand delete" -l wait -d 'Wait at most SECONDS for another invocation that holds the namespace\'s state (mproute\'s routes, ila\'s tables), then fail with exit 2 naming it (default 60; 0: do not wait)' -r
 complete -c mproute -n "__fish_mproute_using_subcommand delete" -s j -l json -d 'Output JSON'
 complete -c mproute -n "__fish_mproute_using_subcommand delete" -s p -l pretty -d 'Pretty-print JSON (implies nothing without -j, as in iproute2)'
 complete -c mproute -n "__fish_mproute_using_subcommand delete" -l force -d 'In batch mode, go on after a failed line (the exit code still reports it)'
@@ -119,6 +126,7 @@ complete -c mproute -n "__fish_mproute_using_subcommand delete" -l nexthop-objec
 complete -c mproute -n "__fish_mproute_using_subcommand delete" -s h -l help -d 'Print help'
 complete -c mproute -n "__fish_mproute_using_subcommand show" -s n -l netns -d 'Run in network namespace NAME (/run/netns/NAME), network namespace only' -r
 complete -c mproute -n "__fish_mproute_using_subcommand show" -s b -l batch -d 'Read commands from FILE, one per line ("-" for standard input)' -r -F
+complete -c mproute -n "__fish_mproute_using_subcommand show" -l wait -d 'Wait at most SECONDS for another invocation that holds the namespace\'s state (mproute\'s routes, ila\'s tables), then fail with exit 2 naming it (default 60; 0: do not wait)' -r
 complete -c mproute -n "__fish_mproute_using_subcommand show" -s j -l json -d 'Output JSON'
 complete -c mproute -n "__fish_mproute_using_subcommand show" -s p -l pretty -d 'Pretty-print JSON (implies nothing without -j, as in iproute2)'
 complete -c mproute -n "__fish_mproute_using_subcommand show" -l force -d 'In batch mode, go on after a failed line (the exit code still reports it)'
@@ -130,6 +138,7 @@ complete -c mproute -n "__fish_mproute_using_subcommand show" -l nexthop-objects
 complete -c mproute -n "__fish_mproute_using_subcommand show" -s h -l help -d 'Print help'
 complete -c mproute -n "__fish_mproute_using_subcommand list" -s n -l netns -d 'Run in network namespace NAME (/run/netns/NAME), network namespace only' -r
 complete -c mproute -n "__fish_mproute_using_subcommand list" -s b -l batch -d 'Read commands from FILE, one per line ("-" for standard input)' -r -F
+complete -c mproute -n "__fish_mproute_using_subcommand list" -l wait -d 'Wait at most SECONDS for another invocation that holds the namespace\'s state (mproute\'s routes, ila\'s tables), then fail with exit 2 naming it (default 60; 0: do not wait)' -r
 complete -c mproute -n "__fish_mproute_using_subcommand list" -s j -l json -d 'Output JSON'
 complete -c mproute -n "__fish_mproute_using_subcommand list" -s p -l pretty -d 'Pretty-print JSON (implies nothing without -j, as in iproute2)'
 complete -c mproute -n "__fish_mproute_using_subcommand list" -l force -d 'In batch mode, go on after a failed line (the exit code still reports it)'
@@ -141,6 +150,7 @@ complete -c mproute -n "__fish_mproute_using_subcommand list" -l nexthop-objects
 complete -c mproute -n "__fish_mproute_using_subcommand list" -s h -l help -d 'Print help'
 complete -c mproute -n "__fish_mproute_using_subcommand ls" -s n -l netns -d 'Run in network namespace NAME (/run/netns/NAME), network namespace only' -r
 complete -c mproute -n "__fish_mproute_using_subcommand ls" -s b -l batch -d 'Read commands from FILE, one per line ("-" for standard input)' -r -F
+complete -c mproute -n "__fish_mproute_using_subcommand ls" -l wait -d 'Wait at most SECONDS for another invocation that holds the namespace\'s state (mproute\'s routes, ila\'s tables), then fail with exit 2 naming it (default 60; 0: do not wait)' -r
 complete -c mproute -n "__fish_mproute_using_subcommand ls" -s j -l json -d 'Output JSON'
 complete -c mproute -n "__fish_mproute_using_subcommand ls" -s p -l pretty -d 'Pretty-print JSON (implies nothing without -j, as in iproute2)'
 complete -c mproute -n "__fish_mproute_using_subcommand ls" -l force -d 'In batch mode, go on after a failed line (the exit code still reports it)'
@@ -152,6 +162,7 @@ complete -c mproute -n "__fish_mproute_using_subcommand ls" -l nexthop-objects -
 complete -c mproute -n "__fish_mproute_using_subcommand ls" -s h -l help -d 'Print help'
 complete -c mproute -n "__fish_mproute_using_subcommand flush" -s n -l netns -d 'Run in network namespace NAME (/run/netns/NAME), network namespace only' -r
 complete -c mproute -n "__fish_mproute_using_subcommand flush" -s b -l batch -d 'Read commands from FILE, one per line ("-" for standard input)' -r -F
+complete -c mproute -n "__fish_mproute_using_subcommand flush" -l wait -d 'Wait at most SECONDS for another invocation that holds the namespace\'s state (mproute\'s routes, ila\'s tables), then fail with exit 2 naming it (default 60; 0: do not wait)' -r
 complete -c mproute -n "__fish_mproute_using_subcommand flush" -s j -l json -d 'Output JSON'
 complete -c mproute -n "__fish_mproute_using_subcommand flush" -s p -l pretty -d 'Pretty-print JSON (implies nothing without -j, as in iproute2)'
 complete -c mproute -n "__fish_mproute_using_subcommand flush" -l force -d 'In batch mode, go on after a failed line (the exit code still reports it)'
@@ -163,6 +174,7 @@ complete -c mproute -n "__fish_mproute_using_subcommand flush" -l nexthop-object
 complete -c mproute -n "__fish_mproute_using_subcommand flush" -s h -l help -d 'Print help'
 complete -c mproute -n "__fish_mproute_using_subcommand sync" -s n -l netns -d 'Run in network namespace NAME (/run/netns/NAME), network namespace only' -r
 complete -c mproute -n "__fish_mproute_using_subcommand sync" -s b -l batch -d 'Read commands from FILE, one per line ("-" for standard input)' -r -F
+complete -c mproute -n "__fish_mproute_using_subcommand sync" -l wait -d 'Wait at most SECONDS for another invocation that holds the namespace\'s state (mproute\'s routes, ila\'s tables), then fail with exit 2 naming it (default 60; 0: do not wait)' -r
 complete -c mproute -n "__fish_mproute_using_subcommand sync" -s j -l json -d 'Output JSON'
 complete -c mproute -n "__fish_mproute_using_subcommand sync" -s p -l pretty -d 'Pretty-print JSON (implies nothing without -j, as in iproute2)'
 complete -c mproute -n "__fish_mproute_using_subcommand sync" -l force -d 'In batch mode, go on after a failed line (the exit code still reports it)'
@@ -174,6 +186,7 @@ complete -c mproute -n "__fish_mproute_using_subcommand sync" -l nexthop-objects
 complete -c mproute -n "__fish_mproute_using_subcommand sync" -s h -l help -d 'Print help'
 complete -c mproute -n "__fish_mproute_using_subcommand get" -s n -l netns -d 'Run in network namespace NAME (/run/netns/NAME), network namespace only' -r
 complete -c mproute -n "__fish_mproute_using_subcommand get" -s b -l batch -d 'Read commands from FILE, one per line ("-" for standard input)' -r -F
+complete -c mproute -n "__fish_mproute_using_subcommand get" -l wait -d 'Wait at most SECONDS for another invocation that holds the namespace\'s state (mproute\'s routes, ila\'s tables), then fail with exit 2 naming it (default 60; 0: do not wait)' -r
 complete -c mproute -n "__fish_mproute_using_subcommand get" -s j -l json -d 'Output JSON'
 complete -c mproute -n "__fish_mproute_using_subcommand get" -s p -l pretty -d 'Pretty-print JSON (implies nothing without -j, as in iproute2)'
 complete -c mproute -n "__fish_mproute_using_subcommand get" -l force -d 'In batch mode, go on after a failed line (the exit code still reports it)'
@@ -185,6 +198,7 @@ complete -c mproute -n "__fish_mproute_using_subcommand get" -l nexthop-objects 
 complete -c mproute -n "__fish_mproute_using_subcommand get" -s h -l help -d 'Print help'
 complete -c mproute -n "__fish_mproute_using_subcommand route" -s n -l netns -d 'Run in network namespace NAME (/run/netns/NAME), network namespace only' -r
 complete -c mproute -n "__fish_mproute_using_subcommand route" -s b -l batch -d 'Read commands from FILE, one per line ("-" for standard input)' -r -F
+complete -c mproute -n "__fish_mproute_using_subcommand route" -l wait -d 'Wait at most SECONDS for another invocation that holds the namespace\'s state (mproute\'s routes, ila\'s tables), then fail with exit 2 naming it (default 60; 0: do not wait)' -r
 complete -c mproute -n "__fish_mproute_using_subcommand route" -s j -l json -d 'Output JSON'
 complete -c mproute -n "__fish_mproute_using_subcommand route" -s p -l pretty -d 'Pretty-print JSON (implies nothing without -j, as in iproute2)'
 complete -c mproute -n "__fish_mproute_using_subcommand route" -l force -d 'In batch mode, go on after a failed line (the exit code still reports it)'
@@ -196,6 +210,7 @@ complete -c mproute -n "__fish_mproute_using_subcommand route" -l nexthop-object
 complete -c mproute -n "__fish_mproute_using_subcommand route" -s h -l help -d 'Print help'
 complete -c mproute -n "__fish_mproute_using_subcommand dataplane" -s n -l netns -d 'Run in network namespace NAME (/run/netns/NAME), network namespace only' -r
 complete -c mproute -n "__fish_mproute_using_subcommand dataplane" -s b -l batch -d 'Read commands from FILE, one per line ("-" for standard input)' -r -F
+complete -c mproute -n "__fish_mproute_using_subcommand dataplane" -l wait -d 'Wait at most SECONDS for another invocation that holds the namespace\'s state (mproute\'s routes, ila\'s tables), then fail with exit 2 naming it (default 60; 0: do not wait)' -r
 complete -c mproute -n "__fish_mproute_using_subcommand dataplane" -s j -l json -d 'Output JSON'
 complete -c mproute -n "__fish_mproute_using_subcommand dataplane" -s p -l pretty -d 'Pretty-print JSON (implies nothing without -j, as in iproute2)'
 complete -c mproute -n "__fish_mproute_using_subcommand dataplane" -l force -d 'In batch mode, go on after a failed line (the exit code still reports it)'

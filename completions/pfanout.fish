@@ -1,6 +1,6 @@
 # Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
 function __fish_pfanout_global_optspecs
-    string join \n j/json p/pretty n/netns= b/batch= force d/details s/stats check v/verbose h/help V/version
+    string join \n j/json p/pretty n/netns= b/batch= force d/details s/stats check v/verbose wait= h/help V/version
 end
 
 function __fish_pfanout_needs_command
@@ -26,6 +26,7 @@ end
 
 complete -c pfanout -n "__fish_pfanout_needs_command" -s n -l netns -d 'Run in network namespace NAME (/run/netns/NAME), network namespace only' -r
 complete -c pfanout -n "__fish_pfanout_needs_command" -s b -l batch -d 'Read commands from FILE, one per line ("-" for standard input)' -r -F
+complete -c pfanout -n "__fish_pfanout_needs_command" -l wait -d 'Wait at most SECONDS for another invocation that holds the namespace\'s state (mproute\'s routes, ila\'s tables), then fail with exit 2 naming it (default 60; 0: do not wait)' -r
 complete -c pfanout -n "__fish_pfanout_needs_command" -s j -l json -d 'Output JSON'
 complete -c pfanout -n "__fish_pfanout_needs_command" -s p -l pretty -d 'Pretty-print JSON (implies nothing without -j, as in iproute2)'
 complete -c pfanout -n "__fish_pfanout_needs_command" -l force -d 'In batch mode, go on after a failed line (the exit code still reports it)'
@@ -41,6 +42,7 @@ complete -c pfanout -n "__fish_pfanout_needs_command" -f -a "bench" -d 'The roll
 complete -c pfanout -n "__fish_pfanout_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c pfanout -n "__fish_pfanout_using_subcommand show" -s n -l netns -d 'Run in network namespace NAME (/run/netns/NAME), network namespace only' -r
 complete -c pfanout -n "__fish_pfanout_using_subcommand show" -s b -l batch -d 'Read commands from FILE, one per line ("-" for standard input)' -r -F
+complete -c pfanout -n "__fish_pfanout_using_subcommand show" -l wait -d 'Wait at most SECONDS for another invocation that holds the namespace\'s state (mproute\'s routes, ila\'s tables), then fail with exit 2 naming it (default 60; 0: do not wait)' -r
 complete -c pfanout -n "__fish_pfanout_using_subcommand show" -s j -l json -d 'Output JSON'
 complete -c pfanout -n "__fish_pfanout_using_subcommand show" -s p -l pretty -d 'Pretty-print JSON (implies nothing without -j, as in iproute2)'
 complete -c pfanout -n "__fish_pfanout_using_subcommand show" -l force -d 'In batch mode, go on after a failed line (the exit code still reports it)'
@@ -51,6 +53,7 @@ complete -c pfanout -n "__fish_pfanout_using_subcommand show" -s v -l verbose -d
 complete -c pfanout -n "__fish_pfanout_using_subcommand show" -s h -l help -d 'Print help'
 complete -c pfanout -n "__fish_pfanout_using_subcommand run" -s n -l netns -d 'Run in network namespace NAME (/run/netns/NAME), network namespace only' -r
 complete -c pfanout -n "__fish_pfanout_using_subcommand run" -s b -l batch -d 'Read commands from FILE, one per line ("-" for standard input)' -r -F
+complete -c pfanout -n "__fish_pfanout_using_subcommand run" -l wait -d 'Wait at most SECONDS for another invocation that holds the namespace\'s state (mproute\'s routes, ila\'s tables), then fail with exit 2 naming it (default 60; 0: do not wait)' -r
 complete -c pfanout -n "__fish_pfanout_using_subcommand run" -s j -l json -d 'Output JSON'
 complete -c pfanout -n "__fish_pfanout_using_subcommand run" -s p -l pretty -d 'Pretty-print JSON (implies nothing without -j, as in iproute2)'
 complete -c pfanout -n "__fish_pfanout_using_subcommand run" -l force -d 'In batch mode, go on after a failed line (the exit code still reports it)'
@@ -61,6 +64,7 @@ complete -c pfanout -n "__fish_pfanout_using_subcommand run" -s v -l verbose -d 
 complete -c pfanout -n "__fish_pfanout_using_subcommand run" -s h -l help -d 'Print help'
 complete -c pfanout -n "__fish_pfanout_using_subcommand bench" -s n -l netns -d 'Run in network namespace NAME (/run/netns/NAME), network namespace only' -r
 complete -c pfanout -n "__fish_pfanout_using_subcommand bench" -s b -l batch -d 'Read commands from FILE, one per line ("-" for standard input)' -r -F
+complete -c pfanout -n "__fish_pfanout_using_subcommand bench" -l wait -d 'Wait at most SECONDS for another invocation that holds the namespace\'s state (mproute\'s routes, ila\'s tables), then fail with exit 2 naming it (default 60; 0: do not wait)' -r
 complete -c pfanout -n "__fish_pfanout_using_subcommand bench" -s j -l json -d 'Output JSON'
 complete -c pfanout -n "__fish_pfanout_using_subcommand bench" -s p -l pretty -d 'Pretty-print JSON (implies nothing without -j, as in iproute2)'
 complete -c pfanout -n "__fish_pfanout_using_subcommand bench" -l force -d 'In batch mode, go on after a failed line (the exit code still reports it)'

@@ -988,3 +988,467 @@ fn check_predicts_and_changes_nothing() {
     );
     assert_eq!(after, before, "the dry runs changed something");
 }
+
+/// The process strace runs (its only child), once it is there.
+fn traced_child(strace: u32) -> Option<u32> {
+    let kids = std::fs::read_to_string(format!("/proc/{strace}/task/{strace}/children")).ok()?;
+    kids.split_whitespace().next()?.parse().ok()
+}
+
+/// `xlat del loc_match M loc L` compares the locator under the lock its delete takes (issue 27
+/// item 3: with its lock delayed, a concurrent replace to another locator came between the
+/// comparison and the delete, and the new mapping was removed as if it had locator L). The
+/// delete is held at its first flock by strace; whatever it read before, it has read.
+#[test]
+fn del_compares_the_locator_under_the_lock() {
+    require_root();
+    let ns = Netns::new("ila-race");
+    ILA.ok(&ns, &["xlat", "add", "loc_match", LOC_B, "loc", SIR_NET]);
+    let del = std::process::Command::new("strace")
+        .args(["-f", "-qq", "-o", "/dev/null", "-e", "trace=flock"])
+        .args(["-e", "inject=flock:delay_enter=1500000", ILA.bin])
+        .args(["--backend", "bpf", "-n", ns.name(), "xlat", "del"])
+        .args(["loc_match", LOC_B, "loc", SIR_NET])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("strace");
+    // ila's first flock: its syscall number (73 on x86-64) in /proc/PID/syscall
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let at_flock = traced_child(del.id()).is_some_and(|pid| {
+            std::fs::read_to_string(format!("/proc/{pid}/syscall"))
+                .is_ok_and(|s| s.starts_with(&format!("{} ", libc::SYS_flock)))
+        });
+        if at_flock {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "ila never reached flock"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    ILA.ok(
+        &ns,
+        &["xlat", "replace", "loc_match", LOC_B, "loc", "2001:db8:1:3"],
+    );
+    let o = del.wait_with_output().expect("wait");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "the delete must fail: {err}");
+    assert!(
+        err.contains("the mapping has locator 2001:db8:1:3"),
+        "{err}"
+    );
+    let rows = ILA.json(&ns, &["xlat", "show"]);
+    assert_eq!(
+        rows[0]["locator"], "2001:db8:1:3",
+        "the replaced mapping stays: {rows}"
+    );
+}
+
+/// Another invocation's lock is waited for as long as `--wait` says, the holder named after a
+/// second, and then the command fails with exit 2 naming it (issue 27 item 4: a stopped holder
+/// made every later command wait silently and forever). The holder here is this test.
+#[test]
+fn a_held_lock_is_named_and_waited_for_a_bounded_time() {
+    require_root();
+    let ns = Netns::new("ila-wait");
+    ILA.ok(&ns, &["xlat", "add", "loc_match", LOC_B, "loc", SIR_NET]);
+    let cookie = ns.cookie().expect("cookie");
+    let path = format!("/run/ila/{}.lock", mpt_testkit::netns::id_name(cookie));
+    let f = std::fs::OpenOptions::new()
+        .write(true)
+        .open(&path)
+        .expect("the lock file");
+    let held = nix::fcntl::Flock::lock(f, nix::fcntl::FlockArg::LockExclusive)
+        .map_err(|(_, e)| e)
+        .expect("flock");
+    let t = std::time::Instant::now();
+    let o = ILA.at(&ns, &["--wait", "2", "xlat", "del", "loc_match", LOC_B]);
+    let waited = t.elapsed();
+    drop(held);
+    let err = String::from_utf8_lossy(&o.stderr);
+    let me = format!("held by pid {} (", std::process::id());
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(waited >= Duration::from_secs(2), "{waited:?}");
+    assert!(
+        err.lines()
+            .next()
+            .is_some_and(|l| l.starts_with("ila: note: waiting for the lock") && l.contains(&me)),
+        "{err}"
+    );
+    assert!(err.lines().nth(1).is_some_and(|l| l.contains(&me)), "{err}");
+    assert_eq!(ILA.json(&ns, &["xlat", "show"])[0]["locator_match"], LOC_B);
+    ILA.ok(&ns, &["xlat", "del", "loc_match", LOC_B]);
+}
+
+/// Names the kernel or another user chose are printed with their control characters escaped
+/// (issue 27 item 5: a device named with an escape sequence retitled the operator's terminal).
+#[test]
+fn device_names_cannot_drive_the_terminal() {
+    require_root();
+    let a = Netns::new("ila-esc-a");
+    let b = Netns::new("ila-esc-b");
+    let evil = "\u{1b}]0;PWN\u{7}\u{1b}[2J";
+    veth(&a, "va", &b, "vb");
+    b.ip_ok(&["link", "set", "vb", "name", evil]);
+    let o = ILA.at(
+        &b,
+        &[
+            "xlat",
+            "add",
+            "loc_match",
+            LOC_B,
+            "loc",
+            SIR_NET,
+            "dev",
+            evil,
+        ],
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    for args in [&["xlat", "show"][..], &["dataplane", "show"][..]] {
+        let o = ILA.at(&b, args);
+        let out = String::from_utf8_lossy(&o.stdout);
+        assert!(
+            !out.contains('\u{1b}') && !out.contains('\u{7}'),
+            "{args:?}: {out:?}"
+        );
+    }
+    let out = ILA.ok(&b, &["xlat", "show"]);
+    assert!(out.contains("\\x1b]0;PWN\\x07\\x1b[2J"), "{out}");
+    // JSON carries the name as it is (escaped by JSON's own rules)
+    assert_eq!(ILA.json(&b, &["xlat", "show"])[0]["interface"], evil);
+}
+
+/// What a batch reads is bounded, what an error writes is whole (issue 27 items 6 and 12):
+/// `-b /dev/zero` is refused before it is read (it was read at 0.9 GB/s until the OOM
+/// killer), an endless line through a pipe ends in one line, exit 1; `-n ""` is a usage
+/// error; an error line and its hint go out in one write(2), so that concurrent processes'
+/// lines do not interleave.
+#[test]
+fn batches_are_bounded_and_error_lines_whole() {
+    require_root();
+    let o = ILA.run(&["-b", "/dev/zero"]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(err.contains("is a character device"), "{err}");
+    let o = std::process::Command::new("sh")
+        .args([
+            "-c",
+            &format!("head -c 200000 /dev/zero | {} -b -", ILA.bin),
+        ])
+        .output()
+        .expect("sh");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(err.contains("-:1: a line longer than 65536 bytes"), "{err}");
+    let o = ILA.run(&["-n", "", "xlat", "show"]);
+    assert_eq!(
+        o.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+
+    let ns = Netns::new("ila-write");
+    let o = std::process::Command::new("strace")
+        .args([
+            "-f",
+            "-qq",
+            "-e",
+            "trace=write",
+            "-e",
+            "signal=none",
+            ILA.bin,
+        ])
+        .args(["--backend", "bpf", "-n", ns.name(), "xlat", "del"])
+        .args(["loc_match", LOC_B])
+        .output()
+        .expect("strace");
+    let trace = String::from_utf8_lossy(&o.stderr);
+    let writes: Vec<&str> = trace.lines().filter(|l| l.contains("write(2,")).collect();
+    assert_eq!(writes.len(), 1, "{trace}");
+    assert!(writes[0].contains("ila: xlat del"), "{trace}");
+}
+
+/// Unmounts and removes a bind mount of a namespace, and what the tools keep for it.
+struct Kept {
+    path: std::path::PathBuf,
+    cookie: u64,
+}
+
+impl Drop for Kept {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount")
+            .arg(&self.path)
+            .status();
+        let _ = std::fs::remove_file(&self.path);
+        mpt_testkit::netns::remove_tool_state(self.cookie);
+    }
+}
+
+/// A namespace kept alive by a bind mount outside `/run/netns` has no name and no process, and
+/// is alive: its pins and lock outlive the sweep another namespace's new state runs (issue 27
+/// item 10: they were removed, judged by names). The kernel's word decides: its anchor runs.
+#[test]
+fn a_namespace_kept_by_a_bind_mount_keeps_its_pins() {
+    require_root();
+    let x = Netns::new("ila-kept");
+    ILA.ok(&x, &["xlat", "add", "loc_match", LOC_B, "loc", SIR_NET]);
+    let cookie = x.cookie().expect("cookie");
+    let id = mpt_testkit::netns::id_name(cookie);
+    let pins = std::path::PathBuf::from(format!("/sys/fs/bpf/ila/{id}"));
+    let lock = std::path::PathBuf::from(format!("/run/ila/{id}.lock"));
+    assert!(pins.exists() && lock.exists(), "pins and lock made");
+    let kept = Kept {
+        path: std::env::temp_dir().join(format!("mpt-kept-{}", std::process::id())),
+        cookie,
+    };
+    std::fs::write(&kept.path, b"").expect("mount point");
+    let st = std::process::Command::new("mount")
+        .args(["--bind", &format!("/run/netns/{}", x.name())])
+        .arg(&kept.path)
+        .status()
+        .expect("mount");
+    assert!(st.success(), "bind mount");
+    let name = x.name().to_string();
+    // its name goes (not through `x`, whose drop also removes what the tools keep for it)
+    let st = std::process::Command::new("ip")
+        .args(["netns", "del", &name])
+        .status()
+        .expect("ip");
+    assert!(st.success(), "ip netns del");
+    assert!(!std::path::Path::new(&format!("/run/netns/{name}")).exists());
+    // another namespace's first state sweeps what dead namespaces left
+    let y = Netns::new("ila-sweeper");
+    ILA.ok(&y, &["xlat", "add", "loc_match", LOC_B, "loc", SIR_NET]);
+    assert!(pins.exists(), "the kept namespace's pins were swept");
+    assert!(lock.exists(), "the kept namespace's lock was swept");
+    let o = std::process::Command::new("nsenter")
+        .arg(format!("--net={}", kept.path.display()))
+        .args([ILA.bin, "--backend", "bpf", "-j", "xlat", "show"])
+        .output()
+        .expect("nsenter");
+    let v: Value = serde_json::from_slice(&o.stdout).expect("json");
+    assert_eq!(v[0]["locator_match"], LOC_B, "{v}");
+}
+
+/// A mapping whose device was deleted can be deleted on its own (issue 27 item 9: `show`
+/// listed `if3`, `del ... dev if3` said ENODEV, without `dev` ESRCH, only `flush` cleared it):
+/// `dev ifN` names the gone device, and a `del` without `dev` names where the mappings are.
+#[test]
+fn a_mapping_on_a_deleted_device_can_be_deleted() {
+    let p = Pair::new("ila-gone");
+    ILA.ok(
+        &p.b,
+        &[
+            "xlat",
+            "add",
+            "loc_match",
+            LOC_B,
+            "loc",
+            SIR_NET,
+            "dev",
+            "vb",
+        ],
+    );
+    ILA.ok(
+        &p.b,
+        &["xlat", "add", "loc_match", "2001:db8:ee:1", "loc", SIR_NET],
+    );
+    p.b.ip_ok(&["link", "del", "vb"]);
+    let rows = ILA.json(&p.b, &["xlat", "show"]);
+    let gone = rows
+        .as_array()
+        .expect("rows")
+        .iter()
+        .find(|r| r["locator_match"] == LOC_B)
+        .map(|r| r["interface"].as_str().unwrap_or("").to_string())
+        .expect("the mapping on the gone device");
+    assert!(gone.starts_with("if"), "{rows}");
+    let o = ILA.at(&p.b, &["xlat", "del", "loc_match", LOC_B]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains(&format!("has mappings on dev {gone}")),
+        "{err}"
+    );
+    ILA.ok(&p.b, &["xlat", "del", "loc_match", LOC_B, "dev", &gone]);
+    let rows = ILA.json(&p.b, &["xlat", "show"]);
+    assert_eq!(rows.as_array().map(Vec::len), Some(1), "{rows}");
+    assert_eq!(rows[0]["locator_match"], "2001:db8:ee:1");
+    // a name that is neither a device nor a gone one's ifN stays an error
+    let o = ILA.at(&p.b, &["xlat", "del", "loc_match", LOC_B, "dev", "nosuch"]);
+    assert_eq!(o.status.code(), Some(2));
+}
+
+/// Output for scripts (issue 27 item 11): output that does not reach its file is exit 2
+/// (`-j >/dev/full` said 0); with `-j` a failure is also one JSON object on standard output;
+/// a `-j` batch is JSON Lines, `-p` or not.
+#[test]
+fn json_for_scripts_whole_or_failed() {
+    let ns = Netns::new("ila-json");
+    ILA.ok(&ns, &["xlat", "add", "loc_match", LOC_B, "loc", SIR_NET]);
+    let full = std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/full")
+        .expect("/dev/full");
+    let o = std::process::Command::new(ILA.bin)
+        .args(["--backend", "bpf", "-n", ns.name(), "-j", "xlat", "show"])
+        .stdout(full)
+        .output()
+        .expect("ila");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("write standard output: No space left on device [ENOSPC]"),
+        "{err}"
+    );
+
+    let o = ILA.at(&ns, &["-j", "xlat", "del", "loc_match", "2001:db8:ee:9"]);
+    assert_eq!(o.status.code(), Some(2));
+    let v: Value = serde_json::from_slice(&o.stdout).expect("one JSON object");
+    assert_eq!(v["errno"], "ESRCH", "{v}");
+    assert!(
+        v["error"].as_str().is_some_and(|e| e.contains("xlat del")),
+        "{v}"
+    );
+
+    let mut child = std::process::Command::new(ILA.bin)
+        .args(["--backend", "bpf", "-n", ns.name()])
+        .args(["-j", "-p", "--force", "-b", "-"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("ila");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(
+            b"xlat show\nxlat del loc_match 2001:db8:ee:9\nxlat get loc_match 2001:db8:ff:1\n",
+        )
+        .expect("write");
+    let o = child.wait_with_output().expect("wait");
+    assert_eq!(o.status.code(), Some(2));
+    let out = String::from_utf8_lossy(&o.stdout);
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines.len(), 3, "JSON Lines: {out}");
+    for l in &lines {
+        serde_json::from_str::<Value>(l).unwrap_or_else(|e| panic!("{e}: {l}"));
+    }
+    assert!(lines[1].contains("\"errno\":\"ESRCH\""), "{out}");
+}
+
+/// A note is said once per invocation, not on every line of a batch (issue 27 item 12: a
+/// 20,000-line batch printed 20,000 notes).
+#[test]
+fn a_batch_says_its_note_once() {
+    let ns = Netns::new("ila-note");
+    let batch: String = (1..=50)
+        .map(|i| format!("xlat add loc_match 2001:db8:ee:{i:x} loc {SIR_NET}\n"))
+        .collect();
+    let mut child = std::process::Command::new(ILA.bin)
+        .args(["--backend", "bpf", "-n", ns.name(), "-b", "-"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("ila");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(batch.as_bytes())
+        .expect("write");
+    let o = child.wait_with_output().expect("wait");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    let notes = err.lines().filter(|l| l.starts_with("ila: note:")).count();
+    assert_eq!(notes, 1, "{err}");
+}
+
+/// `route replace` over a FIB route that is not ila's says so, and does not tell the operator
+/// to use the replace they used (issue 27 item 12); the foreign route stays as it was.
+#[test]
+fn replace_over_a_foreign_route_names_it() {
+    let p = Pair::new("ila-fr");
+    ip(&p.a, &format!("-6 route add {SIR_B}/128 via {B_ADDR}"));
+    let before = p.a.ip_json(&["-6", "route", "show", "exact", SIR_B]);
+    let o = ILA.at(&p.a, &["route", "replace", SIR_B, "loc", LOC_B]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("that is not ila's [EEXIST]"), "{err}");
+    assert!(!err.contains("use replace"), "{err}");
+    assert_eq!(
+        p.a.ip_json(&["-6", "route", "show", "exact", SIR_B]),
+        before
+    );
+    assert_eq!(ILA.json(&p.a, &["route", "show"]), serde_json::json!([]));
+}
+
+/// A batch whose reader is slow does not hold the lock while it waits to write (issue 27 item
+/// 4: `ila -j -b big | sleep 12` kept every other invocation waiting): its output is held
+/// back until its work is done and the lock let go.
+#[test]
+fn a_slow_reader_does_not_hold_the_lock() {
+    use std::io::Read;
+    let ns = Netns::new("ila-slow");
+    ILA.ok(&ns, &["xlat", "add", "loc_match", LOC_B, "loc", SIR_NET]);
+    // its first line takes the lock (a change), the rest fill the pipe
+    let text = format!(
+        "xlat replace loc_match {LOC_B} loc {SIR_NET}\n{}",
+        "xlat show\n".repeat(3000)
+    );
+    let batch = mpt_testkit::BatchFile::new("ila-slow", text);
+    let mut child = std::process::Command::new(ILA.bin)
+        .args([
+            "--backend",
+            "bpf",
+            "-n",
+            ns.name(),
+            "-j",
+            "-b",
+            batch.path(),
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("ila");
+    // until it waits on the full pipe
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while std::fs::read_to_string(format!("/proc/{}/wchan", child.id()))
+        .map_or(true, |w| !w.contains("pipe_write"))
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the batch never filled its pipe"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let o = ILA.at(
+        &ns,
+        &[
+            "--wait",
+            "3",
+            "xlat",
+            "add",
+            "loc_match",
+            "2001:db8:ee:1",
+            "loc",
+            SIR_NET,
+        ],
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let mut out = String::new();
+    child
+        .stdout
+        .take()
+        .expect("stdout")
+        .read_to_string(&mut out)
+        .expect("read");
+    assert!(child.wait().expect("wait").success());
+    assert_eq!(out.lines().count(), 3001);
+}

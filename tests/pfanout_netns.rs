@@ -1027,3 +1027,256 @@ fn check_predicts_joins_and_joins_nothing() {
     stop(child);
     l.no_sockets_left();
 }
+
+/// `write DIR` as root where another user laid a trap (adversarial review, issue 27 item 1): a
+/// directory another user owns, with `worker-0.pcap` a symbolic link to a file of root's, is
+/// refused in one line and the file keeps its bytes; in a directory of root's a link is not
+/// followed either; the pcap files are made mode 0600 (captured traffic is not for everyone).
+#[test]
+fn write_refuses_others_directories_and_never_follows_links() {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    let l = link("pfw");
+    let victim_dir = tmpdir("victim");
+    std::fs::create_dir(&victim_dir).expect("victim dir");
+    let victim = victim_dir.join("victim");
+    std::fs::write(&victim, b"root's own bytes").expect("victim");
+    let run = |dir: &std::path::Path| {
+        PF.at(
+            &l.rx,
+            &[
+                "run",
+                "dev",
+                "pr",
+                "mode",
+                "hash",
+                "workers",
+                "1",
+                "duration",
+                "1",
+                "write",
+                dir.to_str().expect("utf-8"),
+            ],
+        )
+    };
+    // nobody's directory (uid 65534), with the link nobody planted
+    let trap = tmpdir("trap");
+    std::fs::create_dir(&trap).expect("trap dir");
+    std::os::unix::fs::symlink(&victim, trap.join("worker-0.pcap")).expect("symlink");
+    std::os::unix::fs::lchown(trap.join("worker-0.pcap"), Some(65534), Some(65534))
+        .expect("lchown");
+    std::os::unix::fs::chown(&trap, Some(65534), Some(65534)).expect("chown");
+    let o = run(&trap);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.lines().next().is_some_and(
+            |l| l.contains("refuse the pcap directory") && l.contains("belongs to uid 65534")
+        ),
+        "{err}"
+    );
+    assert_eq!(std::fs::read(&victim).expect("victim"), b"root's own bytes");
+    // a directory of root's that others can write: refused too
+    let open = tmpdir("open");
+    std::fs::create_dir(&open).expect("open dir");
+    std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o777)).expect("chmod");
+    let o = run(&open);
+    assert_eq!(o.status.code(), Some(2), "{o:?}");
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("writable by others"),
+        "{o:?}"
+    );
+    // root's own directory, with a link in it: not followed
+    let own = tmpdir("own");
+    std::fs::create_dir(&own).expect("own dir");
+    std::os::unix::fs::symlink(&victim, own.join("worker-0.pcap")).expect("symlink");
+    let o = run(&own);
+    assert_eq!(o.status.code(), Some(2), "{o:?}");
+    assert_eq!(std::fs::read(&victim).expect("victim"), b"root's own bytes");
+    // and without it: a pcap file of root's, mode 0600
+    std::fs::remove_file(own.join("worker-0.pcap")).expect("unlink");
+    let o = run(&own);
+    assert!(o.status.success(), "{o:?}");
+    let md = std::fs::symlink_metadata(own.join("worker-0.pcap")).expect("pcap file");
+    assert!(md.is_file());
+    assert_eq!((md.uid(), md.mode() & 0o7777), (0, 0o600));
+    for d in [&victim_dir, &trap, &open, &own] {
+        let _ = std::fs::remove_dir_all(d);
+    }
+    l.no_sockets_left();
+}
+
+/// A run on a device that is deleted ends at once with one line and exit 2 (issue 27 item 8:
+/// it ran on silently to the end of its duration, exit 0, and `show` printed `dev
+/// if4294967295`); SIGHUP ends a `write` run as SIGTERM does: its summary, whole pcap files.
+#[test]
+fn a_deleted_device_ends_the_run_and_sighup_is_a_stop() {
+    let l = link("pfd");
+    let dir = tmpdir("hup");
+    let c = l.run(
+        &format!("group 61 mode hash workers 2 write {}", dir.display()),
+        61,
+        2,
+    );
+    l.send(&flow_frames(8, 4, false), None);
+    let v = stop_with(c, "HUP");
+    assert_eq!(v["group"], 61);
+    let got: u64 = per_worker(&v, "packets").iter().sum();
+    assert!(got >= 32, "{v}");
+    let flows = flows_in(&dir, 2);
+    let in_files: u64 = flows.iter().flat_map(|f| f.values()).sum();
+    assert_eq!(in_files, got, "every packet counted is in the pcap files");
+    let _ = std::fs::remove_dir_all(&dir);
+
+    let c = l.run("group 62 mode hash workers 1 duration 30", 62, 1);
+    let t = Instant::now();
+    l.rx.ip_ok(&["link", "del", "pr"]);
+    let out = c.wait_with_output().expect("wait");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        t.elapsed() < Duration::from_secs(10),
+        "ran on for {:?}",
+        t.elapsed()
+    );
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains("device pr (ifindex") && err.contains("is gone"),
+        "{err}"
+    );
+    l.no_sockets_left();
+}
+
+/// Smaller items of the adversarial review (issue 27 item 12), as an operator meets them:
+/// a keyword given twice is refused (exit 1); `bench` as another user says it needs root;
+/// `show` borrows sockets (to read their flags) only from processes that run pfanout as root
+/// or as the caller, not from any process of another user that calls itself "pfanout".
+#[test]
+fn repeated_words_non_root_bench_and_impostors() {
+    let l = link("pfi");
+    for twice in ["mode hash mode lb", "mode lb workers 1 workers 3"] {
+        let mut a = vec!["run", "dev", "pr"];
+        a.extend(twice.split_whitespace());
+        let o = PF.at(&l.rx, &a);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(1), "{twice}: {err}");
+        assert!(err.contains("given twice"), "{err}");
+    }
+    let o = Command::new("setpriv")
+        .args([
+            "--reuid",
+            "65534",
+            "--regid",
+            "65534",
+            "--clear-groups",
+            PF.bin,
+            "bench",
+        ])
+        .output()
+        .expect("setpriv");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("needs root") && !err.contains("make-shared"),
+        "{err}"
+    );
+
+    // the independent helper, as an executable named pfanout run by the user nobody (with
+    // CAP_NET_RAW as an ambient capability, so that it can open packet sockets)
+    let dir = tmpdir("impostor");
+    std::fs::create_dir(&dir).expect("dir");
+    std::fs::set_permissions(&dir, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+        .expect("chmod");
+    let fake = dir.join("pfanout");
+    std::fs::copy(helper(), &fake).expect("copy");
+    let mut child = Command::new("ip")
+        .args(["netns", "exec", l.rx.name(), "setpriv"])
+        .args(["--reuid", "65534", "--regid", "65534", "--clear-groups"])
+        .args(["--inh-caps", "+net_raw", "--ambient-caps", "+net_raw"])
+        .arg(&fake)
+        .args(["pr", "33", "0x1000", "1"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("impostor");
+    let mut line = String::new();
+    let out = child.stdout.take().expect("stdout");
+    BufReader::new(out).read_line(&mut line).expect("read");
+    assert!(line.starts_with("ready"), "the impostor said {line:?}");
+    let g = l.groups();
+    let g33 = g
+        .iter()
+        .find(|x| x["group"] == 33)
+        .cloned()
+        .expect("group 33");
+    let owner = &g33["sockets"][0]["owners"][0];
+    assert_eq!(owner["process"], "pfanout", "{g33}");
+    assert_eq!(
+        g33["flags"],
+        Value::Null,
+        "an impostor's socket was borrowed: {g33}"
+    );
+    drop(child.stdin.take());
+    let _ = child.wait();
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Another process's name is printed with its control characters escaped (issue 27 item 5);
+/// `-j -p run` is JSON Lines to its summary, and output that does not reach its file is exit 2
+/// (item 11).
+#[test]
+fn text_is_escaped_and_json_is_lines() {
+    let l = link("pfj");
+    let dir = tmpdir("escname");
+    std::fs::create_dir(&dir).expect("dir");
+    let evil = dir.join("m\u{1b}]0;PWN\u{7}");
+    std::fs::copy(helper(), &evil).expect("copy");
+    let mut child = Command::new("ip")
+        .args(["netns", "exec", l.rx.name()])
+        .arg(&evil)
+        .args(["pr", "34", "0", "1"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("helper");
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().expect("stdout"))
+        .read_line(&mut line)
+        .expect("read");
+    assert!(line.starts_with("ready"), "{line:?}");
+    let o = PF.at(&l.rx, &["-d", "show"]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(!out.contains('\u{1b}') && !out.contains('\u{7}'), "{out:?}");
+    assert!(out.contains("m\\x1b]0;PWN\\x07"), "{out}");
+    let full = std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/full")
+        .expect("/dev/full");
+    let o = Command::new(PF.bin)
+        .args(["-n", l.rx.name(), "-j", "show"])
+        .stdout(full)
+        .output()
+        .expect("pfanout");
+    assert_eq!(
+        o.status.code(),
+        Some(2),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    drop(child.stdin.take());
+    let _ = child.wait();
+    let _ = std::fs::remove_dir_all(&dir);
+
+    let o = PF.at(
+        &l.rx,
+        &[
+            "-j", "-p", "run", "dev", "pr", "mode", "hash", "workers", "1", "duration", "1.5",
+        ],
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let out = String::from_utf8_lossy(&o.stdout);
+    let lines: Vec<&str> = out.lines().collect();
+    assert!(lines.len() >= 2, "an interval line and the summary: {out}");
+    for l in &lines {
+        serde_json::from_str::<Value>(l).unwrap_or_else(|e| panic!("not JSON Lines: {e}: {out}"));
+    }
+}

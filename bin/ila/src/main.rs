@@ -4,7 +4,6 @@
 use clap::{CommandFactory, Parser};
 use ila::cli::{Cli, Command};
 use ila::session::Session;
-use mpt_cli::render::Style;
 use mpt_cli::Failure;
 
 const TOOL: &str = "ila";
@@ -15,10 +14,7 @@ fn main() {
         Ok(c) => c,
         Err(e) => mpt_cli::args::exit_on_error(TOOL, e, &Cli::command()),
     };
-    let style = Style {
-        json: cli.global.json,
-        pretty: cli.global.pretty,
-    };
+    let style = cli.global.style();
     // the command's syntax before anything touches the system
     let command = match &cli.cmd {
         Some(c) => c.command(),
@@ -36,11 +32,9 @@ fn main() {
         (Err(f), None) => mpt_cli::exit(TOOL, Err(f)),
         (c, _) => c,
     };
-    mpt_bpf::set_verbose(cli.global.verbose);
-    if let Some(ns) = &cli.global.netns {
-        if let Err(e) = mpt_sys::netns::enter(ns) {
-            mpt_cli::exit(TOOL, Err(Failure::system(e.to_string())));
-        }
+    mpt_bpf::configure(TOOL, cli.global.verbose, cli.global.lock_wait());
+    if let Err(f) = cli.global.enter_netns() {
+        mpt_cli::exit(TOOL, Err(f));
     }
     let mut s = Session::new(cli.global.clone(), cli.backend);
     if let Some(path) = &cli.global.batch {

@@ -73,4 +73,13 @@ impl BatchTool for Session {
             None => Ok(()),
         }
     }
+
+    fn holds_lock(&self) -> bool {
+        true
+    }
+
+    fn release(&mut self) {
+        // the backend holds the lock: its work is done
+        self.backend = None;
+    }
 }

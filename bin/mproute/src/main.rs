@@ -5,7 +5,6 @@ use clap::{CommandFactory, Parser};
 use mproute::cli::{Cli, Command};
 use mproute::grammar::{DpSpec, ShowSpec};
 use mproute::session::Session;
-use mpt_cli::render::Style;
 use mpt_cli::Failure;
 
 const TOOL: &str = "mproute";
@@ -16,10 +15,7 @@ fn main() {
         Ok(c) => c,
         Err(e) => mpt_cli::args::exit_on_error(TOOL, e, &Cli::command()),
     };
-    let style = Style {
-        json: cli.global.json,
-        pretty: cli.global.pretty,
-    };
+    let style = cli.global.style();
     // the command's syntax before anything touches the system
     let command = match &cli.cmd {
         Some(c) => c.command(),
@@ -33,11 +29,9 @@ fn main() {
             )),
         );
     }
-    mpt_bpf::set_verbose(cli.global.verbose);
-    if let Some(ns) = &cli.global.netns {
-        if let Err(e) = mpt_sys::netns::enter(ns) {
-            mpt_cli::exit(TOOL, Err(Failure::system(e.to_string())));
-        }
+    mpt_bpf::configure(TOOL, cli.global.verbose, cli.global.lock_wait());
+    if let Err(f) = cli.global.enter_netns() {
+        mpt_cli::exit(TOOL, Err(f));
     }
     let mut s = Session::new(cli.global.clone());
     s.use_nh_objects = cli.nexthop_objects;

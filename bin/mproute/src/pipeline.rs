@@ -217,6 +217,15 @@ impl mpt_cli::batch::BatchTool for Session {
     fn finish(&mut self) -> Result<(), Failure> {
         Session::finish(self)
     }
+
+    fn holds_lock(&self) -> bool {
+        true
+    }
+
+    fn release(&mut self) {
+        // the state holds the lock; finish has ended its journal
+        self.store = None;
+    }
 }
 
 impl Session {

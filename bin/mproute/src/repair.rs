@@ -39,6 +39,9 @@ impl Session {
                 });
                 return Ok(rows);
             }
+            if let Some(s) = self.store.as_mut() {
+                s.end()?;
+            }
             self.store = None;
             mpt_bpf::mproute::state::destroy(cookie)
                 .map_err(|e| Failure::system(format!("sync reset: {e}")))?;
@@ -67,6 +70,22 @@ impl Session {
         // again below from the FIB, with the algorithm they had.
         let mut retake: HashMap<RouteKey, Algo> = HashMap::new();
         let dry = self.opts.check;
+        // a dry run reads without the lock: an invocation that died mid-write left state
+        // ahead of the FIB, which is not drift behind mproute's back (the next invocation
+        // that takes the lock repairs it)
+        let half = dry
+            .then(|| {
+                mpt_sys::netns::cookie().ok().and_then(|c| {
+                    mpt_bpf::pinned::interrupted_writer(&mpt_bpf::mproute::state::SUITE, c)
+                })
+            })
+            .flatten();
+        let gone_why = match &half {
+            Some(who) => format!(
+                "half-written by an invocation stopped mid-write ({who}): its route never reached the kernel"
+            ),
+            None => "route was deleted behind mproute's back".to_string(),
+        };
         if let Some(s) = self.store(false)? {
             for (k, m) in s.all()? {
                 let Some(r) = fib.get(&k) else {
@@ -84,11 +103,7 @@ impl Session {
                     if !dry {
                         forget_in(s, &k, true)?;
                     }
-                    rows.push(action(
-                        "forgotten",
-                        &k,
-                        "route was deleted behind mproute's back",
-                    ));
+                    rows.push(action("forgotten", &k, &gone_why));
                     continue;
                 };
                 let why = match r.nh_id {
@@ -305,5 +320,25 @@ impl Session {
             }
         }
         Ok(rows)
+    }
+}
+
+impl Session {
+    /// The lock was taken over from an invocation that died mid-write (`who`): what it left
+    /// half-done (state and dataplane entries ahead of the FIB, a group half-written) is
+    /// repaired now, as `sync` repairs, before this invocation changes anything, and said in
+    /// one note. `sync` after it finds nothing to report.
+    pub(crate) fn repair_interrupted(&mut self, who: &str) -> Result<(), Failure> {
+        let rows = self.sync(false)?;
+        let count = |a: &str| rows.iter().filter(|r| r.action == a).count();
+        let (dropped, retaken, adopted) = (count("forgotten"), count("updated"), count("adopted"));
+        mpt_cli::error::eprint_once(
+            "mproute",
+            "note",
+            &format!(
+                "repaired what an invocation stopped mid-write left ({who}): {dropped} routes it had not installed dropped, {retaken} taken again from the FIB, {adopted} adopted"
+            ),
+        );
+        Ok(())
     }
 }

@@ -96,16 +96,32 @@ impl Session {
                 match Store::open_unlocked() {
                     Ok(s) => s,
                     Err(f) if !nix::unistd::geteuid().is_root() => {
-                        eprintln!(
-                            "mproute: warning: mproute's state cannot be read as this user, routes are shown without their algorithms ({})",
-                            f.message
+                        mpt_cli::error::eprint_once(
+                            "mproute",
+                            "warning",
+                            &format!("mproute's state cannot be read as this user, routes are shown without their algorithms ({})", f.message),
                         );
                         None
                     }
                     Err(f) => return Err(f),
                 }
             } else {
-                Store::open(create)?
+                let store = Store::open(create)?;
+                let who = store
+                    .as_ref()
+                    .and_then(Store::interrupted)
+                    .map(str::to_string);
+                self.store = store;
+                if let Some(who) = who {
+                    self.repair_interrupted(&who)?;
+                }
+                // a command that announced its changes (disarm) before the state was there
+                if self.arm_needed {
+                    if let Some(s) = self.store.as_mut() {
+                        s.begin()?;
+                    }
+                }
+                self.store.take()
             };
             self.store_checked = true;
             if create && self.store.is_some() {

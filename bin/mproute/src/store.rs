@@ -31,7 +31,7 @@ pub struct Managed {
 pub struct Store {
     inner: RouteState,
     /// None for a read-only invocation (show), which reads without waiting for writers.
-    _lock: Option<NsLock>,
+    lock: Option<NsLock>,
 }
 
 /// Map a BPF-layer error to an operator-facing failure, with the hint its kind calls for.
@@ -79,6 +79,17 @@ pub fn from_key(k: &MptRouteKey) -> Option<RouteKey> {
     })
 }
 
+/// Closed in the normal course (the end of a command, of a batch, of a `watch` round): its
+/// writes are whole or were undone, the journal names nobody. A kill runs no destructor, and
+/// a panic leaves it as it is: the next invocation repairs.
+impl Drop for Store {
+    fn drop(&mut self) {
+        if !std::thread::panicking() {
+            let _ = self.end();
+        }
+    }
+}
+
 impl Store {
     /// Open (and with `create`, create) the state of the current namespace, holding its lock.
     pub fn open(create: bool) -> Result<Option<Store>, Failure> {
@@ -105,7 +116,29 @@ impl Store {
             return Ok(None);
         };
         inner.ensure_pinned();
-        Ok(Some(Store { inner, _lock: lock }))
+        Ok(Some(Store { inner, lock }))
+    }
+
+    /// Who died in the middle of writing this state (`pid N, CMD`), found when the lock
+    /// was taken (see `mpt_bpf::pinned::NsLock`).
+    pub fn interrupted(&self) -> Option<&str> {
+        self.lock.as_ref().and_then(NsLock::interrupted)
+    }
+
+    /// About to write: the lock file names this process until [`Store::end`].
+    pub fn begin(&mut self) -> Result<(), Failure> {
+        match &mut self.lock {
+            Some(l) => l.begin().map_err(|e| fail("lock state", e)),
+            None => Ok(()),
+        }
+    }
+
+    /// The writes are whole: the lock file names nobody.
+    pub fn end(&mut self) -> Result<(), Failure> {
+        match &mut self.lock {
+            Some(l) => l.end().map_err(|e| fail("lock state", e)),
+            None => Ok(()),
+        }
     }
 
     /// The state of one route.

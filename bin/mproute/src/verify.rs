@@ -581,10 +581,16 @@ impl Session {
         let collected = self.collect();
         if std::mem::take(&mut self.arm_needed) {
             if let Some(w) = self.arm() {
-                eprintln!("mproute: warning: {w}");
+                mpt_cli::error::eprint_once("mproute", "warning", &w);
             }
         }
-        collected
+        // this invocation got to its end: its writes are whole or undone (a kill before this
+        // point leaves the lock file naming it, and the next invocation repairs)
+        let ended = match self.store.as_mut() {
+            Some(s) => s.end(),
+            None => Ok(()),
+        };
+        collected.and(ended)
     }
 
     /// Before a command changes routes or attachments: clear the recorded FIB generation, so
@@ -597,11 +603,15 @@ impl Session {
         }
         // armed again at the end only if this got as far as the state: a command refused
         // before it (no privilege, no lock) changed nothing and verifies nothing
-        if let Some(store) = self.store(false)? {
+        self.store(false)?;
+        if let Some(store) = self.store.as_mut() {
             store
                 .bpf()
                 .set_fib4_gen(None)
                 .map_err(|e| crate::store::fail("write the FIB generation", e))?;
+            // the journal: this invocation writes from now on (a kill before its end is
+            // repaired by the next; see Store::begin)
+            store.begin()?;
         }
         self.arm_needed = true;
         Ok(())

@@ -275,6 +275,14 @@ fn measure(cmd: &BenchCmd, abort: &Arc<AtomicBool>) -> Result<Vec<BenchRow>, Fai
 
 /// Run the bench.
 pub fn run(cmd: &BenchCmd) -> Result<BenchReport, Failure> {
+    // it makes two namespaces of its own: root's work, said as such before ip says
+    // "mount --make-shared /run/netns failed"
+    if !nix::unistd::geteuid().is_root() {
+        return Err(Failure::system(
+            "bench: needs root (it creates two network namespaces and a veth pair) [EPERM]",
+        )
+        .hint("run it as root"));
+    }
     let base = format!("pfanout-bench-{}", std::process::id());
     let (g, c) = (format!("{base}-gen"), format!("{base}-cap"));
     let abort = Arc::new(AtomicBool::new(false));

@@ -60,7 +60,7 @@ RUN
   Workers, one socket and thread each, join one group bound to DEV. On a terminal a table
   is printed once a second: packets and bytes the workers read, the kernel's drops
   (PACKET_STATISTICS) and rollovers (PACKET_ROLLOVER_STATS: all, huge, failed); with -j a
-  JSON line each second. Ctrl-C, SIGTERM, duration or count end the run with a summary.
+  JSON line each second. Ctrl-C, SIGTERM, SIGHUP, duration or count end the run with a summary.
 
 ",
     short_help!()

@@ -98,6 +98,19 @@ impl<'a> Words<'a> {
         self.i += 1;
         Some(w.as_str())
     }
+    /// The next keyword, refused if it was given before (`workers 1 workers 3` says nothing
+    /// an operator can trust: which one counts?), as ila and mproute refuse it.
+    fn key(&mut self, seen: &mut Vec<&'a str>) -> Result<Option<&'a str>, SyntaxError> {
+        let Some(k) = self.next() else {
+            return Ok(None);
+        };
+        let canon = if k == "protocol" { "proto" } else { k };
+        if seen.contains(&canon) {
+            return Err(format!("\"{k}\" given twice"));
+        }
+        seen.push(canon);
+        Ok(Some(k))
+    }
     fn value(&mut self, key: &str) -> Result<&'a str, SyntaxError> {
         self.next()
             .ok_or_else(|| format!("\"{key}\" needs a value"))
@@ -133,7 +146,8 @@ fn positive(key: &str, v: &str) -> Result<u32, SyntaxError> {
 pub fn parse_show(words: &[String]) -> Result<ShowCmd, SyntaxError> {
     let mut w = Words { w: words, i: 0 };
     let mut c = ShowCmd::default();
-    while let Some(k) = w.next() {
+    let mut seen = Vec::new();
+    while let Some(k) = w.key(&mut seen)? {
         match k {
             "dev" => c.dev = Some(w.value(k)?.to_string()),
             "group" => c.group = Some(group_id(w.value(k)?)?),
@@ -169,7 +183,8 @@ pub fn parse_run(words: &[String]) -> Result<RunCmd, SyntaxError> {
         protocol: mpt_model::fanout::ETH_P_ALL,
         rcvbuf: None,
     };
-    while let Some(k) = w.next() {
+    let mut seen = Vec::new();
+    while let Some(k) = w.key(&mut seen)? {
         match k {
             "dev" => dev = Some(w.value(k)?.to_string()),
             "group" => c.group = Some(group_id(w.value(k)?)?),
@@ -229,7 +244,8 @@ pub fn parse_run(words: &[String]) -> Result<RunCmd, SyntaxError> {
 pub fn parse_bench(words: &[String]) -> Result<BenchCmd, SyntaxError> {
     let mut w = Words { w: words, i: 0 };
     let mut c = BenchCmd::default();
-    while let Some(k) = w.next() {
+    let mut seen = Vec::new();
+    while let Some(k) = w.key(&mut seen)? {
         match k {
             "workers" => {
                 let n = positive(k, w.value(k)?)?;
@@ -290,12 +306,24 @@ mod tests {
         assert!(parse_run(&w("dev x mode lb workers 0"))
             .expect_err("0")
             .contains("workers"));
-        assert!(parse_run(&w("dev x mode lb dev"))
+        assert!(parse_run(&w("mode lb dev"))
             .expect_err("value")
             .contains("needs a value"));
         assert!(parse_run(&w("dev x mode lb frob"))
             .expect_err("word")
             .contains("frob"));
+        // a keyword given twice (issue 27 item 12: the last one counted, silently)
+        for twice in [
+            "dev x mode hash mode lb",
+            "dev x mode lb workers 1 workers 3",
+            "dev x dev y mode lb",
+            "dev x mode lb proto ip protocol ipv6",
+        ] {
+            let e = parse_run(&w(twice)).expect_err(twice);
+            assert!(e.contains("given twice"), "{twice}: {e}");
+        }
+        assert!(parse_show(&w("dev x dev y")).is_err());
+        assert!(parse_bench(&w("workers 1 workers 2")).is_err());
     }
 
     #[test]

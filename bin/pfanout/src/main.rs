@@ -2,7 +2,6 @@
 //! enter the namespace, then one command or a batch.
 
 use clap::{CommandFactory, Parser};
-use mpt_cli::render::Style;
 use mpt_cli::Failure;
 use pfanout::cli::{Cli, Command};
 use pfanout::session::Session;
@@ -15,10 +14,7 @@ fn main() {
         Ok(c) => c,
         Err(e) => mpt_cli::args::exit_on_error(TOOL, e, &Cli::command()),
     };
-    let style = Style {
-        json: cli.global.json,
-        pretty: cli.global.pretty,
-    };
+    let style = cli.global.style();
     let command = match &cli.cmd {
         Some(c) => c.command(),
         None => Ok(Command::Show(Default::default())),
@@ -35,11 +31,9 @@ fn main() {
         (Err(f), None) => mpt_cli::exit(TOOL, Err(f)),
         (c, _) => c,
     };
-    mpt_bpf::set_verbose(cli.global.verbose);
-    if let Some(ns) = &cli.global.netns {
-        if let Err(e) = mpt_sys::netns::enter(ns) {
-            mpt_cli::exit(TOOL, Err(Failure::system(e.to_string())));
-        }
+    mpt_bpf::configure(TOOL, cli.global.verbose, cli.global.lock_wait());
+    if let Err(f) = cli.global.enter_netns() {
+        mpt_cli::exit(TOOL, Err(f));
     }
     let mut s = Session {
         opts: cli.global.clone(),

@@ -136,7 +136,7 @@ pub enum Ended {
     Duration,
     /// `count` packets were read.
     Count,
-    /// SIGINT or SIGTERM.
+    /// SIGINT, SIGTERM or SIGHUP.
     Signal,
     /// A worker failed.
     Error,
@@ -154,6 +154,8 @@ pub struct Running {
     stop: Arc<AtomicBool>,
     error: Arc<Mutex<Option<String>>>,
     started: Instant,
+    /// The device's index (0: every device).
+    ifindex: u32,
 }
 
 /// What the output says about the group.
@@ -174,13 +176,15 @@ pub struct GroupInfo {
 }
 
 fn pcap_writer(
-    dir: &Path,
+    dir: &File,
+    dir_path: &Path,
     i: u32,
     link: DataLink,
     made: &mut Vec<PathBuf>,
 ) -> Result<PcapWriter<BufWriter<File>>, Failure> {
-    let path: PathBuf = dir.join(format!("worker-{i}.pcap"));
-    let f = File::create(&path)
+    let name = format!("worker-{i}.pcap");
+    let path: PathBuf = dir_path.join(&name);
+    let f = mpt_sys::fs::create_private(dir, &name)
         .map_err(|e| Failure::system(format!("create {}: {e}", path.display())))?;
     made.push(path.clone());
     let header = PcapHeader {
@@ -211,14 +215,30 @@ fn pcap_writers(
     let Some(dir) = &cmd.write else {
         return Ok((0..cmd.workers).map(|_| None).collect());
     };
+    // Captured traffic is for root's eyes, and root writes only where no one else can make it
+    // write elsewhere: a directory another user owns or can write is refused (as the tools'
+    // /run and bpffs directories are), and each file is created through the directory's
+    // descriptor, never through a symbolic link, mode 0600.
+    if let Some(why) = mpt_sys::fs::untrusted(dir, dir) {
+        return Err(Failure::system(format!("refuse the pcap directory: {why}"))
+            .hint("write to a directory that only root can write (it is made, mode 0700, if it is not there)"));
+    }
     let fresh = !dir.exists();
-    std::fs::create_dir_all(dir)
-        .map_err(|e| Failure::system(format!("create {}: {e}", dir.display())))?;
+    {
+        use std::os::unix::fs::DirBuilderExt;
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(dir)
+            .map_err(|e| Failure::system(format!("create {}: {e}", dir.display())))?;
+    }
+    let dir_fd = mpt_sys::fs::open_dir(dir)
+        .map_err(|e| Failure::system(format!("open {}: {e}", dir.display())))?;
     let mut made = Vec::new();
     let link = link_type(ifindex);
     let mut out = Vec::new();
     for i in 0..cmd.workers {
-        match pcap_writer(dir, i, link, &mut made) {
+        match pcap_writer(&dir_fd, dir, i, link, &mut made) {
             Ok(w) => out.push(Some(w)),
             Err(f) => {
                 drop(out);
@@ -254,6 +274,7 @@ impl Running {
         let mut counters = Vec::new();
         let mut threads = Vec::new();
         let id = group.id;
+        let ifindex = group.ifindex;
         for (i, (sock, w)) in group.sockets.into_iter().zip(writers).enumerate() {
             let c = Arc::new(Counters::default());
             counters.push(Arc::clone(&c));
@@ -291,6 +312,7 @@ impl Running {
             stop,
             error,
             started: Instant::now(),
+            ifindex,
         })
     }
 
@@ -330,6 +352,24 @@ impl Running {
             .map(|(i, c)| c.read(i as u32))
             .collect();
         Ok((stats, secs))
+    }
+
+    /// Whether the device the group is bound to is gone (deleted, or moved to another
+    /// namespace): its sockets will never read again, the run ends with an error. A device
+    /// that is only down stays: it may come up again.
+    pub fn device_gone(&self) -> bool {
+        if self.ifindex == 0 || mpt_sys::iface::name(self.ifindex).is_some() {
+            return false;
+        }
+        if let Ok(mut e) = self.error.lock() {
+            e.get_or_insert_with(|| {
+                format!(
+                    "run: device {} (ifindex {}) is gone: deleted or moved to another namespace",
+                    self.info.dev, self.ifindex
+                )
+            });
+        }
+        true
     }
 
     /// Whether a worker failed.
@@ -506,7 +546,7 @@ pub fn live_table(json: bool) -> bool {
     !json && std::io::stdout().is_terminal()
 }
 
-/// SIGINT and SIGTERM set a flag while this lives; dropped, they act as before again.
+/// SIGINT, SIGTERM and SIGHUP set a flag while this lives; dropped, they act as before again.
 #[derive(Debug)]
 pub struct SignalFlag {
     ids: Vec<signal_hook::SigId>,
@@ -520,10 +560,16 @@ impl Drop for SignalFlag {
     }
 }
 
-/// Install SIGINT and SIGTERM handlers that set `stop`, until the result is dropped.
+/// Install SIGINT, SIGTERM and SIGHUP handlers that set `stop`, until the result is dropped: a
+/// closed terminal or session ends a run as an operator's ^C does, with its summary and whole
+/// pcap files (SIGHUP killed it mid-write).
 pub fn stop_on_signals(stop: &Arc<AtomicBool>) -> Result<SignalFlag, Failure> {
     let mut f = SignalFlag { ids: Vec::new() };
-    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+    for sig in [
+        signal_hook::consts::SIGINT,
+        signal_hook::consts::SIGTERM,
+        signal_hook::consts::SIGHUP,
+    ] {
         let id = signal_hook::flag::register(sig, Arc::clone(stop))
             .map_err(|e| Failure::system(format!("install a signal handler: {e}")))?;
         f.ids.push(id);
@@ -550,6 +596,9 @@ pub fn run(
             break Ended::Signal;
         }
         if running.failed() {
+            break Ended::Error;
+        }
+        if Instant::now() >= next && running.device_gone() {
             break Ended::Error;
         }
         if running.stopped() {

@@ -129,14 +129,35 @@ impl GroupView {
 fn dev_name(ifindex: u32) -> String {
     if ifindex == 0 {
         "*".to_string()
+    } else if ifindex == u32::MAX {
+        // the kernel's -1: the socket's device was unregistered under it
+        "(deleted)".to_string()
     } else {
         mpt_sys::iface::name(ifindex).unwrap_or_else(|| format!("if{ifindex}"))
     }
 }
 
-/// A pfanout process: its flags can be read from the socket.
+/// A pfanout process, whose sockets' flags may be read (its socket borrowed with
+/// `pidfd_getfd`): not any process that calls itself "pfanout" (any user can set its `comm`),
+/// but one running a `pfanout` executable as root or as this user, this very binary included.
 fn is_pfanout(o: &Owner) -> bool {
-    o.comm == "pfanout"
+    use std::os::unix::fs::MetadataExt;
+    if o.comm != "pfanout" {
+        return false;
+    }
+    let exe = format!("/proc/{}/exe", o.pid);
+    let (Ok(theirs), Ok(ours)) = (std::fs::metadata(&exe), std::fs::metadata("/proc/self/exe"))
+    else {
+        return false;
+    };
+    if (theirs.dev(), theirs.ino()) == (ours.dev(), ours.ino()) {
+        return true;
+    }
+    let me = nix::unistd::geteuid().as_raw();
+    let owner = std::fs::metadata(format!("/proc/{}", o.pid)).map(|m| m.uid());
+    let named =
+        std::fs::read_link(&exe).is_ok_and(|p| p.file_name().is_some_and(|n| n == "pfanout"));
+    named && (theirs.uid() == 0 || theirs.uid() == me) && owner.is_ok_and(|u| u == 0 || u == me)
 }
 
 fn socket_view(s: &PacketSock, owners: &[Owner]) -> SocketView {

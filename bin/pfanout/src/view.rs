@@ -234,7 +234,8 @@ fn head(i: &GroupInfo) -> String {
 
 fn print_summary(s: &RunSummary, style: Style) {
     if style.json {
-        render::print_json(s, style.pretty);
+        // JSON Lines, as the interval lines before it (never a pretty document after them)
+        render::print_json(s, false);
         return;
     }
     render::print_line(&format!(
@@ -278,11 +279,10 @@ pub fn live(info: &GroupInfo, elapsed: f64, w: &[WorkerStats], table: bool, draw
         return;
     }
     let text = format!("{} ({elapsed:.0} s)\n{}", head(info), worker_table(w));
-    let mut out = String::new();
+    let mut controls = String::new();
     if *drawn > 0 {
-        out.push_str(&format!("\x1b[{}A\x1b[J", *drawn));
+        controls = format!("\x1b[{}A\x1b[J", *drawn);
     }
-    out.push_str(&text);
     *drawn = text.lines().count();
-    render::print_line(&out);
+    render::print_redrawn(&controls, &text);
 }

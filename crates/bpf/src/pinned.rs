@@ -79,15 +79,118 @@ impl Suite {
     }
 }
 
+/// How an invocation waits for another's lock, and who says so meanwhile (set once by the
+/// tool from `--wait`; [`DEFAULT_LOCK_WAIT`] and silence otherwise).
+#[derive(Debug, Clone, Copy)]
+pub struct LockWait {
+    /// The longest wait; then the command fails (exit 2) naming the holder.
+    pub limit: std::time::Duration,
+    /// The tool, which says after a second of waiting, on standard error:
+    /// `TOOL: waiting for the lock held by pid N (CMD)` (and the state layer's notes).
+    pub tool: &'static str,
+}
+
+/// How long a tool waits for another invocation's lock unless told (`--wait SECONDS`): long
+/// enough for a million-route batch of another invocation, short enough that a stopped or
+/// stuck holder ends in an error a script sees.
+pub const DEFAULT_LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(60);
+
+static LOCK_WAIT: std::sync::OnceLock<LockWait> = std::sync::OnceLock::new();
+
+/// Set how this process waits for locks (once; later calls are ignored).
+pub fn set_lock_wait(w: LockWait) {
+    let _ = LOCK_WAIT.set(w);
+}
+
+/// `TOOL: note: text` on standard error in one write, if a tool set [`LockWait`].
+fn say(text: &str) {
+    use std::io::Write;
+    if let Some(w) = LOCK_WAIT.get() {
+        let line = format!("{}: note: {text}\n", w.tool);
+        let _ = std::io::stderr().lock().write_all(line.as_bytes());
+    }
+}
+
+/// Said once per process: notes of the state layer (pins not used, and why).
+static SAID: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+
+fn say_once(text: String) {
+    if let Ok(mut said) = SAID.lock() {
+        if said.contains(&text) {
+            return;
+        }
+        said.push(text.clone());
+    }
+    say(&text);
+}
+
+/// The process holding an flock on the file with inode `ino` (from `/proc/locks`), and its
+/// command name as `/proc` gives it: `pid N (CMD)`.
+fn lock_holder(ino: u64) -> Option<String> {
+    let locks = std::fs::read_to_string("/proc/locks").ok()?;
+    for l in locks.lines() {
+        // "1: FLOCK  ADVISORY  WRITE 1234 00:1a:5678 0 EOF" (a blocked waiter's line has "->")
+        let w: Vec<&str> = l.split_whitespace().collect();
+        if w.get(1) != Some(&"FLOCK") || w.get(2) == Some(&"->") {
+            continue;
+        }
+        let (Some(pid), Some(id)) = (w.get(4), w.get(5)) else {
+            continue;
+        };
+        if id.rsplit(':').next().and_then(|i| i.parse::<u64>().ok()) != Some(ino) {
+            continue;
+        }
+        let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
+        let comm: String = comm
+            .trim_end()
+            .chars()
+            .map(|c| if c.is_control() { '?' } else { c })
+            .collect();
+        return Some(format!("pid {pid} ({comm})"));
+    }
+    None
+}
+
 /// An exclusive lock on one namespace's state of a suite, released on drop.
+///
+/// It is also the state's journal: an invocation that is about to change the state writes
+/// `pid N, CMD` into the lock file ([`NsLock::begin`]) and empties it when it is done
+/// ([`NsLock::end`]). A lock taken over a file that still names someone was left by an
+/// invocation that died in the middle of its writes (`kill -9`, a crash):
+/// [`NsLock::interrupted`] says who, and the tool repairs what it left before it goes on.
 #[derive(Debug)]
 pub struct NsLock {
-    _guard: nix::fcntl::Flock<File>,
+    guard: nix::fcntl::Flock<File>,
+    interrupted: Option<String>,
+}
+
+/// What the lock file of `suite` for `cookie` says about an invocation that died mid-write,
+/// read without taking the lock (a dry run's view): `None` when it names nobody, or when a
+/// living invocation holds the lock (its writes are under way, not interrupted).
+pub fn interrupted_writer(suite: &Suite, cookie: u64) -> Option<String> {
+    use std::io::Read;
+    let path = suite
+        .lock_dir()
+        .join(format!("{}.lock", mpt_sys::netns::id_name(cookie)));
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(path)
+        .ok()?;
+    let mut f = nix::fcntl::Flock::lock(f, nix::fcntl::FlockArg::LockSharedNonblock).ok()?;
+    let mut text = String::new();
+    f.read_to_string(&mut text).ok()?;
+    let text = text.trim();
+    (!text.is_empty()).then(|| text.to_string())
 }
 
 impl NsLock {
-    /// Take the lock of `suite` for namespace `cookie`, waiting for other invocations.
+    /// Take the lock of `suite` for namespace `cookie`, waiting for other invocations (at most
+    /// as long as [`set_lock_wait`] said; a holder is named after a second). The lock file is
+    /// trusted as the directories are: root's, mode 0600, a regular file reached through no
+    /// symbolic link (a FIFO there would block, a file others can open is a lock they can hold).
     pub fn take(suite: &Suite, cookie: u64) -> Result<NsLock, Error> {
+        use std::time::{Duration, Instant};
         let dir = suite.lock_dir();
         let what = format!("{}'s lock directory", suite.name);
         check_trusted(&dir, &dir, &what)?;
@@ -96,17 +199,111 @@ impl NsLock {
             .mode(0o700)
             .create(&dir)
             .map_err(|e| Error::io(format!("create {}", dir.display()), e))?;
-        let path = dir.join(format!("{}.lock", mpt_sys::netns::id_name(cookie)));
-        let f = OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .mode(0o600)
-            .open(&path)
-            .map_err(|e| Error::io(format!("open {}", path.display()), e))?;
-        let guard = nix::fcntl::Flock::lock(f, nix::fcntl::FlockArg::LockExclusive)
-            .map_err(|(_, e)| Error::io(format!("lock {}", path.display()), e.into()))?;
-        Ok(NsLock { _guard: guard })
+        let name = format!("{}.lock", mpt_sys::netns::id_name(cookie));
+        let path = dir.join(&name);
+        let dir_fd = mpt_sys::fs::open_dir(&dir)
+            .map_err(|e| Error::io(format!("open {}", dir.display()), e))?;
+        let open = || {
+            mpt_sys::fs::open_private(&dir_fd, &name).map_err(|e| Error {
+                what: format!("refuse the lock file {}", path.display()),
+                kind: ErrorKind::Untrusted(e.to_string()),
+            })
+        };
+        let mut f = open()?;
+        let wait = LOCK_WAIT.get().copied();
+        let limit = wait.map_or(DEFAULT_LOCK_WAIT, |w| w.limit);
+        let start = Instant::now();
+        let mut said = false;
+        loop {
+            match nix::fcntl::Flock::lock(f, nix::fcntl::FlockArg::LockExclusiveNonblock) {
+                Ok(guard) => {
+                    // the sweep removes a free lock file of a namespace it thinks gone: a lock
+                    // on the removed file is no lock, take the one now at the path
+                    use std::os::unix::fs::MetadataExt;
+                    let here = guard.metadata().map(|m| m.ino()).ok();
+                    let there = std::fs::symlink_metadata(&path).map(|m| m.ino()).ok();
+                    if here.is_some() && here == there {
+                        let mut lock = NsLock {
+                            guard,
+                            interrupted: None,
+                        };
+                        lock.interrupted = lock.journal();
+                        return Ok(lock);
+                    }
+                    drop(guard);
+                    f = open()?;
+                    continue;
+                }
+                Err((back, nix::errno::Errno::EWOULDBLOCK | nix::errno::Errno::EINTR)) => {
+                    f = back;
+                }
+                Err((_, e)) => {
+                    return Err(Error::io(format!("lock {}", path.display()), e.into()));
+                }
+            }
+            let waited = start.elapsed();
+            let holder = || {
+                use std::os::unix::fs::MetadataExt;
+                f.metadata()
+                    .ok()
+                    .and_then(|m| lock_holder(m.ino()))
+                    .unwrap_or_else(|| "another process".to_string())
+            };
+            if waited >= limit {
+                return Err(Error::io(
+                    format!(
+                        "lock {}: held by {} for {} s (--wait)",
+                        path.display(),
+                        holder(),
+                        limit.as_secs()
+                    ),
+                    io::Error::from_raw_os_error(libc::EWOULDBLOCK),
+                ));
+            }
+            if !said && waited >= Duration::from_secs(1) {
+                said = true;
+                say(&format!("waiting for the lock held by {}", holder()));
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl NsLock {
+    /// Who died in the middle of writing the state this lock guards (`pid N, CMD`), if
+    /// anyone did since the last clean end.
+    pub fn interrupted(&self) -> Option<&str> {
+        self.interrupted.as_deref()
+    }
+
+    /// The state is about to change: the lock file names this process until [`NsLock::end`].
+    pub fn begin(&mut self) -> Result<(), Error> {
+        use std::io::{Seek, Write};
+        let me = std::process::id();
+        let comm = std::fs::read_to_string("/proc/self/comm").unwrap_or_default();
+        let f: &mut File = &mut self.guard;
+        f.set_len(0)
+            .and_then(|()| f.seek(std::io::SeekFrom::Start(0)).map(|_| ()))
+            .and_then(|()| f.write_all(format!("pid {me}, {}\n", comm.trim()).as_bytes()))
+            .map_err(|e| Error::io("write the lock file's journal", e))
+    }
+
+    /// The changes are whole (or undone): nobody is named any more.
+    pub fn end(&mut self) -> Result<(), Error> {
+        self.interrupted = None;
+        self.guard
+            .set_len(0)
+            .map_err(|e| Error::io("clear the lock file's journal", e))
+    }
+
+    fn journal(&mut self) -> Option<String> {
+        use std::io::{Read, Seek};
+        let f: &mut File = &mut self.guard;
+        let mut text = String::new();
+        f.seek(std::io::SeekFrom::Start(0)).ok()?;
+        f.take(256).read_to_string(&mut text).ok()?;
+        let text = text.trim();
+        (!text.is_empty()).then(|| text.chars().filter(|c| !c.is_control()).collect())
     }
 }
 
@@ -123,48 +320,30 @@ pub struct Pinned {
     pub anchor_id: u32,
 }
 
-/// Refuse a directory that someone other than root could change: each existing directory
-/// from `top` down to `dir` must be a real directory (not a symlink) owned by root (or by the
-/// caller), and writable by its owner only; above `top` a directory writable by others must be
-/// sticky and root's (as `/sys/fs/bpf`, 1777, and `/tmp` are), so that nobody else can rename
-/// what lies in it.
+/// Refuse a directory that someone other than root could change (see
+/// [`mpt_sys::fs::untrusted`]): [`ErrorKind::Untrusted`] with the reason, `what` naming it.
 pub fn check_trusted(top: &Path, dir: &Path, what: &str) -> Result<(), Error> {
-    use std::os::unix::fs::MetadataExt;
-    let me = nix::unistd::geteuid().as_raw();
-    let untrusted = |why: String| Error {
-        what: format!("refuse {what}"),
-        kind: ErrorKind::Untrusted(why),
-    };
-    let mut chain: Vec<&Path> = dir.ancestors().collect();
-    chain.reverse();
-    for p in chain {
-        let Ok(m) = std::fs::symlink_metadata(p) else {
-            break; // not there yet: we create it, mode 0700
-        };
-        let ours = p.starts_with(top);
-        if m.file_type().is_symlink() {
-            return Err(untrusted(format!("{} is a symbolic link", p.display())));
-        }
-        if !m.is_dir() {
-            return Err(untrusted(format!("{} is not a directory", p.display())));
-        }
-        if m.uid() != 0 && m.uid() != me {
-            return Err(untrusted(format!(
-                "{} belongs to uid {}, not root",
-                p.display(),
-                m.uid()
-            )));
-        }
-        let others_write = m.mode() & 0o022 != 0;
-        if others_write && (ours || m.mode() & 0o1000 == 0 || m.uid() != 0) {
-            return Err(untrusted(format!(
-                "{} is writable by others (mode {:o})",
-                p.display(),
-                m.mode() & 0o7777
-            )));
+    match mpt_sys::fs::untrusted(top, dir) {
+        None => Ok(()),
+        Some(why) => Err(Error {
+            what: format!("refuse {what}"),
+            kind: ErrorKind::Untrusted(why),
+        }),
+    }
+}
+
+/// Whether the pins of `suite` in `dir` are to be used: not if another user could have made
+/// or changed them (said once; the state works without pins).
+fn trusted_pins(suite: &Suite, dir: &Path) -> bool {
+    match mpt_sys::fs::untrusted(&suite.pin_root(), dir) {
+        None => true,
+        Some(why) => {
+            say_once(format!(
+                "the state goes on without pins: {why} (pins are trusted only where nobody but root can change them)"
+            ));
+            false
         }
     }
-    Ok(())
 }
 
 /// Whether `p` is on a bpffs.
@@ -212,14 +391,10 @@ impl Pinned {
         // No anchor: re-create it from pins if they exist (someone detached it), else create
         // fresh state if asked to.
         // pins are trusted only in a directory nobody but root can change
-        if let Some(d) = pin_dir(suite, cookie) {
-            check_trusted(
-                &suite.pin_root(),
-                &d,
-                &format!("{}'s state pins", suite.name),
-            )?;
-        }
-        let mut pins = pin_dir(suite, cookie).filter(|d| d.join(suite.meta_map).exists());
+        // (a pin root another user made, as anyone can in bpffs: the state goes on without
+        // pins, which are only a convenience, and says so once)
+        let mut pins = pin_dir(suite, cookie).filter(|d| trusted_pins(suite, d));
+        pins = pins.filter(|d| d.join(suite.meta_map).exists());
         if let Some(d) = pins
             .as_ref()
             .filter(|_| mpt_sys::netns::is_reusable(cookie))
@@ -305,10 +480,7 @@ impl Pinned {
     /// invocation that can see the host's bpffs). Best effort: the anchor alone keeps the state.
     pub fn ensure_pinned(&self) {
         if let Some(dir) = pin_dir(self.suite, self.cookie) {
-            let what = format!("{}'s state pins", self.suite.name);
-            if check_trusted(&self.suite.pin_root(), &dir, &what).is_ok()
-                && !dir.join(self.suite.meta_map).exists()
-            {
+            if trusted_pins(self.suite, &dir) && !dir.join(self.suite.meta_map).exists() {
                 let _ = pin_maps(&dir, self.maps.iter().map(|(n, m)| (n.as_str(), m.as_fd())));
             }
         }
@@ -362,7 +534,8 @@ fn pin_maps<'a>(
 }
 
 /// Pin directories of `suite` whose namespace no longer exists: their cookie is not in `live`
-/// (see `mpt_sys::netns::reachable_cookies`).
+/// (see `mpt_sys::netns::reachable_cookies`: every namespace a name, a process, an open
+/// descriptor or a bind mount anywhere still keeps).
 pub fn stale_pin_dirs(suite: &Suite, live: &[u64]) -> Vec<PathBuf> {
     let Ok(rd) = std::fs::read_dir(suite.pin_root()) else {
         return Vec::new();

@@ -51,39 +51,113 @@ fn directories_others_could_change_are_refused() {
     make(&SUITE.lock_dir(), 0, 0o700);
     drop(NsLock::take(&SUITE, cookie).expect("root's 0700 directory"));
 
-    // the pin directory made by nobody: no state is re-created from what sits there
-    make(&SUITE.pin_root().join(cookie.to_string()), 65534, 0o755);
+    // the pin root made by nobody (anyone can, bpffs is 1777): the state goes on without
+    // pins, which are a convenience, rather than refuse every first command (issue 27 item 4);
+    // nothing in it is adopted
+    make(&SUITE.pin_root().join(mpttest_id(cookie)), 65534, 0o755);
+    // (bpffs holds no regular files: a directory in the meta map's place is what is planted)
+    std::fs::create_dir(
+        SUITE
+            .pin_root()
+            .join(mpttest_id(cookie))
+            .join("mpttest_meta"),
+    )
+    .expect("a planted entry");
     make(&SUITE.pin_root(), 65534, 0o755);
-    let r = mpt_testkit::traffic::in_netns(&ns, || {
-        Pinned::open(
-            &SUITE,
-            cookie,
-            true,
-            Box::new(|_, _| panic!("must refuse before loading anything")),
-        )
-    });
-    let e = r.expect_err("nobody's pin directory");
-    assert!(matches!(e.kind, ErrorKind::Untrusted(_)), "{e}");
-    assert!(
-        e.to_string().contains("/sys/fs/bpf/mpttest-untrusted"),
-        "{e}"
-    );
-    // a symbolic link in its place
+    let pins_given = open_and_see_pins(&ns, cookie);
+    assert_eq!(pins_given, Some(None), "nobody's pins are not reused");
+    // a symbolic link in its place: the same
     let _ = std::fs::remove_dir_all(SUITE.pin_root());
     std::os::unix::fs::symlink("/tmp", SUITE.pin_root()).expect("symlink");
-    let r = mpt_testkit::traffic::in_netns(&ns, || {
+    assert_eq!(
+        open_and_see_pins(&ns, cookie),
+        Some(None),
+        "a symlink's pins"
+    );
+    let _ = std::fs::remove_file(SUITE.pin_root());
+}
+
+fn mpttest_id(cookie: u64) -> String {
+    mpt_testkit::netns::id_name(cookie)
+}
+
+/// Open the suite's state with `create`; the pins directory the loader was given (`None`:
+/// the loader was not called).
+fn open_and_see_pins(ns: &Netns, cookie: u64) -> Option<Option<std::path::PathBuf>> {
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(None));
+    let s2 = std::sync::Arc::clone(&seen);
+    let r = mpt_testkit::traffic::in_netns(ns, move || {
         Pinned::open(
             &SUITE,
             cookie,
             true,
-            Box::new(|_, _| panic!("refuse first")),
+            Box::new(move |pins, _| {
+                *s2.lock().expect("lock") = Some(pins.map(Path::to_path_buf));
+                Err(mpt_bpf::Error::io(
+                    "the test stops here",
+                    std::io::Error::from_raw_os_error(libc::ECANCELED),
+                ))
+            }),
         )
     });
+    assert!(r.is_err(), "the loader's error comes back");
+    let v = seen.lock().expect("lock").clone();
+    v
+}
+
+/// The lock file is trusted as its directory is (issue 27 item 4): a FIFO there must not block
+/// the tool, a symbolic link must not be followed, another user's file must not be a lock they
+/// hold; root's own file with a wide mode is narrowed. A held lock is waited for as long as the
+/// tool says, and then named.
+#[test]
+fn lock_files_are_checked_and_a_held_lock_is_named() {
+    require_root();
+    let _c = Cleanup;
+    mpt_bpf::pinned::set_lock_wait(mpt_bpf::pinned::LockWait {
+        limit: std::time::Duration::from_secs(2),
+        tool: "untrusted-test",
+    });
+    let ns = Netns::new("lockfile");
+    let cookie = ns.cookie().expect("cookie");
+    make(&SUITE.lock_dir(), 0, 0o700);
+    let lock = SUITE
+        .lock_dir()
+        .join(format!("{}.lock", mpttest_id(cookie)));
+
+    nix::unistd::mkfifo(&lock, nix::sys::stat::Mode::from_bits_truncate(0o600)).expect("fifo");
+    let t = std::time::Instant::now();
+    let e = NsLock::take(&SUITE, cookie).expect_err("a FIFO");
     assert!(
-        r.expect_err("symlink")
-            .to_string()
-            .contains("symbolic link"),
-        "a symlink is refused"
+        t.elapsed() < std::time::Duration::from_secs(2),
+        "a FIFO blocked"
     );
-    let _ = std::fs::remove_file(SUITE.pin_root());
+    assert!(e.to_string().contains("not a regular file"), "{e}");
+    std::fs::remove_file(&lock).expect("rm");
+
+    let victim = SUITE.lock_dir().join("victim");
+    std::fs::write(&victim, b"keep").expect("victim");
+    std::os::unix::fs::symlink(&victim, &lock).expect("symlink");
+    let e = NsLock::take(&SUITE, cookie).expect_err("a symlink");
+    assert!(matches!(e.kind, ErrorKind::Untrusted(_)), "{e}");
+    std::fs::remove_file(&lock).expect("rm");
+
+    std::fs::write(&lock, b"").expect("file");
+    chown(&lock, Some(65534), Some(65534)).expect("chown");
+    let e = NsLock::take(&SUITE, cookie).expect_err("nobody's lock file");
+    assert!(e.to_string().contains("uid 65534"), "{e}");
+    chown(&lock, Some(0), Some(0)).expect("chown");
+    std::fs::set_permissions(&lock, std::fs::Permissions::from_mode(0o644)).expect("chmod");
+    let held = NsLock::take(&SUITE, cookie).expect("root's lock file");
+    let mode = std::fs::metadata(&lock).expect("md").permissions().mode() & 0o7777;
+    assert_eq!(mode, 0o600, "a lock file others could open is narrowed");
+
+    // held (by this process, through another open file): waited for, then named
+    let t = std::time::Instant::now();
+    let e = NsLock::take(&SUITE, cookie).expect_err("held");
+    let waited = t.elapsed();
+    assert!(waited >= std::time::Duration::from_secs(2), "{waited:?}");
+    let me = format!("held by pid {}", std::process::id());
+    assert!(e.to_string().contains(&me), "{e}");
+    drop(held);
+    drop(NsLock::take(&SUITE, cookie).expect("free again"));
 }

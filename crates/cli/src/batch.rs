@@ -8,7 +8,7 @@ use std::io::{IsTerminal, Read};
 use std::path::Path;
 
 use crate::render::Style;
-use crate::{Failure, EXIT_OK, EXIT_SYSTEM, EXIT_USAGE};
+use crate::{Failure, EXIT_OK, EXIT_USAGE};
 
 /// One command of a batch file, with the line it started on (1-based).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -112,6 +112,9 @@ fn each_command(
         if pending.is_empty() {
             start = i + 1;
         }
+        // the comment goes before a continuation is looked for, as ip -batch does: a comment
+        // that ends in a backslash joins nothing
+        let raw = strip_comment(raw);
         if let Some(body) = raw.strip_suffix('\\') {
             pending.push_str(body);
             pending.push(' ');
@@ -138,6 +141,27 @@ fn parse_from(text: &str, skipped: usize) -> Result<Vec<BatchLine>, (usize, Stri
         out.push(BatchLine { line, words })
     })?;
     Ok(out)
+}
+
+/// The line without its comment (a `#` that starts a word outside quotes, as
+/// [`split_words`] reads it). A line with an unterminated quote is left whole for
+/// [`split_words`] to refuse.
+fn strip_comment(line: &str) -> &str {
+    let mut quote: Option<char> = None;
+    let mut word_start = true;
+    for (i, c) in line.char_indices() {
+        match quote {
+            Some(q) if c == q => quote = None,
+            Some(_) => {}
+            None if c == '"' || c == '\'' => {
+                quote = Some(c);
+                word_start = false;
+            }
+            None if c == '#' && word_start => return &line[..i],
+            None => word_start = c.is_whitespace(),
+        }
+    }
+    line
 }
 
 /// Split one line into words: whitespace separates, quotes group, `#` at the start of a word
@@ -224,6 +248,13 @@ pub trait BatchTool {
     fn print(out: &Self::Out, style: Style);
     /// The work left at the end of the invocation.
     fn finish(&mut self) -> Result<(), Failure>;
+    /// Whether the tool holds a lock others wait for while it runs a batch: its output is
+    /// then held back until [`BatchTool::release`] (a slow reader must not hold the lock).
+    fn holds_lock(&self) -> bool {
+        false
+    }
+    /// After [`BatchTool::finish`]: let go of the lock, before the held output is written.
+    fn release(&mut self) {}
 }
 
 /// Run lines one by one with `exec`, for tools that keep nothing in flight.
@@ -243,6 +274,93 @@ pub fn run_each<C, O>(
     }
 }
 
+/// The longest line a batch file may have: a command of ours is at most a few hundred bytes, and
+/// a file that is one endless line (`-b /dev/zero` through a pipe) must end in an error, not in
+/// the OOM killer.
+pub const MAX_LINE: usize = 64 * 1024;
+
+/// The batch's name and text: a regular file, a pipe or socket, or a terminal (`-`: standard
+/// input); anything else (`/dev/zero`, `/dev/urandom`: endless) is refused before it is read,
+/// and a line longer than [`MAX_LINE`] ends the reading.
+fn read_source(path: &Path) -> Result<(String, String), Failure> {
+    use std::os::unix::fs::FileTypeExt;
+    let stdin = path.as_os_str() == "-";
+    let name = if stdin {
+        "-".to_string()
+    } else {
+        path.display().to_string()
+    };
+    let what = if stdin {
+        "standard input".to_string()
+    } else {
+        format!("batch file {name}")
+    };
+    let mut file: Box<dyn Read> =
+        if stdin {
+            Box::new(std::io::stdin().lock())
+        } else {
+            Box::new(std::fs::File::open(path).map_err(|e| {
+                Failure::system(format!("read {what}: {}", mpt_sys::error::words(&e)))
+            })?)
+        };
+    let meta = if stdin {
+        std::fs::metadata("/proc/self/fd/0")
+    } else {
+        std::fs::metadata(path)
+    };
+    if let Ok(m) = meta {
+        let t = m.file_type();
+        let terminal = stdin && std::io::stdin().is_terminal();
+        if !(t.is_file() || t.is_fifo() || t.is_socket() || terminal) {
+            let kind = if t.is_dir() {
+                "a directory"
+            } else if t.is_char_device() {
+                "a character device"
+            } else if t.is_block_device() {
+                "a block device"
+            } else {
+                "not a regular file"
+            };
+            return Err(Failure::usage(format!(
+                "{what} is {kind}: a batch is a regular file, a pipe or a terminal"
+            )));
+        }
+    }
+    let mut bytes = Vec::new();
+    let mut buf = vec![0u8; 64 * 1024];
+    let (mut line, mut run) = (1usize, 0usize);
+    loop {
+        let n = match file.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => {
+                return Err(Failure::system(format!(
+                    "read {what}: {}",
+                    mpt_sys::error::words(&e)
+                )))
+            }
+        };
+        for &b in &buf[..n] {
+            if b == b'\n' {
+                line += 1;
+                run = 0;
+            } else {
+                run += 1;
+                if run > MAX_LINE {
+                    return Err(Failure::usage(format!(
+                        "{name}:{line}: a line longer than {MAX_LINE} bytes: not a batch file"
+                    )));
+                }
+            }
+        }
+        bytes.extend_from_slice(&buf[..n]);
+    }
+    let text = String::from_utf8(bytes)
+        .map_err(|_| Failure::usage(format!("{what} is not UTF-8 text")))?;
+    Ok((name, text))
+}
+
 /// Read the batch at `path` (`-`: standard input) and run it with `tool`; returns the exit code.
 pub fn run_file<T: BatchTool>(
     tool_name: &str,
@@ -251,29 +369,17 @@ pub fn run_file<T: BatchTool>(
     style: Style,
     force: bool,
 ) -> i32 {
-    let (name, text) = if path.as_os_str() == "-" {
-        let mut s = String::new();
-        if let Err(e) = std::io::stdin().read_to_string(&mut s) {
-            Failure::system(format!(
-                "read batch from standard input: {}",
-                mpt_sys::error::words(&e)
-            ))
-            .eprint(tool_name);
-            return EXIT_SYSTEM;
-        }
-        ("-".to_string(), s)
-    } else {
-        match std::fs::read_to_string(path) {
-            Ok(s) => (path.display().to_string(), s),
-            Err(e) => {
-                Failure::system(format!(
-                    "read batch file {}: {}",
-                    path.display(),
-                    mpt_sys::error::words(&e)
-                ))
-                .eprint(tool_name);
-                return EXIT_SYSTEM;
-            }
+    // a batch's JSON is JSON Lines: one value per command, one line each, whatever -p says
+    let style = Style {
+        pretty: false,
+        ..style
+    };
+    let (name, text) = match read_source(path) {
+        Ok(t) => t,
+        Err(f) => {
+            let code = f.code;
+            f.eprint(tool_name);
+            return code;
         }
     };
     let cmds = match read_typed::<T>(&text) {
@@ -303,11 +409,23 @@ pub fn run_file<T: BatchTool>(
             eprint!("\r{tool_name}: {done}/{total} commands");
         }
     };
+    let held = tool.holds_lock();
+    if held {
+        crate::render::hold_output();
+    }
     tool.run_lines(cmds, force, &mut emit);
     if progress {
         eprintln!("\r\x1b[K{tool_name}: {done} of {total} commands run");
     }
     if let Err(f) = tool.finish() {
+        f.eprint(tool_name);
+        worst = worst.max(f.code);
+    }
+    if held {
+        tool.release();
+        crate::render::release_output();
+    }
+    if let Some(f) = crate::render::output_failure() {
         f.eprint(tool_name);
         worst = worst.max(f.code);
     }
@@ -479,6 +597,31 @@ mod tests {
             }
             assert_eq!(split_words(&s), split_by_chars(&s), "{s:?}");
         }
+    }
+
+    /// A comment that ends in a backslash continues nothing (adversarial review, issue 27
+    /// item 2: the next command was swallowed, exit 0); as ip -batch reads it.
+    #[test]
+    fn a_comment_ending_in_a_backslash_continues_nothing() {
+        let t = "# comment \\\nadd a\nadd b # tail \\\nadd c\nadd d \\\n  e # f \\\nadd g\n";
+        let got: Vec<(usize, Vec<String>)> = parse(t)
+            .expect("parses")
+            .into_iter()
+            .map(|l| (l.line, l.words))
+            .collect();
+        let w = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert_eq!(
+            got,
+            [
+                (2, w(&["add", "a"])),
+                (3, w(&["add", "b"])),
+                (4, w(&["add", "c"])),
+                (5, w(&["add", "d", "e"])),
+                (7, w(&["add", "g"])),
+            ]
+        );
+        assert_eq!(super::strip_comment("a '#b' #c"), "a '#b' ");
+        assert_eq!(super::strip_comment("a#b \\"), "a#b \\");
     }
 
     #[test]

@@ -49,12 +49,93 @@ impl Failure {
     }
     /// Print as `TOOL: message` and `hint: ...` to standard error, each one line: what the
     /// operator typed is echoed with control bytes escaped and long words cut ([`sanitize`]).
+    /// Both lines go out in one write, so that concurrent processes' errors do not
+    /// interleave.
+    /// With `-j` ([`crate::render::Style::install`]) the failure is also one JSON line on
+    /// standard output: `{"error": MESSAGE, "errno": "EEXIST" or null, "hint": ... or null}`.
     pub fn eprint(&self, tool: &str) {
-        eprintln!("{tool}: {}", sanitize(&self.message));
+        let message = errno_style(&self.message);
+        let mut text = format!("{tool}: {}\n", sanitize(&message));
         if let Some(h) = &self.hint {
-            eprintln!("hint: {}", sanitize(h));
+            text.push_str(&format!("hint: {}\n", sanitize(h)));
+        }
+        write_stderr(&text);
+        if crate::render::json_errors() {
+            let errno = message
+                .rsplit_once(" [E")
+                .and_then(|(_, r)| r.strip_suffix(']'))
+                .filter(|n| {
+                    n.bytes()
+                        .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit())
+                })
+                .map(|n| format!("E{n}"));
+            crate::render::print_json(
+                &serde_json::json!({
+                    "error": message,
+                    "errno": errno,
+                    "hint": self.hint,
+                    "exit": self.code,
+                }),
+                false,
+            );
         }
     }
+}
+
+/// One style for the kernel's errno in every line: Rust's `... (os error 17)` (an
+/// `io::Error` shown as it is) becomes `... [EEXIST]`, as the rest of the messages say it.
+pub fn errno_style(message: &str) -> std::borrow::Cow<'_, str> {
+    const MARK: &str = " (os error ";
+    if !message.contains(MARK) {
+        return std::borrow::Cow::Borrowed(message);
+    }
+    let mut out = String::with_capacity(message.len());
+    let mut rest = message;
+    while let Some(at) = rest.find(MARK) {
+        let after = &rest[at + MARK.len()..];
+        let digits = after.bytes().take_while(u8::is_ascii_digit).count();
+        match (
+            after[..digits].parse::<i32>(),
+            after[digits..].starts_with(')'),
+        ) {
+            (Ok(n), true) => {
+                out.push_str(&rest[..at]);
+                out.push_str(&format!(" [{}]", mpt_sys::error::errno_name(n)));
+                rest = &after[digits + 1..];
+            }
+            _ => {
+                out.push_str(&rest[..at + MARK.len()]);
+                rest = after;
+            }
+        }
+    }
+    out.push_str(rest);
+    std::borrow::Cow::Owned(out)
+}
+
+/// Write `text` to standard error in one `write(2)` (the standard library writes a formatted
+/// line piece by piece, and lines of concurrent processes would interleave).
+pub fn write_stderr(text: &str) {
+    use std::io::Write;
+    let _ = std::io::stderr().lock().write_all(text.as_bytes());
+}
+
+/// `TOOL: KIND: text` on standard error, one line in one write, control bytes escaped; the same
+/// text only once per process (a note repeated on each line of a 20,000-line batch says no
+/// more than the first).
+pub fn eprint_once(tool: &str, kind: &str, text: &str) {
+    use std::collections::HashSet;
+    use std::sync::Mutex;
+    static SAID: Mutex<Option<HashSet<String>>> = Mutex::new(None);
+    if let Ok(mut said) = SAID.lock() {
+        if !said
+            .get_or_insert_with(HashSet::new)
+            .insert(text.to_string())
+        {
+            return;
+        }
+    }
+    write_stderr(&format!("{tool}: {kind}: {}\n", sanitize(text)));
 }
 
 /// Longest word of a message printed whole; a longer one keeps its start and says its length.
@@ -138,7 +219,14 @@ impl From<mpt_sys::Error> for Failure {
 /// Exit the process with the code of `r`, printing the failure first.
 pub fn exit(tool: &str, r: Result<(), Failure>) -> ! {
     match r {
-        Ok(()) => std::process::exit(EXIT_OK),
+        // output that did not reach its file is not success (`-j >/dev/full` said exit 0)
+        Ok(()) => match crate::render::output_failure() {
+            None => std::process::exit(EXIT_OK),
+            Some(f) => {
+                f.eprint(tool);
+                std::process::exit(f.code)
+            }
+        },
         Err(f) => {
             f.eprint(tool);
             std::process::exit(f.code)
@@ -171,5 +259,16 @@ mod tests {
         assert!(s.ends_with(" missing"));
         // non-ASCII text stays as it is
         assert_eq!(sanitize("flux \u{e9}t\u{e9}"), "flux \u{e9}t\u{e9}");
+    }
+
+    /// One errno style (issue 27 item 12: "(os error 17)" in some lines, "[EEXIST]" in others).
+    #[test]
+    fn errno_in_one_style() {
+        assert_eq!(
+            super::errno_style("create /x: File exists (os error 17)"),
+            "create /x: File exists [EEXIST]"
+        );
+        assert_eq!(super::errno_style("a (os error x) b"), "a (os error x) b");
+        assert_eq!(super::errno_style("plain [ENOENT]"), "plain [ENOENT]");
     }
 }

@@ -34,4 +34,39 @@ pub struct GlobalOpts {
     /// Say more about what is done (to standard error).
     #[arg(short = 'v', long = "verbose", global = true)]
     pub verbose: bool,
+    /// Wait at most SECONDS for another invocation that holds the namespace's state (mproute's
+    /// routes, ila's tables), then fail with exit 2 naming it (default 60; 0: do not wait).
+    #[arg(long = "wait", value_name = "SECONDS", global = true)]
+    pub wait: Option<u64>,
+}
+
+impl GlobalOpts {
+    /// How to print (`-j`, `-p`), made the process's style ([`crate::render::Style::install`]).
+    pub fn style(&self) -> crate::render::Style {
+        crate::render::Style {
+            json: self.json,
+            pretty: self.pretty,
+        }
+        .install()
+    }
+
+    /// How long to wait for another invocation's lock (`--wait`, else the default).
+    pub fn lock_wait(&self) -> Option<std::time::Duration> {
+        self.wait.map(std::time::Duration::from_secs)
+    }
+
+    /// Enter the namespace `-n` names, if any: an invalid name is a usage error (exit 1), a
+    /// namespace that cannot be entered the system's (exit 2).
+    pub fn enter_netns(&self) -> Result<(), crate::Failure> {
+        let Some(ns) = &self.netns else {
+            return Ok(());
+        };
+        if ns.is_empty() || ns.contains('/') || ns == "." || ns == ".." {
+            return Err(crate::Failure::usage(format!(
+                "-n: invalid network namespace name \"{ns}\""
+            ))
+            .hint("a name as \"ip netns list\" shows it"));
+        }
+        mpt_sys::netns::enter(ns).map_err(|e| crate::Failure::system(e.to_string()))
+    }
 }

@@ -1,5 +1,11 @@
 //! One renderer: the same row type is printed as a table (comfy-table) or as JSON (serde).
+//!
+//! Text output carries strings the kernel and other users chose (a device named
+//! `$'\e]0;PWN\a'`, another process's name): every control character in it but the line
+//! breaks is printed escaped (`\x1b`), as error lines are, so that nothing written to a
+//! terminal can drive it ([`text_safe`]). JSON escapes them by itself.
 
+use std::borrow::Cow;
 use std::io::Write;
 
 use comfy_table::presets::NOTHING;
@@ -57,6 +63,13 @@ pub fn rows_to_string<R: TableRow>(rows: &[R], style: Style) -> String {
             c.truncate(first);
         }
     }
+    for row in &mut cells {
+        for c in row.iter_mut() {
+            if let Cow::Owned(safe) = text_safe(c) {
+                *c = safe;
+            }
+        }
+    }
     let mut t = Table::new();
     t.load_preset(NOTHING)
         .set_content_arrangement(ContentArrangement::Disabled)
@@ -72,27 +85,126 @@ pub fn rows_to_string<R: TableRow>(rows: &[R], style: Style) -> String {
         .join("\n")
 }
 
-/// Print rows to standard output. A closed pipe (`| head`) is not an error.
+/// With `-j`, a failure is also a JSON object on standard output (set once by [`install`]).
+static JSON_ERRORS: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+/// The first failed write to standard output other than a closed pipe.
+static OUTPUT_ERROR: std::sync::Mutex<Option<String>> = std::sync::Mutex::new(None);
+
+impl Style {
+    /// Make this the process's style: with JSON, failures are reported on standard output too
+    /// (`{"error": ..., "errno": ..., "hint": ...}`, one line), so that a script reading JSON
+    /// gets JSON either way.
+    pub fn install(self) -> Style {
+        JSON_ERRORS.store(self.json, std::sync::atomic::Ordering::Relaxed);
+        self
+    }
+}
+
+/// Whether failures are reported as JSON on standard output too (see [`Style::install`]).
+pub fn json_errors() -> bool {
+    JSON_ERRORS.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+/// Note how a write to standard output went: a closed pipe (`| head -1`) ends nothing (the
+/// command's work is done either way, and a batch goes on), any other failure (`>/dev/full`)
+/// is kept for [`output_failure`], so that the exit code tells a script its output is not whole.
+fn wrote(r: std::io::Result<()>) {
+    if let Err(e) = r {
+        if e.kind() != std::io::ErrorKind::BrokenPipe {
+            if let Ok(mut g) = OUTPUT_ERROR.lock() {
+                g.get_or_insert_with(|| mpt_sys::error::words(&e));
+            }
+        }
+    }
+}
+
+/// The failure to write standard output, if a write failed (other than a closed pipe), after
+/// flushing what is buffered.
+pub fn output_failure() -> Option<crate::Failure> {
+    wrote(std::io::stdout().lock().flush());
+    let e = OUTPUT_ERROR.lock().ok()?.clone()?;
+    Some(crate::Failure::system(format!(
+        "write standard output: {e}"
+    )))
+}
+
+/// Standard output held back in memory (see [`hold_output`]).
+static HELD: std::sync::Mutex<Option<String>> = std::sync::Mutex::new(None);
+
+/// Hold what is printed back in memory until [`release_output`]: a batch that holds the
+/// namespace's lock must not hold it while its reader is slow (`ila -j -b big | sleep 12`
+/// kept every other invocation waiting on a full pipe).
+pub fn hold_output() {
+    if let Ok(mut g) = HELD.lock() {
+        g.get_or_insert_with(String::new);
+    }
+}
+
+/// Write what [`hold_output`] held back, and print directly from now on.
+pub fn release_output() {
+    let held = HELD.lock().ok().and_then(|mut g| g.take());
+    if let Some(text) = held {
+        wrote(std::io::stdout().lock().write_all(text.as_bytes()));
+    }
+}
+
+/// Write `text` (whole lines) to standard output, or hold it back.
+fn emit(text: &str) {
+    if let Ok(mut g) = HELD.lock() {
+        if let Some(buf) = g.as_mut() {
+            buf.push_str(text);
+            return;
+        }
+    }
+    wrote(std::io::stdout().lock().write_all(text.as_bytes()));
+}
+
+/// Print rows to standard output ([`wrote`] says what a failed write does).
 pub fn print_rows<R: TableRow>(rows: &[R], style: Style) {
     let s = rows_to_string(rows, style);
     if s.is_empty() {
         return;
     }
-    let mut out = std::io::stdout().lock();
-    let _ = writeln!(out, "{s}");
+    emit(&format!("{s}\n"));
 }
 
-/// Print one line of text. A closed standard output (`| head`) is not an error: the
-/// command's work is done either way, and a batch goes on.
+/// Text as it may reach a terminal: each control character but `\n` and `\t` (an escape
+/// sequence's ESC, BEL, a carriage return, C1 codes) as `\xNN`; borrowed when there is none.
+pub fn text_safe(s: &str) -> Cow<'_, str> {
+    let unsafe_char = |c: char| c.is_control() && c != '\n' && c != '\t';
+    if !s.chars().any(unsafe_char) {
+        return Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(s.len() + 16);
+    for c in s.chars() {
+        if unsafe_char(c) {
+            let mut b = [0u8; 4];
+            for byte in c.encode_utf8(&mut b).bytes() {
+                out.push_str(&format!("\\x{byte:02x}"));
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    Cow::Owned(out)
+}
+
+/// Print one line of text, control characters escaped ([`text_safe`]). A closed standard
+/// output (`| head`) is not an error: the command's work is done either way, and a batch
+/// goes on.
 pub fn print_line(line: &str) {
-    let mut out = std::io::stdout().lock();
-    let _ = writeln!(out, "{line}");
+    emit(&format!("{}\n", text_safe(line)));
+}
+
+/// Print text made safe by the caller and terminal controls of its own (a live view redrawn
+/// in place): `controls` verbatim, then `text` escaped as [`print_line`] does.
+pub fn print_redrawn(controls: &str, text: &str) {
+    emit(&format!("{controls}{}\n", text_safe(text)));
 }
 
 /// Print one JSON value (change reports).
 pub fn print_json<T: Serialize>(v: &T, pretty: bool) {
-    let mut out = std::io::stdout().lock();
-    let _ = writeln!(out, "{}", to_json(v, pretty));
+    emit(&format!("{}\n", to_json(v, pretty)));
 }
 
 #[cfg(test)]

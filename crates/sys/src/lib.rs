@@ -2,7 +2,7 @@
 //! namespaces and telling them apart ([`netns`]), interface names and addresses ([`iface`]),
 //! `/proc/sys/net` settings ([`sysctl`]), ethtool ioctls ([`ethtool`]), AF_PACKET sockets with
 //! their fanout groups, counters and `TPACKET_V3` rings ([`packet`]), and which processes hold
-//! a socket ([`procfd`]).
+//! a socket ([`procfd`]), and files root writes where others could lay traps ([`fs`]).
 //!
 //! Boundary: every `unsafe` call of this kind lives here, behind safe functions that return
 //! typed errors naming what was attempted; the tools' binaries hold none. Everything acts in the
@@ -10,6 +10,7 @@
 
 pub mod error;
 pub mod ethtool;
+pub mod fs;
 pub mod iface;
 pub mod netns;
 pub mod packet;

@@ -171,21 +171,84 @@ pub fn cookie_of(path: &Path) -> Result<u64, Error> {
     .map_err(|_| Error::io("namespace worker", io::Error::other("thread panicked")))?
 }
 
-/// Identities ([`cookie`]) of every namespace in reach: the caller's own, the named ones, and
-/// those of every process (one visit per namespace).
+/// A mount point as `/proc/PID/mountinfo` writes it (space, tab, newline and backslash as
+/// `\NNN` octal).
+fn unescape_mount_path(s: &str) -> String {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        let octal = i + 3 < b.len() && b[i + 1..i + 4].iter().all(|c| (b'0'..=b'7').contains(c));
+        if b[i] == b'\\' && octal {
+            let v = b[i + 1..i + 4]
+                .iter()
+                .fold(0u32, |v, c| v * 8 + u32::from(c - b'0'));
+            out.push(v as u8);
+            i += 4;
+        } else {
+            out.push(b[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// Identities ([`cookie`]) of every namespace in reach: the caller's own, the named ones,
+/// those of every process, of every descriptor a process holds on a namespace, and of every
+/// bind mount of one anywhere in a process's mount table (one visit per namespace): whatever
+/// keeps a namespace alive keeps it here, not only a name in `/run/netns`.
 pub fn reachable_cookies() -> Vec<u64> {
     let mut v = Vec::new();
     if let Ok(c) = cookie() {
         v.push(c);
     }
     let mut paths: Vec<PathBuf> = list_named().into_iter().map(|n| path(&n)).collect();
+    let mut mount_tables = std::collections::HashSet::new();
     if let Ok(rd) = std::fs::read_dir("/proc") {
         for e in rd.filter_map(|e| e.ok()) {
-            if e.file_name()
+            if !e
+                .file_name()
                 .to_str()
                 .is_some_and(|s| s.bytes().all(|b| b.is_ascii_digit()))
             {
-                paths.push(e.path().join("ns/net"));
+                continue;
+            }
+            let pid = e.path();
+            paths.push(pid.join("ns/net"));
+            // descriptors on a namespace (`net:[INODE]`)
+            if let Ok(fds) = std::fs::read_dir(pid.join("fd")) {
+                for fd in fds.filter_map(|f| f.ok()) {
+                    if std::fs::read_link(fd.path())
+                        .is_ok_and(|t| t.as_os_str().as_encoded_bytes().starts_with(b"net:["))
+                    {
+                        paths.push(fd.path());
+                    }
+                }
+            }
+            // bind mounts of a namespace (nsfs, root `net:[INODE]`), once per mount table,
+            // reached through the process's root
+            let Ok(mnt) = std::fs::read_link(pid.join("ns/mnt")) else {
+                continue;
+            };
+            if !mount_tables.insert(mnt) {
+                continue;
+            }
+            let Ok(table) = std::fs::read_to_string(pid.join("mountinfo")) else {
+                continue;
+            };
+            for line in table.lines() {
+                let w: Vec<&str> = line.split(' ').collect();
+                let Some(dash) = w.iter().position(|x| *x == "-") else {
+                    continue;
+                };
+                if w.get(dash + 1) == Some(&"nsfs")
+                    && w.get(3).is_some_and(|r| r.starts_with("net:["))
+                {
+                    if let Some(at) = w.get(4) {
+                        let at = unescape_mount_path(at);
+                        paths.push(pid.join("root").join(at.trim_start_matches('/')));
+                    }
+                }
             }
         }
     }
@@ -203,4 +266,14 @@ pub fn reachable_cookies() -> Vec<u64> {
         }
     }
     v
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn mount_points_are_unescaped() {
+        assert_eq!(super::unescape_mount_path("/tmp/a\\040b"), "/tmp/a b");
+        assert_eq!(super::unescape_mount_path("/x\\134y\\"), "/x\\y\\");
+        assert_eq!(super::unescape_mount_path("/x\\9"), "/x\\9");
+    }
 }

@@ -96,6 +96,20 @@ impl Bpf {
         Ok(self.state.as_ref())
     }
 
+    /// Hold the namespace's lock from now on, where there are tables: what a change checks
+    /// (`del ... loc L` compares the locator) must be read under the lock its write takes, or
+    /// a concurrent `replace` between the two is undone by mistake.
+    pub fn hold(&mut self) -> Result<(), Failure> {
+        if self.lock.is_some() || self.state(false)?.is_none() {
+            return Ok(());
+        }
+        let c = mpt_sys::netns::cookie()
+            .map_err(|e| Failure::system(format!("open the ILA tables: {e}")))?;
+        self.lock =
+            Some(NsLock::take(&ila_state::SUITE, c).map_err(|e| fail("lock the ILA tables", e))?);
+        Ok(())
+    }
+
     fn tables(&mut self) -> Result<&IlaState, Failure> {
         self.state(true)?
             .ok_or_else(|| Failure::system("open the ILA tables: not created"))
@@ -402,7 +416,12 @@ impl Bpf {
         };
         if let Err(e) = self.fib_request(verb, &want, what) {
             let f = if e.errno() == Some(libc::EEXIST) {
-                exists(what)
+                // not ila's (ila's own is in its table, seen above): replace would not help
+                Failure::system(format!(
+                    "{what}: the FIB has a route for {} that is not ila's [EEXIST]",
+                    r.spec.dst
+                ))
+                .hint("ila does not overwrite routes it did not make: remove that one first (ip -6 route show exact PREFIX)")
             } else {
                 Failure::from(e)
             };

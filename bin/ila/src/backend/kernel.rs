@@ -24,6 +24,10 @@ pub struct Kernel {
     genl: Socket,
     family: u16,
     rtnl: Option<Socket>,
+    /// The namespace's ILA lock (the translator's): ila's own check-then-act (a replace is a
+    /// delete and an add here, `del ... loc L` compares first) is not interleaved with another
+    /// ila's.
+    lock: Option<mpt_bpf::pinned::NsLock>,
 }
 
 impl std::fmt::Debug for Kernel {
@@ -53,11 +57,24 @@ fn key_attrs(key: MappingKey) -> MappingAttrs {
 }
 
 impl Kernel {
+    /// Hold the namespace's ILA lock from now on (its `lock`).
+    pub fn hold(&mut self) -> Result<(), Failure> {
+        if self.lock.is_none() {
+            let c = mpt_sys::netns::cookie()
+                .map_err(|e| Failure::system(format!("lock the ILA tables: {e}")))?;
+            let l = mpt_bpf::pinned::NsLock::take(&mpt_bpf::ila::state::SUITE, c)
+                .map_err(|e| Failure::system(format!("lock the ILA tables: {e}")))?;
+            self.lock = Some(l);
+        }
+        Ok(())
+    }
+
     /// Over a generic netlink socket and the family's id.
     pub fn new(genl: Socket, family: u16) -> Kernel {
         Kernel {
             genl,
             family,
+            lock: None,
             rtnl: None,
         }
     }
@@ -120,6 +137,7 @@ impl Kernel {
         replace: bool,
         what: &str,
     ) -> Result<Written, Failure> {
+        self.hold()?;
         let old = self.mapping(m.key())?;
         let outcome = match (&old, replace) {
             (Some(_), false) => return Err(exists(what)),
@@ -147,6 +165,7 @@ impl Kernel {
 
     /// `ILA_CMD_DEL` of a mapping that exists.
     pub fn del_mapping(&mut self, key: MappingKey) -> Result<bool, Failure> {
+        self.hold()?;
         if self.mapping(key)?.is_none() {
             return Ok(false);
         }
@@ -161,6 +180,7 @@ impl Kernel {
 
     /// `ILA_CMD_FLUSH`.
     pub fn flush_mappings(&mut self) -> Result<usize, Failure> {
+        self.hold()?;
         let n = self.mappings()?.len();
         self.genl
             .request(&genl_ila::flush(self.family), "flush the ILA mappings")
@@ -271,6 +291,7 @@ impl Kernel {
         replace: bool,
         what: &str,
     ) -> Result<Written, Failure> {
+        self.hold()?;
         let old = self
             .routes()?
             .into_iter()
@@ -293,6 +314,7 @@ impl Kernel {
         table: Option<u32>,
         what: &str,
     ) -> Result<Option<RouteEntry>, Failure> {
+        self.hold()?;
         let Some(old) = self
             .routes()?
             .into_iter()

@@ -111,7 +111,7 @@ fn load_module() -> bool {
 #[derive(Debug)]
 pub enum Backend {
     /// The kernel's.
-    Kernel(kernel::Kernel),
+    Kernel(Box<kernel::Kernel>),
     /// The BPF translator's.
     Bpf(Box<bpf::Bpf>),
     /// `--check`: one of the others, read only, with the writes played in memory.
@@ -133,7 +133,7 @@ impl Backend {
             found = genl.resolve_family(mpt_netlink::msg::genl::ila::FAMILY);
         }
         match found {
-            Ok(Some(f)) => Ok(Backend::Kernel(kernel::Kernel::new(genl, f.id))),
+            Ok(Some(f)) => Ok(Backend::Kernel(Box::new(kernel::Kernel::new(genl, f.id)))),
             Ok(None) if choice == BackendChoice::Auto => Ok(Backend::Bpf(Box::default())),
             Ok(None) => Err(Failure::system(
                 "backend kernel: this kernel has no ILA (the generic netlink family \"ila\" is absent: CONFIG_IPV6_ILA, module ila) [ENOENT]",
@@ -166,6 +166,16 @@ impl Backend {
             Backend::Kernel(k) => Ok(k.mappings()?.into_iter().map(|m| (m, None)).collect()),
             Backend::Bpf(b) => b.mappings(),
             Backend::Dry(d) => d.mappings(),
+        }
+    }
+
+    /// Hold the lock the next change takes before what it checks is read (see
+    /// [`bpf::Bpf::hold`]); `--check` writes nothing and holds nothing.
+    pub fn hold(&mut self) -> Result<(), Failure> {
+        match self {
+            Backend::Kernel(k) => k.hold(),
+            Backend::Bpf(b) => b.hold(),
+            Backend::Dry(_) => Ok(()),
         }
     }
 

@@ -20,6 +20,17 @@ pub fn run(s: &mut Session, c: &Command) -> Result<Output, Failure> {
     }
 }
 
+/// As [`ifindex`], and also `ifN` for a device that is gone (as `show` names it): what was
+/// left on it can be found and deleted by that name.
+pub fn ifindex_or_gone(dev: &str, what: &str) -> Result<u32, Failure> {
+    ifindex(dev, what).or_else(|f| {
+        dev.strip_prefix("if")
+            .and_then(|n| n.parse::<u32>().ok())
+            .filter(|&n| n != 0 && mpt_sys::iface::name(n).is_none())
+            .ok_or(f)
+    })
+}
+
 /// The ifindex of a device of the namespace (`what: cannot find device "DEV"` if none).
 pub fn ifindex(dev: &str, what: &str) -> Result<u32, Failure> {
     mpt_sys::iface::index(dev).map_err(|_| {
@@ -29,7 +40,8 @@ pub fn ifindex(dev: &str, what: &str) -> Result<u32, Failure> {
 }
 
 /// A note to standard error (the command did what it was asked, but it will not have the
-/// effect the operator may expect).
+/// effect the operator may expect); each note once per invocation, however many lines of a
+/// batch earn it.
 pub fn note(s: &str) {
-    eprintln!("ila: note: {s}");
+    mpt_cli::error::eprint_once("ila", "note", s);
 }

@@ -27,6 +27,10 @@ pub fn run(s: &mut Session, c: &XlatCmd) -> Result<Output, Failure> {
     let stats = s.opts.stats;
     let check = s.opts.check;
     let dev = match &c.dev {
+        // a mapping whose device is gone is shown with `ifN`, and deleted by that name
+        Some(d) if matches!(c.verb, XlatVerb::Del | XlatVerb::Get) => {
+            super::ifindex_or_gone(d, &what)?
+        }
         Some(d) => ifindex(d, &what)?,
         None => 0,
     };
@@ -122,8 +126,10 @@ fn del(
     what: &str,
 ) -> Result<Output, Failure> {
     let kind = b.kind();
+    // the locator is compared under the lock the delete takes
+    b.hold()?;
     let Some((m, _)) = b.mapping(key)? else {
-        return Err(absent(what));
+        return Err(absent_here(b, key, what));
     };
     if let Some(l) = c.locator {
         if l != m.locator {
@@ -148,4 +154,28 @@ fn del(
         deleted: None,
         check,
     })))
+}
+
+/// No mapping with `key`: where `del` named no device and the locator match has mappings on
+/// devices, the hint names them (a device that is gone as `ifN`, which `dev` accepts).
+fn absent_here(b: &mut Backend, key: (mpt_model::ila::Locator, u32), what: &str) -> Failure {
+    let f = absent(what);
+    if key.1 != 0 {
+        return f;
+    }
+    let devs: Vec<String> = b
+        .mappings()
+        .unwrap_or_default()
+        .iter()
+        .filter(|(m, _)| m.locator_match == key.0 && m.ifindex != 0)
+        .map(|(m, _)| format!("dev {}", crate::view::dev_name(m.ifindex)))
+        .collect();
+    if devs.is_empty() {
+        return f;
+    }
+    f.hint(format!(
+        "loc_match {} has mappings on {}: name the device",
+        key.0,
+        devs.join(", ")
+    ))
 }

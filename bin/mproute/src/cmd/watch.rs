@@ -51,6 +51,7 @@ pub fn run(s: &mut Session, style: Style) -> Result<(), Failure> {
         };
         if !line.is_empty() {
             let mut out = std::io::stdout().lock();
+            let line = mpt_cli::render::text_safe(&line);
             if writeln!(out, "{line}").and_then(|()| out.flush()).is_err() {
                 return Ok(()); // nobody reads any more
             }
@@ -86,6 +87,7 @@ fn settle(s: &mut Session, style: Style) {
                 } else {
                     format!("{} {}: {}", r.action, r.dst, r.reason)
                 };
+                let line = mpt_cli::render::text_safe(&line);
                 let _ = writeln!(out, "{line}").and_then(|()| out.flush());
             }
         }
