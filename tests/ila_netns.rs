@@ -1452,3 +1452,38 @@ fn a_slow_reader_does_not_hold_the_lock() {
     assert!(child.wait().expect("wait").success());
     assert_eq!(out.lines().count(), 3001);
 }
+
+/// Anyone can make `/sys/fs/bpf/ila` first (bpffs is 1777): root's first command in a new
+/// namespace then works without pins and says so once, instead of failing with exit 2 (issue
+/// 27 item 4). In a mount namespace of its own with a bpffs of its own, so that nothing of
+/// the host's is touched.
+#[test]
+fn a_pin_root_someone_else_made_is_done_without() {
+    require_root();
+    let ns = Netns::new("ila-pinroot");
+    let script = format!(
+        "mount -t bpf bpf /sys/fs/bpf && mkdir /sys/fs/bpf/ila && chown 65534:65534 /sys/fs/bpf/ila \
+         && {ila} --backend bpf -n {ns} xlat add loc_match {LOC_B} loc {SIR_NET} \
+         && {ila} --backend bpf -n {ns} xlat add loc_match 2001:db8:ee:1 loc {SIR_NET} \
+         && test -z \"$(ls -A /sys/fs/bpf/ila)\"",
+        ila = ILA.bin,
+        ns = ns.name()
+    );
+    let o = std::process::Command::new("unshare")
+        .args(["-m", "--propagation", "private", "sh", "-c", &script])
+        .output()
+        .expect("unshare");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    let notes: Vec<&str> = err
+        .lines()
+        .filter(|l| l.contains("goes on without pins"))
+        .collect();
+    // once per invocation, each of the two says it
+    assert_eq!(notes.len(), 2, "{err}");
+    assert!(notes[0].contains("belongs to uid 65534"), "{err}");
+    assert_eq!(
+        ILA.json(&ns, &["xlat", "show"]).as_array().map(Vec::len),
+        Some(2)
+    );
+}
