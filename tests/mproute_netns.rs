@@ -2158,3 +2158,18 @@ fn a_batch_killed_mid_write_is_repaired_by_the_next_command() {
         .count();
     assert_eq!(managed, installed + 1, "the state agrees with the FIB");
 }
+
+/// One front door (issue 28 item 3): the command's syntax is judged before the namespace is
+/// entered, so a bad command is exit 1 whatever `-n` names (mproute entered the namespace
+/// first and said exit 2, while ila and pfanout said 1); a namespace that is not there is 2.
+#[test]
+fn syntax_before_the_namespace() {
+    let o = MP.run(&["-n", "mpt-no-such-ns", "add", "198.51.100.0/24", "bogus"]);
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{e}");
+    assert!(e.contains("\"bogus\""), "{e}");
+    let o = MP.run(&["-n", "mpt-no-such-ns", "show"]);
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{e}");
+    assert!(e.contains("does not exist"), "{e}");
+}

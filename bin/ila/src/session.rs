@@ -83,3 +83,32 @@ impl BatchTool for Session {
         self.backend = None;
     }
 }
+
+impl mpt_cli::tool::Tool for Session {
+    const NAME: &'static str = "ila";
+    type Cli = crate::cli::Cli;
+
+    fn global(cli: &Self::Cli) -> &GlobalOpts {
+        &cli.global
+    }
+
+    fn command(cli: &Self::Cli) -> Option<Result<Command, Failure>> {
+        cli.cmd.as_ref().map(|c| c.command())
+    }
+
+    fn default_command() -> Command {
+        Command::default_show()
+    }
+
+    fn configure(cli: &Self::Cli) {
+        mpt_bpf::configure(Self::NAME, cli.global.verbose, cli.global.lock_wait());
+    }
+
+    fn open(cli: &Self::Cli) -> Self {
+        Session::new(cli.global.clone(), cli.backend)
+    }
+
+    fn run_one(&mut self, command: Command, style: Style) -> Result<(), Failure> {
+        crate::cmd::run(self, &command).map(|out| crate::view::print(&out, style))
+    }
+}

@@ -228,6 +228,42 @@ impl mpt_cli::batch::BatchTool for Session {
     }
 }
 
+impl mpt_cli::tool::Tool for Session {
+    const NAME: &'static str = "mproute";
+    type Cli = crate::cli::Cli;
+
+    fn global(cli: &Self::Cli) -> &mpt_cli::GlobalOpts {
+        &cli.global
+    }
+
+    fn command(cli: &Self::Cli) -> Option<Result<Command, Failure>> {
+        cli.cmd.as_ref().map(|c| c.command())
+    }
+
+    fn default_command() -> Command {
+        Command::Show(crate::grammar::ShowSpec::default())
+    }
+
+    fn configure(cli: &Self::Cli) {
+        mpt_bpf::configure(Self::NAME, cli.global.verbose, cli.global.lock_wait());
+    }
+
+    fn open(cli: &Self::Cli) -> Self {
+        let mut s = Session::new(cli.global.clone());
+        s.use_nh_objects = cli.nexthop_objects;
+        s
+    }
+
+    fn run_one(&mut self, command: Command, style: Style) -> Result<(), Failure> {
+        self.read_only = matches!(command, Command::Show(_));
+        if command == Command::Dataplane(crate::grammar::DpSpec::Watch) && !self.opts.check {
+            // runs until interrupted or its output is closed
+            return crate::cmd::watch::run(self, style);
+        }
+        crate::cmd::run(self, &command).map(|out| crate::view::print(&out, style))
+    }
+}
+
 impl Session {
     /// Run the lines of a batch (see the module doc). `emit` gets every line's outcome in
     /// order; returns `false` when the batch stopped at a failure.

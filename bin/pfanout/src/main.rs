@@ -1,49 +1,5 @@
-//! pfanout: thin binary over the pfanout library and the shared crates. Parse (syntax only),
-//! enter the namespace, then one command or a batch.
-
-use clap::{CommandFactory, Parser};
-use mpt_cli::Failure;
-use pfanout::cli::{Cli, Command};
-use pfanout::session::Session;
-
-const TOOL: &str = "pfanout";
+//! pfanout: the shared front door (`mpt_cli::tool::main`) over the pfanout library.
 
 fn main() {
-    mpt_cli::docs::handle(Cli::command);
-    let cli = match Cli::try_parse() {
-        Ok(c) => c,
-        Err(e) => mpt_cli::args::exit_on_error(TOOL, e, &Cli::command()),
-    };
-    let style = cli.global.style();
-    let command = match &cli.cmd {
-        Some(c) => c.command(),
-        None => Ok(Command::Show(Default::default())),
-    };
-    if cli.global.batch.is_some() && cli.cmd.is_some() {
-        mpt_cli::exit(
-            TOOL,
-            Err(Failure::usage(
-                "-b/--batch takes no command on the command line",
-            )),
-        );
-    }
-    let command = match (command, &cli.global.batch) {
-        (Err(f), None) => mpt_cli::exit(TOOL, Err(f)),
-        (c, _) => c,
-    };
-    mpt_bpf::configure(TOOL, cli.global.verbose, cli.global.lock_wait());
-    if let Err(f) = cli.global.enter_netns() {
-        mpt_cli::exit(TOOL, Err(f));
-    }
-    let mut s = Session {
-        opts: cli.global.clone(),
-    };
-    if let Some(path) = &cli.global.batch {
-        let force = cli.global.force;
-        std::process::exit(mpt_cli::batch::run_file(TOOL, &mut s, path, style, force));
-    }
-    let r = command
-        .and_then(|c| s.run(&c))
-        .map(|out| pfanout::view::print(&out, style));
-    mpt_cli::exit(TOOL, r);
+    mpt_cli::tool::main::<pfanout::session::Session>()
 }

@@ -62,3 +62,34 @@ impl BatchTool for Session {
         Ok(())
     }
 }
+
+impl mpt_cli::tool::Tool for Session {
+    const NAME: &'static str = "pfanout";
+    type Cli = crate::cli::Cli;
+
+    fn global(cli: &Self::Cli) -> &GlobalOpts {
+        &cli.global
+    }
+
+    fn command(cli: &Self::Cli) -> Option<Result<Command, Failure>> {
+        cli.cmd.as_ref().map(|c| c.command())
+    }
+
+    fn default_command() -> Command {
+        Command::Show(Default::default())
+    }
+
+    fn configure(cli: &Self::Cli) {
+        mpt_bpf::configure(Self::NAME, cli.global.verbose, cli.global.lock_wait());
+    }
+
+    fn open(cli: &Self::Cli) -> Self {
+        Session {
+            opts: cli.global.clone(),
+        }
+    }
+
+    fn run_one(&mut self, command: Command, style: Style) -> Result<(), Failure> {
+        self.run(&command).map(|out| view::print(&out, style))
+    }
+}
