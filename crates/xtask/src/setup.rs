@@ -36,6 +36,8 @@ const MATRIX_PACKAGES: &[&str] = &[
     "busybox-static",
     "kmod",
     "ca-certificates",
+    // virtme-ng runs `file` on the kernel image and on busybox (a fresh Debian 12 has none)
+    "file",
 ];
 
 const BPFFS: &str = "/sys/fs/bpf";
