@@ -113,7 +113,13 @@ impl Session {
                     .map(str::to_string);
                 self.store = store;
                 if let Some(who) = who {
-                    self.repair_interrupted(&who)?;
+                    if let Err(f) = self.repair_interrupted(&who) {
+                        // not repaired: the next invocation tries again
+                        if let Some(s) = self.store.as_mut() {
+                            s.keep_journal();
+                        }
+                        return Err(f);
+                    }
                 }
                 // a command that announced its changes (disarm) before the state was there
                 if self.arm_needed {

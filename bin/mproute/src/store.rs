@@ -32,6 +32,9 @@ pub struct Store {
     inner: RouteState,
     /// None for a read-only invocation (show), which reads without waiting for writers.
     lock: Option<NsLock>,
+    /// A repair of what an interrupted invocation left failed: the journal keeps naming it,
+    /// so that the next invocation tries again (see [`Store::keep_journal`]).
+    keep_journal: bool,
 }
 
 /// Map a BPF-layer error to an operator-facing failure, with the hint its kind calls for.
@@ -116,7 +119,11 @@ impl Store {
             return Ok(None);
         };
         inner.ensure_pinned();
-        Ok(Some(Store { inner, lock }))
+        Ok(Some(Store {
+            inner,
+            lock,
+            keep_journal: false,
+        }))
     }
 
     /// Who died in the middle of writing this state (`pid N, CMD`), found when the lock
@@ -133,8 +140,17 @@ impl Store {
         }
     }
 
+    /// The repair of an interrupted invocation failed: [`Store::end`] leaves the journal as it
+    /// is from now on.
+    pub fn keep_journal(&mut self) {
+        self.keep_journal = true;
+    }
+
     /// The writes are whole: the lock file names nobody.
     pub fn end(&mut self) -> Result<(), Failure> {
+        if self.keep_journal {
+            return Ok(());
+        }
         match &mut self.lock {
             Some(l) => l.end().map_err(|e| fail("lock state", e)),
             None => Ok(()),

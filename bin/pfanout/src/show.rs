@@ -150,14 +150,18 @@ fn is_pfanout(o: &Owner) -> bool {
     else {
         return false;
     };
+    let me = nix::unistd::geteuid().as_raw();
+    // the process is root's or the caller's, whichever binary it runs
+    let owner = std::fs::metadata(format!("/proc/{}", o.pid)).map(|m| m.uid());
+    if !owner.is_ok_and(|u| u == 0 || u == me) {
+        return false;
+    }
     if (theirs.dev(), theirs.ino()) == (ours.dev(), ours.ino()) {
         return true;
     }
-    let me = nix::unistd::geteuid().as_raw();
-    let owner = std::fs::metadata(format!("/proc/{}", o.pid)).map(|m| m.uid());
     let named =
         std::fs::read_link(&exe).is_ok_and(|p| p.file_name().is_some_and(|n| n == "pfanout"));
-    named && (theirs.uid() == 0 || theirs.uid() == me) && owner.is_ok_and(|u| u == 0 || u == me)
+    named && (theirs.uid() == 0 || theirs.uid() == me)
 }
 
 fn socket_view(s: &PacketSock, owners: &[Owner]) -> SocketView {

@@ -124,9 +124,11 @@ fn say_once(text: String) {
     say(&text);
 }
 
-/// The process holding an flock on the file with inode `ino` (from `/proc/locks`), and its
-/// command name as `/proc` gives it: `pid N (CMD)`.
-fn lock_holder(ino: u64) -> Option<String> {
+/// The process holding an flock on the file `dev`:`ino` (from `/proc/locks`), and its command
+/// name as `/proc` gives it: `pid N (CMD)`.
+fn lock_holder(dev: u64, ino: u64) -> Option<String> {
+    // /proc/locks names the file as MAJ:MIN:INODE (major and minor in hex)
+    let want = format!("{:02x}:{:02x}:{ino}", libc::major(dev), libc::minor(dev));
     let locks = std::fs::read_to_string("/proc/locks").ok()?;
     for l in locks.lines() {
         // "1: FLOCK  ADVISORY  WRITE 1234 00:1a:5678 0 EOF" (a blocked waiter's line has "->")
@@ -137,7 +139,7 @@ fn lock_holder(ino: u64) -> Option<String> {
         let (Some(pid), Some(id)) = (w.get(4), w.get(5)) else {
             continue;
         };
-        if id.rsplit(':').next().and_then(|i| i.parse::<u64>().ok()) != Some(ino) {
+        if *id != want {
             continue;
         }
         let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
@@ -204,9 +206,22 @@ impl NsLock {
         let dir_fd = mpt_sys::fs::open_dir(&dir)
             .map_err(|e| Error::io(format!("open {}", dir.display()), e))?;
         let open = || {
-            mpt_sys::fs::open_private(&dir_fd, &name).map_err(|e| Error {
-                what: format!("refuse the lock file {}", path.display()),
-                kind: ErrorKind::Untrusted(e.to_string()),
+            mpt_sys::fs::open_private(&dir_fd, &name).map_err(|e| {
+                // what someone else could have laid there is refused as untrusted; anything
+                // else (ENOSPC, EMFILE, EROFS) is the system's word
+                let trap = e.raw_os_error() == Some(libc::ELOOP)
+                    || matches!(
+                        e.kind(),
+                        io::ErrorKind::InvalidInput | io::ErrorKind::PermissionDenied
+                    ) && e.raw_os_error().is_none();
+                if trap {
+                    Error {
+                        what: format!("refuse the lock file {}", path.display()),
+                        kind: ErrorKind::Untrusted(e.to_string()),
+                    }
+                } else {
+                    Error::io(format!("open {}", path.display()), e)
+                }
             })
         };
         let mut f = open()?;
@@ -246,7 +261,7 @@ impl NsLock {
                 use std::os::unix::fs::MetadataExt;
                 f.metadata()
                     .ok()
-                    .and_then(|m| lock_holder(m.ino()))
+                    .and_then(|m| lock_holder(m.dev(), m.ino()))
                     .unwrap_or_else(|| "another process".to_string())
             };
             if waited >= limit {
@@ -537,6 +552,11 @@ fn pin_maps<'a>(
 /// (see `mpt_sys::netns::reachable_cookies`: every namespace a name, a process, an open
 /// descriptor or a bind mount anywhere still keeps).
 pub fn stale_pin_dirs(suite: &Suite, live: &[u64]) -> Vec<PathBuf> {
+    // a pin root another user made (or a symbolic link in its place) is not ours to clean:
+    // removing "stale" entries through it would remove what it points to
+    if mpt_sys::fs::untrusted(&suite.pin_root(), &suite.pin_root()).is_some() {
+        return Vec::new();
+    }
     let Ok(rd) = std::fs::read_dir(suite.pin_root()) else {
         return Vec::new();
     };
@@ -562,6 +582,9 @@ pub fn sweep_stale(suite: &Suite, live: &[u64]) -> Vec<PathBuf> {
             gone.push(dir);
         }
     }
+    if mpt_sys::fs::untrusted(&suite.lock_dir(), &suite.lock_dir()).is_some() {
+        return gone;
+    }
     let Ok(rd) = std::fs::read_dir(suite.lock_dir()) else {
         return gone;
     };
@@ -579,7 +602,11 @@ pub fn sweep_stale(suite: &Suite, live: &[u64]) -> Vec<PathBuf> {
         }
         let path = e.path();
         // a cookie is never reused: nobody can want this lock again once it is free
-        let Ok(f) = OpenOptions::new().write(true).open(&path) else {
+        let Ok(f) = OpenOptions::new()
+            .write(true)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+            .open(&path)
+        else {
             continue;
         };
         if let Ok(held) = nix::fcntl::Flock::lock(f, nix::fcntl::FlockArg::LockExclusiveNonblock) {
@@ -605,7 +632,9 @@ pub fn destroy(suite: &Suite, cookie: u64) -> Result<(), Error> {
         let _ = crate::attach::tcx_detach(LO_IFINDEX, id, TcxDir::Ingress);
     }
     if let Some(dir) = pin_dir(suite, cookie) {
-        let _ = remove_pin_dir(&dir);
+        if mpt_sys::fs::untrusted(&suite.pin_root(), &dir).is_none() {
+            let _ = remove_pin_dir(&dir);
+        }
     }
     Ok(())
 }

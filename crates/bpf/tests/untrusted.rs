@@ -19,6 +19,9 @@ static SUITE: Suite = Suite {
     abi_version: 1,
 };
 
+/// The tests share the suite's directories: one at a time.
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 struct Cleanup;
 impl Drop for Cleanup {
     fn drop(&mut self) {
@@ -36,6 +39,7 @@ fn make(dir: &Path, uid: u32, mode: u32) {
 #[test]
 fn directories_others_could_change_are_refused() {
     require_root();
+    let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let _c = Cleanup;
     let ns = Netns::new("untrusted");
     let cookie = ns.cookie().expect("cookie");
@@ -112,6 +116,7 @@ fn open_and_see_pins(ns: &Netns, cookie: u64) -> Option<Option<std::path::PathBu
 #[test]
 fn lock_files_are_checked_and_a_held_lock_is_named() {
     require_root();
+    let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let _c = Cleanup;
     mpt_bpf::pinned::set_lock_wait(mpt_bpf::pinned::LockWait {
         limit: std::time::Duration::from_secs(2),
@@ -160,4 +165,25 @@ fn lock_files_are_checked_and_a_held_lock_is_named() {
     assert!(e.to_string().contains(&me), "{e}");
     drop(held);
     drop(NsLock::take(&SUITE, cookie).expect("free again"));
+}
+
+/// A pin root another user replaced with a symbolic link is not swept through (review of issue
+/// 27: the sweep of dead namespaces' pins followed `/sys/fs/bpf/<suite>` wherever it pointed
+/// and removed what it found there).
+#[test]
+fn a_symlinked_pin_root_is_not_swept_through() {
+    require_root();
+    let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _c = Cleanup;
+    let target = std::env::temp_dir().join(format!("mpt-sweep-target-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&target);
+    std::fs::create_dir_all(target.join("12345")).expect("a dead-looking entry");
+    std::fs::create_dir_all(SUITE.lock_dir()).expect("lock dir");
+    let _ = std::fs::remove_dir_all(SUITE.pin_root());
+    std::os::unix::fs::symlink(&target, SUITE.pin_root()).expect("symlink");
+    let gone = mpt_bpf::pinned::sweep_stale(&SUITE, &[]);
+    assert!(gone.is_empty(), "{gone:?}");
+    assert!(target.join("12345").is_dir(), "removed through the link");
+    let _ = std::fs::remove_file(SUITE.pin_root());
+    let _ = std::fs::remove_dir_all(&target);
 }

@@ -5,6 +5,7 @@
 //! the exit code is the worst of the lines'; a progress line on a terminal for long batches.
 
 use std::io::{IsTerminal, Read};
+use std::os::fd::AsFd;
 use std::path::Path;
 
 use crate::render::Style;
@@ -295,18 +296,28 @@ fn read_source(path: &Path) -> Result<(String, String), Failure> {
     } else {
         format!("batch file {name}")
     };
-    let mut file: Box<dyn Read> =
-        if stdin {
-            Box::new(std::io::stdin().lock())
-        } else {
-            Box::new(std::fs::File::open(path).map_err(|e| {
-                Failure::system(format!("read {what}: {}", mpt_sys::error::words(&e)))
-            })?)
-        };
-    let meta = if stdin {
-        std::fs::metadata("/proc/self/fd/0")
+    // the type is asked of what was opened (not of the path, which may change meanwhile), and
+    // opening waits for nothing: a FIFO without a writer or a device is judged first
+    let opened = if stdin {
+        None
     } else {
-        std::fs::metadata(path)
+        use std::os::unix::fs::OpenOptionsExt;
+        let f = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
+            .open(path)
+            .map_err(|e| Failure::system(format!("read {what}: {}", mpt_sys::error::words(&e))))?;
+        Some(f)
+    };
+    let meta = match &opened {
+        Some(f) => f.metadata(),
+        None => std::fs::File::from(
+            std::io::stdin()
+                .as_fd()
+                .try_clone_to_owned()
+                .map_err(|e| Failure::system(format!("read {what}: {e}")))?,
+        )
+        .metadata(),
     };
     if let Ok(m) = meta {
         let t = m.file_type();
@@ -326,6 +337,18 @@ fn read_source(path: &Path) -> Result<(String, String), Failure> {
             )));
         }
     }
+    let mut file: Box<dyn Read> = match opened {
+        Some(f) => {
+            // reads block again, as a batch read from a pipe should
+            use std::os::fd::AsRawFd;
+            let _ = nix::fcntl::fcntl(
+                f.as_raw_fd(),
+                nix::fcntl::FcntlArg::F_SETFL(nix::fcntl::OFlag::empty()),
+            );
+            Box::new(f)
+        }
+        None => Box::new(std::io::stdin().lock()),
+    };
     let mut bytes = Vec::new();
     let mut buf = vec![0u8; 64 * 1024];
     let (mut line, mut run) = (1usize, 0usize);

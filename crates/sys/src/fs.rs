@@ -20,6 +20,12 @@ use nix::sys::stat::{fchmod, fstat, Mode, SFlag};
 pub fn untrusted(top: &Path, dir: &Path) -> Option<String> {
     use std::os::unix::fs::MetadataExt;
     let me = nix::unistd::geteuid().as_raw();
+    // a relative path is judged from the root down, as the kernel resolves it
+    let (top, dir) = match (std::path::absolute(top), std::path::absolute(dir)) {
+        (Ok(t), Ok(d)) => (t, d),
+        _ => return Some(format!("{}: cannot make it absolute", dir.display())),
+    };
+    let (top, dir) = (top.as_path(), dir.as_path());
     let mut chain: Vec<&Path> = dir.ancestors().collect();
     chain.reverse();
     for p in chain {
@@ -52,8 +58,10 @@ pub fn untrusted(top: &Path, dir: &Path) -> Option<String> {
     None
 }
 
-/// The directory `path` opened for [`create_private`] (the last component must not be a
-/// symbolic link).
+/// The directory `path` opened for [`create_private`]: the last component must not be a
+/// symbolic link, and what was opened must be root's (or the caller's) and writable by its
+/// owner only (checked on the descriptor: a directory swapped in after [`untrusted`] looked
+/// is refused).
 pub fn open_dir(path: &Path) -> io::Result<File> {
     let fd = nix::fcntl::open(
         path,
@@ -62,7 +70,21 @@ pub fn open_dir(path: &Path) -> io::Result<File> {
     )
     .map_err(io::Error::from)?;
     // SAFETY: `fd` was just opened and is owned by nobody else.
-    Ok(File::from(unsafe { OwnedFd::from_raw_fd(fd) }))
+    let dir = File::from(unsafe { OwnedFd::from_raw_fd(fd) });
+    let st = fstat(dir.as_raw_fd()).map_err(io::Error::from)?;
+    if st.st_uid != 0 && st.st_uid != nix::unistd::geteuid().as_raw() {
+        return Err(io::Error::new(
+            io::ErrorKind::PermissionDenied,
+            format!("belongs to uid {}, not root", st.st_uid),
+        ));
+    }
+    if st.st_mode & 0o022 != 0 {
+        return Err(io::Error::new(
+            io::ErrorKind::PermissionDenied,
+            format!("is writable by others (mode {:o})", st.st_mode & 0o7777),
+        ));
+    }
+    Ok(dir)
 }
 
 /// Create (or empty) the regular file `name` in `dir` for writing, mode 0600: a symbolic link
@@ -102,6 +124,13 @@ pub fn open_private(dir: &File, name: &str) -> io::Result<File> {
         return Err(io::Error::new(
             io::ErrorKind::PermissionDenied,
             format!("belongs to uid {}, not root", st.st_uid),
+        ));
+    }
+    // a second name elsewhere (a hard link planted where hard links are not protected)
+    if st.st_nlink > 1 {
+        return Err(io::Error::new(
+            io::ErrorKind::PermissionDenied,
+            format!("has {} names (hard links)", st.st_nlink),
         ));
     }
     if st.st_mode & 0o077 != 0 {

@@ -161,7 +161,7 @@ fn so_netns_cookie() -> Result<u64, Error> {
 /// The identity ([`cookie`]) of the namespace behind a `/run/netns/NAME` or `/proc/PID/ns/net`
 /// file, read on a thread that enters it.
 pub fn cookie_of(path: &Path) -> Result<u64, Error> {
-    let f = File::open(path).map_err(|e| Error::io(format!("open {}", path.display()), e))?;
+    let f = open_netns_file(path)?;
     let what = format!("enter {}", path.display());
     std::thread::spawn(move || {
         setns(f.as_fd(), CloneFlags::CLONE_NEWNET).map_err(|e| Error::io(what, e.into()))?;
@@ -169,6 +169,33 @@ pub fn cookie_of(path: &Path) -> Result<u64, Error> {
     })
     .join()
     .map_err(|_| Error::io("namespace worker", io::Error::other("thread panicked")))?
+}
+
+/// `path` opened only if it is a namespace file (nsfs), never anything else another user may
+/// have put where a namespace was (a FIFO would block, a device would be opened with root's
+/// rights): located with `O_PATH` (which opens nothing), its file system checked, then opened
+/// again through that very descriptor.
+fn open_netns_file(path: &Path) -> Result<File, Error> {
+    use std::os::fd::{AsRawFd, FromRawFd};
+    const NSFS_MAGIC: i64 = 0x6e73_6673;
+    let what = || format!("open {}", path.display());
+    let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes())
+        .map_err(|_| Error::io(what(), io::Error::from_raw_os_error(libc::EINVAL)))?;
+    // SAFETY: c is a NUL-terminated path; the result is a new descriptor or -1.
+    let fd = unsafe { libc::open(c.as_ptr(), libc::O_PATH | libc::O_CLOEXEC) };
+    if fd < 0 {
+        return Err(Error::io(what(), io::Error::last_os_error()));
+    }
+    // SAFETY: fd was just opened and is owned by nobody else.
+    let located = unsafe { File::from_raw_fd(fd) };
+    let fs = nix::sys::statfs::fstatfs(&located).map_err(|e| Error::io(what(), e.into()))?;
+    if fs.filesystem_type().0 as i64 != NSFS_MAGIC {
+        return Err(Error::io(
+            format!("{}: not a namespace", what()),
+            io::Error::from_raw_os_error(libc::EINVAL),
+        ));
+    }
+    File::open(format!("/proc/self/fd/{}", located.as_raw_fd())).map_err(|e| Error::io(what(), e))
 }
 
 /// A mount point as `/proc/PID/mountinfo` writes it (space, tab, newline and backslash as
@@ -270,6 +297,22 @@ pub fn reachable_cookies() -> Vec<u64> {
 
 #[cfg(test)]
 mod tests {
+    /// Only a namespace file is opened: a FIFO where one was expected is refused at once, not
+    /// waited on (review of issue 27: the sweep's scan opened what another user's descriptor
+    /// pointed to, with root's rights).
+    #[test]
+    fn only_namespace_files_are_opened() {
+        let d = std::env::temp_dir().join(format!("mpt-nsfile-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir(&d).expect("dir");
+        let fifo = d.join("fifo");
+        nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o600)).expect("fifo");
+        let e = super::open_netns_file(&fifo).expect_err("a FIFO");
+        assert!(e.to_string().contains("not a namespace"), "{e}");
+        assert!(super::open_netns_file(std::path::Path::new("/proc/self/ns/net")).is_ok());
+        let _ = std::fs::remove_dir_all(&d);
+    }
+
     #[test]
     fn mount_points_are_unescaped() {
         assert_eq!(super::unescape_mount_path("/tmp/a\\040b"), "/tmp/a b");

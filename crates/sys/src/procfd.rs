@@ -17,6 +17,23 @@ pub struct Owner {
     pub comm: String,
 }
 
+/// `s` with each control character as `\xNN` (a process sets its own name, newlines
+/// included).
+fn escape_controls(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        if c.is_control() {
+            let mut b = [0u8; 4];
+            for byte in c.encode_utf8(&mut b).bytes() {
+                out.push_str(&format!("\\x{byte:02x}"));
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
 /// The inode of a `/proc/PID/fd/N` link's target `socket:[INO]`; `None` for anything else.
 fn socket_inode(target: &str) -> Option<u64> {
     target
@@ -65,8 +82,9 @@ pub fn socket_owners(wanted: &HashSet<u64>) -> HashMap<u64, Vec<Owner>> {
                 continue;
             }
             let comm = comm.get_or_insert_with(|| {
+                // a name the process chose: a newline or an escape in it is shown, not obeyed
                 std::fs::read_to_string(p.path().join("comm"))
-                    .map(|s| s.trim().to_string())
+                    .map(|s| escape_controls(s.trim_end_matches('\n')))
                     .unwrap_or_default()
             });
             out.entry(ino).or_default().push(Owner {

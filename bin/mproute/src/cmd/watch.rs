@@ -52,8 +52,14 @@ pub fn run(s: &mut Session, style: Style) -> Result<(), Failure> {
         if !line.is_empty() {
             let mut out = std::io::stdout().lock();
             let line = mpt_cli::render::text_safe(&line);
-            if writeln!(out, "{line}").and_then(|()| out.flush()).is_err() {
-                return Ok(()); // nobody reads any more
+            if let Err(e) = writeln!(out, "{line}").and_then(|()| out.flush()) {
+                if e.kind() == std::io::ErrorKind::BrokenPipe {
+                    return Ok(()); // nobody reads any more
+                }
+                return Err(Failure::system(format!(
+                    "write standard output: {}",
+                    mpt_sys::error::words(&e)
+                )));
             }
         }
         loop {
