@@ -428,7 +428,13 @@ pub fn run_matrix(
         bail!("no kernel of the matrix matches {only:?} (series: 5.10, 6.1, 6.12)");
     };
     let accel = accel(&vng, root, first);
+    // this very binary; `cargo test --workspace` may have built it again meanwhile (a fresh
+    // clone's first run: the kernel then says "PATH (deleted)"), and the new one is at PATH
     let me = std::env::current_exe().context("xtask's own path")?;
+    let me = match me.to_str().and_then(|p| p.strip_suffix(" (deleted)")) {
+        Some(p) => PathBuf::from(p),
+        None => me,
+    };
     // the guest reads the test executables from a file: a kernel command line is short
     let list_file = top(root).join("guest-tests");
     let mut list = String::new();
