@@ -2987,7 +2987,7 @@ fn managed_choices_are_cached_only_while_verified() {
 
         // Per-packet: every packet decided (both nexthops of one flow).
         fx.edit_lpm_entry(route, |v| {
-            v.algo = ALGO_PER_PACKET as u8;
+            v.algo = ALGO_PER_PACKET;
             v.stats_slot = 9;
         });
         for hook in HOOKS {

@@ -499,6 +499,83 @@ pub fn per_flow_counts(flows: &[FlowSpec], proto: u8, counts: &[FlowCounts]) -> 
         .collect()
 }
 
+/// TCP through a real stack: `n` bytes from a client in `client` to a server in `server`
+/// bound to `addr`, echoed back and compared. The server gives up after 8 s without a
+/// connection (a case that must fail ends too). Returns the client's address as the server
+/// saw it.
+pub fn tcp_echo(
+    server: &Netns,
+    client: &Netns,
+    addr: std::net::SocketAddr,
+    n: usize,
+) -> Result<String, String> {
+    use std::io::{Read, Write};
+    use std::net::{TcpListener, TcpStream};
+    let listener = server
+        .spawn_in(move || TcpListener::bind(addr).map_err(|e| e.to_string()))
+        .join()
+        .map_err(|_| "bind panicked".to_string())??;
+    listener.set_nonblocking(true).map_err(|e| e.to_string())?;
+    let serve = std::thread::spawn(move || -> Result<String, String> {
+        let deadline = Instant::now() + Duration::from_secs(8);
+        let (mut s, peer) = loop {
+            match listener.accept() {
+                Ok(c) => break c,
+                Err(e)
+                    if e.kind() == std::io::ErrorKind::WouldBlock && Instant::now() < deadline =>
+                {
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+                Err(e) => return Err(format!("accept: {e}")),
+            }
+        };
+        s.set_nonblocking(false).map_err(|e| e.to_string())?;
+        s.set_read_timeout(Some(Duration::from_secs(10)))
+            .map_err(|e| e.to_string())?;
+        let mut buf = vec![0u8; 65536];
+        loop {
+            let k = s.read(&mut buf).map_err(|e| format!("server read: {e}"))?;
+            if k == 0 {
+                return Ok(peer.to_string());
+            }
+            s.write_all(&buf[..k])
+                .map_err(|e| format!("server write: {e}"))?;
+        }
+    });
+    let data: Vec<u8> = (0..n).map(|i| (i * 7 + i / 251) as u8).collect();
+    let sent = data.clone();
+    let got = client
+        .spawn_in(move || -> Result<Vec<u8>, String> {
+            let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(5))
+                .map_err(|e| format!("connect to {addr}: {e}"))?;
+            s.set_read_timeout(Some(Duration::from_secs(10)))
+                .map_err(|e| e.to_string())?;
+            let mut w = s.try_clone().map_err(|e| e.to_string())?;
+            let writer = std::thread::spawn(move || {
+                let r = w.write_all(&sent);
+                let _ = w.shutdown(std::net::Shutdown::Write);
+                r
+            });
+            let mut got = Vec::with_capacity(n);
+            s.read_to_end(&mut got)
+                .map_err(|e| format!("client read: {e}"))?;
+            writer
+                .join()
+                .map_err(|_| "writer panicked".to_string())?
+                .map_err(|e| format!("client write: {e}"))?;
+            Ok(got)
+        })
+        .join()
+        .map_err(|_| "client panicked".to_string())?;
+    let served = serve.join().map_err(|_| "server panicked".to_string())?;
+    let got = got?;
+    let peer = served?;
+    if got != data {
+        return Err(format!("echoed {} bytes, not the {n} sent", got.len()));
+    }
+    Ok(peer)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -630,81 +707,4 @@ mod tests {
         assert_eq!(set.len(), 400);
         assert_eq!(flows(3, true, 1)[2].dst, IpAddr::V6(DEST_V6));
     }
-}
-
-/// TCP through a real stack: `n` bytes from a client in `client` to a server in `server`
-/// bound to `addr`, echoed back and compared. The server gives up after 8 s without a
-/// connection (a case that must fail ends too). Returns the client's address as the server
-/// saw it.
-pub fn tcp_echo(
-    server: &Netns,
-    client: &Netns,
-    addr: std::net::SocketAddr,
-    n: usize,
-) -> Result<String, String> {
-    use std::io::{Read, Write};
-    use std::net::{TcpListener, TcpStream};
-    let listener = server
-        .spawn_in(move || TcpListener::bind(addr).map_err(|e| e.to_string()))
-        .join()
-        .map_err(|_| "bind panicked".to_string())??;
-    listener.set_nonblocking(true).map_err(|e| e.to_string())?;
-    let serve = std::thread::spawn(move || -> Result<String, String> {
-        let deadline = Instant::now() + Duration::from_secs(8);
-        let (mut s, peer) = loop {
-            match listener.accept() {
-                Ok(c) => break c,
-                Err(e)
-                    if e.kind() == std::io::ErrorKind::WouldBlock && Instant::now() < deadline =>
-                {
-                    std::thread::sleep(Duration::from_millis(20));
-                }
-                Err(e) => return Err(format!("accept: {e}")),
-            }
-        };
-        s.set_nonblocking(false).map_err(|e| e.to_string())?;
-        s.set_read_timeout(Some(Duration::from_secs(10)))
-            .map_err(|e| e.to_string())?;
-        let mut buf = vec![0u8; 65536];
-        loop {
-            let k = s.read(&mut buf).map_err(|e| format!("server read: {e}"))?;
-            if k == 0 {
-                return Ok(peer.to_string());
-            }
-            s.write_all(&buf[..k])
-                .map_err(|e| format!("server write: {e}"))?;
-        }
-    });
-    let data: Vec<u8> = (0..n).map(|i| (i * 7 + i / 251) as u8).collect();
-    let sent = data.clone();
-    let got = client
-        .spawn_in(move || -> Result<Vec<u8>, String> {
-            let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(5))
-                .map_err(|e| format!("connect to {addr}: {e}"))?;
-            s.set_read_timeout(Some(Duration::from_secs(10)))
-                .map_err(|e| e.to_string())?;
-            let mut w = s.try_clone().map_err(|e| e.to_string())?;
-            let writer = std::thread::spawn(move || {
-                let r = w.write_all(&sent);
-                let _ = w.shutdown(std::net::Shutdown::Write);
-                r
-            });
-            let mut got = Vec::with_capacity(n);
-            s.read_to_end(&mut got)
-                .map_err(|e| format!("client read: {e}"))?;
-            writer
-                .join()
-                .map_err(|_| "writer panicked".to_string())?
-                .map_err(|e| format!("client write: {e}"))?;
-            Ok(got)
-        })
-        .join()
-        .map_err(|_| "client panicked".to_string())?;
-    let served = serve.join().map_err(|_| "server panicked".to_string())?;
-    let got = got?;
-    let peer = served?;
-    if got != data {
-        return Err(format!("echoed {} bytes, not the {n} sent", got.len()));
-    }
-    Ok(peer)
 }

@@ -142,13 +142,7 @@ pub fn provision(root: &Path) -> Result<Vec<Kernel>> {
             .lines()
             .filter_map(|l| l.strip_prefix("Depends:"))
             .flat_map(|d| d.split(','))
-            .map(|d| {
-                d.trim()
-                    .split_whitespace()
-                    .next()
-                    .unwrap_or_default()
-                    .to_string()
-            })
+            .map(|d| d.split_whitespace().next().unwrap_or_default().to_string())
             .find(|p| {
                 p.strip_prefix("linux-image-").is_some_and(|v| {
                     v.starts_with(&format!("{series}."))
