@@ -480,11 +480,15 @@ fn ila_demo(ila: &Path, backend: Backend) -> Result<()> {
         &["-n", an, "-6", "route", "show", "proto", "ila"],
     )?;
     // the wire between them carries the ILA address
+    // (bounded: a capture that misses the packets ends in an error, not a hang; and the ping
+    // waits until tcpdump says it listens, which takes seconds under plain emulation)
     let mut dump = Command::new("ip");
     dump.args([
         "netns",
         "exec",
         an,
+        "timeout",
+        "30",
         "tcpdump",
         "-l",
         "-n",
@@ -495,9 +499,21 @@ fn ila_demo(ila: &Path, backend: Backend) -> Result<()> {
         "icmp6 and ip6[40] == 128",
     ]);
     dump.stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null());
-    let capture = dump.spawn().context("start tcpdump")?;
-    std::thread::sleep(std::time::Duration::from_millis(700));
+        .stderr(std::process::Stdio::piped());
+    let mut capture = dump.spawn().context("start tcpdump")?;
+    if let Some(err) = capture.stderr.take() {
+        use std::io::BufRead;
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in std::io::BufReader::new(err).lines().map_while(Result::ok) {
+                if line.contains("listening on") {
+                    let _ = tx.send(());
+                }
+            }
+        });
+        // at most 20 s; without the line the ping goes anyway, and the check below judges
+        let _ = rx.recv_timeout(std::time::Duration::from_secs(20));
+    }
     println!("+ ip netns exec IA ping -c 3 2001:db8:1:2:2000::b");
     run(Command::new("ip").args([
         "netns",
