@@ -156,14 +156,7 @@ pub fn sanitize(s: &str) -> String {
             word.to_string()
         };
         for c in kept.chars() {
-            if c.is_control() {
-                let mut b = [0u8; 4];
-                for byte in c.encode_utf8(&mut b).bytes() {
-                    out.push_str(&format!("\\x{byte:02x}"));
-                }
-            } else {
-                out.push(c);
-            }
+            mpt_sys::error::push_escaped(&mut out, c, c.is_control());
         }
         if n > MAX_WORD {
             out.push_str(&format!("...({} bytes)", word.len()));

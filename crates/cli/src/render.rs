@@ -177,14 +177,7 @@ pub fn text_safe(s: &str) -> Cow<'_, str> {
     }
     let mut out = String::with_capacity(s.len() + 16);
     for c in s.chars() {
-        if unsafe_char(c) {
-            let mut b = [0u8; 4];
-            for byte in c.encode_utf8(&mut b).bytes() {
-                out.push_str(&format!("\\x{byte:02x}"));
-            }
-        } else {
-            out.push(c);
-        }
+        mpt_sys::error::push_escaped(&mut out, c, unsafe_char(c));
     }
     Cow::Owned(out)
 }

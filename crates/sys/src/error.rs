@@ -54,6 +54,19 @@ pub fn words(e: &io::Error) -> String {
     }
 }
 
+/// Push `c` onto `out`, a control character as its bytes `\xNN` (text from the kernel or
+/// another process that must not drive a terminal; the tools' error lines and text output).
+pub fn push_escaped(out: &mut String, c: char, escape: bool) {
+    if escape {
+        let mut b = [0u8; 4];
+        for byte in c.encode_utf8(&mut b).bytes() {
+            out.push_str(&format!("\\x{byte:02x}"));
+        }
+    } else {
+        out.push(c);
+    }
+}
+
 /// Symbolic name of an errno (`ENETUNREACH`).
 pub fn errno_name(errno: i32) -> String {
     format!("{:?}", nix::errno::Errno::from_raw(errno))

@@ -22,14 +22,7 @@ pub struct Owner {
 fn escape_controls(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {
-        if c.is_control() {
-            let mut b = [0u8; 4];
-            for byte in c.encode_utf8(&mut b).bytes() {
-                out.push_str(&format!("\\x{byte:02x}"));
-            }
-        } else {
-            out.push(c);
-        }
+        crate::error::push_escaped(&mut out, c, c.is_control());
     }
     out
 }
