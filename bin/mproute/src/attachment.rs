@@ -10,11 +10,10 @@ use mpt_cli::Failure;
 use crate::grammar::AttachMode;
 use crate::hook::{ignore_linkdown, set_ignore_linkdown};
 use crate::session::Session;
-use crate::store::fail as bpf_fail;
 use crate::view::{CounterSlots, DataplaneView};
 
 fn fail(what: String) -> impl FnOnce(mpt_bpf::Error) -> Failure {
-    move |e| bpf_fail(&what, e)
+    move |e| Failure::bpf(&what, e)
 }
 
 /// Attach to `devs`; returns the notes on veth peers (`prepare_peers`: enable GRO on them).

@@ -90,7 +90,7 @@ fn write(s: &mut Session, spec: &RouteSpec) -> Result<Output, Failure> {
         if let Some(t) = st
             .bpf()
             .res_get(&key)
-            .map_err(|e| crate::store::fail("read the dataplane's tables", e))?
+            .map_err(|e| Failure::bpf("read the dataplane's tables", e))?
         {
             if let Some(b) = before_row.as_mut() {
                 crate::view::set_resilient(b, &t, false);
@@ -210,7 +210,7 @@ pub(crate) fn attachments_differ(before: &[dp::Attachment], after: &[dp::Attachm
 fn attach(s: &mut Session, devs: &[String], mode: Option<AttachMode>) -> Result<Output, Failure> {
     let verb = if mode.is_some() { "attach" } else { "detach" };
     let links = crate::hook::links(s.sock()?)?;
-    let att = dp::attachments().map_err(|e| crate::store::fail("list dataplane attachments", e))?;
+    let att = dp::attachments().map_err(|e| Failure::bpf("list dataplane attachments", e))?;
     let before_all = hooks(&att);
     let mut before = BTreeMap::new();
     let mut after = BTreeMap::new();

@@ -101,7 +101,7 @@ impl Worker {
                     (Some(f), _) => Err(f.clone()),
                     (None, Some(lpm)) => lpm
                         .write()
-                        .map_err(|e| crate::store::fail("write dataplane state", e)),
+                        .map_err(|e| Failure::bpf("write dataplane state", e)),
                     (None, None) => Ok(()),
                 };
                 let reply = match written {
@@ -533,7 +533,7 @@ impl Session {
             Some(lpm) if w.behind.get() => lpm
                 .write()
                 .map(|()| None)
-                .map_err(|e| crate::store::fail("write dataplane state", e)),
+                .map_err(|e| Failure::bpf("write dataplane state", e)),
             other => Ok(other),
         }
     }
@@ -728,7 +728,7 @@ impl Session {
         let Some(s) = self.store(false)? else {
             return Ok(());
         };
-        let ctx = |e| crate::store::fail("write dataplane state", e);
+        let ctx = |e| Failure::bpf("write dataplane state", e);
         let all = s.all()?;
         let raw = s.bpf();
         let mut done: Vec<(ipnet::IpNet, u32)> = Vec::new();

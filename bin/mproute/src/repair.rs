@@ -179,7 +179,7 @@ impl Session {
                     let retaken = retake.get(&r.key).copied();
                     let algo = retaken.unwrap_or(Algo::L3Hash);
                     let raw = s.bpf();
-                    let ctx = |e| crate::store::fail("write dataplane state", e);
+                    let ctx = |e| Failure::bpf("write dataplane state", e);
                     let group = match r.nh_id {
                         Some(id) => id,
                         None => raw.dp_private_group(key_hash(&r.key)).map_err(ctx)?,
@@ -261,7 +261,7 @@ impl Session {
             return Ok(Vec::new());
         };
         let raw = s.bpf();
-        let ctx = |e| crate::store::fail("repair dataplane state", e);
+        let ctx = |e| Failure::bpf("repair dataplane state", e);
         let all = s.all()?;
         let mut broken = Vec::new();
         for (k, m) in &all {

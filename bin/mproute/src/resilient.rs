@@ -11,22 +11,13 @@ use mpt_model::route::resilient::rebalance;
 use mpt_model::Nexthop;
 
 use crate::grammar::Resilient;
-use crate::store::fail;
 
 /// CLOCK_MONOTONIC_COARSE in seconds, the clock the dataplane stamps buckets with
 /// (`bpf_ktime_get_coarse_ns`).
 pub fn now_s() -> u32 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: clock_gettime writes one timespec, which `ts` is.
-    let rc = unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC_COARSE, &mut ts) };
-    if rc == 0 {
-        ts.tv_sec as u32
-    } else {
-        0
-    }
+    // CLOCK_MONOTONIC_COARSE cannot fail on Linux; 0 reads as "never used" if it did
+    nix::time::clock_gettime(nix::time::ClockId::CLOCK_MONOTONIC_COARSE)
+        .map_or(0, |t| t.tv_sec() as u32)
 }
 
 /// Whether bucket `b` of `t` may move now: never used, or idle for `idle_timer` seconds.
@@ -43,7 +34,7 @@ pub fn table_for(
     nexthops: &[Nexthop],
     p: Resilient,
 ) -> Result<MptResTable, Failure> {
-    let ctx = |e| fail("read dataplane state", e);
+    let ctx = |e| Failure::bpf("read dataplane state", e);
     let old = raw.res_get(key).map_err(ctx)?;
     let old_group = match raw.dp_get_route(key).map_err(ctx)? {
         Some(e) if e.id == *key => crate::verify::group_of(raw, e.group)?,
@@ -90,7 +81,7 @@ pub fn same_params(
 ) -> Result<bool, Failure> {
     let t = raw
         .res_get(key)
-        .map_err(|e| fail("read dataplane state", e))?;
+        .map_err(|e| Failure::bpf("read dataplane state", e))?;
     Ok(match (t, p) {
         (None, None) => true,
         (Some(t), Some(p)) => t.n_buckets == p.buckets && t.idle_timer_s == p.idle_timer,
@@ -107,7 +98,7 @@ impl crate::session::Session {
             return Ok(0);
         };
         let raw = store.bpf();
-        let ctx = |e| fail("rebalance resilient tables", e);
+        let ctx = |e| Failure::bpf("rebalance resilient tables", e);
         let now = now_s();
         let mut changed = 0;
         for (k, m) in store.all()? {

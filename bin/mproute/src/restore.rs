@@ -21,7 +21,6 @@ use mpt_netlink::msg::rtnl::nexthop::{self, NexthopObject};
 use mpt_netlink::msg::rtnl::route::{self as rmsg, PathForm, RouteRequest};
 
 use crate::session::Session;
-use crate::store::fail;
 use crate::view::ActionRow;
 
 /// One object to put back.
@@ -223,7 +222,7 @@ impl Session {
 pub(crate) fn given_objects(
     raw: &mpt_bpf::mproute::state::RouteState,
 ) -> Result<Vec<(u32, Vec<Nexthop>)>, Failure> {
-    let ctx = |e| fail("read dataplane state", e);
+    let ctx = |e| Failure::bpf("read dataplane state", e);
     let mut given = Vec::new();
     for id in raw.dp_group_ids().map_err(ctx)? {
         if id == 0 || id >= PRIVATE_GROUP_BASE {

@@ -244,7 +244,7 @@ impl Session {
             let raw = s.bpf();
             let ids = raw
                 .dp_group_ids()
-                .map_err(|e| crate::store::fail("read dataplane state", e))?;
+                .map_err(|e| Failure::bpf("read dataplane state", e))?;
             for id in ids {
                 if !used.contains(&id) {
                     let _ = raw.dp_delete_group(id);
@@ -271,7 +271,7 @@ impl Session {
             Ok(a) => a,
             // without the state nothing is managed: who would enforce is moot
             Err(_) if self.read_only && self.store.is_none() => return Ok("unknown"),
-            Err(e) => return Err(crate::store::fail("list dataplane attachments", e)),
+            Err(e) => return Err(Failure::bpf("list dataplane attachments", e)),
         };
         Ok(
             if att
@@ -308,7 +308,7 @@ impl Session {
         let e = s
             .bpf()
             .dp_get_route(&key)
-            .map_err(|e| crate::store::fail("read the dataplane's routes", e))?;
+            .map_err(|e| Failure::bpf("read the dataplane's routes", e))?;
         Ok(match e {
             Some(e)
                 if e.id == key

@@ -1,7 +1,6 @@
 //! mproute's record of the routes it manages (algorithm, dataplane group, the protocol it
 //! installed them with), kept in the namespace's BPF state (`mpt_bpf::mproute`) and held under
-//! the namespace's lock for the invocation; and how a BPF-layer error reads for the operator,
-//! with the hint its kind calls for.
+//! the namespace's lock for the invocation.
 
 use std::net::IpAddr;
 
@@ -9,7 +8,6 @@ use ipnet::IpNet;
 use mpt_bpf::mproute::abi::{MptRouteKey, MptRouteVal};
 use mpt_bpf::mproute::state::{RouteState, META_F_NATIVE, META_F_NATIVE_CHECKED};
 use mpt_bpf::pinned::NsLock;
-use mpt_bpf::ErrorKind;
 use mpt_cli::Failure;
 use mpt_model::{Algo, Family, RouteKey};
 
@@ -35,20 +33,6 @@ pub struct Store {
     /// A repair of what an interrupted invocation left failed: the journal keeps naming it,
     /// so that the next invocation tries again (see [`Store::keep_journal`]).
     keep_journal: bool,
-}
-
-/// Map a BPF-layer error to an operator-facing failure, with the hint its kind calls for.
-pub fn fail(what: &str, e: mpt_bpf::Error) -> Failure {
-    let hint = match &e.kind {
-        ErrorKind::Abi { .. } => Some("use the mproute version that wrote it to flush, or remove the state with \"mproute sync --reset\""),
-        ErrorKind::Unsupported(_) => Some("routes still work here: the kernel forwards them by its own multipath hash, without the routes' algorithms"),
-        _ => e.hint(),
-    };
-    let f = Failure::system(format!("{what}: {e}"));
-    match hint {
-        Some(h) => f.hint(h),
-        None => f,
-    }
 }
 
 /// Encode a route identity as the BPF key.
@@ -105,16 +89,17 @@ impl Store {
     }
 
     fn open_with(create: bool, locked: bool) -> Result<Option<Store>, Failure> {
-        let cookie = mpt_sys::netns::cookie().map_err(|e| fail("open state", e.into()))?;
+        let cookie = mpt_sys::netns::cookie().map_err(|e| Failure::bpf("open state", e.into()))?;
         let lock = if locked {
             Some(
                 NsLock::take(&mpt_bpf::mproute::state::SUITE, cookie)
-                    .map_err(|e| fail("lock state", e))?,
+                    .map_err(|e| Failure::bpf("lock state", e))?,
             )
         } else {
             None
         };
-        let Some(inner) = RouteState::open(cookie, create).map_err(|e| fail("open state", e))?
+        let Some(inner) =
+            RouteState::open(cookie, create).map_err(|e| Failure::bpf("open state", e))?
         else {
             return Ok(None);
         };
@@ -135,7 +120,7 @@ impl Store {
     /// About to write: the lock file names this process until [`Store::end`].
     pub fn begin(&mut self) -> Result<(), Failure> {
         match &mut self.lock {
-            Some(l) => l.begin().map_err(|e| fail("lock state", e)),
+            Some(l) => l.begin().map_err(|e| Failure::bpf("lock state", e)),
             None => Ok(()),
         }
     }
@@ -152,7 +137,7 @@ impl Store {
             return Ok(());
         }
         match &mut self.lock {
-            Some(l) => l.end().map_err(|e| fail("lock state", e)),
+            Some(l) => l.end().map_err(|e| Failure::bpf("lock state", e)),
             None => Ok(()),
         }
     }
@@ -162,7 +147,7 @@ impl Store {
         let v = self
             .inner
             .get(&to_key(k))
-            .map_err(|e| fail("read state", e))?;
+            .map_err(|e| Failure::bpf("read state", e))?;
         Ok(v.map(|v| Managed {
             algo: Algo::from_u32(u32::from(v.algo)).unwrap_or_default(),
             nh_count: v.nh_count,
@@ -182,7 +167,7 @@ impl Store {
         };
         self.inner
             .put(&to_key(k), &v)
-            .map_err(|e| fail("write state", e))
+            .map_err(|e| Failure::bpf("write state", e))
     }
 
     /// Record a new route; `false` (nothing written) if the state already has one.
@@ -196,7 +181,7 @@ impl Store {
         };
         self.inner
             .insert_new(&to_key(k), &v)
-            .map_err(|e| fail("write state", e))
+            .map_err(|e| Failure::bpf("write state", e))
     }
 
     /// Put back what [`Store::get`] returned before a change (undo).
@@ -211,7 +196,7 @@ impl Store {
     pub fn delete(&self, k: &RouteKey) -> Result<bool, Failure> {
         self.inner
             .delete(&to_key(k))
-            .map_err(|e| fail("write state", e))
+            .map_err(|e| Failure::bpf("write state", e))
     }
 
     /// Every route in the state.
@@ -219,7 +204,7 @@ impl Store {
         Ok(self
             .inner
             .entries()
-            .map_err(|e| fail("read state", e))?
+            .map_err(|e| Failure::bpf("read state", e))?
             .into_iter()
             .filter_map(|(k, v)| {
                 Some((
@@ -251,7 +236,7 @@ impl Store {
         let bits = META_F_NATIVE_CHECKED | if native { META_F_NATIVE } else { 0 };
         self.inner
             .set_meta_flags(bits)
-            .map_err(|e| fail("write state", e))
+            .map_err(|e| Failure::bpf("write state", e))
     }
 }
 

@@ -87,7 +87,7 @@ impl Session {
             Some(s) => s
                 .bpf()
                 .flush()
-                .map_err(|e| crate::store::fail("write dataplane state", e)),
+                .map_err(|e| Failure::bpf("write dataplane state", e)),
             None => Ok(()),
         }
     }
@@ -101,7 +101,7 @@ impl Session {
             Some(s) => s
                 .bpf()
                 .hand_off()
-                .map_err(|e| crate::store::fail("write dataplane state", e)),
+                .map_err(|e| Failure::bpf("write dataplane state", e)),
             None => Ok(None),
         }
     }
@@ -297,7 +297,7 @@ impl Session {
             .store(false)?
             .ok_or_else(|| Failure::system("dataplane state unavailable"))?;
         let raw = store.bpf();
-        let ctx = |e| crate::store::fail("write dataplane state", e);
+        let ctx = |e| Failure::bpf("write dataplane state", e);
         let key = crate::store::to_key(&r.key);
         let nhs = dp_nexthops(&r.nexthops);
         let (group, new_private) = match nh_id {
@@ -415,7 +415,7 @@ impl Session {
                     if let Some(s) = self.store(false)? {
                         s.bpf()
                             .dp_put_group(p.group, &dp_nexthops(&cur.nexthops))
-                            .map_err(|e| crate::store::fail("write dataplane state", e))?;
+                            .map_err(|e| Failure::bpf("write dataplane state", e))?;
                     }
                 }
             }
@@ -620,7 +620,7 @@ impl Session {
 /// entry to the next managed route of the same prefix and table.
 pub(crate) fn forget_in(s: &Store, k: &RouteKey, promote: bool) -> Result<(), Failure> {
     s.delete(k)?;
-    let ctx = |e| crate::store::fail("write dataplane state", e);
+    let ctx = |e| Failure::bpf("write dataplane state", e);
     let removed = s
         .bpf()
         .dp_delete_route(&crate::store::to_key(k))

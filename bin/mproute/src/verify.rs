@@ -20,7 +20,6 @@ use mpt_netlink::sock::Socket;
 use serde::Serialize;
 
 use crate::session::Session;
-use crate::store::fail;
 
 /// `RTA_ENCAP`.
 const RTA_ENCAP: u16 = 22;
@@ -150,7 +149,7 @@ fn entries(
 > {
     let (holes, routes): (Vec<_>, Vec<_>) = raw
         .dp_entries(v6)
-        .map_err(|e| fail("read the dataplane's routes", e))?
+        .map_err(|e| Failure::bpf("read the dataplane's routes", e))?
         .into_iter()
         .partition(|r| r.flags & mpt_bpf::mproute::abi::DPR_F_FOREIGN != 0);
     Ok((routes, holes.into_iter().map(|r| r.id).collect()))
@@ -205,7 +204,9 @@ pub fn reader(slot: &mut Option<FibGenReader>) -> Result<Option<&mut FibGenReade
         return Ok(None);
     }
     if slot.is_none() {
-        *slot = Some(FibGenReader::new().map_err(|e| fail("load the FIB generation reader", e))?);
+        *slot = Some(
+            FibGenReader::new().map_err(|e| Failure::bpf("load the FIB generation reader", e))?,
+        );
     }
     Ok(slot.as_mut())
 }
@@ -229,7 +230,7 @@ pub fn arm(
 ) -> Result<usize, Failure> {
     let clear = |raw: &RouteState| {
         raw.set_fib4_gen(None)
-            .map_err(|e| fail("write the FIB generation", e))
+            .map_err(|e| Failure::bpf("write the FIB generation", e))
     };
     sync_holes6(sock, raw)?;
     let Some(reader) = reader else {
@@ -246,7 +247,7 @@ pub fn arm(
     for _ in 0..3 {
         let before = reader
             .read()
-            .map_err(|e| fail("read the FIB generation", e))?;
+            .map_err(|e| Failure::bpf("read the FIB generation", e))?;
         let mut v = verify(sock, raw)?;
         sync_holes(raw, &v)?;
         sync_drift4(raw, &v)?;
@@ -278,18 +279,18 @@ pub fn arm(
         }
         let after = reader
             .read()
-            .map_err(|e| fail("read the FIB generation", e))?;
+            .map_err(|e| Failure::bpf("read the FIB generation", e))?;
         if after.v4 != before.v4 {
             continue;
         }
         let mut n = 0;
         for (k, vd) in v.keys.iter().zip(&v.verdicts) {
             raw.dp_set_verified(k, vd.is_verified())
-                .map_err(|e| fail("write the dataplane's routes", e))?;
+                .map_err(|e| Failure::bpf("write the dataplane's routes", e))?;
             n += usize::from(vd.is_verified());
         }
         raw.set_fib4_gen(Some(before.v4))
-            .map_err(|e| fail("write the FIB generation", e))?;
+            .map_err(|e| Failure::bpf("write the FIB generation", e))?;
         return Ok(n);
     }
     clear(raw)?;
@@ -315,7 +316,7 @@ fn sync_holes(raw: &RouteState, v: &Verified) -> Result<(), Failure> {
         })
         .collect();
     raw.dp_sync_holes(false, &v.holes, &want)
-        .map_err(|e| fail("write the dataplane's routes", e))?;
+        .map_err(|e| Failure::bpf("write the dataplane's routes", e))?;
     Ok(())
 }
 
@@ -341,7 +342,7 @@ fn sync_drift4(raw: &RouteState, v: &Verified) -> Result<(), Failure> {
         };
         if why.is_some() != *was {
             raw.dp_set_drift(k, why.is_some())
-                .map_err(|e| fail("write the dataplane's routes", e))?;
+                .map_err(|e| Failure::bpf("write the dataplane's routes", e))?;
         }
     }
     Ok(())
@@ -355,7 +356,7 @@ pub(crate) type Weighted = (Vec<drift::Path>, Vec<u16>);
 pub(crate) fn group_of(raw: &RouteState, group: u32) -> Result<Option<Weighted>, Failure> {
     let g = raw
         .dp_group(group)
-        .map_err(|e| fail("read a dataplane group", e))?;
+        .map_err(|e| Failure::bpf("read a dataplane group", e))?;
     Ok(g.map(|g| {
         g.nh.iter()
             .take(g.nh_count as usize)
@@ -415,7 +416,7 @@ fn sync_holes6(sock: &mut Socket, raw: &RouteState) -> Result<(), Failure> {
         );
         if why.is_some() != *was {
             raw.dp_set_drift(id, why.is_some())
-                .map_err(|e| fail("write the dataplane's routes", e))?;
+                .map_err(|e| Failure::bpf("write the dataplane's routes", e))?;
         }
     }
     let fib: Vec<fibverify::Span> = dumped
@@ -442,7 +443,7 @@ fn sync_holes6(sock: &mut Socket, raw: &RouteState) -> Result<(), Failure> {
         })
         .collect();
     raw.dp_sync_holes(true, &have, &want)
-        .map_err(|e| fail("write the dataplane's routes", e))?;
+        .map_err(|e| Failure::bpf("write the dataplane's routes", e))?;
     Ok(())
 }
 
@@ -519,16 +520,16 @@ pub fn status(
     };
     let now = reader
         .read()
-        .map_err(|e| fail("read the FIB generation", e))?;
+        .map_err(|e| Failure::bpf("read the FIB generation", e))?;
     let verified_at = raw
         .fib4_gen()
-        .map_err(|e| fail("read the FIB generation", e))?;
+        .map_err(|e| Failure::bpf("read the FIB generation", e))?;
     let holds = verified_at == Some(now.v4);
     // Every route skipped: nothing to explain, no dump needed.
     if holds {
         let routes = raw
             .dp_routes4()
-            .map_err(|e| fail("read the dataplane's routes", e))?;
+            .map_err(|e| Failure::bpf("read the dataplane's routes", e))?;
         if routes
             .iter()
             .all(|r| r.flags & mpt_bpf::mproute::abi::DPR_F_VERIFIED != 0)
@@ -608,7 +609,7 @@ impl Session {
             store
                 .bpf()
                 .set_fib4_gen(None)
-                .map_err(|e| crate::store::fail("write the FIB generation", e))?;
+                .map_err(|e| Failure::bpf("write the FIB generation", e))?;
             // the journal: this invocation writes from now on (a kill before its end is
             // repaired by the next; see Store::begin)
             store.begin()?;
@@ -624,7 +625,7 @@ impl Session {
     pub(crate) fn arm(&mut self) -> Option<String> {
         let r = (|| -> Result<(), Failure> {
             let attached = !mpt_bpf::mproute::dataplane::attachments()
-                .map_err(|e| crate::store::fail("list dataplane attachments", e))?
+                .map_err(|e| Failure::bpf("list dataplane attachments", e))?
                 .is_empty();
             if !attached || self.store(false)?.is_none() {
                 return Ok(());
@@ -693,7 +694,7 @@ impl Session {
             Some(r) => r
                 .read()
                 .map(|g| Some(g.v4))
-                .map_err(|e| crate::store::fail("read the FIB generation", e)),
+                .map_err(|e| Failure::bpf("read the FIB generation", e)),
             None => Ok(None),
         }
     }

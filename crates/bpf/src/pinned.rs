@@ -102,6 +102,11 @@ pub fn set_lock_wait(w: LockWait) {
     let _ = LOCK_WAIT.set(w);
 }
 
+/// The tool that set [`LockWait`] (`None` before it did).
+pub fn tool() -> Option<&'static str> {
+    LOCK_WAIT.get().map(|w| w.tool)
+}
+
 /// `TOOL: note: text` on standard error in one write, if a tool set [`LockWait`].
 fn say(text: &str) {
     use std::io::Write;

@@ -209,6 +209,46 @@ impl From<mpt_sys::Error> for Failure {
     }
 }
 
+/// The hints of BPF-layer failures that differ by tool (the rest are the same for every tool:
+/// [`mpt_bpf::Error::hint`]): one table for the three.
+fn bpf_hint(tool: Option<&str>, kind: &mpt_bpf::ErrorKind) -> Option<&'static str> {
+    use mpt_bpf::ErrorKind as K;
+    match (tool, kind) {
+        (Some("mproute"), K::Abi { .. }) => Some(
+            "use the mproute version that wrote it to flush, or remove the state with \"mproute sync --reset\"",
+        ),
+        (Some("mproute"), K::Unsupported(_)) => Some(
+            "routes still work here: the kernel forwards them by its own multipath hash, without the routes' algorithms",
+        ),
+        (Some("ila"), K::Abi { .. }) => Some(
+            "use the ila version that wrote it, or remove the tables with \"ila xlat flush\" and \"ila route flush\" in that version",
+        ),
+        _ => None,
+    }
+}
+
+impl From<mpt_bpf::Error> for Failure {
+    /// A BPF-layer failure (exit 2) with the hint its kind calls for, in the words of the
+    /// tool that configured the BPF layer ([`mpt_bpf::configure`]).
+    fn from(e: mpt_bpf::Error) -> Self {
+        let hint = bpf_hint(mpt_bpf::pinned::tool(), &e.kind).or_else(|| e.hint());
+        let f = Failure::system(e.to_string());
+        match hint {
+            Some(h) => f.hint(h),
+            None => f,
+        }
+    }
+}
+
+impl Failure {
+    /// `what: the BPF layer's error`, with its hint ([`From<mpt_bpf::Error>`]).
+    pub fn bpf(what: &str, e: mpt_bpf::Error) -> Failure {
+        let mut f = Failure::from(e);
+        f.message = format!("{what}: {}", f.message);
+        f
+    }
+}
+
 /// Exit the process with the code of `r`, printing the failure first.
 pub fn exit(tool: &str, r: Result<(), Failure>) -> ! {
     match r {

@@ -15,7 +15,7 @@ pub fn run(s: &mut Session, spec: &DpSpec) -> Result<Output, Failure> {
     let before = if mutates {
         Some((
             mpt_bpf::mproute::dataplane::attachments()
-                .map_err(|e| crate::store::fail("list dataplane attachments", e))?,
+                .map_err(|e| Failure::bpf("list dataplane attachments", e))?,
             crate::hook::ignore_linkdown(),
         ))
     } else {
@@ -45,7 +45,7 @@ pub fn run(s: &mut Session, spec: &DpSpec) -> Result<Output, Failure> {
     let mut view = attachment::report(s, notes, verify)?;
     if let Some((att, linkdown)) = before {
         let after = mpt_bpf::mproute::dataplane::attachments()
-            .map_err(|e| crate::store::fail("list dataplane attachments", e))?;
+            .map_err(|e| Failure::bpf("list dataplane attachments", e))?;
         view.changed = Some(
             crate::check::attachments_differ(&att, &after)
                 || linkdown != crate::hook::ignore_linkdown(),

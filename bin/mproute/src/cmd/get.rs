@@ -19,7 +19,7 @@ pub fn run(s: &mut Session, g: &GetSpec) -> Result<Output, Failure> {
         .store(false)?
         .ok_or_else(|| Failure::system(format!("{what}: no route managed by mproute covers it")))?;
     let raw = store.bpf();
-    let ctx = |e| crate::store::fail(&what, e);
+    let ctx = |e| Failure::bpf(&what, e);
     let rt = raw
         .dp_lookup(table, g.dst)
         .map_err(ctx)?

@@ -65,7 +65,7 @@ pub fn run(s: &mut Session, f: &ShowSpec) -> Result<Output, Failure> {
                     let t = st
                         .bpf()
                         .res_get(&crate::store::to_key(&r.key))
-                        .map_err(|e| crate::store::fail("read the dataplane's tables", e))?;
+                        .map_err(|e| Failure::bpf("read the dataplane's tables", e))?;
                     if let Some(t) = t {
                         crate::view::set_resilient(&mut row, &t, s.opts.details);
                     }
@@ -76,7 +76,7 @@ pub fn run(s: &mut Session, f: &ShowSpec) -> Result<Output, Failure> {
                     let st = s
                         .bpf()
                         .dp_stats(&crate::store::to_key(&r.key))
-                        .map_err(|e| crate::store::fail("read dataplane counters", e))?
+                        .map_err(|e| Failure::bpf("read dataplane counters", e))?
                         .unwrap_or_default();
                     row.set_stats(&st);
                 }
