@@ -148,37 +148,7 @@ impl TcxDir {
     }
 }
 
-/// How tc programs are attached on this kernel: tcx (Linux 6.6+), or classic tc (a clsact
-/// qdisc and direct-action filters) where tcx is missing. tcx's return codes are classic tc's
-/// (TCX_NEXT is TC_ACT_UNSPEC, "go on"), so the same programs run on both.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum TcBackend {
-    /// tcx.
-    Tcx,
-    /// Classic tc, and why.
-    Classic(&'static str),
-}
-
-/// The environment variable that makes the tools pretend tcx is missing (for tests of the
-/// classic tc fallback on kernels that have tcx).
-pub const FORCE_CLASSIC_TC: &str = "MPT_FORCE_CLASSIC_TC";
-
-/// The backend, probed once: tcx unless [`FORCE_CLASSIC_TC`] is set to 1 or the kernel does
-/// not know the tcx attach type (a query on lo answers EINVAL).
-pub fn tc_backend() -> TcBackend {
-    static B: std::sync::OnceLock<TcBackend> = std::sync::OnceLock::new();
-    *B.get_or_init(|| {
-        if std::env::var(FORCE_CLASSIC_TC).is_ok_and(|v| v == "1") {
-            return TcBackend::Classic("forced by MPT_FORCE_CLASSIC_TC=1");
-        }
-        match link_query(1, TcxDir::Ingress) {
-            Err(e) if e.errno() == Some(libc::EINVAL) => {
-                TcBackend::Classic("the kernel has no tcx (Linux 6.6+)")
-            }
-            _ => TcBackend::Tcx,
-        }
-    })
-}
+pub use crate::features::{tc_backend, TcBackend, FORCE_CLASSIC_TC};
 
 /// Classic tc: a clsact qdisc, one direct-action bpf filter per program, all of handle 1,
 /// each at a priority of its own (the first free one, so that programs run in the order they

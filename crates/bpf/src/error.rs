@@ -96,6 +96,13 @@ impl Error {
             }
         })
     }
+    /// An error that says the running kernel lacks `f`, which `what` needs.
+    pub fn lacking(what: &str, f: crate::features::Feature) -> Error {
+        Error {
+            what: what.to_string(),
+            kind: ErrorKind::Unsupported(f),
+        }
+    }
     /// The hint for the operator that the kind of failure calls for, where one helps and it
     /// is the same for every tool (`None`: the tool says what it needs).
     pub fn hint(&self) -> Option<&'static str> {

@@ -61,7 +61,7 @@ impl Feature {
     /// Whether the running kernel has it.
     pub fn present(self) -> bool {
         match self {
-            Feature::Tcx => crate::attach::tc_backend() == crate::attach::TcBackend::Tcx,
+            Feature::Tcx => tc_backend() == TcBackend::Tcx,
             Feature::KernCtx => kernel().kern_ctx,
             Feature::FibSkipNeigh => kernel().fib_skip_neigh,
             Feature::VethXdpBuff => veth_buf() != VethBuf::None,
@@ -183,10 +183,41 @@ pub fn global_func_args() -> bool {
     })
 }
 
-/// An error that says the running kernel lacks `f`, which `what` needs.
-pub fn lacking(what: &str, f: Feature) -> crate::Error {
-    crate::Error {
-        what: what.to_string(),
-        kind: crate::ErrorKind::Unsupported(f),
-    }
+/// How tc programs are attached on this kernel: tcx (Linux 6.6+), or classic tc (a clsact
+/// qdisc and direct-action filters) where tcx is missing. tcx's return codes are classic tc's
+/// (TCX_NEXT is TC_ACT_UNSPEC, "go on"), so the same programs run on both.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TcBackend {
+    /// tcx.
+    Tcx,
+    /// Classic tc, and why.
+    Classic(&'static str),
+}
+
+/// The environment variable that makes the tools pretend tcx is missing (for tests of the
+/// classic tc fallback on kernels that have tcx).
+pub const FORCE_CLASSIC_TC: &str = "MPT_FORCE_CLASSIC_TC";
+
+/// The backend, probed once: tcx unless [`FORCE_CLASSIC_TC`] is set to 1 or the kernel does
+/// not know the tcx attach type (a query on lo answers EINVAL).
+pub fn tc_backend() -> TcBackend {
+    static B: std::sync::OnceLock<TcBackend> = std::sync::OnceLock::new();
+    *B.get_or_init(|| {
+        if std::env::var(FORCE_CLASSIC_TC).is_ok_and(|v| v == "1") {
+            return TcBackend::Classic("forced by MPT_FORCE_CLASSIC_TC=1");
+        }
+        // a query of lo's tcx ingress: a kernel without tcx does not know the attach type
+        let mut opts = libbpf_sys::bpf_prog_query_opts {
+            sz: std::mem::size_of::<libbpf_sys::bpf_prog_query_opts>() as _,
+            ..Default::default()
+        };
+        // SAFETY: opts outlives the call; no id array is given (count 0).
+        let rc =
+            unsafe { libbpf_sys::bpf_prog_query_opts(1, libbpf_sys::BPF_TCX_INGRESS, &mut opts) };
+        if rc == -libc::EINVAL {
+            TcBackend::Classic("the kernel has no tcx (Linux 6.6+)")
+        } else {
+            TcBackend::Tcx
+        }
+    })
 }

@@ -373,7 +373,7 @@ pub fn attach(
     peers: &[u32],
 ) -> Result<u32, Error> {
     if !crate::features::global_func_args() {
-        return Err(crate::features::lacking(
+        return Err(crate::Error::lacking(
             "load the dataplane BPF object",
             crate::features::Feature::GlobalFuncArgs,
         ));
