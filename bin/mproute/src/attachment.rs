@@ -195,3 +195,24 @@ pub(crate) fn report(
     }
     Ok(view)
 }
+
+/// The hooks each device has, by name: `["tc"]`, `["tc", "xdp"]`.
+pub(crate) fn hooks(
+    att: &[dp::Attachment],
+) -> std::collections::BTreeMap<String, Vec<&'static str>> {
+    let mut m: std::collections::BTreeMap<String, Vec<&'static str>> =
+        std::collections::BTreeMap::new();
+    for a in att {
+        let dev = mpt_sys::iface::name(a.ifindex).unwrap_or_else(|| format!("if{}", a.ifindex));
+        m.entry(dev).or_default().push(a.mode.name());
+    }
+    for v in m.values_mut() {
+        v.sort_unstable();
+    }
+    m
+}
+
+/// Whether an attach or detach would change the attachments (`hooks` of before and after).
+pub(crate) fn attachments_differ(before: &[dp::Attachment], after: &[dp::Attachment]) -> bool {
+    hooks(before) != hooks(after)
+}

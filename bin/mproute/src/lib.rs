@@ -13,7 +13,6 @@
 //! `main.rs` only wires them together.
 
 pub mod attachment;
-pub mod check;
 pub mod cli;
 pub mod cmd;
 pub mod grammar;

@@ -16,9 +16,9 @@ use mpt_model::{Algo, RouteKey, Verb};
 use mpt_netlink::msg::rtnl::route::{self as rmsg, PathForm, RouteRequest};
 
 use crate::cli::Command;
-use crate::cmd::Output;
 use crate::session::Session;
 use crate::txn::{Op, Pending, Planned};
+use crate::view::Output;
 
 /// Requests pipelined per window; a batch of more add lines than this plans the next window
 /// while the kernel takes the one before.
@@ -215,6 +215,10 @@ impl mpt_cli::batch::BatchTool for Session {
     }
 
     fn finish(&mut self) -> Result<(), Failure> {
+        if self.opts.check {
+            // a dry run changed nothing: nothing to collect or verify
+            return Ok(());
+        }
         Session::finish(self)
     }
 
@@ -347,7 +351,7 @@ impl Session {
                         continue;
                     }
                     // an add is never unchanged (only replace and change are)
-                    Some(Ok(Planned::Unchanged(out))) => Some(Ok(out)),
+                    Some(Ok(Planned::Unchanged(done))) => Some(Ok(crate::cmd::done(done))),
                     Some(Err(f)) => Some(Err(f)),
                     None => None,
                 };
@@ -709,7 +713,7 @@ impl Session {
         }
         for ((i, (line, p)), res) in pending.into_iter().enumerate().zip(results) {
             match (verdict[i], res) {
-                (LineOutcome::Applied, _) => emit(line, self.settle_ok(p)),
+                (LineOutcome::Applied, _) => emit(line, self.settle_ok(p).map(crate::cmd::done)),
                 (LineOutcome::Refused, Err(e)) => {
                     emit(line, Err(Failure::from(mpt_netlink::Error::Kernel(e))))
                 }

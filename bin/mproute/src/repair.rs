@@ -11,7 +11,7 @@ use mpt_model::{Algo, Route, RouteKey, MPROUTE_PROTO};
 
 use crate::session::{dump, Session};
 use crate::store::Managed;
-use crate::txn::{dp_nexthops, forget_in, key_hash, route_drift};
+use crate::txn::{dp_nexthops, key_hash, route_drift};
 use crate::view::{action, ActionRow};
 
 impl Session {
@@ -101,7 +101,7 @@ impl Session {
                         continue;
                     }
                     if !dry {
-                        forget_in(s, &k, true)?;
+                        s.forget(&k, true)?;
                     }
                     rows.push(action("forgotten", &k, &gone_why));
                     continue;
@@ -129,7 +129,7 @@ impl Session {
                     }
                 };
                 if !dry {
-                    forget_in(s, &k, true)?;
+                    s.forget(&k, true)?;
                 }
                 if r.protocol == MPROUTE_PROTO {
                     retake.insert(k, m.algo);

@@ -13,9 +13,7 @@
 use std::collections::{HashMap, HashSet};
 use std::net::IpAddr;
 
-use mpt_bpf::mproute::route_table::PRIVATE_GROUP_BASE;
 use mpt_cli::Failure;
-use mpt_model::route::RTNH_F_ONLINK;
 use mpt_model::{Algo, Family, Nexthop, RouteKey, Verb, MPROUTE_PROTO};
 use mpt_netlink::msg::rtnl::nexthop::{self, NexthopObject};
 use mpt_netlink::msg::rtnl::route::{self as rmsg, PathForm, RouteRequest};
@@ -44,7 +42,10 @@ impl Session {
         let Some(store) = self.store(false)? else {
             return none();
         };
-        let given = given_objects(store.bpf())?;
+        let given = store
+            .bpf()
+            .given_objects()
+            .map_err(|e| Failure::bpf("read dataplane state", e))?;
         if given.is_empty() {
             return none();
         }
@@ -156,7 +157,10 @@ impl Session {
         let Some(store) = self.store(false)? else {
             return Ok(HashSet::new());
         };
-        let given = given_objects(store.bpf())?;
+        let given = store
+            .bpf()
+            .given_objects()
+            .map_err(|e| Failure::bpf("read dataplane state", e))?;
         if given.is_empty() {
             return Ok(HashSet::new());
         }
@@ -214,37 +218,6 @@ impl Session {
         }
         Ok((added, refused))
     }
-}
-
-/// The kernel nexthop objects managed routes name, each with the paths it was given: the
-/// dataplane groups below [`PRIVATE_GROUP_BASE`] (restore, the routes waiting for a link, and
-/// the object index's reservations all read them here).
-pub(crate) fn given_objects(
-    raw: &mpt_bpf::mproute::state::RouteState,
-) -> Result<Vec<(u32, Vec<Nexthop>)>, Failure> {
-    let ctx = |e| Failure::bpf("read dataplane state", e);
-    let mut given = Vec::new();
-    for id in raw.dp_group_ids().map_err(ctx)? {
-        if id == 0 || id >= PRIVATE_GROUP_BASE {
-            continue;
-        }
-        if let Some(g) = raw.dp_group(id).map_err(ctx)? {
-            let paths: Vec<Nexthop> =
-                g.nh.iter()
-                    .take(g.nh_count as usize)
-                    .map(|n| Nexthop {
-                        gateway: n.gateway(),
-                        ifindex: n.ifindex,
-                        weight: n.weight,
-                        flags: n.flags & RTNH_F_ONLINK,
-                    })
-                    .collect();
-            if !paths.is_empty() {
-                given.push((id, paths));
-            }
-        }
-    }
-    Ok(given)
 }
 
 fn routes_n(n: usize) -> String {

@@ -4,9 +4,9 @@
 //! [`Session`]; the lines of a batch share one.
 //!
 //! Here: opening what a command needs on first use, the FIB cache, garbage collection of
-//! nexthop objects and dataplane groups, and who enforces a managed route. The route
-//! transaction is [`crate::txn`], batches [`crate::pipeline`], FIB verification
-//! [`crate::verify`], drift repair [`crate::repair`].
+//! nexthop objects and dataplane groups, and who enforces a managed route. What works on a
+//! session is above it: the route transaction (`txn.rs`), batches (`pipeline.rs`), FIB
+//! verification (`verify.rs`), drift repair (`repair.rs`).
 
 use std::collections::{HashMap, HashSet};
 
@@ -19,7 +19,6 @@ use mpt_netlink::sock::Socket;
 
 use crate::kernel_nh::NhIndex;
 use crate::store::{Managed, Store};
-use crate::txn::forget_in;
 
 /// Sockets, state and a cache of the FIB, shared by the lines of a batch.
 pub struct Session {
@@ -37,7 +36,7 @@ pub struct Session {
     /// Install routes as references to kernel nexthop objects (`--nexthop-objects`).
     pub use_nh_objects: bool,
     /// Routes or attachments may have changed: verify the managed routes for the dataplane's
-    /// FIB check at the end ([`crate::verify::arm`]).
+    /// FIB check at the end (`verify.rs`, `arm`).
     pub(crate) arm_needed: bool,
     /// The FIB generation reader (a small BPF program), loaded on first use.
     pub(crate) fibgen: Option<mpt_bpf::mproute::fib_generation::FibGenReader>,
@@ -199,7 +198,10 @@ impl Session {
             let mut idx = NhIndex::load(self.sock()?)?;
             // the objects managed routes name, present or deleted with their link (see restore)
             if let (Some(i), Some(s)) = (idx.as_mut(), self.store(false)?) {
-                let given: HashMap<u32, usize> = crate::restore::given_objects(s.bpf())?
+                let given: HashMap<u32, usize> = s
+                    .bpf()
+                    .given_objects()
+                    .map_err(|e| Failure::bpf("read dataplane state", e))?
                     .into_iter()
                     .map(|(id, paths)| (id, paths.len()))
                     .collect();
@@ -235,7 +237,7 @@ impl Session {
             if !collected.is_empty() {
                 for (k, m) in s.all()? {
                     if collected.contains(&m.group) {
-                        crate::txn::forget_in(s, &k, true)?;
+                        s.forget(&k, true)?;
                     }
                 }
             }
@@ -258,7 +260,7 @@ impl Session {
 
     pub(crate) fn forget(&mut self, k: &RouteKey, promote: bool) -> Result<(), Failure> {
         if let Some(s) = self.store(false)? {
-            forget_in(s, k, promote)?;
+            s.forget(k, promote)?;
         }
         Ok(())
     }

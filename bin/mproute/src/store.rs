@@ -78,6 +78,31 @@ impl Drop for Store {
 }
 
 impl Store {
+    /// Remove a route from our state and from the dataplane maps; with `promote`, hand its LPM
+    /// entry to the next managed route of the same prefix and table.
+    pub fn forget(&self, k: &RouteKey, promote: bool) -> Result<(), Failure> {
+        self.delete(k)?;
+        let ctx = |e| Failure::bpf("write dataplane state", e);
+        let removed = self.bpf().dp_delete_route(&to_key(k)).map_err(ctx)?;
+        self.bpf().res_delete(&to_key(k)).map_err(ctx)?;
+        // Its group may be shared: finish() removes it once no route uses it.
+        if promote && removed.is_some() {
+            // A managed route of the same prefix and table with a higher metric was shadowed in
+            // the LPM trie; it is the FIB's choice now.
+            let next = self
+                .all()?
+                .into_iter()
+                .filter(|(o, _)| o.dst == k.dst && o.table == k.table)
+                .min_by_key(|(o, _)| o.metric);
+            if let Some((o, m)) = next {
+                self.bpf()
+                    .dp_put_route(&to_key(&o), m.algo.as_u32() as u8, m.group)
+                    .map_err(ctx)?;
+            }
+        }
+        Ok(())
+    }
+
     /// Open (and with `create`, create) the state of the current namespace, holding its lock.
     pub fn open(create: bool) -> Result<Option<Store>, Failure> {
         Store::open_with(create, true)

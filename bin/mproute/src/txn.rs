@@ -13,13 +13,12 @@ use mpt_model::route::RTNH_F_ONLINK;
 use mpt_model::{Algo, Family, Nexthop, Route, RouteKey, Verb, MPROUTE_PROTO};
 use mpt_netlink::msg::rtnl::route::{self as rmsg, PathForm, RouteRequest};
 
-use crate::cmd::Output;
 use crate::grammar::RouteSpec;
 use crate::kernel_nh::NhIndex;
 use crate::resolve::{self, Resolved};
 use crate::session::{dump, Session};
 use crate::store::{Managed, Store};
-use crate::view::{action, report, ActionRow};
+use crate::view::{action, ActionRow};
 
 /// A planned change whose FIB request is still to be sent.
 #[derive(Debug)]
@@ -46,7 +45,7 @@ pub(crate) struct Pending {
 
 #[derive(Debug)]
 pub(crate) enum Planned {
-    Unchanged(Output),
+    Unchanged(Done),
     Send(Pending),
 }
 
@@ -106,9 +105,9 @@ impl Session {
         }
     }
 
-    pub(crate) fn modify(&mut self, spec: &RouteSpec) -> Result<Output, Failure> {
+    pub(crate) fn modify(&mut self, spec: &RouteSpec) -> Result<Done, Failure> {
         let p = match self.plan(spec)? {
-            Planned::Unchanged(out) => return Ok(out),
+            Planned::Unchanged(done) => return Ok(done),
             Planned::Send(p) => p,
         };
         if let Err(f) = self.flush_maps() {
@@ -182,12 +181,12 @@ impl Session {
                             r.resilient,
                         )?
                     {
-                        return Ok(Planned::Unchanged(Output::Change(report(
+                        return Ok(Planned::Unchanged(Done::new(
                             false,
                             spec.verb,
-                            &r.key,
+                            r.key,
                             Some(new_state.algo),
-                        ))));
+                        )));
                     }
                 }
             }
@@ -369,7 +368,7 @@ impl Session {
         &mut self,
         p: Pending,
         res: Result<(), mpt_netlink::KernelError>,
-    ) -> Result<Output, Failure> {
+    ) -> Result<Done, Failure> {
         if let Err(e) = res {
             self.undo(&p)?;
             self.drop_created(&p.created)?;
@@ -394,7 +393,7 @@ impl Session {
         Ok(())
     }
 
-    pub(crate) fn settle_ok(&mut self, p: Pending) -> Result<Output, Failure> {
+    pub(crate) fn settle_ok(&mut self, p: Pending) -> Result<Done, Failure> {
         // The same route with other nexthops (another group): its per-nexthop counters, kept
         // by position, would be the old nexthops' ones.
         let key = crate::store::to_key(&p.key);
@@ -431,7 +430,7 @@ impl Session {
         if p.algo != Algo::L3Hash {
             self.check_native(&p.key)?;
         }
-        Ok(Output::Change(report(true, p.verb, &p.key, Some(p.algo))))
+        Ok(Done::new(true, p.verb, p.key, Some(p.algo)))
     }
 
     pub(crate) fn drop_created(&mut self, created: &[u32]) -> Result<(), Failure> {
@@ -456,9 +455,10 @@ impl Session {
         Ok(())
     }
 
-    /// `del`: the FIB route first, then the state (and the dataplane entry), for a route
-    /// mproute owns.
-    pub(crate) fn delete(&mut self, spec: &RouteSpec) -> Result<Output, Failure> {
+    /// What `del` would delete: the first route of the prefix (lowest metric) that mproute
+    /// owns, or a state entry whose route is gone already. Refused when the prefix has only
+    /// routes of others, or none at all. The same decision for the real and the dry run.
+    pub(crate) fn del_target(&mut self, spec: &RouteSpec) -> Result<DelTarget, Failure> {
         let table = resolve::table(spec.table.as_deref())?;
         let fam = Family::of_net(&spec.dst);
         let mut candidates: Vec<Route> = self
@@ -468,77 +468,60 @@ impl Session {
             .cloned()
             .collect();
         candidates.sort_by_key(|r| r.key.metric);
-        let mut owned = None;
         for r in &candidates {
             // ours: in the state with the protocol it was installed with (a route replaced
             // with ip route under another protocol is its new owner's), or protocol mproute
-            let in_state = self.managed(&r.key)?.is_some_and(|m| installed_as(&m, r));
+            let m = self.managed(&r.key)?;
+            let in_state = m.is_some_and(|m| installed_as(&m, r));
             if in_state || r.protocol == MPROUTE_PROTO {
-                owned = Some(r.clone());
-                break;
+                return Ok(DelTarget::Route(r.clone(), m));
             }
+        }
+        if let Some(other) = candidates.first() {
+            return Err(Failure::system(format!(
+                "{}: the route is not managed by mproute (protocol {})",
+                op_name(Verb::Del, &other.key),
+                names::proto_name(other.protocol)
+            ))
+            .hint("remove routes mproute does not own with \"ip route del\""));
+        }
+        // Nothing in the FIB: a stale state entry is forgotten; else the kernel's answer.
+        let managed: Vec<(RouteKey, Managed)> = match self.store(false)? {
+            Some(s) => s.all()?,
+            None => Vec::new(),
+        };
+        let stale = managed.iter().find(|(k, _)| {
+            k.dst == spec.dst && k.table == table && spec.metric.is_none_or(|m| m == k.metric)
+        });
+        if let Some((k, _)) = stale {
+            return Ok(DelTarget::Stale(*k));
         }
         let key_guess = RouteKey {
             dst: spec.dst,
             table,
             metric: spec.metric.unwrap_or(rmsg::default_metric(fam)),
         };
-        let Some(route) = owned else {
-            if let Some(other) = candidates.first() {
-                return Err(Failure::system(format!(
-                    "{}: the route is not managed by mproute (protocol {})",
-                    op_name(Verb::Del, &other.key),
-                    names::proto_name(other.protocol)
-                ))
-                .hint("remove routes mproute does not own with \"ip route del\""));
-            }
-            // Nothing in the FIB: forget a stale state entry, and report what the kernel says.
-            let managed: Vec<(RouteKey, Managed)> = match self.store(false)? {
-                Some(s) => s.all()?,
-                None => Vec::new(),
-            };
-            let stale = managed.iter().find(|(k, _)| {
-                k.dst == spec.dst && k.table == table && spec.metric.is_none_or(|m| m == k.metric)
-            });
-            if let Some((k, _)) = stale {
-                if self.opts.check {
-                    let rep = crate::view::CheckReport::route("del", k, true, None, None);
-                    return Ok(Output::Check(Box::new(rep)));
-                }
+        Err(Failure::system(format!(
+            "{}: no such route [ESRCH]",
+            op_name(Verb::Del, &key_guess)
+        )))
+    }
+
+    /// `del` of what [`Session::del_target`] chose: the FIB route first, then the state (and
+    /// the dataplane entry).
+    pub(crate) fn delete(&mut self, target: DelTarget) -> Result<Done, Failure> {
+        let route = match target {
+            DelTarget::Stale(k) => {
                 if let Some(s) = self.store(false)? {
                     // its dataplane entry too, or it would keep forwarding and hold its slot
-                    forget_in(s, k, true)?;
+                    s.forget(&k, true)?;
                 }
-                return Ok(Output::Change(report(true, Verb::Del, k, None)));
+                return Ok(Done::new(true, Verb::Del, k, None));
             }
-            return Err(Failure::system(format!(
-                "{}: no such route [ESRCH]",
-                op_name(Verb::Del, &key_guess)
-            )));
+            DelTarget::Route(r, _) => r,
         };
-        if self.opts.check {
-            let m = self.managed(&route.key)?;
-            let mut shown = route.clone();
-            shown.algo = m.map(|m| m.algo);
-            let before = crate::view::RouteRow::new(&shown, m.is_some(), None, &mut |i| {
-                mpt_sys::iface::name(i)
-            });
-            self.cache_set(&route.key, None);
-            self.check_state.insert(route.key, None);
-            let rep = crate::view::CheckReport::route("del", &route.key, true, Some(&before), None);
-            return Ok(Output::Check(Box::new(rep)));
-        }
         let op = op_name(Verb::Del, &route.key);
-        let req = rmsg::encode(&RouteRequest {
-            verb: Verb::Del,
-            key: route.key,
-            metric_given: true,
-            protocol: Some(route.protocol),
-            nexthops: &[],
-            form: PathForm::Multipath,
-            algo: Algo::L3Hash,
-            encap: None,
-        });
+        let req = del_request(&route);
         // 1. FIB, 2. state.
         let r = self.sock()?.request(&req, &op);
         if r.is_err() {
@@ -552,96 +535,124 @@ impl Session {
         if self.find(&route.key)?.is_none() {
             self.forget(&route.key, true)?;
         }
-        Ok(Output::Change(report(true, Verb::Del, &route.key, None)))
+        Ok(Done::new(true, Verb::Del, route.key, None))
     }
 
-    /// `flush`: delete every route mproute owns in `table` (`None`: all), and forget the
-    /// state entries whose route is gone already.
-    pub(crate) fn flush_owned(&mut self, table: Option<u32>) -> Result<Vec<ActionRow>, Failure> {
+    /// What `flush` does in `table` (`None`: all): every route mproute owns, deleted, and
+    /// the state entries whose route is gone already, forgotten. The same list for the real
+    /// and the dry run.
+    pub(crate) fn flush_plan(&mut self, table: Option<u32>) -> Result<Vec<FlushStep>, Failure> {
         let managed: Vec<(RouteKey, Managed)> = match self.store(false)? {
             Some(s) => s.all()?,
             None => Vec::new(),
         };
-        let mut rows = Vec::new();
+        let mut steps = Vec::new();
         let all = dump(self.sock()?, None, table)?;
         let managed_keys: HashMap<RouteKey, &Managed> =
             managed.iter().map(|(k, m)| (*k, m)).collect();
         let fib_keys: HashSet<RouteKey> = all.iter().map(|r| r.key).collect();
-        for r in &all {
-            let in_state = managed_keys.get(&r.key).is_some_and(|m| installed_as(m, r));
-            if !(in_state || r.protocol == MPROUTE_PROTO) {
-                continue;
+        for r in all {
+            let in_state = managed_keys
+                .get(&r.key)
+                .is_some_and(|m| installed_as(m, &r));
+            if in_state || r.protocol == MPROUTE_PROTO {
+                steps.push(FlushStep::Delete(r));
             }
-            if self.opts.check {
-                rows.push(action("deleted", &r.key, "owned by mproute"));
-                continue;
-            }
-            let op = op_name(Verb::Del, &r.key);
-            let req = rmsg::encode(&RouteRequest {
-                verb: Verb::Del,
-                key: r.key,
-                metric_given: true,
-                protocol: Some(r.protocol),
-                nexthops: &[],
-                form: PathForm::Multipath,
-                algo: Algo::L3Hash,
-                encap: None,
-            });
-            match self.sock()?.request(&req, &op) {
-                Ok(()) => {}
-                Err(e) if e.errno() == Some(libc::ESRCH) => {}
-                Err(e) => return Err(Failure::from(e)),
-            }
-            // Every owned route in scope goes: no shadowed one to promote (a scan per route
-            // would make flushing 100,000 routes quadratic).
-            self.forget(&r.key, false)?;
-            rows.push(action("deleted", &r.key, "owned by mproute"));
         }
-        // State entries whose route is already gone.
         for (k, _) in &managed {
-            if table.is_some_and(|t| t != k.table) || fib_keys.contains(k) {
-                continue;
+            if !(table.is_some_and(|t| t != k.table) || fib_keys.contains(k)) {
+                steps.push(FlushStep::Forget(*k));
             }
-            if !self.opts.check {
-                self.forget(k, false)?;
-            }
-            rows.push(action("forgotten", k, "route was no longer in the FIB"));
         }
-        if self.opts.check {
-            return Ok(rows);
+        Ok(steps)
+    }
+
+    /// Carry out a [`Session::flush_plan`].
+    pub(crate) fn flush(&mut self, steps: &[FlushStep]) -> Result<(), Failure> {
+        for step in steps {
+            match step {
+                FlushStep::Delete(r) => {
+                    let op = op_name(Verb::Del, &r.key);
+                    match self.sock()?.request(&del_request(r), &op) {
+                        Ok(()) => {}
+                        Err(e) if e.errno() == Some(libc::ESRCH) => {}
+                        Err(e) => return Err(Failure::from(e)),
+                    }
+                    // Every owned route in scope goes: no shadowed one to promote (a scan per
+                    // route would make flushing 100,000 routes quadratic).
+                    self.forget(&r.key, false)?;
+                }
+                FlushStep::Forget(k) => self.forget(k, false)?,
+            }
         }
         self.fib.clear();
         self.gc_needed = true;
-        Ok(rows)
+        Ok(())
     }
 }
 
-/// Remove a route from our state and from the dataplane maps; with `promote`, hand its LPM
-/// entry to the next managed route of the same prefix and table.
-pub(crate) fn forget_in(s: &Store, k: &RouteKey, promote: bool) -> Result<(), Failure> {
-    s.delete(k)?;
-    let ctx = |e| Failure::bpf("write dataplane state", e);
-    let removed = s
-        .bpf()
-        .dp_delete_route(&crate::store::to_key(k))
-        .map_err(ctx)?;
-    s.bpf().res_delete(&crate::store::to_key(k)).map_err(ctx)?;
-    // Its group may be shared: finish() removes it once no route uses it.
-    if promote && removed.is_some() {
-        // A managed route of the same prefix and table with a higher metric was shadowed in
-        // the LPM trie; it is the FIB's choice now.
-        let next = s
-            .all()?
-            .into_iter()
-            .filter(|(o, _)| o.dst == k.dst && o.table == k.table)
-            .min_by_key(|(o, _)| o.metric);
-        if let Some((o, m)) = next {
-            s.bpf()
-                .dp_put_route(&crate::store::to_key(&o), m.algo.as_u32() as u8, m.group)
-                .map_err(ctx)?;
+/// One step of `flush`.
+#[derive(Debug)]
+pub(crate) enum FlushStep {
+    /// A route mproute owns: deleted.
+    Delete(Route),
+    /// A state entry whose route is gone already: forgotten.
+    Forget(RouteKey),
+}
+
+impl FlushStep {
+    /// The row it is reported with.
+    pub(crate) fn row(&self) -> ActionRow {
+        match self {
+            FlushStep::Delete(r) => action("deleted", &r.key, "owned by mproute"),
+            FlushStep::Forget(k) => action("forgotten", k, "route was no longer in the FIB"),
         }
     }
-    Ok(())
+}
+
+/// What `del` deletes ([`Session::del_target`]).
+#[derive(Debug)]
+pub(crate) enum DelTarget {
+    /// A FIB route mproute owns, and its state entry if it has one.
+    Route(Route, Option<Managed>),
+    /// A state entry whose route is gone already.
+    Stale(RouteKey),
+}
+
+/// What a route transaction did, for the front end to report.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Done {
+    /// Whether anything changed (`false`: the route was there as asked).
+    pub(crate) changed: bool,
+    pub(crate) verb: Verb,
+    pub(crate) key: RouteKey,
+    /// The algorithm the route has now (`None` for a delete).
+    pub(crate) algo: Option<Algo>,
+}
+
+impl Done {
+    pub(crate) fn new(changed: bool, verb: Verb, key: RouteKey, algo: Option<Algo>) -> Done {
+        Done {
+            changed,
+            verb,
+            key,
+            algo,
+        }
+    }
+}
+
+/// The FIB request that deletes exactly route `r` (its metric and protocol).
+fn del_request(r: &Route) -> mpt_netlink::msg::Request {
+    rmsg::encode(&RouteRequest {
+        verb: Verb::Del,
+        key: r.key,
+        metric_given: true,
+        protocol: Some(r.protocol),
+        nexthops: &[],
+        form: PathForm::Multipath,
+        algo: Algo::L3Hash,
+        encap: None,
+    })
 }
 
 /// Put a route's bucket table back as it was (`None`: it had none).

@@ -575,10 +575,6 @@ impl Session {
     /// Work left at the end of an invocation: collect nexthop objects no route uses any more,
     /// and verify the managed routes for the dataplane's FIB check.
     pub fn finish(&mut self) -> Result<(), Failure> {
-        if self.opts.check {
-            // a dry run changed nothing: nothing to collect or verify
-            return Ok(());
-        }
         let collected = self.collect();
         if std::mem::take(&mut self.arm_needed) {
             if let Some(w) = self.arm() {

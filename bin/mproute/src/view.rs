@@ -8,7 +8,29 @@ use mpt_cli::names;
 use mpt_cli::render::{print_json, print_line, print_rows, Style, TableRow};
 use mpt_model::{Algo, Family, Route, RouteKey, Verb};
 
-use crate::cmd::Output;
+/// What a command produced.
+#[derive(Debug)]
+pub enum Output {
+    /// Routes for `show`.
+    Routes(Vec<RouteRow>),
+    /// `get`.
+    Get(Box<GetRow>),
+    /// `dataplane show` (and attach/detach reports).
+    Dataplane(DataplaneView),
+    /// A mutation's report.
+    Change(ChangeReport),
+    /// `flush` / `sync`.
+    Actions {
+        /// Whether anything changed.
+        changed: bool,
+        /// What was done (with `check`: what would be done).
+        rows: Vec<ActionRow>,
+        /// A dry run (`--check`): nothing was done.
+        check: bool,
+    },
+    /// What a command would do (`--check`).
+    Check(Box<CheckReport>),
+}
 
 /// Print what a command produced.
 pub fn print(out: &Output, style: Style) {

@@ -5,9 +5,9 @@
 use mpt_cli::Failure;
 
 use crate::attachment;
-use crate::cmd::Output;
 use crate::grammar::DpSpec;
 use crate::session::Session;
+use crate::view::Output;
 
 /// Attach, detach or show; each answers with the dataplane's report.
 pub fn run(s: &mut Session, spec: &DpSpec) -> Result<Output, Failure> {
@@ -47,7 +47,7 @@ pub fn run(s: &mut Session, spec: &DpSpec) -> Result<Output, Failure> {
         let after = mpt_bpf::mproute::dataplane::attachments()
             .map_err(|e| Failure::bpf("list dataplane attachments", e))?;
         view.changed = Some(
-            crate::check::attachments_differ(&att, &after)
+            crate::attachment::attachments_differ(&att, &after)
                 || linkdown != crate::hook::ignore_linkdown(),
         );
     }

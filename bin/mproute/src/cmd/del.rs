@@ -2,11 +2,12 @@
 
 use mpt_cli::Failure;
 
-use crate::cmd::Output;
 use crate::grammar::RouteSpec;
 use crate::session::Session;
+use crate::view::Output;
 
 /// Delete the route.
 pub fn run(s: &mut Session, spec: &RouteSpec) -> Result<Output, Failure> {
-    s.delete(spec)
+    let target = s.del_target(spec)?;
+    s.delete(target).map(super::done)
 }

@@ -5,10 +5,10 @@
 use mpt_cli::Failure;
 use mpt_model::Algo;
 
-use crate::cmd::Output;
 use crate::grammar::GetSpec;
 use crate::resolve;
 use crate::session::Session;
+use crate::view::Output;
 
 /// Answer for one address.
 pub fn run(s: &mut Session, g: &GetSpec) -> Result<Output, Failure> {

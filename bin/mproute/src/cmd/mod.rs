@@ -2,6 +2,7 @@
 //! rows it answers with, over the library modules (the route transaction, verification, repair).
 //! Nothing here prints; [`crate::view`] renders what a command returns.
 
+pub mod check;
 pub mod dataplane;
 pub mod del;
 pub mod flush;
@@ -15,36 +16,13 @@ use mpt_cli::Failure;
 
 use crate::cli::Command;
 use crate::session::Session;
-use crate::view::{ActionRow, ChangeReport, CheckReport, DataplaneView, GetRow, RouteRow};
-
-/// What a command produced.
-#[derive(Debug)]
-pub enum Output {
-    /// Routes for `show`.
-    Routes(Vec<RouteRow>),
-    /// `get`.
-    Get(Box<GetRow>),
-    /// `dataplane show` (and attach/detach reports).
-    Dataplane(DataplaneView),
-    /// A mutation's report.
-    Change(ChangeReport),
-    /// `flush` / `sync`.
-    Actions {
-        /// Whether anything changed.
-        changed: bool,
-        /// What was done (with `check`: what would be done).
-        rows: Vec<ActionRow>,
-        /// A dry run (`--check`): nothing was done.
-        check: bool,
-    },
-    /// What a command would do (`--check`).
-    Check(Box<CheckReport>),
-}
+use crate::txn::Done;
+pub use crate::view::Output;
 
 /// Run one command.
 pub fn run(s: &mut Session, c: &Command) -> Result<Output, Failure> {
     if s.opts.check {
-        return crate::check::run(s, c);
+        return check::run(s, c);
     }
     if c.changes_routes() {
         s.disarm()?;
@@ -58,4 +36,9 @@ pub fn run(s: &mut Session, c: &Command) -> Result<Output, Failure> {
         Command::Get(spec) => get::run(s, spec),
         Command::Dataplane(spec) => dataplane::run(s, spec),
     }
+}
+
+/// A route transaction's result as the operator sees it.
+pub(crate) fn done(d: Done) -> Output {
+    Output::Change(crate::view::report(d.changed, d.verb, &d.key, d.algo))
 }

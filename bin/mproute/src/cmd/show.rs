@@ -6,11 +6,11 @@ use std::collections::HashMap;
 use mpt_cli::Failure;
 use mpt_model::{Family, RouteKey};
 
-use crate::cmd::Output;
 use crate::grammar::ShowSpec;
 use crate::resolve;
 use crate::session::{dump, Session};
 use crate::store::Managed;
+use crate::view::Output;
 use crate::view::RouteRow;
 
 /// List the routes.

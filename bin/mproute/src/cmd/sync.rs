@@ -2,8 +2,8 @@
 
 use mpt_cli::Failure;
 
-use crate::cmd::Output;
 use crate::session::Session;
+use crate::view::Output;
 
 /// Repair (or, with `reset`, drop) the namespace's state.
 pub fn run(s: &mut Session, reset: bool) -> Result<Output, Failure> {

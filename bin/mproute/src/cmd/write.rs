@@ -2,11 +2,11 @@
 
 use mpt_cli::Failure;
 
-use crate::cmd::Output;
 use crate::grammar::RouteSpec;
 use crate::session::Session;
+use crate::view::Output;
 
 /// Install the route as the verb says.
 pub fn run(s: &mut Session, spec: &RouteSpec) -> Result<Output, Failure> {
-    s.modify(spec)
+    s.modify(spec).map(super::done)
 }

@@ -796,6 +796,34 @@ impl RouteState {
         let _ = fold();
     }
 
+    /// The kernel nexthop objects managed routes name, each with the paths it was given: the
+    /// groups below [`PRIVATE_GROUP_BASE`] (restore, the routes waiting for a link, and the
+    /// object index's reservations all read them here).
+    pub fn given_objects(&self) -> Result<Vec<(u32, Vec<mpt_model::Nexthop>)>, Error> {
+        let mut given = Vec::new();
+        for id in self.dp_group_ids()? {
+            if id == 0 || id >= PRIVATE_GROUP_BASE {
+                continue;
+            }
+            if let Some(g) = self.dp_group(id)? {
+                let paths: Vec<mpt_model::Nexthop> =
+                    g.nh.iter()
+                        .take(g.nh_count as usize)
+                        .map(|n| mpt_model::Nexthop {
+                            gateway: n.gateway(),
+                            ifindex: n.ifindex,
+                            weight: n.weight,
+                            flags: n.flags & mpt_model::route::RTNH_F_ONLINK,
+                        })
+                        .collect();
+                if !paths.is_empty() {
+                    given.push((id, paths));
+                }
+            }
+        }
+        Ok(given)
+    }
+
     /// The group a route points at.
     pub fn dp_group(&self, id: u32) -> Result<Option<MptGroup>, Error> {
         Ok(self

@@ -24,20 +24,24 @@ use mpt_model::{Algo, Family, Route, Verb, MPROUTE_PROTO};
 use mpt_netlink::msg::rtnl::route::{self as rmsg, PathForm};
 
 use crate::cli::Command;
-use crate::cmd::Output;
 use crate::grammar::{AttachMode, DpSpec, RouteSpec};
 use crate::resolve::{self, Resolved};
 use crate::session::Session;
 use crate::store::Managed;
-use crate::txn::{group_is_route, op_name, same_paths};
+use crate::txn::{group_is_route, op_name, same_paths, DelTarget};
+use crate::view::Output;
 use crate::view::{CheckReport, Diff, RouteRow};
 
 /// Run one command as a dry run.
 pub fn run(s: &mut Session, c: &Command) -> Result<Output, Failure> {
     match c {
         Command::Write(spec) => write(s, spec),
-        Command::Del(spec) => s.delete(spec),
-        Command::Flush { table } => crate::cmd::flush::run(s, table.as_deref()),
+        Command::Del(spec) => del(s, spec),
+        Command::Flush { table } => {
+            let table = super::flush::table(table.as_deref())?;
+            let steps = s.flush_plan(table)?;
+            Ok(super::flush::report(&steps, true))
+        }
         Command::Sync { reset } => crate::cmd::sync::run(s, *reset),
         Command::Show(spec) => crate::cmd::show::run(s, spec),
         Command::Get(spec) => crate::cmd::get::run(s, spec),
@@ -169,6 +173,20 @@ fn write(s: &mut Session, spec: &RouteSpec) -> Result<Output, Failure> {
     Ok(Output::Check(Box::new(rep)))
 }
 
+/// `del`, as [`Session::del_target`] decides it; later lines see the route gone.
+fn del(s: &mut Session, spec: &RouteSpec) -> Result<Output, Failure> {
+    let rep = match s.del_target(spec)? {
+        DelTarget::Stale(k) => CheckReport::route("del", &k, true, None, None),
+        DelTarget::Route(route, m) => {
+            let before = row(&route, m.as_ref());
+            s.cache_set(&route.key, None);
+            s.check_state.insert(route.key, None);
+            CheckReport::route("del", &route.key, true, Some(&before), None)
+        }
+    };
+    Ok(Output::Check(Box::new(rep)))
+}
+
 /// What the kernel decides from what is there already, nexthop by nexthop
 /// ([`mpt_cli::predict::nexthop`]).
 fn kernel_would_take(s: &mut Session, op: &str, r: &Resolved) -> Result<(), Failure> {
@@ -188,30 +206,12 @@ fn kernel_would_take(s: &mut Session, op: &str, r: &Resolved) -> Result<(), Fail
     Ok(())
 }
 
-/// The hooks each device has, by name: `["tc"]`, `["tc", "xdp"]`.
-fn hooks(att: &[dp::Attachment]) -> BTreeMap<String, Vec<&'static str>> {
-    let mut m: BTreeMap<String, Vec<&'static str>> = BTreeMap::new();
-    for a in att {
-        let dev = ifname(a.ifindex).unwrap_or_else(|| format!("if{}", a.ifindex));
-        m.entry(dev).or_default().push(a.mode.name());
-    }
-    for v in m.values_mut() {
-        v.sort_unstable();
-    }
-    m
-}
-
-/// Whether an attach or detach would change the attachments (`hooks` of before and after).
-pub(crate) fn attachments_differ(before: &[dp::Attachment], after: &[dp::Attachment]) -> bool {
-    hooks(before) != hooks(after)
-}
-
 /// `dataplane attach` (`mode`) or `detach` (`None`) as a dry run.
 fn attach(s: &mut Session, devs: &[String], mode: Option<AttachMode>) -> Result<Output, Failure> {
     let verb = if mode.is_some() { "attach" } else { "detach" };
     let links = crate::hook::links(s.sock()?)?;
     let att = dp::attachments().map_err(|e| Failure::bpf("list dataplane attachments", e))?;
-    let before_all = hooks(&att);
+    let before_all = crate::attachment::hooks(&att);
     let mut before = BTreeMap::new();
     let mut after = BTreeMap::new();
     for d in devs {
