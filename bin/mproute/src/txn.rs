@@ -9,7 +9,7 @@
 use std::collections::{HashMap, HashSet};
 
 use mpt_cli::{names, Failure};
-use mpt_model::route::RTNH_F_ONLINK;
+use mpt_model::route::plan::{self, Plan, Want};
 use mpt_model::{Algo, Family, Nexthop, Route, RouteKey, Verb, MPROUTE_PROTO};
 use mpt_netlink::msg::rtnl::route::{self as rmsg, PathForm, RouteRequest};
 
@@ -134,11 +134,6 @@ impl Session {
     pub(crate) fn plan(&mut self, spec: &RouteSpec) -> Result<Planned, Failure> {
         let r = resolve::resolve(spec)?;
         let op = Op::new(spec.verb, &r.key);
-        let old_fib = if matches!(spec.verb, Verb::Replace | Verb::Change) {
-            self.find(&r.key)?
-        } else {
-            None
-        };
         let protocol = r.proto.unwrap_or(MPROUTE_PROTO);
         // The shared group this route will get, when an earlier line of the batch made it: the
         // state is then written once, with it (not once before and once after dp_prepare).
@@ -158,40 +153,39 @@ impl Session {
             group: known_group.unwrap_or(0),
             protocol,
         };
-        // 1. state (then 2. FIB, 3. undo the state if the FIB refused, in settle()).
-        let old_state = if spec.verb == Verb::Add && store.put_new(&r.key, new_state)? {
-            None
+        // 1. state (then 2. FIB, 3. undo the state if the FIB refused, in settle()). An add
+        // takes a new entry at once (one map update for each line of a batch of adds).
+        let (old_state, old_fib) = if spec.verb == Verb::Add && store.put_new(&r.key, new_state)? {
+            (None, None)
         } else {
             let old = store.get(&r.key)?;
-            // replace and change install the route as given, as ip route does (no algo: the
-            // default, l3-hash); append adds nexthops to a route and keeps its algorithm.
-            if !r.algo_given && spec.verb == Verb::Append {
-                new_state.algo = old.map_or(Algo::L3Hash, |m| m.algo);
-            }
-            if matches!(spec.verb, Verb::Replace | Verb::Change) {
-                if let Some(cur) = &old_fib {
-                    // Unchanged only if the dataplane's group is the kernel's route too: a
-                    // route changed behind mproute's back is settled by writing it again.
-                    if same_paths(cur, &r, protocol)
-                        && old.map(|m| m.algo) == Some(new_state.algo)
-                        && old.is_some_and(|m| group_is_route(store.bpf(), m.group, cur))
-                        && crate::resilient::same_params(
-                            store.bpf(),
-                            &crate::store::to_key(&r.key),
-                            r.resilient,
-                        )?
-                    {
-                        return Ok(Planned::Unchanged(Done::new(
-                            false,
-                            spec.verb,
-                            r.key,
-                            Some(new_state.algo),
-                        )));
-                    }
+            let want = want(spec.verb, &r, protocol);
+            let mut facts = Facts {
+                s: self,
+                key: r.key,
+                // replace and change learn whether the route is there as asked already
+                read_fib: matches!(spec.verb, Verb::Replace | Verb::Change),
+                fib: None,
+                state: old,
+                resilient: r.resilient,
+            };
+            match plan::plan(&want, &mut facts)? {
+                Plan::Unchanged { algo } => {
+                    return Ok(Planned::Unchanged(Done::new(
+                        false,
+                        spec.verb,
+                        r.key,
+                        Some(algo),
+                    )));
                 }
+                // the kernel's refusal (`refused`) comes in its own words when it is asked
+                Plan::Write { algo, .. } => new_state.algo = algo,
             }
-            store.put(&r.key, new_state)?;
-            old
+            let old_fib = facts.fib.flatten();
+            if let Some(s) = self.store(false)? {
+                s.put(&r.key, new_state)?;
+            }
+            (old, old_fib)
         };
         // Kernel nexthop objects where possible (not for append: IPv6 merges appended paths
         // into the route, which a route referencing an object cannot take).
@@ -728,20 +722,55 @@ pub(crate) fn group_is_route(
     )
 }
 
-pub(crate) fn same_paths(cur: &Route, want: &Resolved, protocol: u8) -> bool {
-    if cur.protocol != protocol || cur.nexthops.len() != want.nexthops.len() {
-        return false;
+/// The write `verb` of resolved route `r`, for the planner.
+pub(crate) fn want(verb: Verb, r: &Resolved, protocol: u8) -> Want<'_> {
+    Want {
+        verb,
+        family: r.key.family(),
+        nexthops: &r.nexthops,
+        algo: r.algo,
+        algo_given: r.algo_given,
+        protocol,
     }
-    let norm = |n: &Nexthop, ifindex_known: bool| {
-        (
-            n.gateway,
-            if ifindex_known { n.ifindex } else { 0 },
-            n.weight,
-            n.flags & RTNH_F_ONLINK,
-        )
-    };
-    want.nexthops.iter().zip(&cur.nexthops).all(|(w, c)| {
-        let known = w.ifindex != 0;
-        norm(w, known) == norm(c, known)
-    })
+}
+
+/// What is there for the real run's planner ([`plan::Known`]): the FIB route read only where
+/// the verb needs it (`read_fib`), the state as the store has it.
+struct Facts<'s> {
+    s: &'s mut Session,
+    key: RouteKey,
+    read_fib: bool,
+    /// The FIB route, once read.
+    fib: Option<Option<Route>>,
+    state: Option<Managed>,
+    resilient: Option<crate::grammar::Resilient>,
+}
+
+impl plan::Known for Facts<'_> {
+    type Error = Failure;
+    fn fib(&mut self) -> Result<Option<Route>, Failure> {
+        if !self.read_fib {
+            return Ok(None);
+        }
+        if let Some(f) = &self.fib {
+            return Ok(f.clone());
+        }
+        let f = self.s.find(&self.key)?;
+        self.fib = Some(f.clone());
+        Ok(f)
+    }
+    fn algo(&mut self) -> Result<Option<Algo>, Failure> {
+        Ok(self.state.map(|m| m.algo))
+    }
+    fn dataplane_agrees(&mut self, cur: &Route) -> Result<bool, Failure> {
+        let (Some(m), Some(store)) = (self.state, self.s.store(false)?) else {
+            return Ok(false);
+        };
+        Ok(group_is_route(store.bpf(), m.group, cur)
+            && crate::resilient::same_params(
+                store.bpf(),
+                &crate::store::to_key(&self.key),
+                self.resilient,
+            )?)
+    }
 }

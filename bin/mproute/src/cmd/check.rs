@@ -19,8 +19,9 @@ use std::collections::BTreeMap;
 use mpt_bpf::mproute::dataplane::{self as dp, Mode};
 use mpt_cli::predict::refusal;
 use mpt_cli::Failure;
+use mpt_model::route::plan::{self, Plan};
 use mpt_model::route::RTNH_F_ONLINK;
-use mpt_model::{Algo, Family, Route, Verb, MPROUTE_PROTO};
+use mpt_model::{Family, Route, MPROUTE_PROTO};
 use mpt_netlink::msg::rtnl::route::{self as rmsg, PathForm};
 
 use crate::cli::Command;
@@ -28,7 +29,7 @@ use crate::grammar::{AttachMode, DpSpec, RouteSpec};
 use crate::resolve::{self, Resolved};
 use crate::session::Session;
 use crate::store::Managed;
-use crate::txn::{group_is_route, op_name, same_paths, DelTarget};
+use crate::txn::{group_is_route, op_name, DelTarget};
 use crate::view::Output;
 use crate::view::{CheckReport, Diff, RouteRow};
 
@@ -65,7 +66,8 @@ fn row(r: &Route, m: Option<&Managed>) -> RouteRow {
     RouteRow::new(&r, m.is_some(), None, &mut ifname)
 }
 
-/// `add`, `replace`, `append`, `change`, as [`Session::plan`] would decide them.
+/// `add`, `replace`, `append`, `change`, decided by the planner the real run follows
+/// ([`mpt_model::route::plan`]), on what is there with the earlier lines played in.
 fn write(s: &mut Session, spec: &RouteSpec) -> Result<Output, Failure> {
     let r = resolve::resolve(spec)?;
     let op = op_name(spec.verb, &r.key);
@@ -77,61 +79,49 @@ fn write(s: &mut Session, spec: &RouteSpec) -> Result<Output, Failure> {
             .is_some_and(|b| crate::txn::installed_as(m, b))
     });
     let protocol = r.proto.unwrap_or(MPROUTE_PROTO);
-    match spec.verb {
-        Verb::Add if before.is_some() => return Err(refusal(&op, libc::EEXIST, None)),
-        Verb::Change if before.is_none() => return Err(refusal(&op, libc::ENOENT, None)),
-        _ => {}
-    }
-    let algo = if !r.algo_given && spec.verb == Verb::Append {
-        before_m.map_or(Algo::L3Hash, |m| m.algo)
-    } else {
-        r.algo
-    };
     let mut before_row = before.as_ref().map(|b| row(b, before_m.as_ref()));
-    let key = crate::store::to_key(&r.key);
-    let mut same_table = r.resilient.is_none();
-    if let (Some(st), true) = (s.store(false)?, before_m.is_some()) {
-        if let Some(t) = st
-            .bpf()
-            .res_get(&key)
-            .map_err(|e| Failure::bpf("read the dataplane's tables", e))?
-        {
-            if let Some(b) = before_row.as_mut() {
+    if let (Some(st), Some(b)) = (s.store(false)?, before_row.as_mut()) {
+        if before_m.is_some() {
+            let key = crate::store::to_key(&r.key);
+            if let Some(t) = st
+                .bpf()
+                .res_get(&key)
+                .map_err(|e| Failure::bpf("read the dataplane's tables", e))?
+            {
                 crate::view::set_resilient(b, &t, false);
             }
         }
-        same_table = crate::resilient::same_params(st.bpf(), &key, r.resilient)?;
     }
-    if matches!(spec.verb, Verb::Replace | Verb::Change) {
-        if let (Some(cur), Some(m)) = (&before, before_m) {
-            // as plan(): unchanged only if the dataplane's group is the kernel's route too
-            let in_sync = s.check_state.contains_key(&r.key)
-                || match s.store(false)? {
-                    Some(st) => group_is_route(st.bpf(), m.group, cur),
-                    None => false,
-                };
-            if same_paths(cur, &r, protocol) && m.algo == algo && in_sync && same_table {
-                let rep = CheckReport::route(
-                    spec.verb.name(),
-                    &r.key,
-                    false,
-                    before_row.as_ref(),
-                    before_row.as_ref(),
-                );
-                return Ok(Output::Check(Box::new(rep)));
-            }
+    let want = crate::txn::want(spec.verb, &r, protocol);
+    let mut facts = Facts {
+        s,
+        key: r.key,
+        fib: before.clone(),
+        state: before_m,
+        resilient: r.resilient,
+    };
+    let (algo, nexthops, alternative) = match plan::plan(&want, &mut facts)? {
+        Plan::Unchanged { .. } => {
+            let rep = CheckReport::route(
+                spec.verb.name(),
+                &r.key,
+                false,
+                before_row.as_ref(),
+                before_row.as_ref(),
+            );
+            return Ok(Output::Check(Box::new(rep)));
         }
-    }
-    let fam = r.key.family();
-    let mut nexthops = r.nexthops.clone();
-    // IPv6 merges appended paths into the route; IPv4 adds an alternative route of the same
-    // key behind the one the kernel uses.
-    let alternative = spec.verb == Verb::Append && fam == Family::V4 && before.is_some();
-    if spec.verb == Verb::Append && fam == Family::V6 {
-        if let Some(b) = &before {
-            nexthops = b.nexthops.iter().chain(&r.nexthops).cloned().collect();
-        }
-    }
+        Plan::Write {
+            refused: Some(errno),
+            ..
+        } => return Err(refusal(&op, errno, None)),
+        Plan::Write {
+            algo,
+            nexthops,
+            alternative,
+            refused: None,
+        } => (algo, nexthops, alternative),
+    };
     let after = Route {
         key: r.key,
         protocol,
@@ -171,6 +161,43 @@ fn write(s: &mut Session, spec: &RouteSpec) -> Result<Output, Failure> {
         )
     };
     Ok(Output::Check(Box::new(rep)))
+}
+
+/// What is there for the dry run's planner: the FIB and the state with the earlier lines of
+/// the dry run played in (the session's cache and `check_state`).
+struct Facts<'s> {
+    s: &'s mut Session,
+    key: mpt_model::RouteKey,
+    fib: Option<Route>,
+    state: Option<Managed>,
+    resilient: Option<crate::grammar::Resilient>,
+}
+
+impl plan::Known for Facts<'_> {
+    type Error = Failure;
+    fn fib(&mut self) -> Result<Option<Route>, Failure> {
+        Ok(self.fib.clone())
+    }
+    fn algo(&mut self) -> Result<Option<mpt_model::Algo>, Failure> {
+        Ok(self.state.map(|m| m.algo))
+    }
+    fn dataplane_agrees(&mut self, cur: &Route) -> Result<bool, Failure> {
+        let Some(m) = self.state else {
+            return Ok(false);
+        };
+        // a route an earlier line wrote is in sync by construction
+        let written = self.s.check_state.contains_key(&self.key);
+        let Some(st) = self.s.store(false)? else {
+            return Ok(written && self.resilient.is_none());
+        };
+        let in_sync = written || group_is_route(st.bpf(), m.group, cur);
+        Ok(in_sync
+            && crate::resilient::same_params(
+                st.bpf(),
+                &crate::store::to_key(&self.key),
+                self.resilient,
+            )?)
+    }
 }
 
 /// `del`, as [`Session::del_target`] decides it; later lines see the route gone.

@@ -7,6 +7,7 @@ use ipnet::IpNet;
 
 pub mod algo;
 pub mod drift;
+pub mod plan;
 pub mod resilient;
 pub mod threshold;
 pub mod verify;
