@@ -4,7 +4,7 @@
 //! with protocol mproute missing from the state are adopted; dataplane entries lost in a crash
 //! are rewritten; counter slots no route holds are reclaimed; the pins of dead namespaces go.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use mpt_cli::{names, Failure};
 use mpt_model::{Algo, Route, RouteKey, MPROUTE_PROTO};
@@ -14,10 +14,175 @@ use crate::store::Managed;
 use crate::txn::{dp_nexthops, key_hash, route_drift};
 use crate::view::{action, ActionRow};
 
+/// What `sync` writes, behind one interface: [`Repair`] writes it, [`DryRepair`] (`--check`)
+/// only says it would. Both follow the one decision [`Session::sync`] makes.
+pub(crate) trait SyncFx {
+    /// Whether the writes are made (the rows' words: "removed" or "would be removed").
+    fn done(&self) -> bool;
+    /// Remove the namespace's whole state.
+    fn reset(&mut self, s: &mut Session, cookie: u64) -> Result<(), Failure>;
+    /// Put back the nexthop objects whose links came back: the rows, and the objects whose
+    /// routes the FIB does not show yet (only planned).
+    fn restore(&mut self, s: &mut Session) -> Result<(Vec<ActionRow>, HashSet<u32>), Failure>;
+    /// Forget a managed route (its state and dataplane entry).
+    fn forget(&mut self, s: &mut Session, k: &RouteKey) -> Result<(), Failure>;
+    /// Take FIB route `r` into the state with `algo`.
+    fn adopt(&mut self, s: &mut Session, r: &Route, algo: Algo) -> Result<(), Failure>;
+    /// Rewrite the dataplane entries of `broken` (each with the FIB route it is written
+    /// from, and its group if that is missing too); returns those that stand now.
+    fn repair_dataplane(
+        &mut self,
+        s: &mut Session,
+        broken: &[(RouteKey, Route, Option<u32>)],
+    ) -> Result<Vec<RouteKey>, Failure>;
+    /// Reclaim the counter slots no route holds; how many.
+    fn reclaim_slots(&mut self, s: &mut Session) -> Result<usize, Failure>;
+    /// Remove what namespaces that no longer exist left behind; what.
+    fn sweep(&mut self, live: &[u64]) -> Vec<std::path::PathBuf>;
+}
+
+/// The real run's writes.
+#[derive(Debug, Default)]
+pub(crate) struct Repair;
+
+impl SyncFx for Repair {
+    fn done(&self) -> bool {
+        true
+    }
+    fn reset(&mut self, s: &mut Session, cookie: u64) -> Result<(), Failure> {
+        if let Some(st) = s.store.as_mut() {
+            st.end()?;
+        }
+        s.store = None;
+        mpt_bpf::mproute::state::destroy(cookie)
+            .map_err(|e| Failure::system(format!("sync reset: {e}")))
+    }
+    fn restore(&mut self, s: &mut Session) -> Result<(Vec<ActionRow>, HashSet<u32>), Failure> {
+        let plan = s.restore_plan()?;
+        // what was put back is in the FIB now
+        Ok((s.restore_apply(plan)?, HashSet::new()))
+    }
+    fn forget(&mut self, s: &mut Session, k: &RouteKey) -> Result<(), Failure> {
+        s.forget(k, true)
+    }
+    fn adopt(&mut self, s: &mut Session, r: &Route, algo: Algo) -> Result<(), Failure> {
+        let st = s
+            .store(true)?
+            .ok_or_else(|| Failure::system("sync: cannot create mproute state"))?;
+        let raw = st.bpf();
+        let ctx = |e| Failure::bpf("write dataplane state", e);
+        let group = match r.nh_id {
+            Some(id) => id,
+            None => raw.dp_private_group(key_hash(&r.key)).map_err(ctx)?,
+        };
+        raw.dp_put_group(group, &dp_nexthops(&r.nexthops))
+            .map_err(ctx)?;
+        raw.dp_put_route(&crate::store::to_key(&r.key), algo.as_u32() as u8, group)
+            .map_err(ctx)?;
+        st.put(
+            &r.key,
+            Managed {
+                algo,
+                nh_count: r.nexthops.len().min(255) as u8,
+                group,
+                protocol: r.protocol,
+            },
+        )
+    }
+    fn repair_dataplane(
+        &mut self,
+        s: &mut Session,
+        broken: &[(RouteKey, Route, Option<u32>)],
+    ) -> Result<Vec<RouteKey>, Failure> {
+        let ctx = |e| Failure::bpf("repair dataplane state", e);
+        if let Some(st) = s.store(false)? {
+            for (_, r, missing) in broken {
+                if let Some(group) = missing {
+                    st.bpf()
+                        .dp_put_group(*group, &dp_nexthops(&r.nexthops))
+                        .map_err(ctx)?;
+                }
+            }
+        }
+        // Written over, not deleted first (the route keeps its counters and slot); an entry
+        // of no managed route in the way goes.
+        let keys: Vec<RouteKey> = broken.iter().map(|(k, _, _)| *k).collect();
+        s.resettle_lpm(&keys)?;
+        let mut fixed = Vec::new();
+        if let Some(st) = s.store(false)? {
+            for k in keys {
+                let key = crate::store::to_key(&k);
+                if st
+                    .bpf()
+                    .dp_get_route(&key)
+                    .map_err(ctx)?
+                    .is_some_and(|e| e.id == key)
+                {
+                    fixed.push(k);
+                }
+            }
+        }
+        Ok(fixed)
+    }
+    fn reclaim_slots(&mut self, s: &mut Session) -> Result<usize, Failure> {
+        // best effort: a lost slot only costs speed
+        Ok(match s.store(false)? {
+            Some(st) => st.bpf().dp_rescan_slots().unwrap_or(0),
+            None => 0,
+        })
+    }
+    fn sweep(&mut self, live: &[u64]) -> Vec<std::path::PathBuf> {
+        mpt_bpf::pinned::sweep_stale(&mpt_bpf::mproute::state::SUITE, live)
+    }
+}
+
+/// The dry run's: nothing is written.
+#[derive(Debug, Default)]
+pub(crate) struct DryRepair;
+
+impl SyncFx for DryRepair {
+    fn done(&self) -> bool {
+        false
+    }
+    fn reset(&mut self, _: &mut Session, _: u64) -> Result<(), Failure> {
+        Ok(())
+    }
+    fn restore(&mut self, s: &mut Session) -> Result<(Vec<ActionRow>, HashSet<u32>), Failure> {
+        let plan = s.restore_plan()?;
+        Ok((plan.dry_rows(), plan.ids()))
+    }
+    fn forget(&mut self, _: &mut Session, _: &RouteKey) -> Result<(), Failure> {
+        Ok(())
+    }
+    fn adopt(&mut self, _: &mut Session, _: &Route, _: Algo) -> Result<(), Failure> {
+        Ok(())
+    }
+    fn repair_dataplane(
+        &mut self,
+        _: &mut Session,
+        broken: &[(RouteKey, Route, Option<u32>)],
+    ) -> Result<Vec<RouteKey>, Failure> {
+        Ok(broken.iter().map(|(k, _, _)| *k).collect())
+    }
+    fn reclaim_slots(&mut self, _: &mut Session) -> Result<usize, Failure> {
+        // found only by taking the slots back
+        Ok(0)
+    }
+    fn sweep(&mut self, live: &[u64]) -> Vec<std::path::PathBuf> {
+        mpt_bpf::pinned::stale_pin_dirs(&mpt_bpf::mproute::state::SUITE, live)
+    }
+}
+
 impl Session {
-    /// `sync`: report and repair drift; with `reset`, drop the namespace's state.
-    pub(crate) fn sync(&mut self, reset: bool) -> Result<Vec<ActionRow>, Failure> {
+    /// `sync`: report and repair drift, the writes made by `fx`; with `reset`, drop the
+    /// namespace's state.
+    pub(crate) fn sync(
+        &mut self,
+        reset: bool,
+        fx: &mut dyn SyncFx,
+    ) -> Result<Vec<ActionRow>, Failure> {
         let mut rows = Vec::new();
+        let done = fx.done();
         if reset {
             let cookie = mpt_sys::netns::cookie()
                 .map_err(|e| Failure::system(format!("sync reset: {e}")))?;
@@ -29,34 +194,24 @@ impl Session {
                 )
                 .hint("run it as \"mproute -n NAME sync --reset\" instead of under ip netns exec"));
             }
-            if self.opts.check {
-                rows.push(ActionRow {
-                    action: "reset".into(),
-                    dst: "-".into(),
-                    table: None,
-                    metric: None,
-                    reason: "state of this namespace would be removed".into(),
-                });
-                return Ok(rows);
-            }
-            if let Some(s) = self.store.as_mut() {
-                s.end()?;
-            }
-            self.store = None;
-            mpt_bpf::mproute::state::destroy(cookie)
-                .map_err(|e| Failure::system(format!("sync reset: {e}")))?;
+            fx.reset(self, cookie)?;
             rows.push(ActionRow {
                 action: "reset".into(),
                 dst: "-".into(),
                 table: None,
                 metric: None,
-                reason: "state of this namespace removed".into(),
+                reason: if done {
+                    "state of this namespace removed"
+                } else {
+                    "state of this namespace would be removed"
+                }
+                .into(),
             });
             return Ok(rows);
         }
         // Objects the kernel deleted with a link that is back: put back first, with their
         // routes, so that those are not taken for routes deleted behind mproute's back.
-        let (restored, restoring) = self.restore_objects()?;
+        let (restored, restoring) = fx.restore(self)?;
         rows.extend(restored);
         let waiting = self.waiting_for_link()?;
         let all = dump(self.sock()?, None, None)?;
@@ -69,179 +224,132 @@ impl Session {
         // Routes whose kernel route changed behind mproute's back with protocol mproute: taken
         // again below from the FIB, with the algorithm they had.
         let mut retake: HashMap<RouteKey, Algo> = HashMap::new();
-        let dry = self.opts.check;
-        // a dry run reads without the lock: an invocation that died mid-write left state
-        // ahead of the FIB, which is not drift behind mproute's back (the next invocation
-        // that takes the lock repairs it)
-        let half = dry
-            .then(|| {
-                mpt_sys::netns::cookie().ok().and_then(|c| {
-                    mpt_bpf::pinned::interrupted_writer(&mpt_bpf::mproute::state::SUITE, c)
-                })
+        // state read without the lock (a dry run): an invocation that died mid-write left
+        // state ahead of the FIB, which is not drift behind mproute's back (the next
+        // invocation that takes the lock repairs it)
+        let half = self.store(false)?.filter(|s| !s.locked()).and_then(|_| {
+            mpt_sys::netns::cookie().ok().and_then(|c| {
+                mpt_bpf::pinned::interrupted_writer(&mpt_bpf::mproute::state::SUITE, c)
             })
-            .flatten();
+        });
         let gone_why = match &half {
             Some(who) => format!(
                 "half-written by an invocation stopped mid-write ({who}): its route never reached the kernel"
             ),
             None => "route was deleted behind mproute's back".to_string(),
         };
-        if let Some(s) = self.store(false)? {
-            for (k, m) in s.all()? {
-                let Some(r) = fib.get(&k) else {
-                    if dry && restoring.contains(&m.group) {
-                        continue; // put back with its object (the row above)
-                    }
-                    if waiting.contains(&m.group) {
-                        rows.push(action(
-                            "waiting",
-                            &k,
-                            "the kernel deleted its nexthop object with its link; put back when the link is up",
-                        ));
-                        continue;
-                    }
-                    if !dry {
-                        s.forget(&k, true)?;
-                    }
-                    rows.push(action("forgotten", &k, &gone_why));
-                    continue;
-                };
-                let why = match r.nh_id {
-                    // installed with another protocol than the kernel's route has now
-                    _ if m.protocol != 0 && m.protocol != r.protocol => format!(
-                        "its protocol is {} now, not {}",
-                        names::proto_name(r.protocol),
-                        names::proto_name(m.protocol)
-                    ),
-                    // a route on a kernel nexthop object: its group is that object
-                    Some(id) if id != m.group => format!("it uses nexthop object {id} now"),
-                    Some(_) => continue,
-                    None => {
-                        // a group gone missing (a crash between two writes) is repaired below
-                        let Some((ours, ours_w)) = crate::verify::group_of(s.bpf(), m.group)?
-                        else {
-                            continue;
-                        };
-                        match route_drift(&ours, &ours_w, r) {
-                            Some(why) => why,
-                            None => continue,
-                        }
-                    }
-                };
-                if !dry {
-                    s.forget(&k, true)?;
+        let managed = match self.store(false)? {
+            Some(s) => Some(s.all()?),
+            None => None,
+        };
+        for (k, m) in managed.into_iter().flatten() {
+            let Some(r) = fib.get(&k) else {
+                if restoring.contains(&m.group) {
+                    continue; // put back with its object (the row above)
                 }
-                if r.protocol == MPROUTE_PROTO {
-                    retake.insert(k, m.algo);
-                } else {
+                if waiting.contains(&m.group) {
                     rows.push(action(
-                        "forgotten",
+                        "waiting",
                         &k,
-                        &format!(
-                            "route was replaced behind mproute's back (protocol {}): {why}",
-                            names::proto_name(r.protocol)
-                        ),
+                        "the kernel deleted its nexthop object with its link; put back when the link is up",
                     ));
+                    continue;
                 }
+                fx.forget(self, &k)?;
+                rows.push(action("forgotten", &k, &gone_why));
+                continue;
+            };
+            let why = match r.nh_id {
+                // installed with another protocol than the kernel's route has now
+                _ if m.protocol != 0 && m.protocol != r.protocol => format!(
+                    "its protocol is {} now, not {}",
+                    names::proto_name(r.protocol),
+                    names::proto_name(m.protocol)
+                ),
+                // a route on a kernel nexthop object: its group is that object
+                Some(id) if id != m.group => format!("it uses nexthop object {id} now"),
+                Some(_) => continue,
+                None => {
+                    // a group gone missing (a crash between two writes) is repaired below
+                    let group = match self.store(false)? {
+                        Some(s) => crate::verify::group_of(s.bpf(), m.group)?,
+                        None => None,
+                    };
+                    let Some((ours, ours_w)) = group else {
+                        continue;
+                    };
+                    match route_drift(&ours, &ours_w, r) {
+                        Some(why) => why,
+                        None => continue,
+                    }
+                }
+            };
+            fx.forget(self, &k)?;
+            if r.protocol == MPROUTE_PROTO {
+                retake.insert(k, m.algo);
+            } else {
+                rows.push(action(
+                    "forgotten",
+                    &k,
+                    &format!(
+                        "route was replaced behind mproute's back (protocol {}): {why}",
+                        names::proto_name(r.protocol)
+                    ),
+                ));
             }
         }
-        self.gc_needed = !dry;
-        let orphans: Vec<&Route> = all.iter().filter(|r| r.protocol == MPROUTE_PROTO).collect();
-        if dry {
-            for r in orphans {
-                let retaken = retake.get(&r.key).copied();
-                if retaken.is_none() && self.managed(&r.key)?.is_some() {
-                    continue;
-                }
-                rows.push(match retaken {
-                    Some(a) => action(
-                        "updated",
-                        &r.key,
-                        &format!(
-                            "nexthops changed behind mproute's back: would be taken from the FIB \
-                             (algorithm {} kept)",
-                            a.name()
-                        ),
-                    ),
-                    None => action(
-                        "adopted",
-                        &r.key,
-                        "protocol mproute but not in state (algorithm l3-hash)",
-                    ),
-                });
+        self.gc_needed |= done;
+        // Routes of protocol mproute the state does not have (any more): adopted, or taken
+        // again with the algorithm they had.
+        for r in all.iter().filter(|r| r.protocol == MPROUTE_PROTO) {
+            let retaken = retake.get(&r.key).copied();
+            // the dry run forgot nothing: a retaken route is still in its state
+            if retaken.is_none() && self.managed(&r.key)?.is_some() {
+                continue;
             }
-        } else if !orphans.is_empty() {
-            let s = self
-                .store(true)?
-                .ok_or_else(|| Failure::system("sync: cannot create mproute state"))?;
-            for r in orphans {
-                if s.get(&r.key)?.is_none() {
-                    let retaken = retake.get(&r.key).copied();
-                    let algo = retaken.unwrap_or(Algo::L3Hash);
-                    let raw = s.bpf();
-                    let ctx = |e| Failure::bpf("write dataplane state", e);
-                    let group = match r.nh_id {
-                        Some(id) => id,
-                        None => raw.dp_private_group(key_hash(&r.key)).map_err(ctx)?,
-                    };
-                    raw.dp_put_group(group, &dp_nexthops(&r.nexthops))
-                        .map_err(ctx)?;
-                    raw.dp_put_route(&crate::store::to_key(&r.key), algo.as_u32() as u8, group)
-                        .map_err(ctx)?;
-                    s.put(
-                        &r.key,
-                        Managed {
-                            algo,
-                            nh_count: r.nexthops.len().min(255) as u8,
-                            group,
-                            protocol: r.protocol,
-                        },
-                    )?;
-                    rows.push(match retaken {
-                        Some(a) => action(
-                            "updated",
-                            &r.key,
-                            &format!(
-                                "nexthops changed behind mproute's back: taken from the FIB \
-                                 (algorithm {} kept)",
-                                a.name()
-                            ),
-                        ),
-                        None => action(
-                            "adopted",
-                            &r.key,
-                            "protocol mproute but not in state (algorithm l3-hash)",
-                        ),
-                    });
-                }
-            }
+            fx.adopt(self, r, retaken.unwrap_or(Algo::L3Hash))?;
+            let taken = if done { "taken" } else { "would be taken" };
+            rows.push(match retaken {
+                Some(a) => action(
+                    "updated",
+                    &r.key,
+                    &format!(
+                        "nexthops changed behind mproute's back: {taken} from the FIB \
+                         (algorithm {} kept)",
+                        a.name()
+                    ),
+                ),
+                None => action(
+                    "adopted",
+                    &r.key,
+                    "protocol mproute but not in state (algorithm l3-hash)",
+                ),
+            });
         }
         // Dataplane entries that went missing (a crash between two writes, an old ABI's
         // leftovers): every managed route must have its LPM entry and group.
-        rows.extend(self.repair_dataplane(&all)?);
+        let broken = self.broken_dataplane(&all)?;
+        let what = if done {
+            "its dataplane entry was missing"
+        } else {
+            "its dataplane entry is missing"
+        };
+        for k in fx.repair_dataplane(self, &broken)? {
+            rows.push(action("repaired-dataplane", &k, what));
+        }
         // Counter slots recorded as taken that no LPM entry holds (a crash between two writes).
-        if let Some(s) = self.store(false)?.filter(|_| !dry) {
-            // best effort: a lost slot only costs speed
-            let lost = s.bpf().dp_rescan_slots().unwrap_or(0);
-            if lost > 0 {
-                rows.push(ActionRow {
-                    action: "reclaimed-counter-slots".into(),
-                    dst: lost.to_string(),
-                    table: None,
-                    metric: None,
-                    reason: "recorded as taken, held by no route".into(),
-                });
-            }
+        let lost = fx.reclaim_slots(self)?;
+        if lost > 0 {
+            rows.push(ActionRow {
+                action: "reclaimed-counter-slots".into(),
+                dst: lost.to_string(),
+                table: None,
+                metric: None,
+                reason: "recorded as taken, held by no route".into(),
+            });
         }
         // State pinned for namespaces that no longer exist.
-        let live = mpt_sys::netns::reachable_cookies();
-        let suite = &mpt_bpf::mproute::state::SUITE;
-        let stale = if dry {
-            mpt_bpf::pinned::stale_pin_dirs(suite, &live)
-        } else {
-            mpt_bpf::pinned::sweep_stale(suite, &live)
-        };
-        for path in stale {
+        for path in fx.sweep(&mpt_sys::netns::reachable_cookies()) {
             rows.push(ActionRow {
                 action: "removed-stale-state".into(),
                 dst: path.display().to_string(),
@@ -253,10 +361,13 @@ impl Session {
         Ok(rows)
     }
 
-    /// Rewrite the LPM entry and group of every managed route whose dataplane entry is
-    /// missing or points at a missing group.
-    pub(crate) fn repair_dataplane(&mut self, fib: &[Route]) -> Result<Vec<ActionRow>, Failure> {
-        let dry = self.opts.check;
+    /// The managed routes whose dataplane entry is missing or points at a missing group,
+    /// each with the FIB route it is written from and its group if that is missing.
+    #[allow(clippy::type_complexity)]
+    fn broken_dataplane(
+        &mut self,
+        fib: &[Route],
+    ) -> Result<Vec<(RouteKey, Route, Option<u32>)>, Failure> {
         let Some(s) = self.store(false)? else {
             return Ok(Vec::new());
         };
@@ -283,43 +394,9 @@ impl Session {
             let Some(r) = fib.iter().find(|r| r.key == *k) else {
                 continue;
             };
-            if dry {
-                broken.push(*k);
-                continue;
-            }
-            if !group_ok {
-                raw.dp_put_group(m.group, &dp_nexthops(&r.nexthops))
-                    .map_err(ctx)?;
-            }
-            broken.push(*k);
+            broken.push((*k, r.clone(), (!group_ok).then_some(m.group)));
         }
-        if dry {
-            return Ok(broken
-                .iter()
-                .map(|k| action("repaired-dataplane", k, "its dataplane entry is missing"))
-                .collect());
-        }
-        // Written over, not deleted first (the route keeps its counters and slot); an entry
-        // of no managed route in the way goes.
-        self.resettle_lpm(&broken)?;
-        let mut rows = Vec::new();
-        if let Some(s) = self.store(false)? {
-            for k in &broken {
-                let key = crate::store::to_key(k);
-                if s.bpf()
-                    .dp_get_route(&key)
-                    .map_err(ctx)?
-                    .is_some_and(|e| e.id == key)
-                {
-                    rows.push(action(
-                        "repaired-dataplane",
-                        k,
-                        "its dataplane entry was missing",
-                    ));
-                }
-            }
-        }
-        Ok(rows)
+        Ok(broken)
     }
 }
 
@@ -329,7 +406,7 @@ impl Session {
     /// repaired now, as `sync` repairs, before this invocation changes anything, and said in
     /// one note. `sync` after it finds nothing to report.
     pub(crate) fn repair_interrupted(&mut self, who: &str) -> Result<(), Failure> {
-        let rows = self.sync(false)?;
+        let rows = self.sync(false, &mut Repair)?;
         let count = |a: &str| rows.iter().filter(|r| r.action == a).count();
         let (dropped, retaken, adopted) = (count("forgotten"), count("updated"), count("adopted"));
         mpt_cli::error::eprint_once(

@@ -21,6 +21,47 @@ use mpt_netlink::msg::rtnl::route::{self as rmsg, PathForm, RouteRequest};
 use crate::session::Session;
 use crate::view::ActionRow;
 
+/// What putting back the deleted objects does ([`Session::restore_plan`]).
+#[derive(Debug, Default)]
+pub(crate) struct RestorePlan {
+    /// Objects that are not put back, and why.
+    rows: Vec<ActionRow>,
+    /// The objects to put back, in order.
+    objects: Vec<Plan>,
+    /// The routes of each (the kernel deleted them if it deleted the object).
+    routes: HashMap<u32, Vec<(RouteKey, u8, Algo)>>,
+}
+
+impl RestorePlan {
+    /// The objects it puts back.
+    pub(crate) fn ids(&self) -> HashSet<u32> {
+        self.objects.iter().map(|p| p.id).collect()
+    }
+
+    /// Its rows, as a dry run says them.
+    pub(crate) fn dry_rows(&self) -> Vec<ActionRow> {
+        let mut rows = self.rows.clone();
+        for p in &self.objects {
+            let re_add = match (p.exists, self.routes.get(&p.id)) {
+                (false, Some(rs)) => rs.len(),
+                _ => 0,
+            };
+            rows.push(row(
+                p.id,
+                format!("would put back {}; {} re-added", p.what(), routes_n(re_add)),
+            ));
+        }
+        rows
+    }
+}
+
+impl Plan {
+    /// `N of M paths`.
+    fn what(&self) -> String {
+        format!("{} of {} paths", self.paths.len(), self.given)
+    }
+}
+
 /// One object to put back.
 #[derive(Debug)]
 struct Plan {
@@ -35,10 +76,16 @@ struct Plan {
 
 impl Session {
     /// Put back the nexthop objects of managed routes whose links came back (see the module
-    /// documentation); one row per object restored, and the ids of the objects put back.
-    /// With `--check`, the rows say what would be done and nothing is.
-    pub(crate) fn restore_objects(&mut self) -> Result<(Vec<ActionRow>, HashSet<u32>), Failure> {
-        let none = || Ok((Vec::new(), HashSet::new()));
+    /// documentation); one row per object.
+    pub(crate) fn restore_objects(&mut self) -> Result<Vec<ActionRow>, Failure> {
+        let plan = self.restore_plan()?;
+        self.restore_apply(plan)
+    }
+
+    /// What [`Session::restore_objects`] would put back (the real and the dry run's one
+    /// decision).
+    pub(crate) fn restore_plan(&mut self) -> Result<RestorePlan, Failure> {
+        let none = || Ok(RestorePlan::default());
         let Some(store) = self.store(false)? else {
             return none();
         };
@@ -85,9 +132,11 @@ impl Session {
             });
         }
         if plans.is_empty() {
-            return Ok((rows, HashSet::new()));
+            return Ok(RestorePlan {
+                rows,
+                ..RestorePlan::default()
+            });
         }
-        let ids: HashSet<u32> = plans.iter().map(|p| p.id).collect();
         // The routes of each object (the kernel deleted them if it deleted the object).
         let mut routes: HashMap<u32, Vec<(RouteKey, u8, Algo)>> = HashMap::new();
         if let Some(s) = self.store(false)? {
@@ -104,22 +153,30 @@ impl Session {
         }
         // One-path objects first: a group being restored may take the same path as a member.
         plans.sort_by_key(|p| p.given > 1);
+        Ok(RestorePlan {
+            rows,
+            objects: plans,
+            routes,
+        })
+    }
+
+    /// Carry out a [`Session::restore_plan`]: one row per object.
+    pub(crate) fn restore_apply(&mut self, plan: RestorePlan) -> Result<Vec<ActionRow>, Failure> {
+        let RestorePlan {
+            mut rows,
+            objects,
+            mut routes,
+        } = plan;
+        if objects.is_empty() {
+            return Ok(rows);
+        }
         // the index this process holds predates the kernel's deletions
         self.nh = None;
-        for p in plans {
+        for p in objects {
             let rs = routes.remove(&p.id).unwrap_or_default();
             let family = rs.first().map_or(Family::V4, |(k, _, _)| k.family());
             let op = format!("restore nexthop object {}", p.id);
-            let back = p.paths.len();
-            let what = format!("{back} of {} paths", p.given);
-            if self.opts.check {
-                let re_add = if p.exists { 0 } else { rs.len() };
-                rows.push(row(
-                    p.id,
-                    format!("would put back {what}; {} re-added", routes_n(re_add)),
-                ));
-                continue;
-            }
+            let what = p.what();
             let as_group = p.given > 1;
             let r = crate::kernel_nh::Restore {
                 id: p.id,
@@ -148,7 +205,7 @@ impl Session {
             }
             rows.push(row(p.id, reason));
         }
-        Ok((rows, ids))
+        Ok(rows)
     }
 
     /// The objects of managed routes that the kernel deleted and that cannot come back yet:

@@ -136,6 +136,11 @@ impl Store {
         }))
     }
 
+    /// Whether this invocation holds the namespace's lock (not a read-only or dry one).
+    pub fn locked(&self) -> bool {
+        self.lock.is_some()
+    }
+
     /// Who died in the middle of writing this state (`pid N, CMD`), found when the lock
     /// was taken (see `mpt_bpf::pinned::NsLock`).
     pub fn interrupted(&self) -> Option<&str> {

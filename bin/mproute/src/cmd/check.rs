@@ -43,7 +43,7 @@ pub fn run(s: &mut Session, c: &Command) -> Result<Output, Failure> {
             let steps = s.flush_plan(table)?;
             Ok(super::flush::report(&steps, true))
         }
-        Command::Sync { reset } => crate::cmd::sync::run(s, *reset),
+        Command::Sync { reset } => super::sync::dry(s, *reset),
         Command::Show(spec) => crate::cmd::show::run(s, spec),
         Command::Get(spec) => crate::cmd::get::run(s, spec),
         Command::Dataplane(DpSpec::Show) => crate::cmd::dataplane::run(s, &DpSpec::Show),

@@ -85,7 +85,7 @@ pub fn run(s: &mut Session, style: Style) -> Result<(), Failure> {
 fn settle(s: &mut Session, style: Style) {
     use std::io::Write;
     match s.restore_objects() {
-        Ok((rows, _)) => {
+        Ok(rows) => {
             let mut out = std::io::stdout().lock();
             for r in rows {
                 let line = if style.json {
