@@ -228,20 +228,6 @@ impl Cmd {
     }
 }
 
-/// One line of a batch file: a command without global options. Used for the wording of a
-/// line whose verb is not one of [`VERBS`].
-#[derive(Debug, Parser)]
-#[command(
-    name = "mproute",
-    no_binary_name = true,
-    disable_help_flag = true,
-    disable_help_subcommand = true
-)]
-struct Line {
-    #[command(subcommand)]
-    cmd: Cmd,
-}
-
 /// Every verb of [`Cmd`] and its aliases, and how to make it from the words after it: what clap
 /// would make of a line (every verb takes the rest of the line as its words), without building
 /// clap's command for each of a batch's lines (that alone cost 6.5 µs a line, half again the
@@ -272,7 +258,7 @@ pub fn parse_line(words: Vec<String>) -> Result<Command, Failure> {
         words,
         VERBS,
         Cmd::command,
-        |w| Line::try_parse_from(w).map(|l| l.cmd),
+        |w| mpt_cli::args::parse_subcommand::<Cmd>("mproute", w),
         Cli::command,
     )
 }
@@ -280,10 +266,7 @@ pub fn parse_line(words: Vec<String>) -> Result<Command, Failure> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn words(s: &str) -> Vec<String> {
-        s.split_whitespace().map(String::from).collect()
-    }
+    use mpt_cli::args::words;
 
     #[test]
     fn lines_parse_into_typed_commands() {
@@ -310,11 +293,16 @@ mod tests {
 
     #[test]
     fn the_verb_table_is_the_clap_definition() {
-        let (ours, clap_names) = mpt_cli::args::table_and_clap_names(VERBS, &Line::command());
+        let (ours, clap_names) = mpt_cli::args::table_and_clap_names(
+            VERBS,
+            &mpt_cli::args::line_command::<Cmd>("mproute"),
+        );
         assert_eq!(clap_names, ours);
         // and each name makes the variant clap would
         for (name, make) in VERBS {
-            let by_clap = Line::try_parse_from([*name, "x"]).expect(name).cmd;
+            let by_clap: Cmd =
+                mpt_cli::args::parse_subcommand("mproute", &words(&format!("{name} x")))
+                    .expect(name);
             let by_table = make(RouteArgs {
                 args: vec!["x".into()],
             });

@@ -130,19 +130,6 @@ impl Obj {
     }
 }
 
-/// One line of a batch file, for the wording of a line whose command is unknown.
-#[derive(Debug, Parser)]
-#[command(
-    name = "pfanout",
-    no_binary_name = true,
-    disable_help_flag = true,
-    disable_help_subcommand = true
-)]
-struct Line {
-    #[command(subcommand)]
-    cmd: Obj,
-}
-
 /// Every command of [`Obj`] and its aliases (a test holds it to the clap definition).
 const OBJECTS: &[Entry<Words, Obj>] = &[
     ("show", Obj::Show),
@@ -157,7 +144,7 @@ pub fn parse_line(words: Vec<String>) -> Result<Command, Failure> {
         words,
         OBJECTS,
         Obj::command,
-        |w| Line::try_parse_from(w).map(|l| l.cmd),
+        |w| mpt_cli::args::parse_subcommand::<Obj>("pfanout", w),
         Cli::command,
     )
 }
@@ -165,14 +152,14 @@ pub fn parse_line(words: Vec<String>) -> Result<Command, Failure> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn words(s: &str) -> Vec<String> {
-        s.split_whitespace().map(String::from).collect()
-    }
+    use mpt_cli::args::words;
 
     #[test]
     fn the_command_table_is_the_clap_definition() {
-        let (ours, clap_names) = mpt_cli::args::table_and_clap_names(OBJECTS, &Line::command());
+        let (ours, clap_names) = mpt_cli::args::table_and_clap_names(
+            OBJECTS,
+            &mpt_cli::args::line_command::<Obj>("pfanout"),
+        );
         assert_eq!(clap_names, ours);
     }
 

@@ -96,6 +96,34 @@ pub fn parse_line<A: From<Vec<String>>, O, C>(
     }
 }
 
+/// A tool's subcommands as a batch line has them: parsed without a binary name, help or
+/// version (what the first word of a line cannot make goes here, so that the failure has
+/// clap's wording).
+pub fn line_command<O: clap::Subcommand>(tool: &'static str) -> clap::Command {
+    O::augment_subcommands(
+        clap::Command::new(tool)
+            .no_binary_name(true)
+            .disable_help_flag(true)
+            .disable_help_subcommand(true)
+            .subcommand_required(true)
+            .arg_required_else_help(true),
+    )
+}
+
+/// Parse `words` as one of a tool's subcommands ([`line_command`]).
+pub fn parse_subcommand<O: clap::Subcommand>(
+    tool: &'static str,
+    words: &[String],
+) -> Result<O, clap::Error> {
+    let m = line_command::<O>(tool).try_get_matches_from(words)?;
+    O::from_arg_matches(&m)
+}
+
+/// The words of a line written as one string (tests).
+pub fn words(line: &str) -> Vec<String> {
+    line.split_whitespace().map(String::from).collect()
+}
+
 /// The words of `table` and the names and aliases clap knows for `cmd`'s subcommands, each
 /// sorted: a tool's test holds the two equal, so that a batch line and the command line accept
 /// the same words.
