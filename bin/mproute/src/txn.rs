@@ -43,6 +43,8 @@ pub(crate) struct Pending {
     pub(crate) old_res: Option<Box<mpt_bpf::mproute::abi::MptResTable>>,
 }
 
+// Send is what nearly every line is: boxing it would allocate once per line of a batch
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug)]
 pub(crate) enum Planned {
     Unchanged(Done),

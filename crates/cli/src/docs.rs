@@ -190,6 +190,28 @@ pub fn owned_by(file: &str, name: &str) -> bool {
             .is_some_and(|rest| rest.starts_with('.') || rest.starts_with('-'))
 }
 
+/// A tool's test that `man/` and `completions/` hold what `TOOL --generate` prints (run
+/// `cargo xtask gen-docs` after changing a command or an option): `mpt_cli::docs_are_fresh!(Cli);`
+/// in the tool's library, with its clap command line type.
+#[macro_export]
+macro_rules! docs_are_fresh {
+    ($cli:ty) => {
+        #[cfg(test)]
+        mod docs_tests {
+            #[test]
+            fn man_pages_and_completions_are_fresh() {
+                let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+                let cmd = <$cli as clap::CommandFactory>::command();
+                let stale = $crate::docs::stale(&cmd, &root).expect("read man/ and completions/");
+                assert!(
+                    stale.is_empty(),
+                    "stale generated docs (run cargo xtask gen-docs): {stale:?}"
+                );
+            }
+        }
+    };
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -220,26 +242,4 @@ mod tests {
         assert!(owned_by("_tool", "tool"));
         assert!(!owned_by("toolbox.8", "tool"));
     }
-}
-
-/// A tool's test that `man/` and `completions/` hold what `TOOL --generate` prints (run
-/// `cargo xtask gen-docs` after changing a command or an option): `mpt_cli::docs_are_fresh!(Cli);`
-/// in the tool's library, with its clap command line type.
-#[macro_export]
-macro_rules! docs_are_fresh {
-    ($cli:ty) => {
-        #[cfg(test)]
-        mod docs_tests {
-            #[test]
-            fn man_pages_and_completions_are_fresh() {
-                let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-                let cmd = <$cli as clap::CommandFactory>::command();
-                let stale = $crate::docs::stale(&cmd, &root).expect("read man/ and completions/");
-                assert!(
-                    stale.is_empty(),
-                    "stale generated docs (run cargo xtask gen-docs): {stale:?}"
-                );
-            }
-        }
-    };
 }
