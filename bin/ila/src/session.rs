@@ -63,6 +63,10 @@ impl BatchTool for Session {
         batch::run_each(lines, force, emit, |c| crate::cmd::run(self, &c));
     }
 
+    fn run(&mut self, c: &Command) -> Result<Output, Failure> {
+        crate::cmd::run(self, c)
+    }
+
     fn print(out: &Output, style: Style) {
         crate::view::print(out, style);
     }

@@ -210,6 +210,10 @@ impl mpt_cli::batch::BatchTool for Session {
         self.batch(lines, emit);
     }
 
+    fn run(&mut self, c: &Command) -> Result<Output, Failure> {
+        crate::cmd::run(self, c)
+    }
+
     fn print(out: &Output, style: Style) {
         crate::view::print(out, style);
     }
@@ -248,10 +252,6 @@ impl mpt_cli::tool::Tool for Session {
         Command::Show(crate::grammar::ShowSpec::default())
     }
 
-    fn configure(cli: &Self::Cli) {
-        mpt_bpf::configure(Self::NAME, cli.global.verbose, cli.global.lock_wait());
-    }
-
     fn open(cli: &Self::Cli) -> Self {
         let mut s = Session::new(cli.global.clone());
         s.use_nh_objects = cli.nexthop_objects;
@@ -264,7 +264,7 @@ impl mpt_cli::tool::Tool for Session {
             // runs until interrupted or its output is closed
             return crate::cmd::watch::run(self, style);
         }
-        crate::cmd::run(self, &command).map(|out| crate::view::print(&out, style))
+        mpt_cli::batch::BatchTool::run(self, &command).map(|out| crate::view::print(&out, style))
     }
 }
 

@@ -1,6 +1,6 @@
 //! One invocation: the global options, the commands run one by one (batch lines too).
 
-use mpt_cli::batch::{self, BatchTool};
+use mpt_cli::batch::BatchTool;
 use mpt_cli::render::Style;
 use mpt_cli::{Failure, GlobalOpts};
 
@@ -14,9 +14,16 @@ pub struct Session {
     pub opts: GlobalOpts,
 }
 
-impl Session {
+impl BatchTool for Session {
+    type Cmd = Command;
+    type Out = Output;
+
+    fn parse_line(words: Vec<String>) -> Result<Command, Failure> {
+        crate::cli::parse_line(words)
+    }
+
     /// Run one command.
-    pub fn run(&mut self, c: &Command) -> Result<Output, Failure> {
+    fn run(&mut self, c: &Command) -> Result<Output, Failure> {
         match c {
             Command::Show(s) => Ok(Output::Groups(
                 crate::show::run(s, self.opts.details)?,
@@ -35,31 +42,9 @@ impl Session {
             Command::Bench(b) => Ok(Output::Bench(crate::bench::run(b)?)),
         }
     }
-}
-
-impl BatchTool for Session {
-    type Cmd = Command;
-    type Out = Output;
-
-    fn parse_line(words: Vec<String>) -> Result<Command, Failure> {
-        crate::cli::parse_line(words)
-    }
-
-    fn run_lines(
-        &mut self,
-        lines: Vec<(usize, Result<Command, Failure>)>,
-        force: bool,
-        emit: &mut dyn FnMut(usize, Result<Output, Failure>),
-    ) {
-        batch::run_each(lines, force, emit, |c| self.run(&c));
-    }
 
     fn print(out: &Output, style: Style) {
         view::print(out, style);
-    }
-
-    fn finish(&mut self) -> Result<(), Failure> {
-        Ok(())
     }
 }
 
@@ -79,17 +64,9 @@ impl mpt_cli::tool::Tool for Session {
         Command::Show(Default::default())
     }
 
-    fn configure(cli: &Self::Cli) {
-        mpt_bpf::configure(Self::NAME, cli.global.verbose, cli.global.lock_wait());
-    }
-
     fn open(cli: &Self::Cli) -> Self {
         Session {
             opts: cli.global.clone(),
         }
-    }
-
-    fn run_one(&mut self, command: Command, style: Style) -> Result<(), Failure> {
-        self.run(&command).map(|out| view::print(&out, style))
     }
 }

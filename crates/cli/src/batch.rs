@@ -244,11 +244,17 @@ pub trait BatchTool {
         lines: Vec<(usize, Result<Self::Cmd, Failure>)>,
         force: bool,
         emit: &mut dyn FnMut(usize, Result<Self::Out, Failure>),
-    );
+    ) {
+        run_each(lines, force, emit, |c| self.run(&c));
+    }
+    /// Run one command (of the command line or a batch line).
+    fn run(&mut self, c: &Self::Cmd) -> Result<Self::Out, Failure>;
     /// Print one outcome.
     fn print(out: &Self::Out, style: Style);
     /// The work left at the end of the invocation.
-    fn finish(&mut self) -> Result<(), Failure>;
+    fn finish(&mut self) -> Result<(), Failure> {
+        Ok(())
+    }
     /// Whether the tool holds a lock others wait for while it runs a batch: its output is
     /// then held back until [`BatchTool::release`] (a slow reader must not hold the lock).
     fn holds_lock(&self) -> bool {
@@ -527,17 +533,10 @@ mod tests {
                     .parse()
                     .map_err(|_| Failure::usage(format!("not a number: {}", words[0])))
             }
-            fn run_lines(
-                &mut self,
-                _: Vec<(usize, Result<u32, Failure>)>,
-                _: bool,
-                _: &mut dyn FnMut(usize, Result<(), Failure>),
-            ) {
-            }
-            fn print(_: &(), _: Style) {}
-            fn finish(&mut self) -> Result<(), Failure> {
+            fn run(&mut self, _: &u32) -> Result<(), Failure> {
                 Ok(())
             }
+            fn print(_: &(), _: Style) {}
         }
         let n = 20_001usize;
         let pad = "p".repeat(60);

@@ -20,13 +20,18 @@ pub trait Tool: BatchTool + Sized {
     fn command(cli: &Self::Cli) -> Option<Result<Self::Cmd, Failure>>;
     /// The command of a bare invocation (the tool's `show`).
     fn default_command() -> Self::Cmd;
-    /// What the tool sets up before the namespace is entered (its BPF layer's name, `-v`,
-    /// `--wait`).
-    fn configure(cli: &Self::Cli);
+    /// What the tool sets up before the namespace is entered: its BPF layer's name, `-v`,
+    /// `--wait`.
+    fn configure(cli: &Self::Cli) {
+        let g = Self::global(cli);
+        mpt_bpf::configure(Self::NAME, g.verbose, g.lock_wait());
+    }
     /// The tool's session, in the namespace `-n` named.
     fn open(cli: &Self::Cli) -> Self;
     /// Run one command of the command line and print what it gives.
-    fn run_one(&mut self, cmd: Self::Cmd, style: Style) -> Result<(), Failure>;
+    fn run_one(&mut self, cmd: Self::Cmd, style: Style) -> Result<(), Failure> {
+        self.run(&cmd).map(|out| Self::print(&out, style))
+    }
 }
 
 /// The whole of a tool's `main`: never returns.
