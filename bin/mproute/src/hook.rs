@@ -108,6 +108,16 @@ fn gro(ifindex: u32, set: Option<bool>) -> Result<bool, mpt_sys::Error> {
     }
 }
 
+/// Whether veth peer `peer` (of the namespace this runs in) takes redirected XDP frames: it
+/// has an XDP program or GRO.
+fn takes_redirects(peer: u32) -> bool {
+    let has_xdp = mpt_bpf::mproute::dataplane::xdp_prog(peer)
+        .ok()
+        .flatten()
+        .is_some();
+    has_xdp || gro(peer, None).unwrap_or(false)
+}
+
 /// Check (and with `prepare`, fix) the veth peers that XDP frames redirected out of this
 /// namespace land on. Returns one line per peer that is not known to be ready.
 pub fn check_peers(sock: &mut Socket, prepare: bool) -> Result<Vec<String>, Failure> {
@@ -117,12 +127,7 @@ pub fn check_peers(sock: &mut Socket, prepare: bool) -> Result<Vec<String>, Fail
         match l.link_netnsid {
             None => {
                 // Peer in this namespace.
-                let has_xdp = mpt_bpf::mproute::dataplane::xdp_prog(peer)
-                    .ok()
-                    .flatten()
-                    .is_some();
-                let has_gro = gro(peer, None).unwrap_or(false);
-                if has_xdp || has_gro {
+                if takes_redirects(peer) {
                     continue;
                 }
                 let pname = mpt_sys::iface::name(peer).unwrap_or_else(|| format!("ifindex {peer}"));
@@ -143,12 +148,7 @@ pub fn check_peers(sock: &mut Socket, prepare: bool) -> Result<Vec<String>, Fail
                         mpt_sys::netns::run_in(&name, move || -> Result<_, mpt_sys::Error> {
                             let pname = mpt_sys::iface::name(peer)
                                 .unwrap_or_else(|| format!("ifindex {peer}"));
-                            let has_xdp = mpt_bpf::mproute::dataplane::xdp_prog(peer)
-                                .ok()
-                                .flatten()
-                                .is_some();
-                            let has_gro = gro(peer, None).unwrap_or(false);
-                            if has_xdp || has_gro {
+                            if takes_redirects(peer) {
                                 return Ok(Some((true, pname)));
                             }
                             if prepare {
