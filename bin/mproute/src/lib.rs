@@ -1,16 +1,21 @@
-//! mproute as a library: the command line (`cli`, `grammar`: syntax only), names resolved in
-//! the target namespace (`resolve`), the front end (`cmd`, one module per verb) and what it
-//! answers with (`view`), over the library that owns the work:
+//! mproute as a library. From the top down (no module imports one above it):
 //!
+//! - the front end: `cli`, `grammar` (syntax only), `pipeline` (the front door's `Tool` and
+//!   batches, pipelined), `cmd` (one module per verb; `cmd/check.rs` is the dry run, `--check`);
+//! - the library that owns the work: `txn` (the route transaction: state, dataplane group and
+//!   LPM entry, kernel nexthop objects, FIB; undone when the kernel refuses; it returns what it
+//!   did, the front end reports it), `repair` (`sync`: drift, written by one of two executors,
+//!   real or dry), `restore` (nexthop objects deleted with their link), `verify` (when the
+//!   dataplane may skip its per-packet kernel FIB lookup), `attachment`, `resilient`;
+//! - `view`: what commands answer with (`Output`, rows, reports) and how it is printed;
 //! - `session`: one invocation's socket, state, FIB cache and the work left for its end;
-//! - `txn`: the route transaction (state, dataplane group and LPM entry, kernel nexthop
-//!   objects, FIB; undone when the kernel refuses); `pipeline`: batches of them in flight;
-//! - `store`: mproute's record of the routes it manages, over `mpt_bpf::mproute`;
-//! - `verify`: when the dataplane may skip its per-packet kernel FIB lookup; `repair`: drift;
-//! - `kernel_nh`: kernel nexthop objects; `hook`: which hook the dataplane uses on a device;
-//!   `attachment`: attaching, detaching and reporting the dataplane.
+//!   `store`: mproute's record of the routes it manages, over `mpt_bpf::mproute`; `kernel_nh`:
+//!   kernel nexthop objects; `hook`: which hook the dataplane uses on a device; `resolve`:
+//!   names resolved in the target namespace.
 //!
-//! `main.rs` only wires them together.
+//! What a write does is decided once, for the real and the dry run, by
+//! `mpt_model::route::plan`; `del` and `flush` by `txn`'s `del_target` and `flush_plan`.
+//! `main.rs` is one call of `mpt_cli::tool::main`.
 
 pub mod attachment;
 pub mod cli;

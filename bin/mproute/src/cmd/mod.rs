@@ -1,6 +1,7 @@
 //! The front end: one module per verb, each a thin function from a typed [`Command`] to the
-//! rows it answers with, over the library modules (the route transaction, verification, repair).
-//! Nothing here prints; [`crate::view`] renders what a command returns.
+//! rows it answers with, over the library modules (the route transaction, verification, repair);
+//! [`check`] is every verb's dry run (`--check`), over the same decisions. Nothing here prints;
+//! [`crate::view`] renders what a command returns.
 
 pub mod check;
 pub mod dataplane;
