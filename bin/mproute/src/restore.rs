@@ -5,7 +5,7 @@
 //! referenced it; nothing comes back with the link. (Routes installed as `RTA_MULTIPATH` keep
 //! their paths, marked dead or linkdown, and recover by themselves.) For a route installed
 //! with `--nexthop-objects` the dataplane group of the same id (a managed route's group below
-//! (`PRIVATE_GROUP_BASE`) is its kernel object) still holds the paths the route was given, so
+//! `PRIVATE_GROUP_BASE` is its kernel object) still holds the paths the route was given, so
 //! [`Session::restore_objects`] can put back each path whose link is up again: the member
 //! objects, the group under its old id (replacing what the kernel kept of it), and the routes
 //! the kernel deleted with it. `dataplane watch` runs it on every link change; `sync` first.
