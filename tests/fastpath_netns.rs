@@ -27,7 +27,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use mpt_testkit::traffic::{self, FlowCounter, FlowSpec, FourPaths};
-use mpt_testkit::{require_root, Netns, Tool, TwoPaths};
+use mpt_testkit::{require_root, Netns, Tool, TwoPaths, XorShift64};
 use nix::sys::socket::{
     bind, sendto, socket, AddressFamily, MsgFlags, SockFlag, SockProtocol, SockType,
     SockaddrStorage,
@@ -575,17 +575,10 @@ impl Fnv {
     }
 }
 
-/// `len` bytes of a xorshift64* stream (no period a forwarding bug could hide in).
+/// `len` bytes of a xorshift64 stream (no period a forwarding bug could hide in).
 fn pattern(len: usize, seed: u64) -> Vec<u8> {
-    let mut x = seed | 1;
-    let mut v = Vec::with_capacity(len + 8);
-    while v.len() < len {
-        x ^= x >> 12;
-        x ^= x << 25;
-        x ^= x >> 27;
-        v.extend_from_slice(&x.wrapping_mul(0x2545_f491_4f6c_dd1d).to_le_bytes());
-    }
-    v.truncate(len);
+    let mut v = vec![0; len];
+    XorShift64(seed | 1).fill(&mut v);
     v
 }
 

@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 use mpt_cli::render::{self, Style, TableRow};
 use mpt_cli::Failure;
 use mpt_model::fanout::{Flags, Mode};
+use mpt_testkit::Netns;
 use serde::Serialize;
 
 use crate::grammar::{BenchCmd, RunCmd};
@@ -116,19 +117,6 @@ pub fn print(r: &BenchReport, style: Style) {
     }
 }
 
-/// The two namespaces, removed when dropped.
-struct Netns {
-    names: Vec<String>,
-}
-
-impl Drop for Netns {
-    fn drop(&mut self) {
-        for n in &self.names {
-            let _ = Command::new("ip").args(["netns", "del", n]).output();
-        }
-    }
-}
-
 fn ip(args: &[&str]) -> Result<(), Failure> {
     let out = Command::new("ip")
         .args(args)
@@ -155,7 +143,6 @@ fn setup(g: &str, c: &str) -> Result<(), Failure> {
         })?;
         ip(&["-n", ns, "addr", "add", &format!("{addr}/30"), "dev", dev])?;
         ip(&["-n", ns, "link", "set", dev, "up"])?;
-        ip(&["-n", ns, "link", "set", "lo", "up"])?;
     }
     Ok(())
 }
@@ -287,10 +274,11 @@ pub fn run(cmd: &BenchCmd) -> Result<BenchReport, Failure> {
     let (g, c) = (format!("{base}-gen"), format!("{base}-cap"));
     let abort = Arc::new(AtomicBool::new(false));
     let _signals = crate::run::stop_on_signals(&abort)?;
-    let mut ns = Netns { names: Vec::new() };
+    // the two namespaces (with `lo` up), removed when dropped: on every return, and after a
+    // signal, which only stops the measurements
+    let mut ns = Vec::new();
     for n in [&g, &c] {
-        ip(&["netns", "add", n])?;
-        ns.names.push(n.clone());
+        ns.push(Netns::try_named(n).map_err(Failure::system)?);
     }
     setup(&g, &c)?;
     let rate = cmd.effective_rate();

@@ -2571,13 +2571,8 @@ fn robustness_malformed_never_redirected() {
 #[test]
 fn xdp_checksum_check_over_every_length() {
     with_fixture_local_stacks(|fx| {
-        let mut x: u32 = 0x1234_5678;
-        let mut next = move || {
-            x ^= x << 13;
-            x ^= x >> 17;
-            x ^= x << 5;
-            x
-        };
+        let mut rng = XorShift64(0x1234_5678);
+        let mut next = move || rng.next();
         for n in 0..=3000usize {
             let mut seg = udp(4000, 53, n);
             for b in &mut seg[8..] {

@@ -556,13 +556,8 @@ mod tests {
         assert_eq!(run(&prog, 0x0800, &icmp), 3);
         assert_eq!(run(&prog, 0x0806, &a), 0);
         // random packets, truncated ones too: the program and the Rust function agree
-        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
-        let mut next = move || {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed
-        };
+        let mut rng = mpt_testkit::XorShift64(0x9e37_79b9_7f4a_7c15);
+        let mut next = move || rng.next();
         for i in 0..20_000 {
             let len = (next() % 80) as usize;
             let mut p: Vec<u8> = (0..len).map(|_| next() as u8).collect();

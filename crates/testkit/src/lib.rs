@@ -1,5 +1,6 @@
 //! Test kit for root integration tests, BPF fixtures, benchmarks and the demo: throwaway network
-//! namespaces (unique names, removed on drop, panics included), veth topologies, the `ip -j`
+//! namespaces (unique names, removed on drop, panics included; `pfanout bench` makes its two
+//! with the same type, the one namespace type of the workspace), veth topologies, the `ip -j`
 //! oracle, a runner for our tools that decodes their JSON, packet builders and an independent
 //! packet parser, traffic generators and AF_PACKET counters, and one PRNG.
 //!

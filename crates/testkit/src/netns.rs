@@ -33,16 +33,24 @@ impl Netns {
     /// Create `PREFIX-<pid>-<n>-<tag>` with `lo` up.
     pub fn try_create(prefix: &str, tag: &str) -> Result<Netns, String> {
         static N: AtomicU32 = AtomicU32::new(0);
-        // The first `ip netns add` makes /run/netns a shared mount: not concurrently.
-        static CREATE: Mutex<()> = Mutex::new(());
         let n = N.fetch_add(1, Ordering::SeqCst);
         let mut name = format!("{prefix}-{}-{n}-{tag}", std::process::id());
         name.truncate(60);
+        Self::try_named(&name)
+    }
+
+    /// Create the namespace `name`, exactly so named (a caller with a naming scheme of its own,
+    /// such as `pfanout bench`), with `lo` up; it is removed when the value is dropped.
+    pub fn try_named(name: &str) -> Result<Netns, String> {
+        // The first `ip netns add` makes /run/netns a shared mount: not concurrently.
+        static CREATE: Mutex<()> = Mutex::new(());
         {
             let _one = CREATE.lock().unwrap_or_else(|e| e.into_inner());
-            try_ip(&["netns", "add", &name])?;
+            try_ip(&["netns", "add", name])?;
         }
-        let ns = Netns { name };
+        let ns = Netns {
+            name: name.to_string(),
+        };
         try_ip(&["-n", ns.name.as_str(), "link", "set", "lo", "up"])?;
         Ok(ns)
     }
