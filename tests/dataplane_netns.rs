@@ -55,9 +55,9 @@ fn setup(tag: &str, algo: &str, weights: [u16; 4], mode: &str) -> FourPaths {
     let a6: Vec<&str> = args6.iter().map(String::as_str).collect();
     MP.ok(&t.r, &a6);
     for n in &t.n {
-        MP.ok(n, &["dataplane", "attach", "dev", "eth0", "xdp"]);
+        MP.ok(n, "dataplane attach dev eth0 xdp");
     }
-    MP.ok(&t.r, &["dataplane", "attach", "dev", "vc", mode]);
+    MP.ok(&t.r, &format!("dataplane attach dev vc {mode}"));
     t
 }
 
@@ -77,18 +77,10 @@ fn run_flows(t: &FourPaths, flows: &[FlowSpec], per_flow: u32, tcp: bool) -> Vec
 fn predicted(t: &FourPaths, f: &FlowSpec, proto: &str) -> usize {
     let v = MP.json(
         &t.r,
-        &[
-            "get",
-            &f.dst.to_string(),
-            "from",
-            &f.src.to_string(),
-            "ipproto",
-            proto,
-            "sport",
-            &f.sport.to_string(),
-            "dport",
-            &f.dport.to_string(),
-        ],
+        &format!(
+            "get {} from {} ipproto {proto} sport {} dport {}",
+            f.dst, f.src, f.sport, f.dport
+        ),
     );
     v[0]["index"]
         .as_u64()
@@ -116,7 +108,7 @@ fn predicted_all(t: &FourPaths, flows: &[FlowSpec], proto: &str) -> Vec<usize> {
 }
 
 fn redirected(t: &FourPaths) -> u64 {
-    MP.json(&t.r, &["dataplane", "show"])["counters"]["redirected"]
+    MP.json(&t.r, "dataplane show")["counters"]["redirected"]
         .as_u64()
         .expect("counter")
 }
@@ -281,7 +273,7 @@ fn show_with_stats_counts_per_nexthop() {
     let t = setup("stats", "l4-hash", [1, 1, 1, 1], "tc");
     let flows = traffic::flows(400, false, 33000);
     let seen = run_flows(&t, &flows, 1, false);
-    let v = MP.json(&t.r, &["-s", "show", "198.51.100.0/24"]);
+    let v = MP.json(&t.r, "-s show 198.51.100.0/24");
     assert_eq!(v[0]["enforced_by"], "tc");
     let nhs = v[0]["nexthops"].as_array().expect("nexthops");
     for (i, nh) in nhs.iter().enumerate() {
@@ -289,8 +281,8 @@ fn show_with_stats_counts_per_nexthop() {
         assert_eq!(nh["packets"].as_u64(), Some(delivered), "nexthop {i}: {nh}");
     }
     // Detached: the kernel forwards again and show says so.
-    MP.ok(&t.r, &["dataplane", "detach", "dev", "vc"]);
-    let v = MP.json(&t.r, &["show", "198.51.100.0/24"]);
+    MP.ok(&t.r, "dataplane detach dev vc");
+    let v = MP.json(&t.r, "show 198.51.100.0/24");
     assert_eq!(v[0]["enforced_by"], "none");
 }
 
@@ -322,7 +314,7 @@ fn mp_four_way(ns: &Netns, verb: &str, metric: Option<u32>) {
 
 /// Per-nexthop packets `-s show` gives for the IPv4 route of that metric.
 fn shown_per_nexthop(t: &FourPaths, metric: u64) -> Vec<u64> {
-    let v = MP.json(&t.r, &["-s", "show", "198.51.100.0/24"]);
+    let v = MP.json(&t.r, "-s show 198.51.100.0/24");
     let row = v
         .as_array()
         .expect("rows")
@@ -369,8 +361,8 @@ fn force_batch(t: &FourPaths, refused: u32, applied: u32) {
 
 /// Metrics of the kernel's routes for the four-way prefix, ascending.
 fn kernel_metrics(t: &FourPaths) -> Vec<u64> {
-    let v: Value = serde_json::from_str(&t.r.ip_ok(&["-j", "route", "show", "198.51.100.0/24"]))
-        .expect("ip -j");
+    let v: Value =
+        serde_json::from_str(&t.r.ip_ok("-j route show 198.51.100.0/24")).expect("ip -j");
     let mut m: Vec<u64> = v
         .as_array()
         .expect("routes")
@@ -382,7 +374,7 @@ fn kernel_metrics(t: &FourPaths) -> Vec<u64> {
 }
 
 fn counter_slots(t: &FourPaths) -> (u64, u64) {
-    let v = MP.json(&t.r, &["dataplane", "show"]);
+    let v = MP.json(&t.r, "dataplane show");
     let c = &v["counter_slots"];
     (
         c["used"].as_u64().expect("counter_slots.used"),
@@ -400,7 +392,7 @@ fn counters_stay_exact_across_replace_shadowing_and_full_slots() {
     let t = setup("ctrslot", "l4-hash", [1, 1, 1, 1], "tc");
     let flows = traffic::flows(64, false, 34000);
     // The setup's route goes; the same prefix at metric 20 comes in its place.
-    MP.ok(&t.r, &["del", "198.51.100.0/24"]);
+    MP.ok(&t.r, "del 198.51.100.0/24");
     mp_four_way(&t.r, "add", Some(20));
     assert_eq!(counter_slots(&t).0, 2, "the IPv6 route and this one");
     let a = run_flows(&t, &flows, 1, false);
@@ -422,7 +414,7 @@ fn counters_stay_exact_across_replace_shadowing_and_full_slots() {
     assert_eq!(shown_per_nexthop(&t, 10), sum_per_nexthop(&[c]));
 
     // It goes: metric 20 has the entry again, with a slot, and counts on from where it was.
-    MP.ok(&t.r, &["del", "198.51.100.0/24", "metric", "10"]);
+    MP.ok(&t.r, "del 198.51.100.0/24 metric 10");
     let d = run_flows(&t, &flows, 1, false);
     for (m, x) in m20.iter_mut().zip(sum_per_nexthop(&[d])) {
         *m += x;
@@ -432,9 +424,9 @@ fn counters_stay_exact_across_replace_shadowing_and_full_slots() {
 
     // A shadowed route deleted and added again starts from nothing.
     mp_four_way(&t.r, "add", Some(10));
-    MP.ok(&t.r, &["del", "198.51.100.0/24", "metric", "20"]);
+    MP.ok(&t.r, "del 198.51.100.0/24 metric 20");
     mp_four_way(&t.r, "add", Some(20));
-    MP.ok(&t.r, &["del", "198.51.100.0/24", "metric", "10"]);
+    MP.ok(&t.r, "del 198.51.100.0/24 metric 10");
     assert_eq!(shown_per_nexthop(&t, 20), vec![0; 4], "a new route");
 
     // Forced batches (--force): a refused line, then one the kernel takes. The refused line's
@@ -457,7 +449,7 @@ fn counters_stay_exact_across_replace_shadowing_and_full_slots() {
         vec![0; 4],
         "metric 20 is shadowed"
     );
-    MP.ok(&t.r, &["del", "198.51.100.0/24", "metric", "5"]);
+    MP.ok(&t.r, "del 198.51.100.0/24 metric 5");
     assert_eq!(counter_slots(&t).0, 2);
     for (refused, applied) in [(10u32, 15u32), (10, 10)] {
         force_batch(&t, refused, applied);
@@ -466,7 +458,7 @@ fn counters_stay_exact_across_replace_shadowing_and_full_slots() {
             vec![u64::from(applied), 20],
             "batch {refused}/{applied}"
         );
-        let v = MP.json(&t.r, &["show", "198.51.100.0/24"]);
+        let v = MP.json(&t.r, "show 198.51.100.0/24");
         let row = v
             .as_array()
             .expect("rows")
@@ -480,10 +472,7 @@ fn counters_stay_exact_across_replace_shadowing_and_full_slots() {
             sum_per_nexthop(&[f]),
             "batch {refused}/{applied}: metric {applied} holds the dataplane entry"
         );
-        MP.ok(
-            &t.r,
-            &["del", "198.51.100.0/24", "metric", &applied.to_string()],
-        );
+        MP.ok(&t.r, &format!("del 198.51.100.0/24 metric {applied}"));
     }
     assert_eq!(counter_slots(&t).0, 2);
 
@@ -510,7 +499,7 @@ fn counters_stay_exact_across_replace_shadowing_and_full_slots() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert_eq!(counter_slots(&t), (total, total), "every slot taken");
-    MP.ok(&t.r, &["del", "198.51.100.0/24", "metric", "20"]);
+    MP.ok(&t.r, "del 198.51.100.0/24 metric 20");
     assert_eq!(
         counter_slots(&t),
         (total - 1, total),
@@ -518,15 +507,11 @@ fn counters_stay_exact_across_replace_shadowing_and_full_slots() {
     );
     MP.ok(
         &t.r,
-        &[
-            "add",
-            "203.0.113.255/32",
-            "nexthop",
-            "via",
-            &FourPaths::nexthop_v4(0),
-            "dev",
-            &FourPaths::dev(0),
-        ],
+        &format!(
+            "add 203.0.113.255/32 nexthop via {} dev {}",
+            FourPaths::nexthop_v4(0),
+            FourPaths::dev(0)
+        ),
     );
     mp_four_way(&t.r, "add", Some(20));
     assert_eq!(counter_slots(&t), (total, total));
@@ -556,23 +541,19 @@ fn a_foreign_route_inside_a_managed_prefix_is_left_to_the_kernel() {
         "l4-hash spreads the flows: {spread:?}"
     );
     // 198.51.100.1 (every flow's destination) by ip route, via nexthop 0, metric 0 like ours.
-    t.r.ip_ok(&[
-        "route",
-        "add",
-        "198.51.100.0/28",
-        "via",
-        &FourPaths::nexthop_v4(0),
-        "dev",
-        &FourPaths::dev(0),
-    ]);
-    MP.ok(&t.r, &["sync"]);
+    t.r.ip_ok(&format!(
+        "route add 198.51.100.0/28 via {} dev {}",
+        FourPaths::nexthop_v4(0),
+        FourPaths::dev(0)
+    ));
+    MP.ok(&t.r, "sync");
     let pinned = used(&run_flows(&t, &flows, 1, false));
     assert_eq!(
         pinned,
         vec![64, 0, 0, 0],
         "the kernel's route takes every flow"
     );
-    let out = MP.at(&t.r, &["get", "198.51.100.1"]);
+    let out = MP.at(&t.r, "get 198.51.100.1");
     assert!(
         !out.status.success()
             && String::from_utf8_lossy(&out.stderr).contains("no route managed by mproute"),
@@ -580,8 +561,8 @@ fn a_foreign_route_inside_a_managed_prefix_is_left_to_the_kernel() {
         String::from_utf8_lossy(&out.stderr)
     );
     // It goes: the hole goes at the next verification, and the flows spread again.
-    t.r.ip_ok(&["route", "del", "198.51.100.0/28"]);
-    MP.ok(&t.r, &["sync"]);
+    t.r.ip_ok("route del 198.51.100.0/28");
+    MP.ok(&t.r, "sync");
     assert_eq!(used(&run_flows(&t, &flows, 1, false)), spread, "as before");
 
     // IPv6 (never verified: every packet takes the per-packet check), metric 1024 like ours.
@@ -591,24 +572,19 @@ fn a_foreign_route_inside_a_managed_prefix_is_left_to_the_kernel() {
         spread6.iter().filter(|n| **n > 0).count() >= 3,
         "IPv6: l4-hash spreads the flows: {spread6:?}"
     );
-    t.r.ip_ok(&[
-        "-6",
-        "route",
-        "add",
-        "2001:db8:100::/80",
-        "via",
-        &FourPaths::nexthop_v6(1),
-        "dev",
-        &FourPaths::dev(1),
-    ]);
-    MP.ok(&t.r, &["sync"]);
+    t.r.ip_ok(&format!(
+        "-6 route add 2001:db8:100::/80 via {} dev {}",
+        FourPaths::nexthop_v6(1),
+        FourPaths::dev(1)
+    ));
+    MP.ok(&t.r, "sync");
     assert_eq!(
         used(&run_flows(&t, &flows6, 1, false)),
         vec![0, 64, 0, 0],
         "IPv6: the kernel's route takes every flow"
     );
-    t.r.ip_ok(&["-6", "route", "del", "2001:db8:100::/80"]);
-    MP.ok(&t.r, &["sync"]);
+    t.r.ip_ok("-6 route del 2001:db8:100::/80");
+    MP.ok(&t.r, "sync");
     assert_eq!(
         used(&run_flows(&t, &flows6, 1, false)),
         spread6,
@@ -637,51 +613,35 @@ fn a_route_changed_behind_our_back_is_left_to_the_kernel_until_sync_settles_it()
         FourPaths::nexthop_v4(3),
     );
     let (d0, d1, d3) = (FourPaths::dev(0), FourPaths::dev(1), FourPaths::dev(3));
-    t.r.ip_ok(&[
-        "route",
-        "replace",
-        "198.51.100.0/24",
-        "proto",
-        "245",
-        "nexthop",
-        "via",
-        &nh0,
-        "dev",
-        &d0,
-        "nexthop",
-        "via",
-        &nh1,
-        "dev",
-        &d1,
-    ]);
+    t.r.ip_ok(&format!("route replace 198.51.100.0/24 proto 245 nexthop via {nh0} dev {d0} nexthop via {nh1} dev {d1}"));
     // Any mproute change verifies the dataplane's routes: here an unrelated one.
-    MP.ok(&t.r, &["add", "203.0.113.0/24", "via", &nh3, "dev", &d3]);
+    MP.ok(&t.r, &format!("add 203.0.113.0/24 via {nh3} dev {d3}"));
     let kernel = used(&run_flows(&t, &flows, 1, false));
     assert_eq!(
         (kernel[0] + kernel[1], kernel[2] + kernel[3]),
         (64, 0),
         "only the kernel's two nexthops: {kernel:?}"
     );
-    let row = &MP.json(&t.r, &["show", "198.51.100.0/24"])[0];
+    let row = &MP.json(&t.r, "show 198.51.100.0/24")[0];
     assert_eq!(
         (&row["managed"], &row["enforced_by"]),
         (&Value::Bool(true), &Value::from("none")),
         "{row}"
     );
-    let out = MP.at(&t.r, &["get", "198.51.100.1"]);
+    let out = MP.at(&t.r, "get 198.51.100.1");
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
         out.status.code() == Some(2) && err.contains("no longer the one mproute installed"),
         "get: {err}"
     );
-    let s = MP.json(&t.r, &["sync"]);
+    let s = MP.json(&t.r, "sync");
     assert!(
         s["actions"].as_array().is_some_and(|a| a
             .iter()
             .any(|a| a["action"] == "updated" && a["dst"] == "198.51.100.0/24")),
         "{s}"
     );
-    let row = &MP.json(&t.r, &["show", "198.51.100.0/24"])[0];
+    let row = &MP.json(&t.r, "show 198.51.100.0/24")[0];
     assert_eq!(
         (&row["algo"], &row["enforced_by"]),
         (&Value::from("l4-hash"), &Value::from("tc")),
@@ -694,37 +654,17 @@ fn a_route_changed_behind_our_back_is_left_to_the_kernel_until_sync_settles_it()
     );
     // Only the weights changed with ip route: sync takes them too.
     let weighted = |w0: &str, w1: &str| {
-        t.r.ip_ok(&[
-            "route",
-            "replace",
-            "198.51.100.0/24",
-            "proto",
-            "245",
-            "nexthop",
-            "via",
-            &nh0,
-            "dev",
-            &d0,
-            "weight",
-            w0,
-            "nexthop",
-            "via",
-            &nh1,
-            "dev",
-            &d1,
-            "weight",
-            w1,
-        ]);
+        t.r.ip_ok(&format!("route replace 198.51.100.0/24 proto 245 nexthop via {nh0} dev {d0} weight {w0} nexthop via {nh1} dev {d1} weight {w1}"));
     };
     weighted("3", "1");
-    let s = MP.json(&t.r, &["sync"]);
+    let s = MP.json(&t.r, "sync");
     assert!(
         s["actions"].as_array().is_some_and(|a| a
             .iter()
             .any(|a| a["action"] == "updated" && a["dst"] == "198.51.100.0/24")),
         "weights: {s}"
     );
-    let g = &MP.json(&t.r, &["get", "198.51.100.1"])[0];
+    let g = &MP.json(&t.r, "get 198.51.100.1")[0];
     let weights: Vec<u64> = g["nexthops"]
         .as_array()
         .map(|a| a.iter().filter_map(|n| n["weight"].as_u64()).collect())
@@ -733,47 +673,24 @@ fn a_route_changed_behind_our_back_is_left_to_the_kernel_until_sync_settles_it()
     // Drifted again (other weights), then written again with mproute: that settles it, and
     // says it changed something.
     weighted("1", "1");
-    MP.ok(&t.r, &["add", "203.0.113.128/25", "via", &nh3, "dev", &d3]);
-    assert_eq!(MP.at(&t.r, &["get", "198.51.100.1"]).status.code(), Some(2));
+    MP.ok(&t.r, &format!("add 203.0.113.128/25 via {nh3} dev {d3}"));
+    assert_eq!(MP.at(&t.r, "get 198.51.100.1").status.code(), Some(2));
     let r = MP.json(
         &t.r,
-        &[
-            "replace",
-            "198.51.100.0/24",
-            "algo",
-            "l4-hash",
-            "nexthop",
-            "via",
-            &nh0,
-            "dev",
-            &d0,
-            "nexthop",
-            "via",
-            &nh1,
-            "dev",
-            &d1,
-        ],
+        &format!("replace 198.51.100.0/24 algo l4-hash nexthop via {nh0} dev {d0} nexthop via {nh1} dev {d1}"),
     );
     assert_eq!(r["changed"], true, "{r}");
-    assert!(MP.at(&t.r, &["get", "198.51.100.1"]).status.success());
+    assert!(MP.at(&t.r, "get 198.51.100.1").status.success());
     // Another protocol: not mproute's route any more.
-    t.r.ip_ok(&[
-        "route",
-        "replace",
-        "198.51.100.0/24",
-        "via",
-        &nh3,
-        "dev",
-        &d3,
-    ]);
-    let s = MP.json(&t.r, &["sync"]);
+    t.r.ip_ok(&format!("route replace 198.51.100.0/24 via {nh3} dev {d3}"));
+    let s = MP.json(&t.r, "sync");
     assert!(
         s["actions"].as_array().is_some_and(|a| a
             .iter()
             .any(|a| a["action"] == "forgotten" && a["dst"] == "198.51.100.0/24")),
         "{s}"
     );
-    let row = &MP.json(&t.r, &["show", "198.51.100.0/24"])[0];
+    let row = &MP.json(&t.r, "show 198.51.100.0/24")[0];
     assert_eq!(row["managed"], false, "{row}");
     assert_eq!(used(&run_flows(&t, &flows, 1, false)), vec![0, 0, 0, 64]);
 }
@@ -792,37 +709,12 @@ fn show_tells_route_by_route_what_the_dataplane_enforces() {
         FourPaths::nexthop_v4(2),
     );
     let (d0, d1, d2) = (FourPaths::dev(0), FourPaths::dev(1), FourPaths::dev(2));
-    t.r.ip_ok(&[
-        "route",
-        "add",
-        "192.0.2.0/24",
-        "proto",
-        "245",
-        "via",
-        &nh0,
-        "dev",
-        &d0,
-    ]);
+    t.r.ip_ok(&format!(
+        "route add 192.0.2.0/24 proto 245 via {nh0} dev {d0}"
+    ));
     MP.ok(
         &t.r,
-        &[
-            "add",
-            "198.18.5.0/24",
-            "table",
-            "100",
-            "algo",
-            "per-packet",
-            "nexthop",
-            "via",
-            &nh0,
-            "dev",
-            &d0,
-            "nexthop",
-            "via",
-            &nh1,
-            "dev",
-            &d1,
-        ],
+        &format!("add 198.18.5.0/24 table 100 algo per-packet nexthop via {nh0} dev {d0} nexthop via {nh1} dev {d1}"),
     );
     let show = |args: &[&str]| MP.json(&t.r, args)[0].clone();
     let orphan = show(&["show", "192.0.2.0/24"]);
@@ -847,20 +739,7 @@ fn show_tells_route_by_route_what_the_dataplane_enforces() {
     assert!(packets(&counted).iter().sum::<u64>() > 0, "{counted}");
     MP.ok(
         &t.r,
-        &[
-            "replace",
-            "198.51.100.0/24",
-            "nexthop",
-            "via",
-            &nh1,
-            "dev",
-            &d1,
-            "nexthop",
-            "via",
-            &nh2,
-            "dev",
-            &d2,
-        ],
+        &format!("replace 198.51.100.0/24 nexthop via {nh1} dev {d1} nexthop via {nh2} dev {d2}"),
     );
     let replaced = show(&["-s", "show", "198.51.100.0/24"]);
     assert_eq!(replaced["algo"], "l3-hash", "{replaced}");
@@ -1017,22 +896,22 @@ fn link_down_case(tag: &str, carrier: bool) {
                 traffic::send_udp_flows(&t.c, &flows, 1);
                 if round == 120 {
                     // get names the kernel's flags of the nexthop that is down
-                    let g = MP.json(&t.r, &["get", &traffic::DEST_V4.to_string()]);
+                    let g = MP.json(&t.r, &format!("get {}", traffic::DEST_V4));
                     dead_flag = Some(g[0]["nexthops"][1]["flags"].clone());
                 }
                 if round == 80 {
                     if carrier {
-                        t.n[1].ip_ok(&["link", "set", "eth0", "down"]);
+                        t.n[1].ip_ok("link set eth0 down");
                     } else {
-                        t.r.ip_ok(&["link", "set", "v1", "down"]);
+                        t.r.ip_ok("link set v1 down");
                     }
                 }
                 if round == 160 {
                     if carrier {
-                        t.n[1].ip_ok(&["link", "set", "eth0", "up"]);
+                        t.n[1].ip_ok("link set eth0 up");
                     } else {
-                        t.r.ip_ok(&["link", "set", "v1", "up"]);
-                        t.r.ip_ok(&["addr", "replace", "10.2.0.1/24", "dev", "v1"]);
+                        t.r.ip_ok("link set v1 up");
+                        t.r.ip_ok("addr replace 10.2.0.1/24 dev v1");
                     }
                 }
                 std::thread::sleep(std::time::Duration::from_millis(8));
@@ -1081,7 +960,7 @@ fn link_down_case(tag: &str, carrier: bool) {
 
 /// The dataplane's IPv4 FIB check as `dataplane show` reports it.
 fn fib_check(t: &FourPaths) -> Value {
-    MP.json(&t.r, &["dataplane", "show"])["fib_check"].clone()
+    MP.json(&t.r, "dataplane show")["fib_check"].clone()
 }
 
 /// Every flow's packets arrived at exactly the nexthop `want` names for it.
@@ -1116,9 +995,7 @@ fn verified_routes_skip_the_kernel_lookup_until_the_fib_changes() {
     // another metric: the per-packet check tells routes through a group gateway apart by it.)
     let dst32 = format!("{}/32", traffic::DEST_V4);
     let (via, dev) = (FourPaths::nexthop_v4(2), FourPaths::dev(2));
-    t.r.ip_ok(&[
-        "route", "add", &dst32, "via", &via, "dev", &dev, "metric", "5",
-    ]);
+    t.r.ip_ok(&format!("route add {dst32} via {via} dev {dev} metric 5"));
     let v = fib_check(&t);
     assert_eq!(v["skipped"], 0, "{v}");
     assert!(
@@ -1135,7 +1012,7 @@ fn verified_routes_skip_the_kernel_lookup_until_the_fib_changes() {
     );
 
     // Gone again: checked packet by packet until verified again, and ours again.
-    t.r.ip_ok(&["route", "del", &dst32, "metric", "5"]);
+    t.r.ip_ok(&format!("route del {dst32} metric 5"));
     assert_eq!(fib_check(&t)["skipped"], 0);
     all_at(
         &run_flows(&t, &flows, 2, false),
@@ -1143,13 +1020,13 @@ fn verified_routes_skip_the_kernel_lookup_until_the_fib_changes() {
         2,
         "checked per packet",
     );
-    MP.ok(&t.r, &["sync"]);
+    MP.ok(&t.r, "sync");
     assert_eq!(fib_check(&t)["skipped"], 1, "sync verifies again");
 
     // The managed route deleted behind mproute's back: verification marked it used in the
     // kernel, so the delete moves the generation and the dataplane stops forwarding it.
     let before = redirected(&t);
-    t.r.ip_ok(&["route", "del", "198.51.100.0/24"]);
+    t.r.ip_ok("route del 198.51.100.0/24");
     assert_eq!(fib_check(&t)["skipped"], 0);
     // (nothing arrives anywhere: every nexthop's count is 0)
     all_at(
@@ -1288,20 +1165,17 @@ fn dataplane_watch_verifies_again_after_foreign_changes() {
 
     // an unrelated route: the generation moves, the watcher verifies again
     let before = fib_check(&t)["generation"].clone();
-    t.r.ip_ok(&[
-        "route",
-        "add",
-        "192.0.2.0/24",
-        "via",
-        &FourPaths::nexthop_v4(0),
-    ]);
+    t.r.ip_ok(&format!(
+        "route add 192.0.2.0/24 via {}",
+        FourPaths::nexthop_v4(0)
+    ));
     let v = w.until("after ip route add", |v| v["generation"] != before);
     assert_eq!(v["skipped"], 1, "{v}");
     assert_eq!(v["verified_at"], v["generation"], "{v}");
 
     // a link flap: down and up are FIB changes too; in the end verified again
-    t.r.ip_ok(&["link", "set", &FourPaths::dev(1), "down"]);
-    t.r.ip_ok(&["link", "set", &FourPaths::dev(1), "up"]);
+    t.r.ip_ok(&format!("link set {} down", FourPaths::dev(1)));
+    t.r.ip_ok(&format!("link set {} up", FourPaths::dev(1)));
     w.until("after a link flap", |v| {
         v["skipped"] == 1 && v["verified_at"] == v["generation"] && *v == fib_check(&t)
     });
@@ -1309,22 +1183,17 @@ fn dataplane_watch_verifies_again_after_foreign_changes() {
     // a change the kernel announces to nobody (the route cache flush moves the generation):
     // the watcher's periodic look at the generation catches it
     let before = fib_check(&t)["generation"].clone();
-    t.r.ip_ok(&["route", "flush", "cache"]);
+    t.r.ip_ok("route flush cache");
     let v = w.until("after ip route flush cache", |v| v["generation"] != before);
     assert_eq!(v["skipped"], 1, "{v}");
     assert_eq!(v["verified_at"], v["generation"], "{v}");
 
     // what does not hold is not verified: a more specific route inside the managed prefix
     let dst32 = format!("{}/32", traffic::DEST_V4);
-    t.r.ip_ok(&[
-        "route",
-        "add",
-        &dst32,
-        "via",
-        &FourPaths::nexthop_v4(2),
-        "metric",
-        "5",
-    ]);
+    t.r.ip_ok(&format!(
+        "route add {dst32} via {} metric 5",
+        FourPaths::nexthop_v4(2)
+    ));
     let v = w.until("after a more specific route", |v| v["skipped"] == 0);
     assert!(
         v["unverified"][0]["why"]
@@ -1338,16 +1207,11 @@ fn dataplane_watch_verifies_again_after_foreign_changes() {
     // IPv6 (the IPv4 generation does not move): a route with the managed route's metric and
     // one of its gateways (link 3: the flap took link 1's IPv6 address) inside its prefix, which the per-packet check cannot tell from it;
     // the watcher verifies again on the kernel's notification and enters the hole
-    t.r.ip_ok(&[
-        "-6",
-        "route",
-        "add",
-        "2001:db8:100::/80",
-        "via",
-        &FourPaths::nexthop_v6(3),
-        "dev",
-        &FourPaths::dev(3),
-    ]);
+    t.r.ip_ok(&format!(
+        "-6 route add 2001:db8:100::/80 via {} dev {}",
+        FourPaths::nexthop_v6(3),
+        FourPaths::dev(3)
+    ));
     w.next("after an IPv6 route");
     let flows6 = traffic::flows(64, true, 39000);
     assert_eq!(
@@ -1410,9 +1274,9 @@ fn resilient_routes_move_only_the_flows_of_a_removed_nexthop() {
     let t = FourPaths::new("resil");
     resilient_route(&t, "add", &[0, 1, 2, 3], &[]);
     for n in &t.n {
-        MP.ok(n, &["dataplane", "attach", "dev", "eth0", "xdp"]);
+        MP.ok(n, "dataplane attach dev eth0 xdp");
     }
-    MP.ok(&t.r, &["dataplane", "attach", "dev", "vc"]);
+    MP.ok(&t.r, "dataplane attach dev vc");
     let flows = traffic::flows(800, false, 21000);
     let before = left_by(&run_flows(&t, &flows, 2, false), &flows);
     assert_eq!(
@@ -1422,24 +1286,16 @@ fn resilient_routes_move_only_the_flows_of_a_removed_nexthop() {
     );
     let g = &MP.json(
         &t.r,
-        &[
-            "get",
-            &flows[0].dst.to_string(),
-            "from",
-            &flows[0].src.to_string(),
-            "ipproto",
-            "udp",
-            "sport",
-            &flows[0].sport.to_string(),
-            "dport",
-            &flows[0].dport.to_string(),
-        ],
+        &format!(
+            "get {} from {} ipproto udp sport {} dport {}",
+            flows[0].dst, flows[0].src, flows[0].sport, flows[0].dport
+        ),
     )[0];
     assert!(
         g["bucket"].as_u64().is_some_and(|b| b < 64),
         "get names the bucket: {g}"
     );
-    let row = &MP.json(&t.r, &["-d", "show", "198.51.100.0/24"])[0];
+    let row = &MP.json(&t.r, "-d show 198.51.100.0/24")[0];
     assert_eq!(row["resilient"]["buckets"], 64);
     let fill: Vec<u64> = row["nexthops"]
         .as_array()
@@ -1474,7 +1330,7 @@ fn resilient_routes_move_only_the_flows_of_a_removed_nexthop() {
         }
     }
     assert!(carried > 100, "nexthop 1 carried {carried} of 800 flows");
-    let row = &MP.json(&t.r, &["-d", "show", "198.51.100.0/24"])[0];
+    let row = &MP.json(&t.r, "-d show 198.51.100.0/24")[0];
     let fill: Vec<u64> = row["nexthops"]
         .as_array()
         .expect("nexthops")
@@ -1487,7 +1343,7 @@ fn resilient_routes_move_only_the_flows_of_a_removed_nexthop() {
 
 /// The fill of the resilient route's table, per nexthop (`show -d`).
 fn fill(t: &FourPaths) -> Vec<u64> {
-    MP.json(&t.r, &["-d", "show", "198.51.100.0/24"])[0]["nexthops"]
+    MP.json(&t.r, "-d show 198.51.100.0/24")[0]["nexthops"]
         .as_array()
         .expect("nexthops")
         .iter()
@@ -1505,9 +1361,9 @@ fn an_added_nexthop_takes_buckets_only_once_they_are_idle() {
     let route = |which: &[usize]| resilient_route(&t, "replace", which, &["idle-timer", "8"]);
     route(&[0, 1, 2]);
     for n in &t.n {
-        MP.ok(n, &["dataplane", "attach", "dev", "eth0", "xdp"]);
+        MP.ok(n, "dataplane attach dev eth0 xdp");
     }
-    MP.ok(&t.r, &["dataplane", "attach", "dev", "vc"]);
+    MP.ok(&t.r, "dataplane attach dev vc");
     assert_eq!(fill(&t), [22, 21, 21]);
     // every bucket busy (2,000 flows over 64 buckets), then the fourth nexthop
     let flows = traffic::flows(2000, false, 23000);
@@ -1531,7 +1387,7 @@ fn an_added_nexthop_takes_buckets_only_once_they_are_idle() {
 
 /// The gateways of `prefix`'s route in `ns` as `ip -j route` shows them (none: no route).
 fn gateways(ns: &Netns, prefix: &str) -> Vec<String> {
-    let j = ns.ip_json(&["-4", "route", "show", prefix]);
+    let j = ns.ip_json(&format!("-4 route show {prefix}"));
     let Some(r) = j.get(0) else {
         return Vec::new();
     };
@@ -1565,38 +1421,18 @@ fn watch_puts_back_the_nexthop_objects_a_link_flap_deleted() {
     require_root();
     let t = mpt_testkit::TwoPaths::new("nhflap");
     for n in [&t.a, &t.b] {
-        n.ip_ok(&["addr", "add", "198.18.7.1/32", "dev", "lo"]);
+        n.ip_ok("addr add 198.18.7.1/32 dev lo");
     }
     let (two, one) = ("198.18.7.0/24", "198.18.8.0/24");
     MP.ok(
         &t.r,
-        &[
-            "--nexthop-objects",
-            "add",
-            two,
-            "nexthop",
-            "via",
-            "10.1.0.2",
-            "dev",
-            "va",
-            "nexthop",
-            "via",
-            "10.2.0.2",
-            "dev",
-            "vb",
-        ],
+        &format!(
+            "--nexthop-objects add {two} nexthop via 10.1.0.2 dev va nexthop via 10.2.0.2 dev vb"
+        ),
     );
     MP.ok(
         &t.r,
-        &[
-            "--nexthop-objects",
-            "add",
-            one,
-            "via",
-            "10.1.0.2",
-            "dev",
-            "va",
-        ],
+        &format!("--nexthop-objects add {one} via 10.1.0.2 dev va"),
     );
     let both = vec!["10.1.0.2".to_string(), "10.2.0.2".to_string()];
     let state = || {
@@ -1604,18 +1440,15 @@ fn watch_puts_back_the_nexthop_objects_a_link_flap_deleted() {
             "routes {:?} / {:?}, objects {}",
             gateways(&t.r, two),
             gateways(&t.r, one),
-            t.r.ip_json(&["nexthop", "show"])
+            t.r.ip_json("nexthop show")
         )
     };
     let restored = || gateways(&t.r, two) == both && gateways(&t.r, one) == ["10.1.0.2"];
     assert!(restored(), "{}", state());
     // what must come back: each route's object id, and as many objects (no leftovers)
     let objects = || {
-        let nhid = |p| t.r.ip_json(&["-4", "route", "show", p])[0]["nhid"].clone();
-        let n =
-            t.r.ip_json(&["nexthop", "show"])
-                .as_array()
-                .map_or(0, Vec::len);
+        let nhid = |p| t.r.ip_json(&format!("-4 route show {p}"))[0]["nhid"].clone();
+        let n = t.r.ip_json("nexthop show").as_array().map_or(0, Vec::len);
         (nhid(two), nhid(one), n)
     };
     let before = objects();
@@ -1625,52 +1458,52 @@ fn watch_puts_back_the_nexthop_objects_a_link_flap_deleted() {
 
     // a's end down: va loses its carrier; the kernel deletes va's object, so the one-path
     // route goes and the group keeps vb only
-    t.a.ip_ok(&["link", "set", "eth0", "down"]);
+    t.a.ip_ok("link set eth0 down");
     eventually(
         "the kernel's deletion on carrier loss",
         || gateways(&t.r, one).is_empty() && gateways(&t.r, two) == ["10.2.0.2"],
         state,
     );
-    t.a.ip_ok(&["link", "set", "eth0", "up"]);
+    t.a.ip_ok("link set eth0 up");
     eventually("restored after the carrier came back", restored, state);
     // the routes name the objects they named, and nothing is left over
     assert_eq!(objects(), before, "{}", state());
 
     // both links down: the group goes and the two-path route with it; up again: back
-    t.r.ip_ok(&["link", "set", "va", "down"]);
-    t.r.ip_ok(&["link", "set", "vb", "down"]);
+    t.r.ip_ok("link set va down");
+    t.r.ip_ok("link set vb down");
     eventually(
         "the kernel's deletion on admin down",
         || gateways(&t.r, one).is_empty() && gateways(&t.r, two).is_empty(),
         state,
     );
     // while the links are down, sync keeps the routes (it would forget a deleted one)
-    let rows: Value = serde_json::from_str(&MP.ok(&t.r, &["-j", "sync"])).expect("sync -j");
+    let rows: Value = serde_json::from_str(&MP.ok(&t.r, "-j sync")).expect("sync -j");
     let waiting = rows["actions"]
         .as_array()
         .map_or(0, |a| a.iter().filter(|r| r["action"] == "waiting").count());
     assert_eq!(waiting, 2, "sync while the links are down: {rows}");
     assert_eq!(rows["changed"], false, "{rows}");
-    t.r.ip_ok(&["link", "set", "va", "up"]);
-    t.r.ip_ok(&["link", "set", "vb", "up"]);
+    t.r.ip_ok("link set va up");
+    t.r.ip_ok("link set vb up");
     eventually("restored after both links came back", restored, state);
     assert_eq!(objects(), before, "{}", state());
     // and packets take the restored route
-    let ping = t.r.exec("ping", &["-c", "1", "-W", "2", "198.18.7.1"]);
+    let ping = t.r.exec("ping", "-c 1 -W 2 198.18.7.1");
     assert!(
         ping.status.success(),
         "ping over the restored route: {ping:?}"
     );
     drop(w);
     // without watch, sync does the same
-    t.a.ip_ok(&["link", "set", "eth0", "down"]);
+    t.a.ip_ok("link set eth0 down");
     eventually(
         "carrier loss again",
         || gateways(&t.r, one).is_empty(),
         state,
     );
-    t.a.ip_ok(&["link", "set", "eth0", "up"]);
-    let rows: Value = serde_json::from_str(&MP.ok(&t.r, &["-j", "sync"])).expect("sync -j");
+    t.a.ip_ok("link set eth0 up");
+    let rows: Value = serde_json::from_str(&MP.ok(&t.r, "-j sync")).expect("sync -j");
     assert!(restored(), "after sync: {rows}; {}", state());
     assert_eq!(rows["actions"][0]["action"], "restored", "{rows}");
     assert_eq!(rows["changed"], true, "{rows}");
@@ -1686,38 +1519,22 @@ fn a_route_deleted_behind_our_back_is_not_restored_with_its_object() {
     let (gone, other) = ("198.18.9.0/24", "198.18.10.0/24");
     MP.ok(
         &t.r,
-        &[
-            "--nexthop-objects",
-            "add",
-            gone,
-            "via",
-            "10.1.0.2",
-            "dev",
-            "va",
-        ],
+        &format!("--nexthop-objects add {gone} via 10.1.0.2 dev va"),
     );
-    t.r.ip_ok(&["route", "del", gone]);
+    t.r.ip_ok(&format!("route del {gone}"));
     // an unrelated add and del: the del collects objects no route references
     MP.ok(
         &t.r,
-        &[
-            "--nexthop-objects",
-            "add",
-            other,
-            "via",
-            "10.2.0.2",
-            "dev",
-            "vb",
-        ],
+        &format!("--nexthop-objects add {other} via 10.2.0.2 dev vb"),
     );
-    MP.ok(&t.r, &["del", other]);
-    let objects = t.r.ip_json(&["nexthop", "show"]);
+    MP.ok(&t.r, &format!("del {other}"));
+    let objects = t.r.ip_json("nexthop show");
     assert_eq!(objects.as_array().map_or(0, Vec::len), 0, "{objects}");
-    let rows: Value = serde_json::from_str(&MP.ok(&t.r, &["-j", "sync"])).expect("sync -j");
+    let rows: Value = serde_json::from_str(&MP.ok(&t.r, "-j sync")).expect("sync -j");
     assert!(
         gateways(&t.r, gone).is_empty(),
         "sync brought it back: {rows}"
     );
-    let objects = t.r.ip_json(&["nexthop", "show"]);
+    let objects = t.r.ip_json("nexthop show");
     assert_eq!(objects.as_array().map_or(0, Vec::len), 0, "{objects}");
 }

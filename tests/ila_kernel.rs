@@ -31,6 +31,7 @@ use std::time::Duration;
 
 use mpt_testkit::capture::{Capture, Captured};
 use mpt_testkit::packet::{inet_csum_parts, l4_csum_verdict, pseudo_header};
+use mpt_testkit::topo::ila_plan::{A_ADDR, ILA_B, LOC_B, MODES, SIR_B, SIR_NET};
 use mpt_testkit::traffic::in_netns;
 use mpt_testkit::{require_root, Netns, Tool};
 use nix::sys::socket::{
@@ -39,18 +40,6 @@ use nix::sys::socket::{
 
 const ILA: Tool = Tool::new(env!("CARGO_BIN_EXE_ila"));
 
-const A_ADDR: &str = "2001:db8:a::1";
-const LOC_B: &str = "2001:db8:ff:1";
-const SIR_NET: &str = "2001:db8:1:2";
-const SIR_B: &str = "2001:db8:1:2:2000::b";
-const ILA_B: &str = "2001:db8:ff:1:2000::b";
-
-const MODES: [&str; 4] = [
-    "adj-transport",
-    "neutral-map",
-    "neutral-map-auto",
-    "no-action",
-];
 const IDENT_TYPES: [&str; 2] = ["luid", "use-format"];
 
 /// Whether this kernel has the ILA module (ila's kernel backend answers).

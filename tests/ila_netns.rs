@@ -28,38 +28,16 @@ use std::time::Duration;
 
 use mpt_testkit::capture::{Capture, Captured};
 use mpt_testkit::packet::l4_csum_verdict;
+use mpt_testkit::topo::ila_plan::{A_ADDR, B_ADDR, ILA_B, LOC_B, MODES, SIR_B, SIR_NET};
 use mpt_testkit::{require_root, veth, Netns, Tool};
 use serde_json::Value;
 
 const ILA: Tool = Tool::with_options(env!("CARGO_BIN_EXE_ila"), &["--backend", "bpf"]);
 
-const A_ADDR: &str = "2001:db8:a::1";
-const B_ADDR: &str = "2001:db8:a::2";
-/// B's locator.
-const LOC_B: &str = "2001:db8:ff:1";
-/// The SIR prefix's upper 64 bits.
-const SIR_NET: &str = "2001:db8:1:2";
-/// B's ILA address (LOC_B and the identifier, type luid).
-const ILA_B: &str = "2001:db8:ff:1:2000::b";
-/// B's SIR address.
-const SIR_B: &str = "2001:db8:1:2:2000::b";
-
-const MODES: [&str; 4] = [
-    "adj-transport",
-    "neutral-map",
-    "neutral-map-auto",
-    "no-action",
-];
-
 /// A and B as in the module doc, with the translator attached (B's ingress on `hook`).
 struct Pair {
     a: Netns,
     b: Netns,
-}
-
-fn ip(ns: &Netns, args: &str) {
-    let a: Vec<&str> = args.split_whitespace().collect();
-    ns.ip_ok(&a);
 }
 
 impl Pair {
@@ -68,12 +46,12 @@ impl Pair {
         let a = Netns::new(&format!("{tag}-a"));
         let b = Netns::new(&format!("{tag}-b"));
         veth(&a, "va", &b, "vb");
-        ip(&a, &format!("addr add {A_ADDR}/64 dev va nodad"));
-        ip(&b, &format!("addr add {B_ADDR}/64 dev vb nodad"));
-        ip(&b, &format!("addr add {ILA_B}/64 dev vb nodad"));
-        ip(&b, &format!("addr add {SIR_B}/128 dev lo"));
+        a.ip_ok(&format!("addr add {A_ADDR}/64 dev va nodad"));
+        b.ip_ok(&format!("addr add {B_ADDR}/64 dev vb nodad"));
+        b.ip_ok(&format!("addr add {ILA_B}/64 dev vb nodad"));
+        b.ip_ok(&format!("addr add {SIR_B}/128 dev lo"));
         // A reaches B's locator through B (an ILA router would be there)
-        ip(&a, &format!("route add {LOC_B}::/64 via {B_ADDR}"));
+        a.ip_ok(&format!("route add {LOC_B}::/64 via {B_ADDR}"));
         Pair { a, b }
     }
 
@@ -81,26 +59,17 @@ impl Pair {
     fn tables(&self, mode: &str) {
         ILA.ok(
             &self.a,
-            &["route", "replace", SIR_B, "loc", LOC_B, "csum-mode", mode],
+            &format!("route replace {SIR_B} loc {LOC_B} csum-mode {mode}"),
         );
         ILA.ok(
             &self.b,
-            &[
-                "xlat",
-                "replace",
-                "loc_match",
-                LOC_B,
-                "loc",
-                SIR_NET,
-                "csum-mode",
-                mode,
-            ],
+            &format!("xlat replace loc_match {LOC_B} loc {SIR_NET} csum-mode {mode}"),
         );
     }
 
     fn attach(&self, hook: &str) {
-        ILA.ok(&self.a, &["dataplane", "attach", "dev", "va"]);
-        ILA.ok(&self.b, &["dataplane", "attach", "dev", "vb", hook]);
+        ILA.ok(&self.a, "dataplane attach dev va");
+        ILA.ok(&self.b, &format!("dataplane attach dev vb {hook}"));
     }
 
     fn offload(&self, on: bool) {
@@ -172,8 +141,7 @@ fn udp_echo(p: &Pair, port: u16) -> Result<(), String> {
 }
 
 fn ping(p: &Pair) -> Result<(), String> {
-    let o =
-        p.a.exec("ping", &["-6", "-c", "3", "-i", "0.2", "-W", "2", SIR_B]);
+    let o = p.a.exec("ping", &format!("-6 -c 3 -i 0.2 -W 2 {SIR_B}"));
     if o.status.success() {
         Ok(())
     } else {
@@ -282,9 +250,9 @@ fn traffic_through_the_translator_in_every_mode() {
         }
     }
     // the counters saw it
-    let m = ILA.json(&p.b, &["-s", "xlat", "show"]);
+    let m = ILA.json(&p.b, "-s xlat show");
     assert!(m[0]["packets"].as_u64().unwrap_or(0) > 100, "{m}");
-    let r = ILA.json(&p.a, &["-s", "route", "show"]);
+    let r = ILA.json(&p.a, "-s route show");
     assert!(r[0]["packets"].as_u64().unwrap_or(0) > 100, "{r}");
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
@@ -297,26 +265,18 @@ fn fib_routes_follow_the_ila_addresses() {
     let p = Pair::new("ila-f");
     let rows = ILA.json(
         &p.a,
-        &[
-            "route",
-            "add",
-            SIR_B,
-            "loc",
-            LOC_B,
-            "csum-mode",
-            "neutral-map",
-        ],
+        &format!("route add {SIR_B} loc {LOC_B} csum-mode neutral-map"),
     );
     assert_eq!(rows["changed"], true);
     assert_eq!(rows["route"]["encap"]["encap_type"], "ila");
-    let fib = p.a.ip_json(&["-6", "route", "show", "exact", SIR_B]);
+    let fib = p.a.ip_json(&format!("-6 route show exact {SIR_B}"));
     assert_eq!(fib[0]["gateway"], B_ADDR, "{fib}");
     assert_eq!(fib[0]["dev"], "va");
     assert!(
         ["ila", "246"].contains(&fib[0]["protocol"].as_str().unwrap_or("")),
         "{fib}"
     );
-    let show = ILA.json(&p.a, &["route", "show"]);
+    let show = ILA.json(&p.a, "route show");
     assert_eq!(
         show,
         serde_json::json!([{
@@ -327,18 +287,18 @@ fn fib_routes_follow_the_ila_addresses() {
         }])
     );
     // the ILA network on-link: a /128 is sent to its ILA address
-    ip(&p.a, &format!("route replace {LOC_B}::/64 dev va"));
-    ILA.ok(&p.a, &["route", "replace", SIR_B, "loc", LOC_B]);
-    let fib = p.a.ip_json(&["-6", "route", "show", "exact", SIR_B]);
+    p.a.ip_ok(&format!("route replace {LOC_B}::/64 dev va"));
+    ILA.ok(&p.a, &format!("route replace {SIR_B} loc {LOC_B}"));
+    let fib = p.a.ip_json(&format!("-6 route show exact {SIR_B}"));
     assert_eq!(fib[0]["gateway"], ILA_B, "{fib}");
-    ILA.ok(&p.a, &["dataplane", "attach", "dev", "va"]);
-    ILA.ok(&p.b, &["xlat", "add", "loc_match", LOC_B, "loc", SIR_NET]);
-    ILA.ok(&p.b, &["dataplane", "attach", "dev", "vb"]);
+    ILA.ok(&p.a, "dataplane attach dev va");
+    ILA.ok(&p.b, &format!("xlat add loc_match {LOC_B} loc {SIR_NET}"));
+    ILA.ok(&p.b, "dataplane attach dev vb");
     tcp_echo(&p, 7100, 50_000).expect("TCP to an on-link ILA address");
     // a prefix whose ILA addresses are on-link: refused, nothing installed
     let o = ILA.at(
         &p.a,
-        &["route", "add", "2001:db8:1:2:2000::/67", "loc", LOC_B],
+        &format!("route add 2001:db8:1:2:2000::/67 loc {LOC_B}"),
     );
     assert_eq!(o.status.code(), Some(2), "{o:?}");
     assert!(
@@ -346,20 +306,20 @@ fn fib_routes_follow_the_ila_addresses() {
         "{o:?}"
     );
     assert_eq!(
-        p.a.ip_json(&["-6", "route", "show", "exact", "2001:db8:1:2:2000::/67"]),
+        p.a.ip_json("-6 route show exact 2001:db8:1:2:2000::/67"),
         serde_json::json!([])
     );
     assert_eq!(
-        ILA.json(&p.a, &["route", "show"]).as_array().map(Vec::len),
+        ILA.json(&p.a, "route show").as_array().map(Vec::len),
         Some(1)
     );
     // del removes both
-    ILA.ok(&p.a, &["route", "del", SIR_B]);
+    ILA.ok(&p.a, &format!("route del {SIR_B}"));
     assert_eq!(
-        p.a.ip_json(&["-6", "route", "show", "exact", SIR_B]),
+        p.a.ip_json(&format!("-6 route show exact {SIR_B}")),
         serde_json::json!([])
     );
-    assert_eq!(ILA.json(&p.a, &["route", "show"]), serde_json::json!([]));
+    assert_eq!(ILA.json(&p.a, "route show"), serde_json::json!([]));
 }
 
 fn stderr_line(o: &std::process::Output) -> String {
@@ -376,142 +336,84 @@ fn bad_input_changes_nothing() {
     let p = Pair::new("ila-e");
     ILA.ok(
         &p.b,
-        &[
-            "xlat",
-            "add",
-            "loc_match",
-            LOC_B,
-            "loc",
-            SIR_NET,
-            "csum-mode",
-            "adj-transport",
-        ],
+        &format!("xlat add loc_match {LOC_B} loc {SIR_NET} csum-mode adj-transport"),
     );
-    ILA.ok(&p.a, &["route", "add", SIR_B, "loc", LOC_B]);
-    let before = (
-        ILA.json(&p.b, &["xlat", "show"]),
-        ILA.json(&p.a, &["route", "show"]),
-    );
-    let fib_before = p.a.ip_json(&["-6", "route", "show"]);
-    let cases: &[(&Netns, &[&str], i32, &str)] = &[
+    ILA.ok(&p.a, &format!("route add {SIR_B} loc {LOC_B}"));
+    let before = (ILA.json(&p.b, "xlat show"), ILA.json(&p.a, "route show"));
+    let fib_before = p.a.ip_json("-6 route show");
+    let cases: &[(&Netns, &str, i32, &str)] = &[
         (
             &p.b,
-            &["xlat", "add", "loc_match", "2001:db8:ff", "loc", SIR_NET],
+            &format!("xlat add loc_match 2001:db8:ff loc {SIR_NET}"),
             1,
             "invalid locator",
         ),
         (
             &p.b,
-            &[
-                "xlat",
-                "add",
-                "loc_match",
-                "2001:db8:ff:1:9",
-                "loc",
-                SIR_NET,
-            ],
+            &format!("xlat add loc_match 2001:db8:ff:1:9 loc {SIR_NET}"),
             1,
             "invalid locator",
         ),
         (
             &p.b,
-            &[
-                "xlat",
-                "add",
-                "loc_match",
-                "2001:db8:ff:2",
-                "loc",
-                SIR_NET,
-                "csum-mode",
-                "fast",
-            ],
+            &format!("xlat add loc_match 2001:db8:ff:2 loc {SIR_NET} csum-mode fast"),
             1,
             "csum-mode \"fast\"",
         ),
         (
             &p.b,
-            &[
-                "xlat",
-                "add",
-                "loc_match",
-                "2001:db8:ff:2",
-                "loc",
-                SIR_NET,
-                "dev",
-                "nosuch0",
-            ],
+            &format!("xlat add loc_match 2001:db8:ff:2 loc {SIR_NET} dev nosuch0"),
             2,
             "cannot find device \"nosuch0\"",
         ),
         (
             &p.b,
-            &["xlat", "add", "loc_match", LOC_B, "loc", "2001:db8:9:9"],
+            &format!("xlat add loc_match {LOC_B} loc 2001:db8:9:9"),
+            2,
+            "[EEXIST]",
+        ),
+        (&p.b, "xlat del loc_match 2001:db8:ff:7", 2, "[ESRCH]"),
+        (
+            &p.b,
+            &format!("xlat del loc_match {LOC_B} loc 2001:db8:9:9"),
+            2,
+            "[ESRCH]",
+        ),
+        (
+            &p.b,
+            &format!("xlat get loc_match {LOC_B} dev vb"),
+            2,
+            "[ESRCH]",
+        ),
+        (&p.b, "xlat frob", 1, "unknown xlat command"),
+        (
+            &p.a,
+            &format!("route add {SIR_B} loc {LOC_B}"),
             2,
             "[EEXIST]",
         ),
         (
-            &p.b,
-            &["xlat", "del", "loc_match", "2001:db8:ff:7"],
-            2,
-            "[ESRCH]",
-        ),
-        (
-            &p.b,
-            &["xlat", "del", "loc_match", LOC_B, "loc", "2001:db8:9:9"],
-            2,
-            "[ESRCH]",
-        ),
-        (
-            &p.b,
-            &["xlat", "get", "loc_match", LOC_B, "dev", "vb"],
-            2,
-            "[ESRCH]",
-        ),
-        (&p.b, &["xlat", "frob"], 1, "unknown xlat command"),
-        (&p.a, &["route", "add", SIR_B, "loc", LOC_B], 2, "[EEXIST]"),
-        (
             &p.a,
-            &["route", "add", "2001:db8:1:2::/64", "loc", LOC_B],
+            &format!("route add 2001:db8:1:2::/64 loc {LOC_B}"),
             1,
             "at least /67",
         ),
         (
             &p.a,
-            &[
-                "route",
-                "add",
-                "2001:db8:1:2:2000::c",
-                "loc",
-                LOC_B,
-                "dev",
-                "nosuch0",
-            ],
+            &format!("route add 2001:db8:1:2:2000::c loc {LOC_B} dev nosuch0"),
             2,
             "cannot find device",
         ),
         (
             &p.a,
-            &[
-                "route",
-                "add",
-                "2001:db8:1:2:2000::c",
-                "loc",
-                LOC_B,
-                "via",
-                "2001:db8:77::1",
-            ],
+            &format!("route add 2001:db8:1:2:2000::c loc {LOC_B} via 2001:db8:77::1"),
             2,
             "[EHOSTUNREACH]",
         ),
+        (&p.a, "route del 2001:db8:1:2:2000::c", 2, "[ESRCH]"),
         (
             &p.a,
-            &["route", "del", "2001:db8:1:2:2000::c"],
-            2,
-            "[ESRCH]",
-        ),
-        (
-            &p.a,
-            &["route", "add", "2001:db8:1:2:2000::c", "loc", "x"],
+            "route add 2001:db8:1:2:2000::c loc x",
             1,
             "invalid locator",
         ),
@@ -530,16 +432,9 @@ fn bad_input_changes_nothing() {
             String::from_utf8_lossy(&o.stdout)
         );
     }
-    let after = (
-        ILA.json(&p.b, &["xlat", "show"]),
-        ILA.json(&p.a, &["route", "show"]),
-    );
+    let after = (ILA.json(&p.b, "xlat show"), ILA.json(&p.a, "route show"));
     assert_eq!(before, after, "the tables changed");
-    assert_eq!(
-        fib_before,
-        p.a.ip_json(&["-6", "route", "show"]),
-        "the FIB changed"
-    );
+    assert_eq!(fib_before, p.a.ip_json("-6 route show"), "the FIB changed");
 }
 
 /// Idempotent verbs: replace twice reports `changed` then not; a failed batch line stops the
@@ -586,19 +481,16 @@ fn replace_and_batches() {
             .map(|r| r["locator_match"].as_str().unwrap_or("").to_string())
             .collect()
     };
-    assert_eq!(
-        locs(ILA.json(&p.b, &["xlat", "show"])),
-        ["2001:db8:ee:1", LOC_B]
-    );
-    ILA.ok(&p.b, &["xlat", "del", "loc_match", "2001:db8:ee:1"]);
+    assert_eq!(locs(ILA.json(&p.b, "xlat show")), ["2001:db8:ee:1", LOC_B]);
+    ILA.ok(&p.b, "xlat del loc_match 2001:db8:ee:1");
     assert!(run(true).is_err(), "the batch still fails with --force");
     assert_eq!(
-        locs(ILA.json(&p.b, &["xlat", "show"])),
+        locs(ILA.json(&p.b, "xlat show")),
         ["2001:db8:ee:1", "2001:db8:ee:2", LOC_B]
     );
-    let n = ILA.json(&p.b, &["xlat", "flush"]);
+    let n = ILA.json(&p.b, "xlat flush");
     assert_eq!(n["deleted"], 3);
-    assert_eq!(ILA.json(&p.b, &["xlat", "show"]), serde_json::json!([]));
+    assert_eq!(ILA.json(&p.b, "xlat show"), serde_json::json!([]));
 }
 
 /// `-n NS` and `ip netns exec NS` give the same answers (the tables are found through the
@@ -608,20 +500,9 @@ fn netns_option_and_ip_netns_exec_agree() {
     let p = Pair::new("ila-n");
     ILA.ok(
         &p.b,
-        &[
-            "xlat",
-            "add",
-            "loc_match",
-            LOC_B,
-            "loc",
-            SIR_NET,
-            "dev",
-            "vb",
-            "csum-mode",
-            "neutral-map",
-        ],
+        &format!("xlat add loc_match {LOC_B} loc {SIR_NET} dev vb csum-mode neutral-map"),
     );
-    ILA.ok(&p.b, &["dataplane", "attach", "dev", "vb"]);
+    ILA.ok(&p.b, "dataplane attach dev vb");
     let exec = |args: &[&str]| -> Value {
         let mut a = vec![ILA.bin, "--backend", "bpf", "-j"];
         a.extend_from_slice(args);
@@ -636,29 +517,20 @@ fn netns_option_and_ip_netns_exec_agree() {
     }
     // (the reason counters move with every neighbour solicitation)
     assert_eq!(
-        ILA.json(&p.b, &["dataplane", "show"])["attachments"],
+        ILA.json(&p.b, "dataplane show")["attachments"],
         exec(&["dataplane", "show"])["attachments"]
     );
     // a write under ip netns exec is seen by -n
     let o = p.b.exec(
         ILA.bin,
-        &[
-            "--backend",
-            "bpf",
-            "xlat",
-            "add",
-            "loc_match",
-            "2001:db8:ee:1",
-            "loc",
-            SIR_NET,
-        ],
+        &format!("--backend bpf xlat add loc_match 2001:db8:ee:1 loc {SIR_NET}"),
     );
     assert!(o.status.success(), "{o:?}");
     assert_eq!(
-        ILA.json(&p.b, &["xlat", "show"]).as_array().map(Vec::len),
+        ILA.json(&p.b, "xlat show").as_array().map(Vec::len),
         Some(2)
     );
-    let v = ILA.json(&p.b, &["xlat", "get", "loc_match", LOC_B, "dev", "vb"]);
+    let v = ILA.json(&p.b, &format!("xlat get loc_match {LOC_B} dev vb"));
     assert_eq!(v[0]["interface"], "vb");
 }
 
@@ -713,37 +585,18 @@ fn translating_routers_forward_right_checksums() {
         ("tc", "xdp"),
         ("tc", "xdp-generic"),
     ] {
-        ILA.ok(&r, &["dataplane", "attach", "dev", "ra", r_hook]);
-        ILA.ok(&m, &["dataplane", "attach", "dev", "mr", m_hook]);
+        ILA.ok(&r, &format!("dataplane attach dev ra {r_hook}"));
+        ILA.ok(&m, &format!("dataplane attach dev mr {m_hook}"));
         for offload in [false, true] {
             pair.offload(offload);
             for mode in ["adj-transport", "neutral-map", "neutral-map-auto"] {
                 ILA.ok(
                     &r,
-                    &[
-                        "route",
-                        "replace",
-                        SIR_B,
-                        "loc",
-                        LOC_B,
-                        "csum-mode",
-                        mode,
-                        "hook-type",
-                        "input",
-                    ],
+                    &format!("route replace {SIR_B} loc {LOC_B} csum-mode {mode} hook-type input"),
                 );
                 ILA.ok(
                     &m,
-                    &[
-                        "xlat",
-                        "replace",
-                        "loc_match",
-                        LOC_B,
-                        "loc",
-                        SIR_NET,
-                        "csum-mode",
-                        mode,
-                    ],
+                    &format!("xlat replace loc_match {LOC_B} loc {SIR_NET} csum-mode {mode}"),
                 );
                 let case = format!(
                     "{mode}, R ingress {r_hook}, M ingress {m_hook}, A tx offload {}",
@@ -788,7 +641,7 @@ fn translating_routers_forward_right_checksums() {
 fn dataplane_sides_and_hooks() {
     let p = Pair::new("ila-s");
     let show = || -> Vec<(String, Value, bool)> {
-        ILA.json(&p.b, &["dataplane", "show"])["attachments"]
+        ILA.json(&p.b, "dataplane show")["attachments"]
             .as_array()
             .expect("attachments")
             .iter()
@@ -801,32 +654,29 @@ fn dataplane_sides_and_hooks() {
             })
             .collect()
     };
-    ILA.ok(&p.b, &["dataplane", "attach", "dev", "vb", "egress"]);
+    ILA.ok(&p.b, "dataplane attach dev vb egress");
     assert_eq!(show(), [("vb".to_string(), Value::Null, true)]);
-    ILA.ok(
-        &p.b,
-        &["dataplane", "attach", "dev", "vb", "xdp", "ingress"],
-    );
+    ILA.ok(&p.b, "dataplane attach dev vb xdp ingress");
     assert_eq!(show(), [("vb".to_string(), Value::from("xdp"), true)]);
-    let link = p.b.ip_json(&["link", "show", "dev", "vb"]);
+    let link = p.b.ip_json("link show dev vb");
     assert!(link[0]["xdp"]["prog"]["id"].as_u64().is_some(), "{link}");
-    ILA.ok(&p.b, &["dataplane", "attach", "dev", "vb", "xdp-generic"]);
+    ILA.ok(&p.b, "dataplane attach dev vb xdp-generic");
     assert_eq!(
         show(),
         [("vb".to_string(), Value::from("xdp-generic"), true)]
     );
-    ILA.ok(&p.b, &["dataplane", "detach", "dev", "vb", "egress"]);
+    ILA.ok(&p.b, "dataplane detach dev vb egress");
     assert_eq!(
         show(),
         [("vb".to_string(), Value::from("xdp-generic"), false)]
     );
-    ILA.ok(&p.b, &["dataplane", "attach", "dev", "vb", "tc", "ingress"]);
+    ILA.ok(&p.b, "dataplane attach dev vb tc ingress");
     assert_eq!(show(), [("vb".to_string(), Value::from("tc"), false)]);
-    let link = p.b.ip_json(&["link", "show", "dev", "vb"]);
+    let link = p.b.ip_json("link show dev vb");
     assert!(link[0].get("xdp").is_none(), "XDP left behind: {link}");
-    ILA.ok(&p.b, &["dataplane", "detach", "dev", "vb"]);
+    ILA.ok(&p.b, "dataplane detach dev vb");
     assert_eq!(show(), []);
-    let o = ILA.at(&p.b, &["dataplane", "attach", "dev", "vb", "xdp", "egress"]);
+    let o = ILA.at(&p.b, "dataplane attach dev vb xdp egress");
     assert_eq!(o.status.code(), Some(1), "{o:?}");
 }
 
@@ -837,29 +687,19 @@ fn counters_belong_to_their_entry() {
     let p = Pair::new("ila-c");
     let add = ["xlat", "add", "loc_match", LOC_B, "loc", SIR_NET];
     ILA.ok(&p.b, &add);
-    ILA.ok(&p.b, &["dataplane", "attach", "dev", "vb", "ingress"]);
-    let packets = || ILA.json(&p.b, &["-s", "xlat", "show"])[0]["packets"].as_u64();
+    ILA.ok(&p.b, "dataplane attach dev vb ingress");
+    let packets = || ILA.json(&p.b, "-s xlat show")[0]["packets"].as_u64();
     assert_eq!(packets(), Some(0));
     // A sends to B's ILA address: B maps it (the echo replies come from the SIR address, which
     // ping does not take for its own; the count is the point)
-    let _ =
-        p.a.exec("ping", &["-6", "-c", "3", "-i", "0.2", "-W", "1", ILA_B]);
+    let _ = p.a.exec("ping", &format!("-6 -c 3 -i 0.2 -W 1 {ILA_B}"));
     assert_eq!(packets(), Some(3));
     ILA.ok(
         &p.b,
-        &[
-            "xlat",
-            "replace",
-            "loc_match",
-            LOC_B,
-            "loc",
-            SIR_NET,
-            "csum-mode",
-            "neutral-map-auto",
-        ],
+        &format!("xlat replace loc_match {LOC_B} loc {SIR_NET} csum-mode neutral-map-auto"),
     );
     assert_eq!(packets(), Some(3), "a replace keeps the counters");
-    ILA.ok(&p.b, &["xlat", "del", "loc_match", LOC_B]);
+    ILA.ok(&p.b, &format!("xlat del loc_match {LOC_B}"));
     ILA.ok(&p.b, &add);
     assert_eq!(packets(), Some(0), "a new mapping counts from zero");
 }
@@ -871,8 +711,8 @@ fn check_predicts_and_changes_nothing() {
     let ns = Netns::new("ila-chk");
     let peer = Netns::new("ila-chkp");
     veth(&ns, "v0", &peer, "eth0");
-    ip(&ns, "link set lo up");
-    ip(&ns, "-6 addr add 2001:db8:a::1/64 dev v0 nodad");
+    ns.ip_ok("link set lo up");
+    ns.ip_ok("-6 addr add 2001:db8:a::1/64 dev v0 nodad");
     let pinned = || {
         let c = ns.cookie().expect("cookie");
         std::path::Path::new(&format!(
@@ -908,10 +748,7 @@ fn check_predicts_and_changes_nothing() {
     assert_eq!(v["changed"], true);
     assert_eq!(v["diff"]["after"]["gateway"], "2001:db8:a::2");
     assert!(!pinned(), "--check created ila's tables");
-    assert_eq!(
-        ns.ip_json(&["-6", "route", "show", "proto", "246"]),
-        serde_json::json!([])
-    );
+    assert_eq!(ns.ip_json("-6 route show proto 246"), serde_json::json!([]));
     // the kernel's refusal of an unreachable gateway, predicted in its words
     let mut bad = route;
     bad[8] = "2001:db8:5::2";
@@ -920,9 +757,9 @@ fn check_predicts_and_changes_nothing() {
     ILA.ok(&ns, &xlat);
     ILA.ok(&ns, &route);
     let before = (
-        ILA.json(&ns, &["xlat", "show"]),
-        ILA.json(&ns, &["route", "show"]),
-        ns.ip_json(&["-6", "route", "show", "proto", "246"]),
+        ILA.json(&ns, "xlat show"),
+        ILA.json(&ns, "route show"),
+        ns.ip_json("-6 route show proto 246"),
     );
     ILA.refused_alike(&ns, &xlat);
     ILA.refused_alike(&ns, &route);
@@ -949,12 +786,12 @@ fn check_predicts_and_changes_nothing() {
         ILA.json(&ns, &[&["--check"][..], &r2[..]].concat())["changed"],
         false
     );
-    let v = ILA.json(&ns, &["--check", "route", "del", SIR_B]);
+    let v = ILA.json(&ns, &format!("--check route del {SIR_B}"));
     assert_eq!(
         (v["changed"].clone(), v["diff"]["after"].clone()),
         (true.into(), Value::Null)
     );
-    let v = ILA.json(&ns, &["--check", "xlat", "flush"]);
+    let v = ILA.json(&ns, "--check xlat flush");
     assert_eq!(v["deleted"], 1);
     // a batch sees its earlier lines: the second del of one mapping fails, exit 2
     let lines = [
@@ -974,17 +811,17 @@ fn check_predicts_and_changes_nothing() {
     );
     let _ = std::fs::remove_dir_all(&dir);
     // attach: predicted, not made
-    let v = ILA.json(&ns, &["--check", "dataplane", "attach", "dev", "v0"]);
+    let v = ILA.json(&ns, "--check dataplane attach dev v0");
     assert_eq!(v["changed"], true);
     assert_eq!(v["diff"]["after"]["v0"]["egress"], true);
     assert_eq!(
-        ILA.json(&ns, &["dataplane", "show"])["attachments"],
+        ILA.json(&ns, "dataplane show")["attachments"],
         serde_json::json!([])
     );
     let after = (
-        ILA.json(&ns, &["xlat", "show"]),
-        ILA.json(&ns, &["route", "show"]),
-        ns.ip_json(&["-6", "route", "show", "proto", "246"]),
+        ILA.json(&ns, "xlat show"),
+        ILA.json(&ns, "route show"),
+        ns.ip_json("-6 route show proto 246"),
     );
     assert_eq!(after, before, "the dry runs changed something");
 }
@@ -1003,7 +840,7 @@ fn traced_child(strace: u32) -> Option<u32> {
 fn del_compares_the_locator_under_the_lock() {
     require_root();
     let ns = Netns::new("ila-race");
-    ILA.ok(&ns, &["xlat", "add", "loc_match", LOC_B, "loc", SIR_NET]);
+    ILA.ok(&ns, &format!("xlat add loc_match {LOC_B} loc {SIR_NET}"));
     let del = std::process::Command::new("strace")
         .args(["-f", "-qq", "-o", "/dev/null", "-e", "trace=flock"])
         .args(["-e", "inject=flock:delay_enter=1500000", ILA.bin])
@@ -1031,7 +868,7 @@ fn del_compares_the_locator_under_the_lock() {
     }
     ILA.ok(
         &ns,
-        &["xlat", "replace", "loc_match", LOC_B, "loc", "2001:db8:1:3"],
+        &format!("xlat replace loc_match {LOC_B} loc 2001:db8:1:3"),
     );
     let o = del.wait_with_output().expect("wait");
     let err = String::from_utf8_lossy(&o.stderr);
@@ -1040,7 +877,7 @@ fn del_compares_the_locator_under_the_lock() {
         err.contains("the mapping has locator 2001:db8:1:3"),
         "{err}"
     );
-    let rows = ILA.json(&ns, &["xlat", "show"]);
+    let rows = ILA.json(&ns, "xlat show");
     assert_eq!(
         rows[0]["locator"], "2001:db8:1:3",
         "the replaced mapping stays: {rows}"
@@ -1054,7 +891,7 @@ fn del_compares_the_locator_under_the_lock() {
 fn a_held_lock_is_named_and_waited_for_a_bounded_time() {
     require_root();
     let ns = Netns::new("ila-wait");
-    ILA.ok(&ns, &["xlat", "add", "loc_match", LOC_B, "loc", SIR_NET]);
+    ILA.ok(&ns, &format!("xlat add loc_match {LOC_B} loc {SIR_NET}"));
     let cookie = ns.cookie().expect("cookie");
     let path = format!("/run/ila/{}.lock", mpt_testkit::netns::id_name(cookie));
     let f = std::fs::OpenOptions::new()
@@ -1065,7 +902,7 @@ fn a_held_lock_is_named_and_waited_for_a_bounded_time() {
         .map_err(|(_, e)| e)
         .expect("flock");
     let t = std::time::Instant::now();
-    let o = ILA.at(&ns, &["--wait", "2", "xlat", "del", "loc_match", LOC_B]);
+    let o = ILA.at(&ns, &format!("--wait 2 xlat del loc_match {LOC_B}"));
     let waited = t.elapsed();
     drop(held);
     let err = String::from_utf8_lossy(&o.stderr);
@@ -1079,8 +916,8 @@ fn a_held_lock_is_named_and_waited_for_a_bounded_time() {
         "{err}"
     );
     assert!(err.lines().nth(1).is_some_and(|l| l.contains(&me)), "{err}");
-    assert_eq!(ILA.json(&ns, &["xlat", "show"])[0]["locator_match"], LOC_B);
-    ILA.ok(&ns, &["xlat", "del", "loc_match", LOC_B]);
+    assert_eq!(ILA.json(&ns, "xlat show")[0]["locator_match"], LOC_B);
+    ILA.ok(&ns, &format!("xlat del loc_match {LOC_B}"));
 }
 
 /// Names the kernel or another user chose are printed with their control characters escaped
@@ -1107,7 +944,7 @@ fn device_names_cannot_drive_the_terminal() {
         ],
     );
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    for args in [&["xlat", "show"][..], &["dataplane", "show"][..]] {
+    for args in ["xlat show", "dataplane show"] {
         let o = ILA.at(&b, args);
         let out = String::from_utf8_lossy(&o.stdout);
         assert!(
@@ -1115,10 +952,10 @@ fn device_names_cannot_drive_the_terminal() {
             "{args:?}: {out:?}"
         );
     }
-    let out = ILA.ok(&b, &["xlat", "show"]);
+    let out = ILA.ok(&b, "xlat show");
     assert!(out.contains("\\x1b]0;PWN\\x07\\x1b[2J"), "{out}");
     // JSON carries the name as it is (escaped by JSON's own rules)
-    assert_eq!(ILA.json(&b, &["xlat", "show"])[0]["interface"], evil);
+    assert_eq!(ILA.json(&b, "xlat show")[0]["interface"], evil);
 }
 
 /// What a batch reads is bounded, what an error writes is whole (issue 27 items 6 and 12):
@@ -1129,7 +966,7 @@ fn device_names_cannot_drive_the_terminal() {
 #[test]
 fn batches_are_bounded_and_error_lines_whole() {
     require_root();
-    let o = ILA.run(&["-b", "/dev/zero"]);
+    let o = ILA.run("-b /dev/zero");
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(1), "{err}");
     assert!(err.contains("is a character device"), "{err}");
@@ -1195,7 +1032,7 @@ impl Drop for Kept {
 fn a_namespace_kept_by_a_bind_mount_keeps_its_pins() {
     require_root();
     let x = Netns::new("ila-kept");
-    ILA.ok(&x, &["xlat", "add", "loc_match", LOC_B, "loc", SIR_NET]);
+    ILA.ok(&x, &format!("xlat add loc_match {LOC_B} loc {SIR_NET}"));
     let cookie = x.cookie().expect("cookie");
     let id = mpt_testkit::netns::id_name(cookie);
     let pins = std::path::PathBuf::from(format!("/sys/fs/bpf/ila/{id}"));
@@ -1222,7 +1059,7 @@ fn a_namespace_kept_by_a_bind_mount_keeps_its_pins() {
     assert!(!std::path::Path::new(&format!("/run/netns/{name}")).exists());
     // another namespace's first state sweeps what dead namespaces left
     let y = Netns::new("ila-sweeper");
-    ILA.ok(&y, &["xlat", "add", "loc_match", LOC_B, "loc", SIR_NET]);
+    ILA.ok(&y, &format!("xlat add loc_match {LOC_B} loc {SIR_NET}"));
     assert!(pins.exists(), "the kept namespace's pins were swept");
     assert!(lock.exists(), "the kept namespace's lock was swept");
     let o = std::process::Command::new("nsenter")
@@ -1242,23 +1079,14 @@ fn a_mapping_on_a_deleted_device_can_be_deleted() {
     let p = Pair::new("ila-gone");
     ILA.ok(
         &p.b,
-        &[
-            "xlat",
-            "add",
-            "loc_match",
-            LOC_B,
-            "loc",
-            SIR_NET,
-            "dev",
-            "vb",
-        ],
+        &format!("xlat add loc_match {LOC_B} loc {SIR_NET} dev vb"),
     );
     ILA.ok(
         &p.b,
-        &["xlat", "add", "loc_match", "2001:db8:ee:1", "loc", SIR_NET],
+        &format!("xlat add loc_match 2001:db8:ee:1 loc {SIR_NET}"),
     );
-    p.b.ip_ok(&["link", "del", "vb"]);
-    let rows = ILA.json(&p.b, &["xlat", "show"]);
+    p.b.ip_ok("link del vb");
+    let rows = ILA.json(&p.b, "xlat show");
     let gone = rows
         .as_array()
         .expect("rows")
@@ -1267,19 +1095,19 @@ fn a_mapping_on_a_deleted_device_can_be_deleted() {
         .map(|r| r["interface"].as_str().unwrap_or("").to_string())
         .expect("the mapping on the gone device");
     assert!(gone.starts_with("if"), "{rows}");
-    let o = ILA.at(&p.b, &["xlat", "del", "loc_match", LOC_B]);
+    let o = ILA.at(&p.b, &format!("xlat del loc_match {LOC_B}"));
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(2), "{err}");
     assert!(
         err.contains(&format!("has mappings on dev {gone}")),
         "{err}"
     );
-    ILA.ok(&p.b, &["xlat", "del", "loc_match", LOC_B, "dev", &gone]);
-    let rows = ILA.json(&p.b, &["xlat", "show"]);
+    ILA.ok(&p.b, &format!("xlat del loc_match {LOC_B} dev {gone}"));
+    let rows = ILA.json(&p.b, "xlat show");
     assert_eq!(rows.as_array().map(Vec::len), Some(1), "{rows}");
     assert_eq!(rows[0]["locator_match"], "2001:db8:ee:1");
     // a name that is neither a device nor a gone one's ifN stays an error
-    let o = ILA.at(&p.b, &["xlat", "del", "loc_match", LOC_B, "dev", "nosuch"]);
+    let o = ILA.at(&p.b, &format!("xlat del loc_match {LOC_B} dev nosuch"));
     assert_eq!(o.status.code(), Some(2));
 }
 
@@ -1289,7 +1117,7 @@ fn a_mapping_on_a_deleted_device_can_be_deleted() {
 #[test]
 fn json_for_scripts_whole_or_failed() {
     let ns = Netns::new("ila-json");
-    ILA.ok(&ns, &["xlat", "add", "loc_match", LOC_B, "loc", SIR_NET]);
+    ILA.ok(&ns, &format!("xlat add loc_match {LOC_B} loc {SIR_NET}"));
     let full = std::fs::OpenOptions::new()
         .write(true)
         .open("/dev/full")
@@ -1306,7 +1134,7 @@ fn json_for_scripts_whole_or_failed() {
         "{err}"
     );
 
-    let o = ILA.at(&ns, &["-j", "xlat", "del", "loc_match", "2001:db8:ee:9"]);
+    let o = ILA.at(&ns, "-j xlat del loc_match 2001:db8:ee:9");
     assert_eq!(o.status.code(), Some(2));
     let v: Value = serde_json::from_slice(&o.stdout).expect("one JSON object");
     assert_eq!(v["errno"], "ESRCH", "{v}");
@@ -1375,18 +1203,15 @@ fn a_batch_says_its_note_once() {
 #[test]
 fn replace_over_a_foreign_route_names_it() {
     let p = Pair::new("ila-fr");
-    ip(&p.a, &format!("-6 route add {SIR_B}/128 via {B_ADDR}"));
-    let before = p.a.ip_json(&["-6", "route", "show", "exact", SIR_B]);
-    let o = ILA.at(&p.a, &["route", "replace", SIR_B, "loc", LOC_B]);
+    p.a.ip_ok(&format!("-6 route add {SIR_B}/128 via {B_ADDR}"));
+    let before = p.a.ip_json(&format!("-6 route show exact {SIR_B}"));
+    let o = ILA.at(&p.a, &format!("route replace {SIR_B} loc {LOC_B}"));
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(2), "{err}");
     assert!(err.contains("that is not ila's [EEXIST]"), "{err}");
     assert!(!err.contains("use replace"), "{err}");
-    assert_eq!(
-        p.a.ip_json(&["-6", "route", "show", "exact", SIR_B]),
-        before
-    );
-    assert_eq!(ILA.json(&p.a, &["route", "show"]), serde_json::json!([]));
+    assert_eq!(p.a.ip_json(&format!("-6 route show exact {SIR_B}")), before);
+    assert_eq!(ILA.json(&p.a, "route show"), serde_json::json!([]));
 }
 
 /// A batch whose reader is slow does not hold the lock while it waits to write (issue 27 item
@@ -1396,7 +1221,7 @@ fn replace_over_a_foreign_route_names_it() {
 fn a_slow_reader_does_not_hold_the_lock() {
     use std::io::Read;
     let ns = Netns::new("ila-slow");
-    ILA.ok(&ns, &["xlat", "add", "loc_match", LOC_B, "loc", SIR_NET]);
+    ILA.ok(&ns, &format!("xlat add loc_match {LOC_B} loc {SIR_NET}"));
     // its first line takes the lock (a change), the rest fill the pipe
     let text = format!(
         "xlat replace loc_match {LOC_B} loc {SIR_NET}\n{}",
@@ -1430,16 +1255,7 @@ fn a_slow_reader_does_not_hold_the_lock() {
     }
     let o = ILA.at(
         &ns,
-        &[
-            "--wait",
-            "3",
-            "xlat",
-            "add",
-            "loc_match",
-            "2001:db8:ee:1",
-            "loc",
-            SIR_NET,
-        ],
+        &format!("--wait 3 xlat add loc_match 2001:db8:ee:1 loc {SIR_NET}"),
     );
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let mut out = String::new();
@@ -1482,8 +1298,5 @@ fn a_pin_root_someone_else_made_is_done_without() {
     // once per invocation, each of the two says it
     assert_eq!(notes.len(), 2, "{err}");
     assert!(notes[0].contains("belongs to uid 65534"), "{err}");
-    assert_eq!(
-        ILA.json(&ns, &["xlat", "show"]).as_array().map(Vec::len),
-        Some(2)
-    );
+    assert_eq!(ILA.json(&ns, "xlat show").as_array().map(Vec::len), Some(2));
 }

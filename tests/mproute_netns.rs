@@ -1,7 +1,7 @@
 //! Root integration tests of the mproute control plane, each in its own throwaway namespaces,
 //! with `ip -j` as the independent oracle.
 
-use mpt_testkit::{require_root, BatchFile, Netns, Tool, TwoPaths};
+use mpt_testkit::{require_root, BatchFile, Netns, Tool, TwoPaths, Words};
 use serde_json::Value;
 
 const MPROUTE: &str = env!("CARGO_BIN_EXE_mproute");
@@ -11,7 +11,7 @@ const MP: Tool = Tool::new(MPROUTE);
 /// What `sync` did to this namespace's routes. Removing the pinned state of dead namespaces is
 /// left out: the host's bpffs is shared with every other test running at the same time.
 fn sync_changes(ns: &Netns) -> Vec<Value> {
-    MP.json(ns, &["sync"])["actions"]
+    MP.json(ns, "sync")["actions"]
         .as_array()
         .expect("actions")
         .iter()
@@ -22,7 +22,7 @@ fn sync_changes(ns: &Netns) -> Vec<Value> {
 
 /// Our JSON row for one prefix.
 fn row(ns: &Netns, dst: &str, table: &str) -> Option<Value> {
-    let v = MP.json(ns, &["show", dst, "table", table]);
+    let v = MP.json(ns, &format!("show {dst} table {table}"));
     v.as_array().and_then(|a| a.first().cloned())
 }
 
@@ -44,7 +44,7 @@ fn paths(v: &Value) -> Vec<(String, String, u64)> {
 }
 
 fn ip_route(ns: &Netns, fam: &str, dst: &str, table: &str) -> Option<Value> {
-    let v = ns.ip_json(&[fam, "route", "show", "table", table, "exact", dst]);
+    let v = ns.ip_json(&format!("{fam} route show table {table} exact {dst}"));
     v.as_array().and_then(|a| a.first().cloned())
 }
 
@@ -67,10 +67,10 @@ fn settled(v: Value) -> Value {
 /// Everything that must not change when a command is refused.
 fn snapshot(ns: &Netns) -> (Value, Value, Value, Value) {
     (
-        ns.ip_json(&["-4", "route", "show", "table", "all"]),
-        settled(ns.ip_json(&["-6", "route", "show", "table", "all"])),
-        ns.ip_json(&["nexthop", "show"]),
-        settled(MP.json(ns, &["show", "table", "all"])),
+        ns.ip_json("-4 route show table all"),
+        settled(ns.ip_json("-6 route show table all")),
+        ns.ip_json("nexthop show"),
+        settled(MP.json(ns, "show table all")),
     )
 }
 
@@ -80,28 +80,7 @@ fn v4_route_agrees_with_ip_route_in_both_directions() {
     let t = TwoPaths::new("v4");
     let out = MP.json(
         &t.r,
-        &[
-            "add",
-            "198.51.100.0/24",
-            "table",
-            "100",
-            "metric",
-            "7",
-            "algo",
-            "l4-hash",
-            "nexthop",
-            "via",
-            "10.1.0.2",
-            "dev",
-            "va",
-            "weight",
-            "3",
-            "nexthop",
-            "via",
-            "10.2.0.2",
-            "dev",
-            "vb",
-        ],
+        "add 198.51.100.0/24 table 100 metric 7 algo l4-hash nexthop via 10.1.0.2 dev va weight 3 nexthop via 10.2.0.2 dev vb",
     );
     assert_eq!(out["changed"], true);
     let ip = ip_route(&t.r, "-4", "198.51.100.0/24", "100").expect("ip sees the route");
@@ -126,25 +105,7 @@ fn v4_route_agrees_with_ip_route_in_both_directions() {
     assert_eq!(paths(&ours), paths(&ip));
 
     // A route added with ip route: mproute shows it as ip does, unmanaged.
-    t.r.ip_ok(&[
-        "route",
-        "add",
-        "203.0.113.0/24",
-        "nexthop",
-        "via",
-        "10.1.0.2",
-        "dev",
-        "va",
-        "weight",
-        "5",
-        "nexthop",
-        "via",
-        "10.2.0.2",
-        "dev",
-        "vb",
-        "weight",
-        "2",
-    ]);
+    t.r.ip_ok("route add 203.0.113.0/24 nexthop via 10.1.0.2 dev va weight 5 nexthop via 10.2.0.2 dev vb weight 2");
     let ours = row(&t.r, "203.0.113.0/24", "main").expect("mproute shows ip's route");
     let ip = ip_route(&t.r, "-4", "203.0.113.0/24", "main").expect("ip route");
     assert_eq!(paths(&ours), paths(&ip));
@@ -159,24 +120,7 @@ fn v6_route_and_ip_netns_exec_see_the_same_state() {
     // Added under ip netns exec (private mount namespace, no host bpffs) ...
     let o = t.r.exec(
         MPROUTE,
-        &[
-            "add",
-            "2001:db8:100::/48",
-            "algo",
-            "drr",
-            "nexthop",
-            "via",
-            "2001:db8:1::2",
-            "dev",
-            "va",
-            "nexthop",
-            "via",
-            "2001:db8:2::2",
-            "dev",
-            "vb",
-            "weight",
-            "4",
-        ],
+        "add 2001:db8:100::/48 algo drr nexthop via 2001:db8:1::2 dev va nexthop via 2001:db8:2::2 dev vb weight 4",
     );
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     // ... seen with -n, and the other way round.
@@ -188,26 +132,9 @@ fn v6_route_and_ip_netns_exec_see_the_same_state() {
     assert_eq!(paths(&ip)[1], ("2001:db8:2::2".into(), "vb".into(), 4));
     MP.ok(
         &t.r,
-        &[
-            "replace",
-            "2001:db8:100::/48",
-            "algo",
-            "random",
-            "nexthop",
-            "via",
-            "2001:db8:1::2",
-            "dev",
-            "va",
-            "nexthop",
-            "via",
-            "2001:db8:2::2",
-            "dev",
-            "vb",
-            "weight",
-            "4",
-        ],
+        "replace 2001:db8:100::/48 algo random nexthop via 2001:db8:1::2 dev va nexthop via 2001:db8:2::2 dev vb weight 4",
     );
-    let o = t.r.exec(MPROUTE, &["-j", "show", "2001:db8:100::/48"]);
+    let o = t.r.exec(MPROUTE, "-j show 2001:db8:100::/48");
     let v: Value = serde_json::from_slice(&o.stdout).expect("json");
     assert_eq!(v[0]["algo"], "random");
 }
@@ -253,133 +180,47 @@ fn bad_input_fails_cleanly_and_changes_nothing() {
     let t = TwoPaths::new("bad");
     MP.ok(
         &t.r,
-        &[
-            "add",
-            "198.51.100.0/24",
-            "algo",
-            "drr",
-            "nexthop",
-            "via",
-            "10.1.0.2",
-            "dev",
-            "va",
-        ],
+        "add 198.51.100.0/24 algo drr nexthop via 10.1.0.2 dev va",
     );
-    let cases: &[(&[&str], i32, &str)] = &[
+    let cases: &[(&str, i32, &str)] = &[
+        ("add 10.0.0.0/33 nexthop via 10.1.0.2", 1, "invalid prefix"),
+        ("add 10.0.0.1/8 nexthop via 10.1.0.2", 1, "host bits"),
         (
-            &["add", "10.0.0.0/33", "nexthop", "via", "10.1.0.2"],
-            1,
-            "invalid prefix",
-        ),
-        (
-            &["add", "10.0.0.1/8", "nexthop", "via", "10.1.0.2"],
-            1,
-            "host bits",
-        ),
-        (
-            &[
-                "add",
-                "10.0.0.0/8",
-                "algo",
-                "fastest",
-                "nexthop",
-                "via",
-                "10.1.0.2",
-            ],
+            "add 10.0.0.0/8 algo fastest nexthop via 10.1.0.2",
             1,
             "unknown algorithm",
         ),
         (
-            &[
-                "add",
-                "10.0.0.0/8",
-                "nexthop",
-                "via",
-                "10.1.0.2",
-                "weight",
-                "0",
-            ],
+            "add 10.0.0.0/8 nexthop via 10.1.0.2 weight 0",
             1,
             "weight 0",
         ),
         (
-            &[
-                "add",
-                "10.0.0.0/8",
-                "nexthop",
-                "via",
-                "10.1.0.2",
-                "weight",
-                "257",
-            ],
+            "add 10.0.0.0/8 nexthop via 10.1.0.2 weight 257",
             1,
             "weight 257",
         ),
+        ("add 10.0.0.0/8 nexthop via 2001:db8:1::2", 1, "family"),
+        ("add 10.0.0.0/8 algo l4-hash", 1, "no nexthop"),
+        ("add 10.0.0.0/8 via 10.1.0.2 weight 2", 1, "nexthop"),
         (
-            &["add", "10.0.0.0/8", "nexthop", "via", "2001:db8:1::2"],
-            1,
-            "family",
-        ),
-        (&["add", "10.0.0.0/8", "algo", "l4-hash"], 1, "no nexthop"),
-        (
-            &["add", "10.0.0.0/8", "via", "10.1.0.2", "weight", "2"],
-            1,
-            "nexthop",
-        ),
-        (
-            &[
-                "add",
-                "10.0.0.0/8",
-                "nexthop",
-                "via",
-                "10.1.0.2",
-                "dev",
-                "nosuch0",
-            ],
+            "add 10.0.0.0/8 nexthop via 10.1.0.2 dev nosuch0",
             2,
             "cannot find device \"nosuch0\"",
         ),
         (
-            &[
-                "add",
-                "10.0.0.0/8",
-                "nexthop",
-                "via",
-                "10.99.0.1",
-                "dev",
-                "va",
-            ],
+            "add 10.0.0.0/8 nexthop via 10.99.0.1 dev va",
             2,
             "Nexthop has invalid gateway",
         ),
         // Exists already: the kernel refuses, and the algorithm in our state stays drr.
         (
-            &[
-                "add",
-                "198.51.100.0/24",
-                "algo",
-                "l4-hash",
-                "nexthop",
-                "via",
-                "10.1.0.2",
-                "dev",
-                "va",
-            ],
+            "add 198.51.100.0/24 algo l4-hash nexthop via 10.1.0.2 dev va",
             2,
             "EEXIST",
         ),
         (
-            &[
-                "change",
-                "192.0.2.0/24",
-                "algo",
-                "l4-hash",
-                "nexthop",
-                "via",
-                "10.1.0.2",
-                "dev",
-                "va",
-            ],
+            "change 192.0.2.0/24 algo l4-hash nexthop via 10.1.0.2 dev va",
             2,
             "ENOENT",
         ),
@@ -388,28 +229,17 @@ fn bad_input_fails_cleanly_and_changes_nothing() {
         let before = snapshot(&t.r);
         let o = MP.at(&t.r, args);
         let err = String::from_utf8_lossy(&o.stderr);
-        assert_eq!(
-            o.status.code(),
-            Some(*code),
-            "mproute {}: {err}",
-            args.join(" ")
-        );
+        assert_eq!(o.status.code(), Some(*code), "mproute {args}: {err}");
         assert!(
             err.starts_with("mproute: "),
             "one-line error with the tool's name: {err}"
         );
         assert!(
             err.contains(needle),
-            "mproute {}: expected {needle:?} in {err:?}",
-            args.join(" ")
+            "mproute {args}: expected {needle:?} in {err:?}"
         );
         assert!(o.stdout.is_empty());
-        assert_eq!(
-            snapshot(&t.r),
-            before,
-            "mproute {} changed something",
-            args.join(" ")
-        );
+        assert_eq!(snapshot(&t.r), before, "mproute {args} changed something");
     }
     assert_eq!(
         row(&t.r, "198.51.100.0/24", "main").expect("row")["algo"],
@@ -421,82 +251,29 @@ fn bad_input_fails_cleanly_and_changes_nothing() {
 fn flush_removes_only_our_routes_and_sync_repairs_drift() {
     require_root();
     let t = TwoPaths::new("flush");
-    t.r.ip_ok(&[
-        "route",
-        "add",
-        "203.0.113.0/24",
-        "via",
-        "10.1.0.2",
-        "dev",
-        "va",
-    ]);
-    t.r.ip_ok(&[
-        "route",
-        "add",
-        "203.0.113.128/25",
-        "via",
-        "10.1.0.2",
-        "dev",
-        "va",
-        "table",
-        "100",
-    ]);
+    t.r.ip_ok("route add 203.0.113.0/24 via 10.1.0.2 dev va");
+    t.r.ip_ok("route add 203.0.113.128/25 via 10.1.0.2 dev va table 100");
     MP.ok(
         &t.r,
-        &[
-            "add",
-            "198.51.100.0/24",
-            "nexthop",
-            "via",
-            "10.1.0.2",
-            "dev",
-            "va",
-            "nexthop",
-            "via",
-            "10.2.0.2",
-            "dev",
-            "vb",
-        ],
+        "add 198.51.100.0/24 nexthop via 10.1.0.2 dev va nexthop via 10.2.0.2 dev vb",
     );
     MP.ok(
         &t.r,
-        &[
-            "add",
-            "192.0.2.0/24",
-            "table",
-            "100",
-            "proto",
-            "static",
-            "algo",
-            "drr",
-            "nexthop",
-            "via",
-            "10.1.0.2",
-            "dev",
-            "va",
-        ],
+        "add 192.0.2.0/24 table 100 proto static algo drr nexthop via 10.1.0.2 dev va",
     );
     MP.ok(
         &t.r,
-        &[
-            "add",
-            "2001:db8:100::/48",
-            "nexthop",
-            "via",
-            "2001:db8:1::2",
-            "dev",
-            "va",
-        ],
+        "add 2001:db8:100::/48 nexthop via 2001:db8:1::2 dev va",
     );
 
     // Not ours: del refuses.
-    let o = MP.at(&t.r, &["del", "203.0.113.0/24"]);
+    let o = MP.at(&t.r, "del 203.0.113.0/24");
     assert_eq!(o.status.code(), Some(2));
     assert!(ip_route(&t.r, "-4", "203.0.113.0/24", "main").is_some());
 
     // Drift: a managed route deleted behind our back.
-    t.r.ip_ok(&["route", "del", "198.51.100.0/24"]);
-    let s = MP.json(&t.r, &["sync"]);
+    t.r.ip_ok("route del 198.51.100.0/24");
+    let s = MP.json(&t.r, "sync");
     assert_eq!(s["changed"], true, "{s}");
     assert!(s["actions"]
         .as_array()
@@ -506,17 +283,17 @@ fn flush_removes_only_our_routes_and_sync_repairs_drift() {
     assert_eq!(sync_changes(&t.r), Vec::<Value>::new());
 
     // Flush one table: only our route in it goes (proto static, known from our state).
-    let f = MP.json(&t.r, &["flush", "table", "100"]);
+    let f = MP.json(&t.r, "flush table 100");
     assert_eq!(f["changed"], true);
     assert!(ip_route(&t.r, "-4", "192.0.2.0/24", "100").is_none());
     assert!(ip_route(&t.r, "-4", "203.0.113.128/25", "100").is_some());
     assert!(ip_route(&t.r, "-6", "2001:db8:100::/48", "main").is_some());
     // Flush everything: ip's routes stay.
-    MP.ok(&t.r, &["flush"]);
+    MP.ok(&t.r, "flush");
     assert!(ip_route(&t.r, "-6", "2001:db8:100::/48", "main").is_none());
     assert!(ip_route(&t.r, "-4", "203.0.113.0/24", "main").is_some());
     let managed: Vec<Value> = MP
-        .json(&t.r, &["show", "table", "all"])
+        .json(&t.r, "show table all")
         .as_array()
         .expect("rows")
         .iter()
@@ -536,48 +313,17 @@ fn a_route_taken_over_by_another_protocol_is_not_ours_any_more() {
     let add = |proto: &str| {
         MP.ok(
             &t.r,
-            &[
-                "add",
-                "198.51.100.0/24",
-                "proto",
-                proto,
-                "nexthop",
-                "via",
-                "10.1.0.2",
-                "dev",
-                "va",
-                "nexthop",
-                "via",
-                "10.2.0.2",
-                "dev",
-                "vb",
-            ],
+            &format!("add 198.51.100.0/24 proto {proto} nexthop via 10.1.0.2 dev va nexthop via 10.2.0.2 dev vb"),
         );
     };
     add("static");
     let take_over = || {
-        t.r.ip_ok(&[
-            "route",
-            "replace",
-            "198.51.100.0/24",
-            "proto",
-            "bird",
-            "nexthop",
-            "via",
-            "10.1.0.2",
-            "dev",
-            "va",
-            "nexthop",
-            "via",
-            "10.2.0.2",
-            "dev",
-            "vb",
-        ]);
+        t.r.ip_ok("route replace 198.51.100.0/24 proto bird nexthop via 10.1.0.2 dev va nexthop via 10.2.0.2 dev vb");
     };
     take_over();
-    let o = MP.at(&t.r, &["del", "198.51.100.0/24"]);
+    let o = MP.at(&t.r, "del 198.51.100.0/24");
     assert_eq!(o.status.code(), Some(2), "del of bird's route");
-    MP.ok(&t.r, &["flush"]);
+    MP.ok(&t.r, "flush");
     assert!(
         ip_route(&t.r, "-4", "198.51.100.0/24", "main").is_some(),
         "flush removed bird's route"
@@ -596,10 +342,10 @@ fn a_route_taken_over_by_another_protocol_is_not_ours_any_more() {
         Some(Value::Bool(false))
     );
     // with the protocol it was installed with, it stays ours
-    t.r.ip_ok(&["route", "del", "198.51.100.0/24"]);
+    t.r.ip_ok("route del 198.51.100.0/24");
     add("static");
     assert_eq!(sync_changes(&t.r), Vec::<Value>::new());
-    MP.ok(&t.r, &["del", "198.51.100.0/24"]);
+    MP.ok(&t.r, "del 198.51.100.0/24");
 }
 
 #[test]
@@ -609,31 +355,11 @@ fn two_namespaces_never_mix_state() {
     let two = TwoPaths::new("mixb");
     MP.ok(
         &one.r,
-        &[
-            "add",
-            "198.51.100.0/24",
-            "algo",
-            "drr",
-            "nexthop",
-            "via",
-            "10.1.0.2",
-            "dev",
-            "va",
-        ],
+        "add 198.51.100.0/24 algo drr nexthop via 10.1.0.2 dev va",
     );
     MP.ok(
         &two.r,
-        &[
-            "add",
-            "198.51.100.0/24",
-            "algo",
-            "random",
-            "nexthop",
-            "via",
-            "10.2.0.2",
-            "dev",
-            "vb",
-        ],
+        "add 198.51.100.0/24 algo random nexthop via 10.2.0.2 dev vb",
     );
     assert_eq!(
         row(&one.r, "198.51.100.0/24", "main").expect("one")["algo"],
@@ -643,7 +369,7 @@ fn two_namespaces_never_mix_state() {
         row(&two.r, "198.51.100.0/24", "main").expect("two")["algo"],
         "random"
     );
-    MP.ok(&one.r, &["flush"]);
+    MP.ok(&one.r, "flush");
     assert_eq!(
         row(&two.r, "198.51.100.0/24", "main").expect("two")["algo"],
         "random"
@@ -666,7 +392,7 @@ fn batch_stops_at_first_failure_unless_forced() {
     )
     .expect("write batch");
     let f = file.to_str().expect("utf-8 path");
-    let o = MP.at(&t.r, &["-b", f]);
+    let o = MP.at(&t.r, &format!("-b {f}"));
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(2), "{err}");
     assert!(err.contains(&format!("{f}:4:")), "names FILE:LINE: {err}");
@@ -676,8 +402,8 @@ fn batch_stops_at_first_failure_unless_forced() {
         "stopped at the failure"
     );
 
-    MP.ok(&t.r, &["flush"]);
-    let o = MP.at(&t.r, &["-b", f, "--force"]);
+    MP.ok(&t.r, "flush");
+    let o = MP.at(&t.r, &format!("-b {f} --force"));
     assert_eq!(o.status.code(), Some(2));
     assert!(
         ip_route(&t.r, "-4", "203.0.113.0/24", "main").is_some(),
@@ -740,7 +466,7 @@ fn pipelined_batch_rolls_back_lines_after_a_refused_one() {
     }
     let file = BatchFile::new("roll", &text);
     let f = file.path();
-    let o = MP.at(&t.r, &["-b", f]);
+    let o = MP.at(&t.r, &format!("-b {f}"));
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(2), "{err}");
     assert!(
@@ -756,7 +482,7 @@ fn pipelined_batch_rolls_back_lines_after_a_refused_one() {
         ip_route(&t.r, "-4", "10.36.0.0/16", "main").is_none(),
         "line 40 was rolled back"
     );
-    let rows = MP.json(&t.r, &["show"]);
+    let rows = MP.json(&t.r, "show");
     let managed: Vec<&Value> = rows
         .as_array()
         .expect("rows")
@@ -776,15 +502,15 @@ fn pipelined_batch_rolls_back_lines_after_a_refused_one() {
 
     // With --force every line is tried: 39 of 40 land. With --nexthop-objects they share one
     // kernel nexthop group.
-    MP.ok(&t.r, &["flush"]);
-    let o = MP.at(&t.r, &["--nexthop-objects", "-b", f, "--force"]);
+    MP.ok(&t.r, "flush");
+    let o = MP.at(&t.r, &format!("--nexthop-objects -b {f} --force"));
     assert_eq!(o.status.code(), Some(2));
     assert!(ip_route(&t.r, "-4", "10.36.0.0/16", "main").is_some());
     // the state and the dataplane entries agree (the state's writes are held back and the
     // group is learnt after them): sync would repair nothing
-    let v = MP.json(&t.r, &["--check", "sync"]);
+    let v = MP.json(&t.r, "--check sync");
     assert_eq!(v["actions"].as_array().map(Vec::len), Some(0), "{v}");
-    let objs = t.r.ip_json(&["nexthop", "show"]);
+    let objs = t.r.ip_json("nexthop show");
     assert_eq!(
         objs.as_array().map(Vec::len),
         Some(3),
@@ -799,8 +525,8 @@ fn pipelined_batch_rolls_back_lines_after_a_refused_one() {
             ("10.2.0.2".into(), "vb".into(), 2)
         ]
     );
-    MP.ok(&t.r, &["flush"]);
-    let objs = t.r.ip_json(&["nexthop", "show"]);
+    MP.ok(&t.r, "flush");
+    let objs = t.r.ip_json("nexthop show");
     assert_eq!(
         objs.as_array().map(Vec::len),
         Some(0),
@@ -818,15 +544,7 @@ fn pipelined_batch_rolls_back_lines_after_a_refused_one() {
 fn batch_across_windows_ends_as_line_by_line() {
     require_root();
     let t = TwoPaths::new("winx");
-    t.r.ip_ok(&[
-        "route",
-        "add",
-        "192.0.2.0/24",
-        "via",
-        "10.1.0.2",
-        "dev",
-        "va",
-    ]);
+    t.r.ip_ok("route add 192.0.2.0/24 via 10.1.0.2 dev va");
     let nh = "nexthop via 10.1.0.2 dev va nexthop via 10.2.0.2 dev vb";
     let mut text = String::new();
     for i in 1..=1100u32 {
@@ -845,12 +563,12 @@ fn batch_across_windows_ends_as_line_by_line() {
     let file = BatchFile::new("winx", &text);
     let f = file.path();
     let ours = |t: &TwoPaths| {
-        t.r.ip_json(&["-4", "route", "show", "proto", "245"])
+        t.r.ip_json("-4 route show proto 245")
             .as_array()
             .map_or(0, Vec::len)
     };
     let managed = |t: &TwoPaths| {
-        MP.json(&t.r, &["show"])
+        MP.json(&t.r, "show")
             .as_array()
             .expect("rows")
             .iter()
@@ -858,7 +576,7 @@ fn batch_across_windows_ends_as_line_by_line() {
             .count()
     };
     let in_sync = |t: &TwoPaths, what: &str| {
-        let v = MP.json(&t.r, &["--check", "sync"]);
+        let v = MP.json(&t.r, "--check sync");
         assert_eq!(
             v["actions"].as_array().map(Vec::len),
             Some(0),
@@ -893,7 +611,7 @@ fn batch_across_windows_ends_as_line_by_line() {
         );
         assert_eq!(managed(&t), 99);
         in_sync(&t, "stopped");
-        MP.ok(&t.r, &["flush"]);
+        MP.ok(&t.r, "flush");
 
         args.push("--force");
         let o = MP.at(&t.r, &args);
@@ -913,10 +631,10 @@ fn batch_across_windows_ends_as_line_by_line() {
         assert_eq!(ours(&t), 1097, "every other line stands");
         assert_eq!(managed(&t), 1097);
         in_sync(&t, "forced");
-        MP.ok(&t.r, &["flush"]);
+        MP.ok(&t.r, "flush");
         assert_eq!(ours(&t), 0);
     }
-    let objs = t.r.ip_json(&["nexthop", "show"]);
+    let objs = t.r.ip_json("nexthop show");
     assert_eq!(
         objs.as_array().map(Vec::len),
         Some(0),
@@ -930,24 +648,11 @@ fn routes_keep_their_nexthops_across_a_link_flap() {
     let t = TwoPaths::new("flap");
     MP.ok(
         &t.r,
-        &[
-            "add",
-            "198.51.100.0/24",
-            "nexthop",
-            "via",
-            "10.1.0.2",
-            "dev",
-            "va",
-            "nexthop",
-            "via",
-            "10.2.0.2",
-            "dev",
-            "vb",
-        ],
+        "add 198.51.100.0/24 nexthop via 10.1.0.2 dev va nexthop via 10.2.0.2 dev vb",
     );
-    t.r.ip_ok(&["link", "set", "va", "down"]);
-    t.r.ip_ok(&["link", "set", "va", "up"]);
-    t.r.ip_ok(&["addr", "replace", "10.1.0.1/24", "dev", "va"]);
+    t.r.ip_ok("link set va down");
+    t.r.ip_ok("link set va up");
+    t.r.ip_ok("addr replace 10.1.0.1/24 dev va");
     let ip = ip_route(&t.r, "-4", "198.51.100.0/24", "main").expect("route survives");
     assert_eq!(
         paths(&ip).len(),
@@ -960,15 +665,7 @@ fn routes_keep_their_nexthops_across_a_link_flap() {
 fn refused_batch_never_claims_a_route_added_with_ip_route() {
     require_root();
     let t = TwoPaths::new("claim");
-    t.r.ip_ok(&[
-        "route",
-        "add",
-        "192.0.2.0/24",
-        "via",
-        "10.1.0.2",
-        "dev",
-        "va",
-    ]);
+    t.r.ip_ok("route add 192.0.2.0/24 via 10.1.0.2 dev va");
     let file = BatchFile::new(
         "claim",
         "add 192.0.2.0/24 algo drr nexthop via 10.1.0.2 dev va\nadd 192.0.2.0/24 algo random nexthop via 10.2.0.2 dev vb\n",
@@ -988,7 +685,7 @@ fn refused_batch_never_claims_a_route_added_with_ip_route() {
         assert_eq!(r["managed"], false, "{extra:?}: {r}");
         assert_eq!(r["algo"], Value::Null);
     }
-    MP.ok(&t.r, &["flush"]);
+    MP.ok(&t.r, "flush");
     assert!(
         ip_route(&t.r, "-4", "192.0.2.0/24", "main").is_some(),
         "flush kept ip's route"
@@ -1026,35 +723,14 @@ fn route_object_word_and_ipv4_append() {
     let t = TwoPaths::new("obj");
     MP.ok(
         &t.r,
-        &[
-            "route",
-            "add",
-            "198.51.100.0/24",
-            "algo",
-            "drr",
-            "nexthop",
-            "via",
-            "10.1.0.2",
-            "dev",
-            "va",
-        ],
+        "route add 198.51.100.0/24 algo drr nexthop via 10.1.0.2 dev va",
     );
     // IPv4 append adds an alternative route with the same key; it shares the algorithm.
     MP.ok(
         &t.r,
-        &[
-            "route",
-            "append",
-            "198.51.100.0/24",
-            "nexthop",
-            "via",
-            "10.2.0.2",
-            "dev",
-            "vb",
-        ],
+        "route append 198.51.100.0/24 nexthop via 10.2.0.2 dev vb",
     );
-    let routes =
-        t.r.ip_json(&["-4", "route", "show", "exact", "198.51.100.0/24"]);
+    let routes = t.r.ip_json("-4 route show exact 198.51.100.0/24");
     assert_eq!(routes.as_array().map(Vec::len), Some(2), "{routes}");
     // two kernel routes of one key, both mproute's: no drift (the kernel uses the first)
     assert_eq!(
@@ -1062,13 +738,13 @@ fn route_object_word_and_ipv4_append() {
         Vec::<Value>::new(),
         "sync after an IPv4 append"
     );
-    MP.ok(&t.r, &["del", "198.51.100.0/24"]);
+    MP.ok(&t.r, "del 198.51.100.0/24");
     let r = row(&t.r, "198.51.100.0/24", "main").expect("the alternative remains");
     assert_eq!(
         r["algo"], "drr",
         "state kept while a route of the key remains: {r}"
     );
-    MP.ok(&t.r, &["del", "198.51.100.0/24"]);
+    MP.ok(&t.r, "del 198.51.100.0/24");
     assert!(row(&t.r, "198.51.100.0/24", "main").is_none());
 }
 
@@ -1078,18 +754,7 @@ fn a_deleted_namespace_leaves_no_pinned_state() {
     let cookie;
     {
         let t = TwoPaths::new("pins");
-        MP.ok(
-            &t.r,
-            &[
-                "add",
-                "198.51.100.0/24",
-                "nexthop",
-                "via",
-                "10.1.0.2",
-                "dev",
-                "va",
-            ],
-        );
+        MP.ok(&t.r, "add 198.51.100.0/24 nexthop via 10.1.0.2 dev va");
         cookie = t.r.cookie().expect("cookie");
         assert!(
             std::path::Path::new(&format!(
@@ -1113,49 +778,16 @@ fn nested_managed_prefixes_each_reach_the_dataplane() {
     let t = TwoPaths::new("nest");
     MP.ok(
         &t.r,
-        &[
-            "add",
-            "10.0.0.0/8",
-            "algo",
-            "l3-hash",
-            "nexthop",
-            "via",
-            "10.1.0.2",
-            "dev",
-            "va",
-        ],
+        "add 10.0.0.0/8 algo l3-hash nexthop via 10.1.0.2 dev va",
     );
     // A longer prefix with a higher metric must still get its own dataplane entry.
     MP.ok(
         &t.r,
-        &[
-            "add",
-            "10.77.0.0/16",
-            "metric",
-            "5",
-            "algo",
-            "l4-hash",
-            "nexthop",
-            "via",
-            "10.2.0.2",
-            "dev",
-            "vb",
-        ],
+        "add 10.77.0.0/16 metric 5 algo l4-hash nexthop via 10.2.0.2 dev vb",
     );
     let g = MP.json(
         &t.r,
-        &[
-            "get",
-            "10.77.1.2",
-            "from",
-            "10.1.0.1",
-            "ipproto",
-            "udp",
-            "sport",
-            "1",
-            "dport",
-            "2",
-        ],
+        "get 10.77.1.2 from 10.1.0.1 ipproto udp sport 1 dport 2",
     );
     assert_eq!(
         (g[0]["dst"].as_str(), g[0]["algo"].as_str()),
@@ -1163,10 +795,10 @@ fn nested_managed_prefixes_each_reach_the_dataplane() {
         "{g}"
     );
     assert_eq!(g[0]["nexthop"]["gateway"], "10.2.0.2");
-    let g = MP.json(&t.r, &["get", "10.9.9.9"]);
+    let g = MP.json(&t.r, "get 10.9.9.9");
     assert_eq!(g[0]["dst"], "10.0.0.0/8", "{g}");
-    MP.ok(&t.r, &["del", "10.77.0.0/16"]);
-    let g = MP.json(&t.r, &["get", "10.77.1.2"]);
+    MP.ok(&t.r, "del 10.77.0.0/16");
+    let g = MP.json(&t.r, "get 10.77.1.2");
     assert_eq!(
         g[0]["dst"], "10.0.0.0/8",
         "after del the covering route answers: {g}"
@@ -1179,44 +811,20 @@ fn deleting_the_preferred_route_hands_the_dataplane_to_the_next_metric() {
     let t = TwoPaths::new("metric");
     MP.ok(
         &t.r,
-        &[
-            "add",
-            "198.51.100.0/24",
-            "metric",
-            "5",
-            "algo",
-            "drr",
-            "nexthop",
-            "via",
-            "10.1.0.2",
-            "dev",
-            "va",
-        ],
+        "add 198.51.100.0/24 metric 5 algo drr nexthop via 10.1.0.2 dev va",
     );
     MP.ok(
         &t.r,
-        &[
-            "add",
-            "198.51.100.0/24",
-            "metric",
-            "10",
-            "algo",
-            "random",
-            "nexthop",
-            "via",
-            "10.2.0.2",
-            "dev",
-            "vb",
-        ],
+        "add 198.51.100.0/24 metric 10 algo random nexthop via 10.2.0.2 dev vb",
     );
-    let g = MP.json(&t.r, &["get", "198.51.100.1"]);
+    let g = MP.json(&t.r, "get 198.51.100.1");
     assert_eq!(
         (g[0]["metric"].as_u64(), g[0]["algo"].as_str()),
         (Some(5), Some("drr")),
         "{g}"
     );
-    MP.ok(&t.r, &["del", "198.51.100.0/24", "metric", "5"]);
-    let g = MP.json(&t.r, &["get", "198.51.100.1"]);
+    MP.ok(&t.r, "del 198.51.100.0/24 metric 5");
+    let g = MP.json(&t.r, "get 198.51.100.1");
     assert_eq!(
         (g[0]["metric"].as_u64(), g[0]["algo"].as_str()),
         (Some(10), Some("random")),
@@ -1227,14 +835,14 @@ fn deleting_the_preferred_route_hands_the_dataplane_to_the_next_metric() {
 
 /// `bpftool` on one pinned state map of `ns` (maps are global: by name it could be another
 /// test's namespace).
-fn bpftool_pinned(ns: &Netns, args: &[&str], map: &str) -> Value {
+fn bpftool_pinned(ns: &Netns, args: &(impl Words + ?Sized), map: &str) -> Value {
     let cookie = ns.cookie().expect("cookie");
     let path = format!(
         "/sys/fs/bpf/mproute/{}/{map}",
         mpt_testkit::netns::id_name(cookie)
     );
     let mut a = vec!["-j", "map"];
-    a.extend_from_slice(args);
+    a.extend(args.words());
     a.extend(["pinned", path.as_str()]);
     let out = mpt_testkit::run("bpftool", &a);
     assert!(
@@ -1248,7 +856,7 @@ fn bpftool_pinned(ns: &Netns, args: &[&str], map: &str) -> Value {
 
 /// The counter slot of every IPv4 LPM entry, by its first address byte triple.
 fn lpm4_slots(ns: &Netns) -> Vec<([u64; 3], u64)> {
-    let v = bpftool_pinned(ns, &["dump"], "mpt_lpm4");
+    let v = bpftool_pinned(ns, "dump", "mpt_lpm4");
     let mut out: Vec<([u64; 3], u64)> = v
         .as_array()
         .expect("entries")
@@ -1274,7 +882,7 @@ fn lpm4_slots(ns: &Netns) -> Vec<([u64; 3], u64)> {
 fn counter_slots_are_never_shared_even_when_their_record_is_lost() {
     require_root();
     let t = TwoPaths::new("slotrec");
-    let add = |p: &str| MP.ok(&t.r, &["add", p, "nexthop", "via", "10.1.0.2", "dev", "va"]);
+    let add = |p: &str| MP.ok(&t.r, &format!("add {p} nexthop via 10.1.0.2 dev va"));
     for p in ["10.9.1.0/24", "10.9.2.0/24", "10.9.3.0/24"] {
         add(p);
     }
@@ -1310,8 +918,8 @@ fn counter_slots_are_never_shared_even_when_their_record_is_lost() {
         "read back from the LPM entries"
     );
     // Deleted with ip route, then with mproute: its dataplane entry and slot go.
-    t.r.ip_ok(&["route", "del", "10.9.2.0/24"]);
-    MP.ok(&t.r, &["del", "10.9.2.0/24"]);
+    t.r.ip_ok("route del 10.9.2.0/24");
+    MP.ok(&t.r, "del 10.9.2.0/24");
     add("10.9.5.0/24");
     assert_eq!(
         lpm4_slots(&t.r),
@@ -1322,7 +930,7 @@ fn counter_slots_are_never_shared_even_when_their_record_is_lost() {
             ([10, 9, 5], 2)
         ]
     );
-    let v = MP.json(&t.r, &["dataplane", "show"]);
+    let v = MP.json(&t.r, "dataplane show");
     assert_eq!(v["counter_slots"]["used"], 4, "{v}");
 
     // An LPM entry lost behind mproute's back: sync writes it again (with the lowest free slot)
@@ -1373,24 +981,14 @@ fn counter_slots_are_never_shared_even_when_their_record_is_lost() {
         Vec::<Value>::new(),
         "nothing left to repair"
     );
-    let v = MP.json(&t.r, &["dataplane", "show"]);
+    let v = MP.json(&t.r, "dataplane show");
     assert_eq!(v["counter_slots"]["used"], 4, "slot 3 is free again: {v}");
 
     // An entry of no managed route, with a lower metric, in a managed route's place: sync
     // removes it and puts the route's own back.
     MP.ok(
         &t.r,
-        &[
-            "add",
-            "10.9.6.0/24",
-            "metric",
-            "50",
-            "nexthop",
-            "via",
-            "10.1.0.2",
-            "dev",
-            "va",
-        ],
+        "add 10.9.6.0/24 metric 50 nexthop via 10.1.0.2 dev va",
     );
     let key = [
         "56", "0", "0", "0", "0", "0", "0", "254", "10", "9", "6", "0",
@@ -1420,7 +1018,7 @@ fn counter_slots_are_never_shared_even_when_their_record_is_lost() {
         String::from_utf8_lossy(&out.stderr)
     );
     let metric_of_6 = || {
-        bpftool_pinned(&t.r, &["dump"], "mpt_lpm4")
+        bpftool_pinned(&t.r, "dump", "mpt_lpm4")
             .as_array()
             .expect("entries")
             .iter()
@@ -1453,10 +1051,10 @@ fn counter_slots_are_never_shared_even_when_their_record_is_lost() {
 
 /// `mproute ARGS` as the unprivileged user nobody, in the test runner's namespace (nothing
 /// there can change: the user may not).
-fn as_nobody(args: &[&str]) -> std::process::Output {
+fn as_nobody(args: &(impl Words + ?Sized)) -> std::process::Output {
     std::process::Command::new("setpriv")
         .args(["--reuid=65534", "--regid=65534", "--clear-groups", MPROUTE])
-        .args(args)
+        .args(args.words())
         .current_dir("/")
         .output()
         .expect("setpriv")
@@ -1466,13 +1064,13 @@ fn as_nobody(args: &[&str]) -> std::process::Output {
 fn defects_of_the_reliability_run_stay_fixed() {
     require_root();
     // an unprivileged write fails on its own error, with no verification warning before it
-    let o = as_nobody(&["add", "198.19.100.0/24", "nexthop", "dev", "lo"]);
+    let o = as_nobody("add 198.19.100.0/24 nexthop dev lo");
     let e = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(2), "{e}");
     assert!(!e.contains("warning"), "{e}");
     assert!(e.starts_with("mproute: lock state:"), "{e}");
     // an unprivileged show works as ip route show does, and says what it could not read
-    let o = as_nobody(&["-j", "show"]);
+    let o = as_nobody("-j show");
     let e = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(0), "{e}");
     // (where the state cannot be read, one warning says so; with classic tc an unprivileged
@@ -1486,21 +1084,9 @@ fn defects_of_the_reliability_run_stay_fixed() {
     assert!(rows.is_array());
 
     let ns = Netns::new("defects");
-    ns.ip_ok(&["link", "set", "lo", "up"]);
+    ns.ip_ok("link set lo up");
     // a duplicate nexthop names it as written, after the command
-    let o = MP.at(
-        &ns,
-        &[
-            "add",
-            "198.19.100.0/24",
-            "nexthop",
-            "dev",
-            "lo",
-            "nexthop",
-            "dev",
-            "lo",
-        ],
-    );
+    let o = MP.at(&ns, "add 198.19.100.0/24 nexthop dev lo nexthop dev lo");
     let e = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(1), "{e}");
     assert_eq!(
@@ -1509,7 +1095,7 @@ fn defects_of_the_reliability_run_stay_fixed() {
         "{e}"
     );
     // a missing batch file: the errno's name, not Rust's (os error N)
-    let o = MP.at(&ns, &["-b", "/nonexistent/batch"]);
+    let o = MP.at(&ns, "-b /nonexistent/batch");
     let e = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(2), "{e}");
     assert!(e.contains("[ENOENT]") && !e.contains("os error"), "{e}");
@@ -1540,7 +1126,7 @@ fn defects_of_the_reliability_run_stay_fixed() {
         "raw control bytes echoed"
     );
     let _ = std::fs::remove_dir_all(&dir);
-    assert!(MP.ok(&ns, &["show"]).trim().is_empty());
+    assert!(MP.ok(&ns, "show").trim().is_empty());
 }
 
 #[test]
@@ -1561,15 +1147,7 @@ fn a_deleted_namespace_leaves_nothing_once_another_gets_its_state() {
     mpt_testkit::run_ok("ip", &["netns", "add", &name]);
     let mut gone = Gone(name.clone(), None);
     mpt_testkit::run_ok("ip", &["-n", &name, "link", "set", "lo", "up"]);
-    let o = MP.run(&[
-        "-n",
-        &name,
-        "add",
-        "198.19.100.0/24",
-        "nexthop",
-        "dev",
-        "lo",
-    ]);
+    let o = MP.run(&format!("-n {name} add 198.19.100.0/24 nexthop dev lo"));
     assert!(o.status.success(), "{o:?}");
     let cookie = mpt_testkit::netns_cookie(&name).expect("cookie");
     gone.1 = Some(cookie);
@@ -1591,8 +1169,8 @@ fn a_deleted_namespace_leaves_nothing_once_another_gets_its_state() {
         "deleting the namespace alone leaves its names"
     );
     let next = Netns::new("next");
-    next.ip_ok(&["link", "set", "lo", "up"]);
-    MP.ok(&next, &["add", "198.19.101.0/24", "nexthop", "dev", "lo"]);
+    next.ip_ok("link set lo up");
+    MP.ok(&next, "add 198.19.101.0/24 nexthop dev lo");
     let c = next.cookie().expect("cookie");
     if c == cookie {
         // an inode number named both (kernels before 5.14, see mpt_sys::netns): the name is
@@ -1629,9 +1207,9 @@ fn the_tc_hook_in_use_is_the_one_reported() {
     let classic = std::env::var("MPT_FORCE_CLASSIC_TC").is_ok_and(|v| v == "1")
         || mpt_testkit::matrix::series_in(&["5.10", "6.1"]);
     let ns = Netns::new("tchook");
-    ns.ip_ok(&["link", "set", "lo", "up"]);
-    MP.ok(&ns, &["add", "198.19.100.0/24", "nexthop", "dev", "lo"]);
-    let dp = MP.json(&ns, &["dataplane", "show"]);
+    ns.ip_ok("link set lo up");
+    MP.ok(&ns, "add 198.19.100.0/24 nexthop dev lo");
+    let dp = MP.json(&ns, "dataplane show");
     let filters = String::from_utf8_lossy(
         &std::process::Command::new("tc")
             .args(["-n", ns.name(), "filter", "show", "dev", "lo", "ingress"])
@@ -1655,7 +1233,7 @@ fn the_tc_hook_in_use_is_the_one_reported() {
         row(&ns, "198.19.100.0/24", "main").map(|r| r["managed"].clone()),
         Some(true.into())
     );
-    MP.ok(&ns, &["flush"]);
+    MP.ok(&ns, "flush");
 }
 
 fn strs(v: &[String]) -> Vec<&str> {
@@ -1664,9 +1242,10 @@ fn strs(v: &[String]) -> Vec<&str> {
 
 /// `mproute -n NS ARGS` and `mproute -n NS --check ARGS`, both refused: the dry run predicts the
 /// kernel's refusal in the same words and exit code, and changes nothing.
-fn refused_alike(ns: &Netns, args: &[&str]) {
+fn refused_alike(ns: &Netns, args: &(impl Words + ?Sized)) {
     let before = snapshot(ns);
     MP.refused_alike(ns, args);
+    let args = args.words();
     assert_eq!(snapshot(ns), before, "{} changed something", args.join(" "));
 }
 
@@ -1722,106 +1301,19 @@ fn check_reports_what_would_change_and_changes_nothing() {
         "--check created mproute's state"
     );
     // refusals the kernel decides from what is there, predicted in its words
-    refused_alike(
-        ns,
-        &[
-            "add",
-            "192.0.2.0/24",
-            "nexthop",
-            "via",
-            "10.99.0.1",
-            "dev",
-            "va",
-        ],
-    );
-    refused_alike(
-        ns,
-        &[
-            "add",
-            "192.0.2.0/24",
-            "nexthop",
-            "via",
-            "10.2.0.2",
-            "dev",
-            "va",
-        ],
-    );
-    refused_alike(
-        ns,
-        &[
-            "add",
-            "2001:db8:77::/48",
-            "nexthop",
-            "via",
-            "2001:db8:5::2",
-            "dev",
-            "va",
-        ],
-    );
-    refused_alike(
-        ns,
-        &[
-            "add",
-            "2001:db8:77::/48",
-            "nexthop",
-            "via",
-            "2001:db8:2::2",
-            "dev",
-            "va",
-        ],
-    );
-    ns.ip_ok(&["link", "set", "vb", "down"]);
-    refused_alike(ns, &["add", "192.0.2.0/24", "nexthop", "dev", "vb"]);
-    refused_alike(
-        ns,
-        &[
-            "add",
-            "192.0.2.0/24",
-            "nexthop",
-            "via",
-            "10.2.0.2",
-            "dev",
-            "vb",
-        ],
-    );
-    refused_alike(ns, &["add", "2001:db8:77::/48", "nexthop", "dev", "vb"]);
-    refused_alike(
-        ns,
-        &[
-            "add",
-            "2001:db8:77::/48",
-            "nexthop",
-            "via",
-            "2001:db8:2::2",
-            "dev",
-            "vb",
-        ],
-    );
-    refused_alike(
-        ns,
-        &[
-            "add",
-            "2001:db8:77::/48",
-            "via",
-            "2001:db8:2::2",
-            "dev",
-            "vb",
-        ],
-    );
-    ns.ip_ok(&["link", "set", "vb", "up"]);
-    refused_alike(
-        ns,
-        &[
-            "change",
-            "192.0.2.0/24",
-            "nexthop",
-            "via",
-            "10.1.0.2",
-            "dev",
-            "va",
-        ],
-    );
-    refused_alike(ns, &["del", "192.0.2.0/24"]);
+    refused_alike(ns, "add 192.0.2.0/24 nexthop via 10.99.0.1 dev va");
+    refused_alike(ns, "add 192.0.2.0/24 nexthop via 10.2.0.2 dev va");
+    refused_alike(ns, "add 2001:db8:77::/48 nexthop via 2001:db8:5::2 dev va");
+    refused_alike(ns, "add 2001:db8:77::/48 nexthop via 2001:db8:2::2 dev va");
+    ns.ip_ok("link set vb down");
+    refused_alike(ns, "add 192.0.2.0/24 nexthop dev vb");
+    refused_alike(ns, "add 192.0.2.0/24 nexthop via 10.2.0.2 dev vb");
+    refused_alike(ns, "add 2001:db8:77::/48 nexthop dev vb");
+    refused_alike(ns, "add 2001:db8:77::/48 nexthop via 2001:db8:2::2 dev vb");
+    refused_alike(ns, "add 2001:db8:77::/48 via 2001:db8:2::2 dev vb");
+    ns.ip_ok("link set vb up");
+    refused_alike(ns, "change 192.0.2.0/24 nexthop via 10.1.0.2 dev va");
+    refused_alike(ns, "del 192.0.2.0/24");
 
     // the route in place: add is refused, replace as it is changes nothing
     let real: Vec<String> = with("add", &[]).into_iter().skip(1).collect();
@@ -1857,17 +1349,17 @@ fn check_reports_what_would_change_and_changes_nothing() {
         "{text}"
     );
     // del and flush: what would go
-    let v = MP.json(ns, &["--check", "del", "198.51.100.0/24"]);
+    let v = MP.json(ns, "--check del 198.51.100.0/24");
     assert_eq!(v["changed"], true);
     assert_eq!(v["diff"]["after"], Value::Null);
     assert_eq!(v["diff"]["before"]["algo"], "l4-hash");
-    let v = MP.json(ns, &["--check", "flush"]);
+    let v = MP.json(ns, "--check flush");
     assert_eq!(
         (v["check"].clone(), v["changed"].clone()),
         (true.into(), true.into())
     );
     assert_eq!(v["actions"][0]["dst"], "198.51.100.0/24");
-    assert_eq!(MP.json(ns, &["--check", "sync"])["changed"], false);
+    assert_eq!(MP.json(ns, "--check sync")["changed"], false);
     assert_eq!(snapshot(ns), before, "the dry runs changed something");
 
     // a batch: each line sees what the lines before it would have done; exit 0
@@ -1884,7 +1376,7 @@ fn check_reports_what_would_change_and_changes_nothing() {
     )
     .expect("write batch");
     let f = file.to_str().expect("utf-8 path");
-    let lines = MP.json_lines(ns, &["--check", "-b", f]);
+    let lines = MP.json_lines(ns, &format!("--check -b {f}"));
     let changed: Vec<bool> = lines
         .iter()
         .map(|l| l["changed"].as_bool().expect("changed"))
@@ -1897,7 +1389,7 @@ fn check_reports_what_would_change_and_changes_nothing() {
         "del 203.0.113.0/24\nadd 198.51.100.0/24 nexthop via 10.1.0.2 dev va\n",
     )
     .expect("write batch");
-    let o = MP.at(ns, &["--check", "--force", "-b", f]);
+    let o = MP.at(ns, &format!("--check --force -b {f}"));
     let e = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(2), "{e}");
     assert!(
@@ -1912,33 +1404,24 @@ fn check_reports_what_would_change_and_changes_nothing() {
     let _ = std::fs::remove_dir_all(&dir);
 
     // attachments: predicted, never made; every attach and detach says whether it changed
-    let attached = |ns: &Netns| MP.json(ns, &["dataplane", "show"])["attachments"].clone();
-    let v = MP.json(ns, &["--check", "dataplane", "attach", "dev", "va"]);
+    let attached = |ns: &Netns| MP.json(ns, "dataplane show")["attachments"].clone();
+    let v = MP.json(ns, "--check dataplane attach dev va");
     assert_eq!(v["changed"], true);
     assert_eq!(
         v["diff"]["after"]["devices"]["va"],
         serde_json::json!(["tc"])
     );
     assert_eq!(attached(ns), serde_json::json!([]));
-    assert_eq!(
-        MP.json(ns, &["dataplane", "attach", "dev", "va"])["changed"],
-        true
-    );
-    assert_eq!(
-        MP.json(ns, &["dataplane", "attach", "dev", "va"])["changed"],
-        false
-    );
-    let v = MP.json(ns, &["--check", "dataplane", "attach", "dev", "va"]);
+    assert_eq!(MP.json(ns, "dataplane attach dev va")["changed"], true);
+    assert_eq!(MP.json(ns, "dataplane attach dev va")["changed"], false);
+    let v = MP.json(ns, "--check dataplane attach dev va");
     assert_eq!(v["changed"], false);
-    let v = MP.json(ns, &["--check", "dataplane", "detach", "dev", "va"]);
+    let v = MP.json(ns, "--check dataplane detach dev va");
     assert_eq!(v["changed"], true);
     assert_eq!(attached(ns).as_array().map(Vec::len), Some(1));
+    assert_eq!(MP.json(ns, "dataplane detach dev va")["changed"], true);
     assert_eq!(
-        MP.json(ns, &["dataplane", "detach", "dev", "va"])["changed"],
-        true
-    );
-    assert_eq!(
-        MP.json(ns, &["--check", "dataplane", "detach", "dev", "va"])["changed"],
+        MP.json(ns, "--check dataplane detach dev va")["changed"],
         false
     );
 }
@@ -1960,13 +1443,13 @@ fn batch_comments_end_before_a_continuation_as_in_ip_batch() {
     let ours = Netns::new("bcomm-m");
     let ip = Netns::new("bcomm-i");
     for ns in [&ours, &ip] {
-        ns.ip_ok(&["link", "set", "lo", "up"]);
+        ns.ip_ok("link set lo up");
     }
     let o = MP.at(&ours, &["-b", file.path()]);
     assert!(o.status.success(), "{o:?}");
     ip.ip_ok(&["-batch", file.path()]);
     let dsts = |ns: &Netns| -> Vec<String> {
-        ns.ip_json(&["route", "show"])
+        ns.ip_json("route show")
             .as_array()
             .expect("routes")
             .iter()
@@ -2006,11 +1489,7 @@ fn names_cannot_drive_the_terminal_and_output_must_arrive() {
             "vb",
         ],
     );
-    for args in [
-        &["show"][..],
-        &["-d", "show"][..],
-        &["get", "198.51.100.1"][..],
-    ] {
+    for args in ["show", "-d show", "get 198.51.100.1"] {
         let o = MP.at(&t.r, args);
         let out = String::from_utf8_lossy(&o.stdout);
         assert!(o.status.success(), "{args:?}");
@@ -2019,7 +1498,7 @@ fn names_cannot_drive_the_terminal_and_output_must_arrive() {
             "{args:?}: {out:?}"
         );
     }
-    assert!(MP.ok(&t.r, &["show"]).contains("\\x1b]0;PWN\\x07"));
+    assert!(MP.ok(&t.r, "show").contains("\\x1b]0;PWN\\x07"));
     let full = std::fs::OpenOptions::new()
         .write(true)
         .open("/dev/full")
@@ -2032,7 +1511,7 @@ fn names_cannot_drive_the_terminal_and_output_must_arrive() {
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(2), "{err}");
     assert!(err.contains("[ENOSPC]"), "{err}");
-    let o = MP.at(&t.r, &["-j", "del", "203.0.113.0/24"]);
+    let o = MP.at(&t.r, "-j del 203.0.113.0/24");
     assert_eq!(o.status.code(), Some(2));
     let v: Value = serde_json::from_slice(&o.stdout).expect("a JSON error");
     assert!(
@@ -2114,7 +1593,7 @@ fn a_batch_killed_mid_write_is_repaired_by_the_next_command() {
     assert!(st.success(), "kill -9 {pid}");
     let _ = strace.wait_with_output();
     let fib = || {
-        t.r.ip_json(&["-4", "route", "show"])
+        t.r.ip_json("-4 route show")
             .as_array()
             .expect("routes")
             .iter()
@@ -2123,34 +1602,21 @@ fn a_batch_killed_mid_write_is_repaired_by_the_next_command() {
     };
     let installed = fib();
     assert!(installed < 3000, "the batch was not stopped mid-way");
-    let check = MP.ok(&t.r, &["--check", "sync"]);
+    let check = MP.ok(&t.r, "--check sync");
     assert!(
         !check.contains("behind mproute's back"),
         "false drift: {check}"
     );
-    let o = MP.at(
-        &t.r,
-        &[
-            "add",
-            "203.0.113.0/24",
-            "nexthop",
-            "via",
-            "10.1.0.2",
-            "dev",
-            "va",
-        ],
-    );
+    let o = MP.at(&t.r, "add 203.0.113.0/24 nexthop via 10.1.0.2 dev va");
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(o.status.success(), "{err}");
     assert!(
         err.contains("repaired what an invocation stopped mid-write left"),
         "{err}"
     );
-    assert!(MP
-        .ok(&t.r, &["--check", "sync"])
-        .contains("nothing would change"));
+    assert!(MP.ok(&t.r, "--check sync").contains("nothing would change"));
     let managed = MP
-        .json(&t.r, &["show"])
+        .json(&t.r, "show")
         .as_array()
         .expect("rows")
         .iter()
@@ -2164,11 +1630,11 @@ fn a_batch_killed_mid_write_is_repaired_by_the_next_command() {
 /// first and said exit 2, while ila and pfanout said 1); a namespace that is not there is 2.
 #[test]
 fn syntax_before_the_namespace() {
-    let o = MP.run(&["-n", "mpt-no-such-ns", "add", "198.51.100.0/24", "bogus"]);
+    let o = MP.run("-n mpt-no-such-ns add 198.51.100.0/24 bogus");
     let e = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(1), "{e}");
     assert!(e.contains("\"bogus\""), "{e}");
-    let o = MP.run(&["-n", "mpt-no-such-ns", "show"]);
+    let o = MP.run("-n mpt-no-such-ns show");
     let e = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(2), "{e}");
     assert!(e.contains("does not exist"), "{e}");

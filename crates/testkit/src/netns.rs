@@ -9,6 +9,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Mutex;
 
 use crate::cmd::{run, run_ok, try_ip};
+use crate::tool::Words;
 
 /// Prefix of every namespace the tests create: `mpt-t-<pid>-<n>-<tag>`.
 pub const TEST_PREFIX: &str = "mpt-t";
@@ -110,29 +111,29 @@ impl Netns {
         &self.name
     }
 
-    /// `ip -n NAME ARGS`.
-    pub fn ip(&self, args: &[&str]) -> std::process::Output {
+    /// `ip -n NAME ARGS` ([`Words`]: one string or an array).
+    pub fn ip(&self, args: &(impl Words + ?Sized)) -> std::process::Output {
         let mut a = vec!["-n", self.name.as_str()];
-        a.extend_from_slice(args);
+        a.extend(args.words());
         run("ip", &a)
     }
 
     /// `ip -n NAME ARGS`, which must succeed.
-    pub fn ip_ok(&self, args: &[&str]) -> String {
+    pub fn ip_ok(&self, args: &(impl Words + ?Sized)) -> String {
         self.try_ip(args).unwrap_or_else(|e| panic!("{e}"))
     }
 
     /// `ip -n NAME ARGS`, its output or the failure.
-    pub fn try_ip(&self, args: &[&str]) -> Result<String, String> {
+    pub fn try_ip(&self, args: &(impl Words + ?Sized)) -> Result<String, String> {
         let mut a = vec!["-n", self.name.as_str()];
-        a.extend_from_slice(args);
+        a.extend(args.words());
         try_ip(&a)
     }
 
     /// `ip -j -n NAME ARGS` parsed (the oracle).
-    pub fn ip_json(&self, args: &[&str]) -> serde_json::Value {
+    pub fn ip_json(&self, args: &(impl Words + ?Sized)) -> serde_json::Value {
         let mut a = vec!["-j", "-n", self.name.as_str()];
-        a.extend_from_slice(args);
+        a.extend(args.words());
         let out = run_ok("ip", &a);
         if out.trim().is_empty() {
             return serde_json::Value::Array(Vec::new());
@@ -142,9 +143,9 @@ impl Netns {
     }
 
     /// `ip netns exec NAME CMD ARGS`.
-    pub fn exec(&self, cmd: &str, args: &[&str]) -> std::process::Output {
+    pub fn exec(&self, cmd: &str, args: &(impl Words + ?Sized)) -> std::process::Output {
         let mut a = vec!["netns", "exec", self.name.as_str(), cmd];
-        a.extend_from_slice(args);
+        a.extend(args.words());
         run("ip", &a)
     }
 

@@ -1,12 +1,60 @@
 //! Running one of our tools inside a test namespace, as an operator would: `TOOL -n NS ARGS`,
 //! its exit code, its one-line errors and its JSON (a contract, decoded here once for every
 //! test).
+//!
+//! A command's words ([`Words`]) are given as one string split on whitespace, as they would be
+//! typed (`MP.ok(&ns, "add 198.18.0.0/24 nexthop via 10.1.0.2 dev va")`), or as an array or
+//! vector of words where one of them has a space in it or is empty.
 
 use std::process::Output;
 
 use serde_json::Value;
 
 use crate::netns::Netns;
+
+/// The words of a command line: one string split on whitespace (`"add 10.0.0.0/8 nexthop via
+/// 10.1.0.2"`), or an array, slice or vector of words (`&["set", "description", "a b"]`: the
+/// form for a word with a space in it, or an empty one).
+pub trait Words {
+    /// The words, in order.
+    fn words(&self) -> Vec<&str>;
+}
+
+impl Words for str {
+    fn words(&self) -> Vec<&str> {
+        self.split_whitespace().collect()
+    }
+}
+
+impl Words for String {
+    fn words(&self) -> Vec<&str> {
+        self.as_str().words()
+    }
+}
+
+impl<S: AsRef<str>> Words for [S] {
+    fn words(&self) -> Vec<&str> {
+        self.iter().map(AsRef::as_ref).collect()
+    }
+}
+
+impl<S: AsRef<str>, const N: usize> Words for [S; N] {
+    fn words(&self) -> Vec<&str> {
+        self.as_slice().words()
+    }
+}
+
+impl<S: AsRef<str>> Words for Vec<S> {
+    fn words(&self) -> Vec<&str> {
+        self.as_slice().words()
+    }
+}
+
+impl<T: Words + ?Sized> Words for &T {
+    fn words(&self) -> Vec<&str> {
+        (**self).words()
+    }
+}
 
 /// A built tool binary (`env!("CARGO_BIN_EXE_mproute")`).
 #[derive(Debug, Clone, Copy)]
@@ -30,23 +78,24 @@ impl Tool {
     }
 
     /// `TOOL ARGS` (no namespace).
-    pub fn run(&self, args: &[&str]) -> Output {
+    pub fn run(&self, args: &(impl Words + ?Sized)) -> Output {
         let mut a = self.pre.to_vec();
-        a.extend_from_slice(args);
+        a.extend(args.words());
         crate::cmd::run(self.bin, &a)
     }
 
     /// `TOOL -n NS ARGS`.
-    pub fn at(&self, ns: &Netns, args: &[&str]) -> Output {
+    pub fn at(&self, ns: &Netns, args: &(impl Words + ?Sized)) -> Output {
         let mut a = self.pre.to_vec();
         a.extend_from_slice(&["-n", ns.name()]);
-        a.extend_from_slice(args);
+        a.extend(args.words());
         crate::cmd::run(self.bin, &a)
     }
 
     /// `TOOL -n NS ARGS`, which must succeed; its standard output.
-    pub fn ok(&self, ns: &Netns, args: &[&str]) -> String {
-        let o = self.at(ns, args);
+    pub fn ok(&self, ns: &Netns, args: &(impl Words + ?Sized)) -> String {
+        let args = args.words();
+        let o = self.at(ns, &args);
         assert!(
             o.status.success(),
             "{} {} failed ({:?}): {}",
@@ -59,28 +108,29 @@ impl Tool {
     }
 
     /// `TOOL -n NS -j ARGS`, which must succeed, decoded.
-    pub fn json(&self, ns: &Netns, args: &[&str]) -> Value {
+    pub fn json(&self, ns: &Netns, args: &(impl Words + ?Sized)) -> Value {
         let mut a = vec!["-j"];
-        a.extend_from_slice(args);
+        a.extend(args.words());
         let out = self.ok(ns, &a);
         serde_json::from_str(&out)
             .unwrap_or_else(|e| panic!("bad JSON from {} {}: {e}: {out}", self.name(), a.join(" ")))
     }
 
     /// `TOOL -n NS -j ARGS` printing one JSON value per line (batches, monitors), decoded.
-    pub fn json_lines(&self, ns: &Netns, args: &[&str]) -> Vec<Value> {
+    pub fn json_lines(&self, ns: &Netns, args: &(impl Words + ?Sized)) -> Vec<Value> {
         let mut a = vec!["-j"];
-        a.extend_from_slice(args);
+        a.extend(args.words());
         json_lines(&self.ok(ns, &a), self.name())
     }
 
     /// `TOOL -n NS ARGS` refused with exit 2, and `TOOL -n NS --check ARGS` predicting it: the
     /// same exit code and the same words (the dry run foresees the kernel's refusal).
-    pub fn refused_alike(&self, ns: &Netns, args: &[&str]) {
+    pub fn refused_alike(&self, ns: &Netns, args: &(impl Words + ?Sized)) {
+        let args = args.words();
         let mut dry = vec!["--check"];
-        dry.extend_from_slice(args);
+        dry.extend_from_slice(&args);
         let c = self.at(ns, &dry);
-        let r = self.at(ns, args);
+        let r = self.at(ns, &args);
         let (ce, re) = (
             String::from_utf8_lossy(&c.stderr),
             String::from_utf8_lossy(&r.stderr),
@@ -157,5 +207,22 @@ impl BatchFile {
 impl Drop for BatchFile {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Words;
+
+    #[test]
+    fn a_line_splits_on_whitespace_and_an_array_is_kept_as_it_is() {
+        assert_eq!(
+            "add  198.18.0.0/24\tnexthop via 10.1.0.2 ".words(),
+            ["add", "198.18.0.0/24", "nexthop", "via", "10.1.0.2"]
+        );
+        assert_eq!(["set", "a b", ""].words(), ["set", "a b", ""]);
+        let v = vec![String::from("show"), String::from("table")];
+        assert_eq!(v.words(), ["show", "table"]);
+        assert_eq!((&&v[..]).words(), ["show", "table"]);
     }
 }

@@ -255,6 +255,30 @@ impl FourPaths {
     }
 }
 
+/// The ILA tests' address plan (`tests/ila_netns.rs`, `tests/ila_kernel.rs`): a host A, and B
+/// with a SIR address, its ILA address and locator; and the checksum modes they go through.
+pub mod ila_plan {
+    /// A's address on its link to B.
+    pub const A_ADDR: &str = "2001:db8:a::1";
+    /// B's address on its link to A.
+    pub const B_ADDR: &str = "2001:db8:a::2";
+    /// B's locator.
+    pub const LOC_B: &str = "2001:db8:ff:1";
+    /// The SIR prefix's upper 64 bits.
+    pub const SIR_NET: &str = "2001:db8:1:2";
+    /// B's ILA address (LOC_B and the identifier, type luid).
+    pub const ILA_B: &str = "2001:db8:ff:1:2000::b";
+    /// B's SIR address.
+    pub const SIR_B: &str = "2001:db8:1:2:2000::b";
+    /// Every checksum mode (`csum-mode`).
+    pub const MODES: [&str; 4] = [
+        "adj-transport",
+        "neutral-map",
+        "neutral-map-auto",
+        "no-action",
+    ];
+}
+
 /// An ILA path of four namespaces, all IPv6: `a` (2001:db8:a::1 on `va`) sends through the
 /// router `r` (`ra`, `rm`) and the router `m` (`mr`, `md`) to the host `d` (2001:db8:d::2 on
 /// `dm`), which has the SIR address `sir_b`/128 on `lo`. `r` routes the locator `loc`::/64
@@ -282,7 +306,7 @@ impl IlaPath {
         veth(&r, "rm", &m, "mr");
         veth(&m, "md", &d, "dm");
         let ip = |ns: &Netns, args: &str| {
-            ns.ip_ok(&args.split_whitespace().collect::<Vec<_>>());
+            ns.ip_ok(args);
         };
         ip(&a, "addr add 2001:db8:a::1/64 dev va nodad");
         ip(&r, "addr add 2001:db8:a::2/64 dev ra nodad");
