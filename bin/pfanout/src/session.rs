@@ -22,25 +22,8 @@ impl BatchTool for Session {
         crate::cli::parse_line(words)
     }
 
-    /// Run one command.
     fn run(&mut self, c: &Command) -> Result<Output, Failure> {
-        match c {
-            Command::Show(s) => Ok(Output::Groups(
-                crate::show::run(s, self.opts.details)?,
-                self.opts.stats,
-            )),
-            Command::Run(r) if self.opts.check => Ok(Output::Check(crate::check::run(r)?)),
-            Command::Bench(b) if self.opts.check => Ok(Output::Check(crate::check::bench(b))),
-            Command::Run(r) => {
-                let json = self.opts.json;
-                let mut drawn = 0usize;
-                let s = crate::run::run(r, json, |running, w, table| {
-                    view::live(&running.info, running.elapsed(), w, table, &mut drawn)
-                })?;
-                Ok(Output::Run(s))
-            }
-            Command::Bench(b) => Ok(Output::Bench(crate::bench::run(b)?)),
-        }
+        crate::cmd::run(&self.opts, c)
     }
 
     fn print(out: &Output, style: Style) {

@@ -4,8 +4,6 @@
 use mpt_cli::render::{self, Style, TableRow};
 use serde::Serialize;
 
-use crate::bench::BenchReport;
-use crate::run::{Ended, GroupInfo, WorkerStats};
 use crate::show::{flags_words, GroupView, SocketView};
 
 /// A command's output.
@@ -18,7 +16,7 @@ pub enum Output {
     /// `bench`.
     Bench(BenchReport),
     /// What `run` or `bench` would do (`--check`).
-    Check(crate::check::CheckReport),
+    Check(crate::cmd::check::CheckReport),
 }
 
 /// Print an output.
@@ -26,7 +24,7 @@ pub fn print(out: &Output, style: Style) {
     match out {
         Output::Groups(g, stats) => print_groups(g, *stats, style),
         Output::Run(s) => print_summary(s, style),
-        Output::Bench(b) => crate::bench::print(b, style),
+        Output::Bench(b) => print_bench(b, style),
         Output::Check(c) => {
             if style.json {
                 render::print_json(c, style.pretty);
@@ -285,4 +283,148 @@ pub fn live(info: &GroupInfo, elapsed: f64, w: &[WorkerStats], table: bool, draw
     }
     *drawn = text.lines().count();
     render::print_redrawn(&controls, &text);
+}
+
+/// One worker's figures.
+#[derive(Debug, Clone, Copy, Default, Serialize, PartialEq, Eq)]
+pub struct WorkerStats {
+    /// Worker number (none in a total).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub worker: Option<u32>,
+    /// Packets the worker read.
+    pub packets: u64,
+    /// Their bytes (on the wire).
+    pub bytes: u64,
+    /// Packets the kernel queued to the socket, drops included (PACKET_STATISTICS).
+    pub kernel_packets: u64,
+    /// Packets the kernel dropped for lack of room.
+    pub drops: u64,
+    /// Rollovers away from this socket (tp_all); in mode rollover the kernel counts every
+    /// packet it places this way, the first member's own included.
+    pub rollover_all: u64,
+    /// Of those, of a huge flow while the socket was low on room (tp_huge).
+    pub rollover_huge: u64,
+    /// Packets that found no member with room (tp_failed).
+    pub rollover_failed: u64,
+}
+
+/// Why a run ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Ended {
+    /// `duration` passed.
+    Duration,
+    /// `count` packets were read.
+    Count,
+    /// SIGINT, SIGTERM or SIGHUP.
+    Signal,
+    /// A worker failed.
+    Error,
+}
+
+/// What the output says about the group.
+#[derive(Debug, Clone, Serialize)]
+pub struct GroupInfo {
+    /// Group id.
+    pub group: u16,
+    /// Mode.
+    pub mode: String,
+    /// Flags kept by the kernel.
+    pub flags: Vec<&'static str>,
+    /// Device.
+    pub dev: String,
+    /// Workers.
+    pub workers: u32,
+    /// Ring or copies.
+    pub ring: bool,
+}
+
+/// One mode's figures, per second.
+#[derive(Debug, Clone, Serialize)]
+pub struct BenchRow {
+    /// `hash`, `hash flags rollover`, ...
+    pub mode: String,
+    /// Packets the workers processed.
+    pub processed: f64,
+    /// Packets the kernel dropped.
+    pub dropped: f64,
+    /// Packets rolled over to another worker.
+    pub rolled_over: f64,
+    /// Workers that processed packets.
+    pub busy_workers: u32,
+}
+
+/// A ratio of two modes.
+#[derive(Debug, Clone, Serialize)]
+pub struct Ratio {
+    /// `hash flags rollover / hash`.
+    pub what: String,
+    /// The ratio of processed packets.
+    pub ratio: f64,
+    /// The goal: 0.9 times the workers.
+    pub goal: f64,
+    /// Whether the goal is met.
+    pub met: bool,
+}
+
+/// The bench's report.
+#[derive(Debug, Clone, Serialize)]
+pub struct BenchReport {
+    /// Workers.
+    pub workers: u32,
+    /// Packets each worker may process per second.
+    pub per_worker: u32,
+    /// The generator's target rate.
+    pub rate: u32,
+    /// What the generator sent, per second, over the whole bench.
+    pub offered: f64,
+    /// Measured seconds per mode.
+    pub seconds: u32,
+    /// One row per mode.
+    pub modes: Vec<BenchRow>,
+    /// Rollover against none.
+    pub ratios: Vec<Ratio>,
+}
+
+impl TableRow for BenchRow {
+    fn headers() -> Vec<&'static str> {
+        vec![
+            "MODE",
+            "PROCESSED/S",
+            "DROPPED/S",
+            "ROLLED/S",
+            "BUSY WORKERS",
+        ]
+    }
+    fn cells(&self) -> Vec<String> {
+        vec![
+            self.mode.clone(),
+            format!("{:.0}", self.processed),
+            format!("{:.0}", self.dropped),
+            format!("{:.0}", self.rolled_over),
+            self.busy_workers.to_string(),
+        ]
+    }
+}
+
+/// Print the report.
+fn print_bench(r: &BenchReport, style: Style) {
+    if style.json {
+        render::print_json(r, style.pretty);
+        return;
+    }
+    render::print_line(&format!(
+        "{} workers of {} packets/s each, one UDP flow offered at {:.0} packets/s, {} s per mode",
+        r.workers, r.per_worker, r.offered, r.seconds
+    ));
+    render::print_line(&render::rows_to_string(&r.modes, Style::default()));
+    for x in &r.ratios {
+        render::print_line(&format!(
+            "{}: {:.2} (goal >= {:.2}: {})",
+            x.what,
+            x.ratio,
+            x.goal,
+            if x.met { "met" } else { "missed" }
+        ));
+    }
 }

@@ -13,10 +13,10 @@ use mpt_cli::Failure;
 use mpt_sys::packet::PacketSocket;
 use pcap_file::pcap::{PcapHeader, PcapPacket, PcapWriter};
 use pcap_file::DataLink;
-use serde::Serialize;
 
 use crate::grammar::RunCmd;
 use crate::group::Group;
+use crate::view::{Ended, GroupInfo, WorkerStats};
 
 /// How long a worker waits for a packet before it looks at the stop flag again.
 const POLL: Duration = Duration::from_millis(50);
@@ -37,29 +37,6 @@ struct Counters {
     roll_all: AtomicU64,
     roll_huge: AtomicU64,
     roll_failed: AtomicU64,
-}
-
-/// One worker's figures.
-#[derive(Debug, Clone, Copy, Default, Serialize, PartialEq, Eq)]
-pub struct WorkerStats {
-    /// Worker number (none in a total).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub worker: Option<u32>,
-    /// Packets the worker read.
-    pub packets: u64,
-    /// Their bytes (on the wire).
-    pub bytes: u64,
-    /// Packets the kernel queued to the socket, drops included (PACKET_STATISTICS).
-    pub kernel_packets: u64,
-    /// Packets the kernel dropped for lack of room.
-    pub drops: u64,
-    /// Rollovers away from this socket (tp_all); in mode rollover the kernel counts every
-    /// packet it places this way, the first member's own included.
-    pub rollover_all: u64,
-    /// Of those, of a huge flow while the socket was low on room (tp_huge).
-    pub rollover_huge: u64,
-    /// Packets that found no member with room (tp_failed).
-    pub rollover_failed: u64,
 }
 
 impl Counters {
@@ -128,20 +105,6 @@ impl Bucket {
     }
 }
 
-/// Why a run ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Ended {
-    /// `duration` passed.
-    Duration,
-    /// `count` packets were read.
-    Count,
-    /// SIGINT, SIGTERM or SIGHUP.
-    Signal,
-    /// A worker failed.
-    Error,
-}
-
 /// The running group.
 #[derive(Debug)]
 pub struct Running {
@@ -156,23 +119,6 @@ pub struct Running {
     started: Instant,
     /// The device's index (0: every device).
     ifindex: u32,
-}
-
-/// What the output says about the group.
-#[derive(Debug, Clone, Serialize)]
-pub struct GroupInfo {
-    /// Group id.
-    pub group: u16,
-    /// Mode.
-    pub mode: String,
-    /// Flags kept by the kernel.
-    pub flags: Vec<&'static str>,
-    /// Device.
-    pub dev: String,
-    /// Workers.
-    pub workers: u32,
-    /// Ring or copies.
-    pub ring: bool,
 }
 
 fn pcap_writer(

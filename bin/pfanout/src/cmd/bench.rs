@@ -10,15 +10,13 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use mpt_cli::render::{self, Style, TableRow};
 use mpt_cli::Failure;
 use mpt_model::fanout::{Flags, Mode};
 use mpt_testkit::Netns;
-use serde::Serialize;
 
+use crate::cmd::run::Running;
 use crate::grammar::{BenchCmd, RunCmd};
-use crate::run::Running;
-use crate::view::sum;
+use crate::view::{sum, BenchReport, BenchRow, Ratio};
 
 /// Seconds each mode runs before it is measured.
 const WARMUP: Duration = Duration::from_millis(1000);
@@ -26,96 +24,6 @@ const GEN_DEV: &str = "pfb0";
 const CAP_DEV: &str = "pfb1";
 const GEN_ADDR: &str = "198.18.0.1";
 const CAP_ADDR: &str = "198.18.0.2";
-
-/// One mode's figures, per second.
-#[derive(Debug, Clone, Serialize)]
-pub struct BenchRow {
-    /// `hash`, `hash flags rollover`, ...
-    pub mode: String,
-    /// Packets the workers processed.
-    pub processed: f64,
-    /// Packets the kernel dropped.
-    pub dropped: f64,
-    /// Packets rolled over to another worker.
-    pub rolled_over: f64,
-    /// Workers that processed packets.
-    pub busy_workers: u32,
-}
-
-/// A ratio of two modes.
-#[derive(Debug, Clone, Serialize)]
-pub struct Ratio {
-    /// `hash flags rollover / hash`.
-    pub what: String,
-    /// The ratio of processed packets.
-    pub ratio: f64,
-    /// The goal: 0.9 times the workers.
-    pub goal: f64,
-    /// Whether the goal is met.
-    pub met: bool,
-}
-
-/// The bench's report.
-#[derive(Debug, Clone, Serialize)]
-pub struct BenchReport {
-    /// Workers.
-    pub workers: u32,
-    /// Packets each worker may process per second.
-    pub per_worker: u32,
-    /// The generator's target rate.
-    pub rate: u32,
-    /// What the generator sent, per second, over the whole bench.
-    pub offered: f64,
-    /// Measured seconds per mode.
-    pub seconds: u32,
-    /// One row per mode.
-    pub modes: Vec<BenchRow>,
-    /// Rollover against none.
-    pub ratios: Vec<Ratio>,
-}
-
-impl TableRow for BenchRow {
-    fn headers() -> Vec<&'static str> {
-        vec![
-            "MODE",
-            "PROCESSED/S",
-            "DROPPED/S",
-            "ROLLED/S",
-            "BUSY WORKERS",
-        ]
-    }
-    fn cells(&self) -> Vec<String> {
-        vec![
-            self.mode.clone(),
-            format!("{:.0}", self.processed),
-            format!("{:.0}", self.dropped),
-            format!("{:.0}", self.rolled_over),
-            self.busy_workers.to_string(),
-        ]
-    }
-}
-
-/// Print the report.
-pub fn print(r: &BenchReport, style: Style) {
-    if style.json {
-        render::print_json(r, style.pretty);
-        return;
-    }
-    render::print_line(&format!(
-        "{} workers of {} packets/s each, one UDP flow offered at {:.0} packets/s, {} s per mode",
-        r.workers, r.per_worker, r.offered, r.seconds
-    ));
-    render::print_line(&render::rows_to_string(&r.modes, Style::default()));
-    for x in &r.ratios {
-        render::print_line(&format!(
-            "{}: {:.2} (goal >= {:.2}: {})",
-            x.what,
-            x.ratio,
-            x.goal,
-            if x.met { "met" } else { "missed" }
-        ));
-    }
-}
 
 fn ip(args: &[&str]) -> Result<(), Failure> {
     let out = Command::new("ip")
@@ -273,7 +181,7 @@ pub fn run(cmd: &BenchCmd) -> Result<BenchReport, Failure> {
     let base = format!("pfanout-bench-{}", std::process::id());
     let (g, c) = (format!("{base}-gen"), format!("{base}-cap"));
     let abort = Arc::new(AtomicBool::new(false));
-    let _signals = crate::run::stop_on_signals(&abort)?;
+    let _signals = crate::cmd::run::stop_on_signals(&abort)?;
     // the two namespaces (with `lo` up), removed when dropped: on every return, and after a
     // signal, which only stops the measurements
     let mut ns = Vec::new();
