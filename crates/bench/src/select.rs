@@ -40,6 +40,7 @@ use mpt_model::route::threshold::{select, upper_bounds};
 use mpt_model::{Algo, Family};
 use nix::sched::{setns, CloneFlags};
 
+use mpt_testkit::packet::Udp4Frame;
 use mpt_testkit::XorShift64;
 
 use crate::support::{self, median, met, spread};
@@ -198,42 +199,20 @@ pub(crate) fn random_flows(n: usize) -> Vec<Flow> {
         .collect()
 }
 
-/// Internet checksum of an IPv4 header.
-pub use mpt_testkit::packet::inet_csum as ip_checksum;
-
 /// A 64-byte Ethernet + IPv4 + UDP frame with a valid UDP checksum (which the XDP dataplane
 /// verifies, as it must for every packet it redirects).
 pub(crate) fn udp_frame(f: &Flow, ttl: u8) -> [u8; FRAME] {
-    let mut p = [0u8; FRAME];
-    p[0..6].copy_from_slice(&[0x02, 0, 0, 0, 0, 0x01]);
-    p[6..12].copy_from_slice(&[0x02, 0, 0, 0, 0, 0x02]);
-    p[12..14].copy_from_slice(&0x0800u16.to_be_bytes());
-    let ip_len = (FRAME - 14) as u16;
-    let ip = &mut p[14..34];
-    ip[0] = 0x45;
-    ip[2..4].copy_from_slice(&ip_len.to_be_bytes());
-    ip[6..8].copy_from_slice(&0x4000u16.to_be_bytes()); // DF
-    ip[8] = ttl;
-    ip[9] = IPPROTO_UDP;
-    ip[12..16].copy_from_slice(&f.src.octets());
-    ip[16..20].copy_from_slice(&f.dst.octets());
-    let c = ip_checksum(ip);
-    ip[10..12].copy_from_slice(&c.to_be_bytes());
-    let udp = &mut p[34..42];
-    udp[0..2].copy_from_slice(&f.sport.to_be_bytes());
-    udp[2..4].copy_from_slice(&f.dport.to_be_bytes());
-    udp[4..6].copy_from_slice(&(ip_len - 20).to_be_bytes());
-    let mut pseudo = Vec::with_capacity(12 + FRAME - 34);
-    pseudo.extend_from_slice(&p[26..34]);
-    pseudo.extend_from_slice(&[0, IPPROTO_UDP]);
-    pseudo.extend_from_slice(&(ip_len - 20).to_be_bytes());
-    pseudo.extend_from_slice(&p[34..]);
-    let c = match ip_checksum(&pseudo) {
-        0 => 0xffff,
-        c => c,
-    };
-    p[40..42].copy_from_slice(&c.to_be_bytes());
-    p
+    Udp4Frame {
+        dst_mac: [0x02, 0, 0, 0, 0, 0x01],
+        src_mac: [0x02, 0, 0, 0, 0, 0x02],
+        src: f.src,
+        dst: f.dst,
+        sport: f.sport,
+        dport: f.dport,
+        ttl,
+        udp_csum: true,
+    }
+    .bytes()
 }
 
 /// One `BPF_PROG_TEST_RUN` of an XDP program: (return code, kernel ns per repetition, frame out).
@@ -822,7 +801,7 @@ mod tests {
             dport: DPORT,
         };
         let p = udp_frame(&f, 64);
-        assert_eq!(ip_checksum(&p[14..34]), 0);
+        assert_eq!(mpt_testkit::packet::inet_csum(&p[14..34]), 0);
         assert_eq!(u16::from_be_bytes([p[16], p[17]]), 50);
         assert_eq!(u16::from_be_bytes([p[38], p[39]]), 30);
         assert_eq!(p[TTL_OFF], 64);

@@ -184,15 +184,19 @@ impl Ip4 {
         self.options = o.to_vec();
         self
     }
-    /// The packet.
+    /// The packet (identification 0x1234).
     pub fn bytes(&self) -> Vec<u8> {
+        self.bytes_with_id(0x1234)
+    }
+    /// The packet with this identification.
+    pub fn bytes_with_id(&self, id: u16) -> Vec<u8> {
         let hl = 20 + self.options.len();
         assert!(hl % 4 == 0 && hl <= 60, "IPv4 options length");
         let tot = (hl + self.payload.len()) as u16;
         let mut h = vec![0u8; 20];
         h[0] = 0x40 | (hl / 4) as u8;
         h[2..4].copy_from_slice(&tot.to_be_bytes());
-        h[4..6].copy_from_slice(&0x1234u16.to_be_bytes());
+        h[4..6].copy_from_slice(&id.to_be_bytes());
         h[6..8].copy_from_slice(&self.frag.to_be_bytes());
         h[8] = self.ttl;
         h[9] = self.proto;
@@ -212,6 +216,64 @@ impl Ip4 {
     /// In an Ethernet frame from [`SRC_MAC`] to [`DST_MAC`].
     pub fn frame(&self) -> Vec<u8> {
         eth(DST_MAC, SRC_MAC, ETH_P_IP, &self.bytes())
+    }
+}
+
+/// A UDP/IPv4 frame of a fixed length, for a generator's template or a benchmark's test run:
+/// Ethernet, IPv4 (identification 0, DF, header checksum), UDP and a zero payload, with a
+/// complete UDP checksum (0 becomes 0xffff) or, without `udp_csum`, none (0).
+#[derive(Clone, Copy, Debug)]
+pub struct Udp4Frame {
+    /// Destination MAC.
+    pub dst_mac: [u8; 6],
+    /// Source MAC.
+    pub src_mac: [u8; 6],
+    /// Source address.
+    pub src: Ipv4Addr,
+    /// Destination address.
+    pub dst: Ipv4Addr,
+    /// UDP source port.
+    pub sport: u16,
+    /// UDP destination port.
+    pub dport: u16,
+    /// TTL.
+    pub ttl: u8,
+    /// A UDP checksum, or 0.
+    pub udp_csum: bool,
+}
+
+impl Udp4Frame {
+    /// The frame, `N` bytes (at least the 42 of the headers).
+    pub fn bytes<const N: usize>(&self) -> [u8; N] {
+        assert!(N >= 42, "a UDP/IPv4 frame has at least 42 bytes");
+        let payload = vec![0u8; N - 42];
+        let mut seg = udp_segment(
+            self.src.into(),
+            self.dst.into(),
+            self.sport,
+            self.dport,
+            &payload,
+        );
+        if !self.udp_csum {
+            seg[6..8].copy_from_slice(&[0, 0]);
+        }
+        let ip = Ip4 {
+            src: self.src.octets(),
+            dst: self.dst.octets(),
+            proto: IPPROTO_UDP,
+            ttl: self.ttl,
+            frag: DF,
+            options: Vec::new(),
+            payload: seg,
+        };
+        let mut f = [0u8; N];
+        f.copy_from_slice(&eth(
+            self.dst_mac,
+            self.src_mac,
+            ETH_P_IP,
+            &ip.bytes_with_id(0),
+        ));
+        f
     }
 }
 
