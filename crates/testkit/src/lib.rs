@@ -20,10 +20,11 @@ pub mod tool;
 pub mod topo;
 pub mod traffic;
 
+pub use cmd::Words;
 pub use cmd::{is_root, require_root, run, run_ok};
 pub use netns::{leaked, netns_cookie, remove_tool_state, Netns, NS_PREFIX};
 pub use rng::XorShift64;
-pub use tool::{batch_json_lines, BatchFile, Tool, Words};
+pub use tool::{batch_json_lines, BatchFile, Tool};
 pub use topo::{veth, IlaPath, TwoPaths};
 
 /// Remove what mproute keeps for a namespace outside it (see [`remove_tool_state`]).

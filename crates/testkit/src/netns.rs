@@ -8,8 +8,7 @@
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Mutex;
 
-use crate::cmd::{run, run_ok, try_ip};
-use crate::tool::Words;
+use crate::cmd::{run, run_ok, try_ip, Words};
 
 /// Prefix of every namespace the tests create: `mpt-t-<pid>-<n>-<tag>`.
 pub const TEST_PREFIX: &str = "mpt-t";

@@ -10,51 +10,8 @@ use std::process::Output;
 
 use serde_json::Value;
 
+use crate::cmd::Words;
 use crate::netns::Netns;
-
-/// The words of a command line: one string split on whitespace (`"add 10.0.0.0/8 nexthop via
-/// 10.1.0.2"`), or an array, slice or vector of words (`&["set", "description", "a b"]`: the
-/// form for a word with a space in it, or an empty one).
-pub trait Words {
-    /// The words, in order.
-    fn words(&self) -> Vec<&str>;
-}
-
-impl Words for str {
-    fn words(&self) -> Vec<&str> {
-        self.split_whitespace().collect()
-    }
-}
-
-impl Words for String {
-    fn words(&self) -> Vec<&str> {
-        self.as_str().words()
-    }
-}
-
-impl<S: AsRef<str>> Words for [S] {
-    fn words(&self) -> Vec<&str> {
-        self.iter().map(AsRef::as_ref).collect()
-    }
-}
-
-impl<S: AsRef<str>, const N: usize> Words for [S; N] {
-    fn words(&self) -> Vec<&str> {
-        self.as_slice().words()
-    }
-}
-
-impl<S: AsRef<str>> Words for Vec<S> {
-    fn words(&self) -> Vec<&str> {
-        self.as_slice().words()
-    }
-}
-
-impl<T: Words + ?Sized> Words for &T {
-    fn words(&self) -> Vec<&str> {
-        (**self).words()
-    }
-}
 
 /// A built tool binary (`env!("CARGO_BIN_EXE_mproute")`).
 #[derive(Debug, Clone, Copy)]
