@@ -7,12 +7,14 @@
 //! - [`locator`]: 64-bit locators in the four-group notation of `ip ila`;
 //! - [`csum`]: the checksum arithmetic of translation, defined here once and reproduced by the
 //!   BPF translator (`bpf/ila/`);
-//! - [`table`]: mappings (receive side), routes (send side) and their rules.
+//! - [`table`]: mappings (receive side), routes (send side) and their rules;
+//! - [`plan`]: the put rule of both tables, for every implementation and the dry run.
 
 pub mod csum;
 pub mod locator;
+pub mod plan;
 pub mod table;
 
 pub use csum::{CsumMode, Translated};
 pub use locator::Locator;
-pub use table::{HookType, IdentType, Mapping, RouteSpec};
+pub use table::{HookType, IdentType, Mapping, RouteEntry, RouteSpec};

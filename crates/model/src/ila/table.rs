@@ -187,6 +187,19 @@ pub struct RouteSpec {
     pub hook_type: HookType,
 }
 
+/// An ILA route as the FIB holds it: the translation, and where the route sends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct RouteEntry {
+    /// The translation (the SIR prefix, the locator, modes, hook).
+    pub spec: RouteSpec,
+    /// Gateway.
+    pub via: Option<Ipv6Addr>,
+    /// Device (0: none given).
+    pub ifindex: u32,
+    /// Table.
+    pub table: u32,
+}
+
 /// Why the kernel refuses an ILA route (`EINVAL`), in words.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RouteError(pub String);
