@@ -147,11 +147,7 @@ pub enum Command {
 impl Command {
     /// `ila` alone.
     pub fn default_show() -> Command {
-        match grammar::parse_xlat(&[]) {
-            Ok(c) => Command::Xlat(c),
-            // (an empty xlat is always a show)
-            Err(_) => Command::Dataplane(DpCmd::Show),
-        }
+        Command::Xlat(XlatCmd::Show)
     }
 }
 

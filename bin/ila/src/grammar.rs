@@ -10,7 +10,8 @@ use std::fmt;
 use std::net::Ipv6Addr;
 
 use ipnet::Ipv6Net;
-use mpt_model::ila::{CsumMode, HookType, IdentType, Locator};
+use mpt_model::ila::plan::Mode;
+use mpt_model::ila::{CsumMode, HookType, IdentType, Locator, RouteSpec};
 
 /// A syntax error, in words.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -31,103 +32,159 @@ pub fn matches(word: &str, keyword: &str) -> bool {
     !word.is_empty() && keyword.starts_with(word)
 }
 
-/// The verb of `ila xlat`.
+/// The verb of `ila xlat` and `ila route` (`get`: xlat only).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum XlatVerb {
-    /// `add`: fails if the (locator match, device) mapping exists.
-    Add,
-    /// `replace`: add or overwrite.
-    Replace,
+pub enum Verb {
+    /// `add` (fails if the key exists) or `replace` (add or overwrite).
+    Put(Mode),
     /// `del`.
     Del,
     /// `get`: one mapping.
     Get,
     /// `show` (`list`, `lst`).
     Show,
-    /// `flush`: every mapping.
+    /// `flush`: every entry.
     Flush,
 }
 
-impl XlatVerb {
+impl Verb {
     /// The command-line word.
     pub const fn name(self) -> &'static str {
         match self {
-            XlatVerb::Add => "add",
-            XlatVerb::Replace => "replace",
-            XlatVerb::Del => "del",
-            XlatVerb::Get => "get",
-            XlatVerb::Show => "show",
-            XlatVerb::Flush => "flush",
+            Verb::Put(m) => m.name(),
+            Verb::Del => "del",
+            Verb::Get => "get",
+            Verb::Show => "show",
+            Verb::Flush => "flush",
         }
     }
 }
 
-/// `ila xlat VERB ...`.
+/// A mapping's key as the command names it: `loc_match LOC [dev DEV]`.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct XlatCmd {
-    /// The verb.
-    pub verb: XlatVerb,
+pub struct XlatKey {
     /// `loc_match LOC`: the locator a destination must have.
-    pub locator_match: Option<Locator>,
-    /// `loc LOC`: what it becomes.
-    pub locator: Option<Locator>,
+    pub locator_match: Locator,
     /// `dev DEV`: the receiving device (none: any).
     pub dev: Option<String>,
-    /// `csum-mode MODE` (add/replace; default no-action, as the kernel's).
-    pub csum_mode: Option<CsumMode>,
-    /// `ident-type TYPE` (default use-format).
-    pub ident_type: Option<IdentType>,
 }
 
-/// The verb of `ila route`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum RouteVerb {
-    /// `add`: fails if the route exists.
-    Add,
-    /// `replace`: add or overwrite.
-    Replace,
-    /// `del`.
-    Del,
-    /// `show` (`list`, `lst`).
+/// `ila xlat VERB ...`, one variant per verb.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum XlatCmd {
+    /// `add|replace loc_match LOC loc LOC [dev DEV] [csum-mode MODE] [ident-type TYPE]`.
+    Put {
+        /// `add` or `replace`.
+        mode: Mode,
+        /// The key.
+        key: XlatKey,
+        /// `loc LOC`: what it becomes.
+        locator: Locator,
+        /// `csum-mode MODE` (default no-action, as the kernel's).
+        csum_mode: CsumMode,
+        /// `ident-type TYPE` (default use-format).
+        ident_type: IdentType,
+    },
+    /// `del loc_match LOC [loc LOC] [dev DEV]` (with `loc`: only if it has that locator).
+    Del {
+        /// The key.
+        key: XlatKey,
+        /// `loc LOC`.
+        locator: Option<Locator>,
+    },
+    /// `get loc_match LOC [dev DEV]`.
+    Get(XlatKey),
+    /// `show`.
     Show,
-    /// `flush`: every ILA route.
+    /// `flush`.
     Flush,
 }
 
-impl RouteVerb {
-    /// The command-line word.
-    pub const fn name(self) -> &'static str {
+impl XlatCmd {
+    /// The verb.
+    pub const fn verb(&self) -> Verb {
         match self {
-            RouteVerb::Add => "add",
-            RouteVerb::Replace => "replace",
-            RouteVerb::Del => "del",
-            RouteVerb::Show => "show",
-            RouteVerb::Flush => "flush",
+            XlatCmd::Put { mode, .. } => Verb::Put(*mode),
+            XlatCmd::Del { .. } => Verb::Del,
+            XlatCmd::Get(_) => Verb::Get,
+            XlatCmd::Show => Verb::Show,
+            XlatCmd::Flush => Verb::Flush,
         }
     }
 }
 
-/// `ila route VERB ...`.
+/// `ila route add|replace ...`.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RouteCmd {
-    /// The verb.
-    pub verb: RouteVerb,
-    /// The SIR prefix (an address alone is a /128).
-    pub dst: Option<Ipv6Net>,
-    /// `loc LOC`.
-    pub locator: Option<Locator>,
-    /// `csum-mode MODE` (default no-action).
-    pub csum_mode: Option<CsumMode>,
-    /// `ident-type TYPE` (default use-format).
-    pub ident_type: Option<IdentType>,
-    /// `hook-type output|input` (default output).
-    pub hook_type: Option<HookType>,
+pub struct RoutePut {
+    /// `add` or `replace`.
+    pub mode: Mode,
+    /// The translation: the SIR prefix (an address alone is a /128), `loc LOC`, `csum-mode`
+    /// (default no-action), `ident-type` (default use-format), `hook-type` (default output).
+    pub spec: RouteSpec,
     /// `via ADDR`.
     pub via: Option<Ipv6Addr>,
     /// `dev DEV`.
     pub dev: Option<String>,
     /// `table T` (a name or number; default main).
     pub table: Option<String>,
+}
+
+/// `ila route VERB ...`, one variant per verb.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RouteCmd {
+    /// `add|replace`.
+    Put(RoutePut),
+    /// `del SIR-PREFIX [table T]`.
+    Del {
+        /// The SIR prefix.
+        dst: Ipv6Net,
+        /// `table T`.
+        table: Option<String>,
+    },
+    /// `show [SIR-PREFIX] [table T]`.
+    Show {
+        /// The SIR prefix.
+        dst: Option<Ipv6Net>,
+        /// `table T`.
+        table: Option<String>,
+    },
+    /// `flush [table T]`.
+    Flush {
+        /// `table T`.
+        table: Option<String>,
+    },
+}
+
+impl RouteCmd {
+    /// The verb.
+    pub const fn verb(&self) -> Verb {
+        match self {
+            RouteCmd::Put(p) => Verb::Put(p.mode),
+            RouteCmd::Del { .. } => Verb::Del,
+            RouteCmd::Show { .. } => Verb::Show,
+            RouteCmd::Flush { .. } => Verb::Flush,
+        }
+    }
+
+    /// The SIR prefix, where the command names one.
+    pub const fn dst(&self) -> Option<Ipv6Net> {
+        match self {
+            RouteCmd::Put(p) => Some(p.spec.dst),
+            RouteCmd::Del { dst, .. } => Some(*dst),
+            RouteCmd::Show { dst, .. } => *dst,
+            RouteCmd::Flush { .. } => None,
+        }
+    }
+
+    /// `table T`, as given.
+    pub fn table(&self) -> Option<&str> {
+        match self {
+            RouteCmd::Put(RoutePut { table, .. })
+            | RouteCmd::Del { table, .. }
+            | RouteCmd::Show { table, .. }
+            | RouteCmd::Flush { table } => table.as_deref(),
+        }
+    }
 }
 
 /// Where `ila dataplane attach` puts the ingress program.
@@ -216,15 +273,15 @@ fn once<T>(slot: &mut Option<T>, v: T, what: &str) -> Result<(), SyntaxError> {
     Ok(())
 }
 
-/// The verb word of `ila xlat`.
-pub fn xlat_verb(w: &str) -> Option<XlatVerb> {
+/// The verb word of `ila xlat` and `ila route`.
+pub fn verb(w: &str) -> Option<Verb> {
     Some(match w {
-        "add" => XlatVerb::Add,
-        "replace" => XlatVerb::Replace,
-        "del" | "delete" => XlatVerb::Del,
-        "get" => XlatVerb::Get,
-        "show" | "list" | "lst" | "ls" => XlatVerb::Show,
-        "flush" => XlatVerb::Flush,
+        "add" => Verb::Put(Mode::Add),
+        "replace" => Verb::Put(Mode::Replace),
+        "del" | "delete" => Verb::Del,
+        "get" => Verb::Get,
+        "show" | "list" | "lst" | "ls" => Verb::Show,
+        "flush" => Verb::Flush,
         _ => return None,
     })
 }
@@ -232,9 +289,9 @@ pub fn xlat_verb(w: &str) -> Option<XlatVerb> {
 /// Parse `ila xlat [VERB ARGS]` (no verb: `show`).
 pub fn parse_xlat(words: &[String]) -> Result<XlatCmd, SyntaxError> {
     let Some((first, rest)) = words.split_first() else {
-        return parse_xlat_args(XlatVerb::Show, &[]);
+        return parse_xlat_args(Verb::Show, &[]);
     };
-    let Some(verb) = xlat_verb(first) else {
+    let Some(verb) = verb(first) else {
         return err(format!(
             "unknown xlat command \"{first}\" (expected add, replace, del, get, show, flush)"
         ));
@@ -242,16 +299,20 @@ pub fn parse_xlat(words: &[String]) -> Result<XlatCmd, SyntaxError> {
     parse_xlat_args(verb, rest)
 }
 
-fn parse_xlat_args(verb: XlatVerb, words: &[String]) -> Result<XlatCmd, SyntaxError> {
-    let mut c = XlatCmd {
-        verb,
-        locator_match: None,
-        locator: None,
-        dev: None,
-        csum_mode: None,
-        ident_type: None,
-    };
-    let takes_words = !matches!(verb, XlatVerb::Show | XlatVerb::Flush);
+/// The words of an xlat command as given, before they are checked against its verb.
+#[derive(Default)]
+struct XlatWords {
+    locator_match: Option<Locator>,
+    locator: Option<Locator>,
+    dev: Option<String>,
+    csum_mode: Option<CsumMode>,
+    ident_type: Option<IdentType>,
+}
+
+fn parse_xlat_args(verb: Verb, words: &[String]) -> Result<XlatCmd, SyntaxError> {
+    let mut c = XlatWords::default();
+    let takes_words = !matches!(verb, Verb::Show | Verb::Flush);
+    let put = matches!(verb, Verb::Put(_));
     let mut it = words.iter();
     while let Some(w) = it.next() {
         let w = w.as_str();
@@ -273,13 +334,13 @@ fn parse_xlat_args(verb: XlatVerb, words: &[String]) -> Result<XlatCmd, SyntaxEr
             once(&mut c.locator_match, v, "loc_match")?;
         } else if matches(w, "dev") {
             once(&mut c.dev, next(&mut it, "dev")?.to_string(), "dev")?;
-        } else if matches(w, "csum-mode") && matches!(verb, XlatVerb::Add | XlatVerb::Replace) {
+        } else if matches(w, "csum-mode") && put {
             once(
                 &mut c.csum_mode,
                 csum_mode(next(&mut it, "csum-mode")?)?,
                 "csum-mode",
             )?;
-        } else if matches(w, "ident-type") && matches!(verb, XlatVerb::Add | XlatVerb::Replace) {
+        } else if matches(w, "ident-type") && put {
             once(
                 &mut c.ident_type,
                 ident_type(next(&mut it, "ident-type")?)?,
@@ -289,27 +350,27 @@ fn parse_xlat_args(verb: XlatVerb, words: &[String]) -> Result<XlatCmd, SyntaxEr
             return err(format!("unexpected word \"{w}\""));
         }
     }
-    if takes_words && c.locator_match.is_none() {
-        return err("missing \"loc_match LOCATOR\"");
-    }
-    if matches!(verb, XlatVerb::Add | XlatVerb::Replace) && c.locator.is_none() {
-        return err("missing \"loc LOCATOR\"");
-    }
-    if verb == XlatVerb::Get && c.locator.is_some() {
-        return err("get takes loc_match and dev only");
-    }
-    Ok(c)
-}
-
-/// The verb word of `ila route`.
-pub fn route_verb(w: &str) -> Option<RouteVerb> {
-    Some(match w {
-        "add" => RouteVerb::Add,
-        "replace" => RouteVerb::Replace,
-        "del" | "delete" => RouteVerb::Del,
-        "show" | "list" | "lst" | "ls" => RouteVerb::Show,
-        "flush" => RouteVerb::Flush,
-        _ => return None,
+    let key = match c.locator_match {
+        Some(locator_match) => XlatKey {
+            locator_match,
+            dev: c.dev,
+        },
+        None if takes_words => return err("missing \"loc_match LOCATOR\""),
+        None if verb == Verb::Flush => return Ok(XlatCmd::Flush),
+        None => return Ok(XlatCmd::Show),
+    };
+    Ok(match (verb, c.locator) {
+        (Verb::Put(mode), Some(locator)) => XlatCmd::Put {
+            mode,
+            key,
+            locator,
+            csum_mode: c.csum_mode.unwrap_or(CsumMode::NoAction),
+            ident_type: c.ident_type.unwrap_or(IdentType::UseFormat),
+        },
+        (Verb::Put(_), None) => return err("missing \"loc LOCATOR\""),
+        (Verb::Get, Some(_)) => return err("get takes loc_match and dev only"),
+        (Verb::Get, None) => XlatCmd::Get(key),
+        (_, locator) => XlatCmd::Del { key, locator },
     })
 }
 
@@ -331,11 +392,24 @@ fn sir_prefix(s: &str) -> Result<Ipv6Net, SyntaxError> {
     Ok(net)
 }
 
+/// The words of a route command as given, before they are checked against its verb.
+#[derive(Default)]
+struct RouteWords {
+    dst: Option<Ipv6Net>,
+    locator: Option<Locator>,
+    csum_mode: Option<CsumMode>,
+    ident_type: Option<IdentType>,
+    hook_type: Option<HookType>,
+    via: Option<Ipv6Addr>,
+    dev: Option<String>,
+    table: Option<String>,
+}
+
 /// Parse `ila route [VERB ARGS]` (no verb: `show`).
 pub fn parse_route(words: &[String]) -> Result<RouteCmd, SyntaxError> {
     let (verb, rest) = match words.split_first() {
-        None => (RouteVerb::Show, &[][..]),
-        Some((first, rest)) => match route_verb(first) {
+        None => (Verb::Show, &[][..]),
+        Some((first, rest)) => match verb(first).filter(|v| *v != Verb::Get) {
             Some(v) => (v, rest),
             None => {
                 return err(format!(
@@ -344,23 +418,13 @@ pub fn parse_route(words: &[String]) -> Result<RouteCmd, SyntaxError> {
             }
         },
     };
-    let mut c = RouteCmd {
-        verb,
-        dst: None,
-        locator: None,
-        csum_mode: None,
-        ident_type: None,
-        hook_type: None,
-        via: None,
-        dev: None,
-        table: None,
-    };
-    let writes = matches!(verb, RouteVerb::Add | RouteVerb::Replace);
+    let mut c = RouteWords::default();
+    let writes = matches!(verb, Verb::Put(_));
     let mut it = rest.iter();
     while let Some(w) = it.next() {
         let w = w.as_str();
         match w {
-            "loc" | "locator" if verb != RouteVerb::Flush => {
+            "loc" | "locator" if verb != Verb::Flush => {
                 once(
                     &mut c.locator,
                     locator(next(&mut it, "loc")?, "loc")?,
@@ -383,22 +447,41 @@ pub fn parse_route(words: &[String]) -> Result<RouteCmd, SyntaxError> {
             }
             "dev" | "oif" if writes => once(&mut c.dev, next(&mut it, w)?.to_string(), "dev")?,
             "table" => once(&mut c.table, next(&mut it, w)?.to_string(), w)?,
-            "to" if c.dst.is_none() && verb != RouteVerb::Flush => {
+            "to" if c.dst.is_none() && verb != Verb::Flush => {
                 c.dst = Some(sir_prefix(next(&mut it, w)?)?);
             }
-            _ if c.dst.is_none() && verb != RouteVerb::Flush && !w.is_empty() => {
+            _ if c.dst.is_none() && verb != Verb::Flush && !w.is_empty() => {
                 c.dst = Some(sir_prefix(w)?);
             }
             _ => return err(format!("unexpected word \"{w}\"")),
         }
     }
-    if matches!(verb, RouteVerb::Add | RouteVerb::Replace | RouteVerb::Del) && c.dst.is_none() {
-        return err("missing the SIR prefix");
-    }
-    if writes && c.locator.is_none() {
-        return err("missing \"loc LOCATOR\"");
-    }
-    Ok(c)
+    let table = c.table;
+    Ok(match (verb, c.dst) {
+        (Verb::Show, dst) => RouteCmd::Show { dst, table },
+        (Verb::Flush, _) => RouteCmd::Flush { table },
+        (_, None) => return err("missing the SIR prefix"),
+        (Verb::Put(mode), Some(dst)) => {
+            let Some(locator) = c.locator else {
+                return err("missing \"loc LOCATOR\"");
+            };
+            RouteCmd::Put(RoutePut {
+                mode,
+                spec: RouteSpec {
+                    dst,
+                    locator,
+                    csum_mode: c.csum_mode.unwrap_or(CsumMode::NoAction),
+                    ident_type: c.ident_type.unwrap_or(IdentType::UseFormat),
+                    hook_type: c.hook_type.unwrap_or(HookType::Output),
+                },
+                via: c.via,
+                dev: c.dev,
+                table,
+            })
+        }
+        // (loc is read and checked, and means nothing to del)
+        (_, Some(dst)) => RouteCmd::Del { dst, table },
+    })
 }
 
 /// Parse `ila dataplane [attach|detach|show ...]` (no verb: `show`).
@@ -489,22 +572,55 @@ mod tests {
 
     #[test]
     fn xlat_add_as_ip_ila() {
+        let loc = |s: &str| s.parse::<Locator>().expect("loc");
         let c = parse_xlat(&w(
             "add loc_match 2001:0:119:0 loc 3333:0:0:1 csum-mode neutral-map-auto ident-type use-format",
         ))
         .expect("parse");
-        assert_eq!(c.verb, XlatVerb::Add);
-        assert_eq!(c.locator_match, Some("2001:0:119:0".parse().expect("loc")));
-        assert_eq!(c.locator, Some("3333:0:0:1".parse().expect("loc")));
-        assert_eq!(c.csum_mode, Some(CsumMode::NeutralMapAuto));
-        assert_eq!(c.ident_type, Some(IdentType::UseFormat));
+        let key = XlatKey {
+            locator_match: loc("2001:0:119:0"),
+            dev: None,
+        };
+        assert_eq!(
+            c,
+            XlatCmd::Put {
+                mode: Mode::Add,
+                key: key.clone(),
+                locator: loc("3333:0:0:1"),
+                csum_mode: CsumMode::NeutralMapAuto,
+                ident_type: IdentType::UseFormat,
+            }
+        );
         // prefixes of keywords, as matches(): "loc" is loc, "loc_" is loc_match
-        let c = parse_xlat(&w("add loc_ 2001:0:119:0 l 3333:0:0:1 d eth0")).expect("short");
-        assert_eq!(c.locator_match, Some("2001:0:119:0".parse().expect("loc")));
-        assert_eq!(c.locator, Some("3333:0:0:1".parse().expect("loc")));
-        assert_eq!(c.dev.as_deref(), Some("eth0"));
+        let c = parse_xlat(&w("replace loc_ 2001:0:119:0 l 3333:0:0:1 d eth0")).expect("short");
+        assert_eq!(
+            c,
+            XlatCmd::Put {
+                mode: Mode::Replace,
+                key: XlatKey {
+                    dev: Some("eth0".into()),
+                    ..key.clone()
+                },
+                locator: loc("3333:0:0:1"),
+                csum_mode: CsumMode::NoAction,
+                ident_type: IdentType::UseFormat,
+            }
+        );
+        assert_eq!(c.verb().name(), "replace");
+        assert_eq!(
+            parse_xlat(&w("del loc_match 2001:0:119:0 loc 1:2:3:4")).expect("del"),
+            XlatCmd::Del {
+                key: key.clone(),
+                locator: Some(loc("1:2:3:4"))
+            }
+        );
+        assert_eq!(
+            parse_xlat(&w("get loc_match 2001:0:119:0")).expect("get"),
+            XlatCmd::Get(key)
+        );
         // no verb: show
-        assert_eq!(parse_xlat(&[]).expect("show").verb, XlatVerb::Show);
+        assert_eq!(parse_xlat(&[]).expect("show"), XlatCmd::Show);
+        assert_eq!(parse_xlat(&w("flush")).expect("flush"), XlatCmd::Flush);
     }
 
     #[test]
@@ -531,16 +647,30 @@ mod tests {
             "add 2001:db8:1:2:2000::5 loc 2001:db8:ff:1 csum-mode adj-transport hook-type input via 2001:db8:9::1 dev eth0 table 100",
         ))
         .expect("parse");
+        let RouteCmd::Put(p) = &c else {
+            panic!("not a put: {c:?}");
+        };
+        assert_eq!(p.mode, Mode::Add);
+        assert_eq!(p.spec.dst, "2001:db8:1:2:2000::5/128".parse().expect("net"));
+        assert_eq!(p.spec.hook_type, HookType::Input);
+        assert_eq!(p.spec.ident_type, IdentType::UseFormat);
+        assert_eq!(p.via, Some("2001:db8:9::1".parse().expect("via")));
+        assert_eq!(p.dev.as_deref(), Some("eth0"));
+        assert_eq!(c.table(), Some("100"));
+        let c = parse_route(&w("del 2001:db8:1:2::/64 loc 1:2:3:4")).expect("del");
+        assert_eq!(c.verb(), Verb::Del);
+        assert_eq!(c.dst(), Some("2001:db8:1:2::/64".parse().expect("net")));
         assert_eq!(
-            c.dst,
-            Some("2001:db8:1:2:2000::5/128".parse().expect("net"))
+            parse_route(&[]).expect("show"),
+            RouteCmd::Show {
+                dst: None,
+                table: None
+            }
         );
-        assert_eq!(c.hook_type, Some(HookType::Input));
-        assert_eq!(c.via, Some("2001:db8:9::1".parse().expect("via")));
-        assert_eq!(c.table.as_deref(), Some("100"));
-        let c = parse_route(&w("del 2001:db8:1:2::/64")).expect("del");
-        assert_eq!(c.verb, RouteVerb::Del);
-        assert_eq!(parse_route(&[]).expect("show").verb, RouteVerb::Show);
+        assert_eq!(
+            parse_route(&w("flush table 7")).expect("flush").table(),
+            Some("7")
+        );
         let e = |s: &str| parse_route(&w(s)).expect_err(s).0;
         assert!(e("add 2001:db8:1:2::1/64 loc 1:2:3:4").contains("host bits"));
         assert!(e("add 10.0.0.0/8 loc 1:2:3:4").contains("not an IPv6 prefix"));
@@ -548,6 +678,7 @@ mod tests {
         assert!(e("add loc 1:2:3:4").contains("SIR prefix"));
         assert!(e("add 2001:db8::/64 loc 1:2:3:4 hook-type sideways").contains("hook-type"));
         assert!(e("flush 2001:db8::/64").contains("unexpected word"));
+        assert!(e("get 2001:db8::/64").contains("unknown route command"));
     }
 
     #[test]

@@ -3,10 +3,12 @@
 //!
 //! - [`cli`]: the command line (clap) and batch lines, into typed commands; [`grammar`]: the
 //!   words of each object's verbs;
-//! - [`session`]: one invocation (the backend, opened on first use; the batch driver);
-//! - [`cmd`]: one module per object (`xlat`, `route`, `dataplane`), typed command to output;
+//! - [`session`]: one invocation (the options, and the backend opened on first use);
+//! - [`cmd`]: one module per object (`xlat`, `route`, `dataplane`), typed command to output,
+//!   and the tool's entry (one command, or the lines of a batch);
 //! - [`backend`]: the kernel's ILA (generic netlink "ila", LWT encap ila) and the BPF
-//!   translator (`mpt_bpf::ila`), behind one interface with one set of semantics;
+//!   translator (`mpt_bpf::ila`), behind one trait ([`backend::Tables`]) that applies one put
+//!   rule (`mpt_model::ila::plan`); `--check` is [`backend::dry::Dry`] over either;
 //! - [`view`]: rows, tables and JSON with iproute2's keys.
 
 pub mod backend;

@@ -18,15 +18,17 @@
 use std::net::{IpAddr, Ipv6Addr};
 
 use ipnet::{IpNet, Ipv6Net};
+use mpt_bpf::ila::abi::IlaXlatKey;
 use mpt_bpf::ila::state::{self as ila_state, IlaState};
 use mpt_bpf::pinned::NsLock;
 use mpt_cli::Failure;
+use mpt_model::ila::plan::{self, Mode, Outcome, Write};
 use mpt_model::ila::Mapping;
-use mpt_model::{Algo, Nexthop, RouteKey, Verb, ILA_PROTO};
-use mpt_netlink::msg::rtnl::route::{self as rmsg, PathForm, RouteRequest};
+use mpt_model::{Verb, ILA_PROTO};
+use mpt_netlink::msg::rtnl::route as rmsg;
 use mpt_netlink::sock::Socket;
 
-use super::{exists, Counter, MappingKey, RouteEntry, Written};
+use super::{exists, Counted, Counter, Kind, MappingKey, RouteEntry, Tables};
 
 /// The tables, the lock and a route socket, opened on first use.
 #[derive(Default)]
@@ -96,146 +98,16 @@ impl Bpf {
         Ok(self.state.as_ref())
     }
 
-    /// Hold the namespace's lock from now on, where there are tables: what a change checks
-    /// (`del ... loc L` compares the locator) must be read under the lock its write takes, or
-    /// a concurrent `replace` between the two is undone by mistake.
-    pub fn hold(&mut self) -> Result<(), Failure> {
-        if self.lock.is_some() || self.state(false)?.is_none() {
-            return Ok(());
-        }
-        let c = mpt_sys::netns::cookie()
-            .map_err(|e| Failure::system(format!("open the ILA tables: {e}")))?;
-        self.lock =
-            Some(NsLock::take(&ila_state::SUITE, c).map_err(|e| fail("lock the ILA tables", e))?);
-        Ok(())
-    }
-
     fn tables(&mut self) -> Result<&IlaState, Failure> {
         self.state(true)?
             .ok_or_else(|| Failure::system("open the ILA tables: not created"))
     }
 
-    fn rtnl(&mut self) -> Result<&mut Socket, Failure> {
-        if self.rtnl.is_none() {
-            self.rtnl = Some(Socket::route().map_err(Failure::from)?);
-        }
-        self.rtnl
-            .as_mut()
-            .ok_or_else(|| Failure::system("netlink socket unavailable"))
-    }
-
-    // ---- mappings ------------------------------------------------------------------------
-
-    /// Every mapping and its counter.
-    pub fn mappings(&mut self) -> Result<Vec<(Mapping, Option<Counter>)>, Failure> {
-        let Some(s) = self.state(false)? else {
-            return Ok(Vec::new());
-        };
-        let mut out = Vec::new();
-        for m in s.mappings().map_err(|e| fail("list ILA mappings", e))? {
-            let c = s
-                .mapping_counter(&mpt_bpf::ila::abi::IlaXlatKey::of(&m))
-                .map_err(|e| fail("read ILA counters", e))?;
-            out.push((m, Some(counter(c))));
-        }
-        Ok(out)
-    }
-
-    /// The mapping with exactly this key.
-    pub fn mapping(
-        &mut self,
-        key: MappingKey,
-    ) -> Result<Option<(Mapping, Option<Counter>)>, Failure> {
-        let Some(s) = self.state(false)? else {
-            return Ok(None);
-        };
-        let k = mpt_bpf::ila::abi::IlaXlatKey {
-            locator_match: key.0 .0,
-            ifindex: key.1,
-            pad: 0,
-        };
-        let Some(m) = s.mapping(&k).map_err(|e| fail("get an ILA mapping", e))? else {
-            return Ok(None);
-        };
-        let c = s
-            .mapping_counter(&k)
-            .map_err(|e| fail("read ILA counters", e))?;
-        Ok(Some((m, Some(counter(c)))))
-    }
-
-    /// Write a mapping.
-    pub fn put_mapping(
-        &mut self,
-        m: &Mapping,
-        replace: bool,
-        what: &str,
-    ) -> Result<Written, Failure> {
-        use ila_state::Written as W;
-        match self
-            .tables()?
-            .put_mapping(m, replace)
-            .map_err(|e| fail(what, e))?
-        {
-            W::Added => Ok(Written::Added),
-            W::Replaced => Ok(Written::Replaced),
-            W::Unchanged => Ok(Written::Unchanged),
-            W::Exists => Err(exists(what)),
-        }
-    }
-
-    /// Delete a mapping.
-    pub fn del_mapping(&mut self, key: MappingKey) -> Result<bool, Failure> {
-        if self.state(false)?.is_none() {
-            return Ok(false);
-        }
-        let k = mpt_bpf::ila::abi::IlaXlatKey {
-            locator_match: key.0 .0,
-            ifindex: key.1,
-            pad: 0,
-        };
-        self.deleted = true;
-        self.tables()?
-            .delete_mapping(&k)
-            .map_err(|e| fail("delete an ILA mapping", e))
-    }
-
-    /// Delete every mapping.
-    pub fn flush_mappings(&mut self) -> Result<usize, Failure> {
-        if self.state(false)?.is_none() {
-            return Ok(0);
-        }
-        self.deleted = true;
-        let s = self.tables()?;
-        let all = s.mappings().map_err(|e| fail("list ILA mappings", e))?;
-        for m in &all {
-            s.delete_mapping(&mpt_bpf::ila::abi::IlaXlatKey::of(m))
-                .map_err(|e| fail("flush the ILA mappings", e))?;
-        }
-        Ok(all.len())
-    }
-
-    // ---- routes --------------------------------------------------------------------------
-
     /// The FIB routes of protocol ila (IPv6, every table).
     fn fib_routes(&mut self) -> Result<Vec<rmsg::RouteMsg>, Failure> {
-        let answers = self
-            .rtnl()?
-            .dump(
-                &rmsg::dump_request(Some(mpt_model::Family::V6), None),
-                "list routes",
-            )
-            .map_err(Failure::from)?;
-        let mut out = Vec::new();
-        for p in answers {
-            if let Some(m) =
-                rmsg::decode(&p).map_err(|e| Failure::system(format!("list routes: {e}")))?
-            {
-                if m.route.protocol == ILA_PROTO {
-                    out.push(m);
-                }
-            }
-        }
-        Ok(out)
+        let mut fib = super::fib_routes(super::rtnl(&mut self.rtnl)?)?;
+        fib.retain(|m| m.route.protocol == ILA_PROTO);
+        Ok(fib)
     }
 
     /// Remove table entries whose FIB route is gone (a command killed between its two
@@ -256,56 +128,13 @@ impl Bpf {
         Ok(())
     }
 
-    /// Every ILA route: the table's entries with where their FIB routes send.
-    pub fn routes(&mut self) -> Result<Vec<(RouteEntry, Option<Counter>)>, Failure> {
-        if self.state(false)?.is_none() {
-            return Ok(Vec::new());
-        }
-        let fib = self.fib_routes()?;
-        let Some(s) = self.state(false)? else {
-            return Ok(Vec::new());
-        };
-        let mut out = Vec::new();
-        for spec in s.routes().map_err(|e| fail("list ILA routes", e))? {
-            // an entry without its FIB route (a command killed halfway) is not shown: the next
-            // route command removes it
-            let Some(f) = fib.iter().find(|f| f.route.key.dst == IpNet::V6(spec.dst)) else {
-                continue;
-            };
-            let nh = f.route.nexthops.first();
-            let c = s
-                .route_counter(spec.dst)
-                .map_err(|e| fail("read ILA counters", e))?;
-            out.push((
-                RouteEntry {
-                    spec,
-                    via: nh.and_then(|n| match n.gateway {
-                        Some(IpAddr::V6(a)) => Some(a),
-                        _ => None,
-                    }),
-                    ifindex: nh.map_or(0, |n| n.ifindex),
-                    table: f.route.key.table,
-                },
-                Some(counter(c)),
-            ));
-        }
-        Ok(out)
-    }
-
-    /// The route `r` as its FIB route would be written (a dry run's `put_route`).
-    pub fn fib_target(&mut self, r: &RouteEntry, what: &str) -> Result<RouteEntry, Failure> {
-        let (via, ifindex) = self.nexthop(r, what)?;
-        Ok(RouteEntry { via, ifindex, ..*r })
-    }
-
     /// Where the FIB route of `r` sends: as given, or where the kernel routes its ILA address.
     fn nexthop(&mut self, r: &RouteEntry, what: &str) -> Result<(Option<Ipv6Addr>, u32), Failure> {
         if r.via.is_some() {
             return Ok((r.via, r.ifindex));
         }
         let ila_addr = r.spec.locator.put(r.spec.dst.network());
-        let answers = self
-            .rtnl()?
+        let answers = super::rtnl(&mut self.rtnl)?
             .transact(
                 &rmsg::get_request(IpAddr::V6(ila_addr)),
                 &format!("{what}: find the route to its ILA address {ila_addr}"),
@@ -320,11 +149,8 @@ impl Bpf {
             .ok_or_else(|| {
                 Failure::system(format!("{what}: no route to its ILA address {ila_addr}"))
             })?;
-        let nh = route.route.nexthops.first().cloned();
-        let gw = nh.as_ref().and_then(|n| match n.gateway {
-            Some(IpAddr::V6(a)) => Some(a),
-            _ => None,
-        });
+        let nh = route.route.nexthops.first();
+        let gw = super::v6_gateway(nh);
         let dev = nh.map_or(0, |n| n.ifindex);
         if r.ifindex != 0 && dev != 0 && dev != r.ifindex {
             return Err(Failure::system(format!(
@@ -342,149 +168,19 @@ impl Bpf {
         }
     }
 
+    /// The FIB route of `r`, of protocol ila.
     fn fib_request(
         &mut self,
         verb: Verb,
         r: &RouteEntry,
         what: &str,
     ) -> Result<(), mpt_netlink::Error> {
-        let nexthops = [Nexthop {
-            gateway: r.via.map(IpAddr::V6),
-            ifindex: r.ifindex,
-            weight: 1,
-            flags: 0,
-        }];
-        let req = rmsg::encode(&RouteRequest {
-            verb,
-            key: RouteKey {
-                dst: IpNet::V6(r.spec.dst),
-                table: r.table,
-                metric: rmsg::default_metric(mpt_model::Family::V6),
-            },
-            metric_given: false,
-            protocol: Some(ILA_PROTO),
-            nexthops: if verb == Verb::Del { &[] } else { &nexthops },
-            form: PathForm::Single,
-            algo: Algo::L3Hash,
-            encap: None,
-        });
-        if self.rtnl.is_none() {
-            self.rtnl = Some(Socket::route()?);
-        }
-        match self.rtnl.as_mut() {
-            Some(sock) => sock.request(&req, what),
-            None => Err(mpt_netlink::Error::NotFound("netlink socket".into())),
-        }
-    }
-
-    /// Add or replace a route: the table entry, then the FIB route.
-    pub fn put_route(
-        &mut self,
-        r: &RouteEntry,
-        replace: bool,
-        what: &str,
-    ) -> Result<Written, Failure> {
-        self.tables()?;
-        self.repair()?;
-        let (via, ifindex) = self.nexthop(r, what)?;
-        let want = RouteEntry { via, ifindex, ..*r };
-        let old = self
-            .routes()?
-            .into_iter()
-            .map(|(e, _)| e)
-            .find(|o| o.spec.dst == r.spec.dst);
-        let outcome = match &old {
-            Some(o) if o.table != r.table => {
-                return Err(Failure::system(format!(
-                    "{what}: the translator's table is one per namespace, and {} is in table {} [EEXIST]",
-                    r.spec.dst,
-                    mpt_cli::names::table_name(o.table)
-                )))
-            }
-            Some(_) if !replace => return Err(exists(what)),
-            Some(o) if *o == want => return Ok(Written::Unchanged),
-            Some(_) => Written::Replaced,
-            None => Written::Added,
+        let req = super::route_request(verb, r, Some(ILA_PROTO), None);
+        let sock = match &mut self.rtnl {
+            Some(s) => s,
+            None => self.rtnl.insert(Socket::route()?),
         };
-        let s = self.tables()?;
-        let before = s.route(r.spec.dst).map_err(|e| fail(what, e))?;
-        s.put_route(&r.spec, true).map_err(|e| fail(what, e))?;
-        let verb = if outcome == Written::Added {
-            Verb::Add
-        } else {
-            Verb::Replace
-        };
-        if let Err(e) = self.fib_request(verb, &want, what) {
-            let f = if e.errno() == Some(libc::EEXIST) {
-                // not ila's (ila's own is in its table, seen above): replace would not help
-                Failure::system(format!(
-                    "{what}: the FIB has a route for {} that is not ila's [EEXIST]",
-                    r.spec.dst
-                ))
-                .hint("ila does not overwrite routes it did not make: remove that one first (ip -6 route show exact PREFIX)")
-            } else {
-                Failure::from(e)
-            };
-            // the kernel refused: the table as it was
-            let s = self.tables()?;
-            let undo = match before {
-                Some(b) => s.put_route(&b, true).map(|_| ()),
-                None => s.delete_route(r.spec.dst).map(|_| ()),
-            };
-            if let Err(e) = undo {
-                return Err(fail(&format!("{what}: undo after \"{f}\""), e));
-            }
-            return Err(f);
-        }
-        Ok(outcome)
-    }
-
-    /// Delete a route: the FIB route, then the table entry.
-    pub fn del_route(
-        &mut self,
-        dst: Ipv6Net,
-        table: Option<u32>,
-        what: &str,
-    ) -> Result<Option<RouteEntry>, Failure> {
-        if self.state(false)?.is_none() {
-            return Ok(None);
-        }
-        self.tables()?;
-        self.repair()?;
-        let Some(old) = self
-            .routes()?
-            .into_iter()
-            .map(|(e, _)| e)
-            .find(|o| o.spec.dst == dst && table.is_none_or(|t| t == o.table))
-        else {
-            return Ok(None);
-        };
-        self.deleted = true;
-        match self.fib_request(Verb::Del, &old, what) {
-            Ok(()) => {}
-            // gone meanwhile: the entry goes too
-            Err(e) if e.errno() == Some(libc::ESRCH) => {}
-            Err(e) => return Err(Failure::from(e)),
-        }
-        self.tables()?
-            .delete_route(dst)
-            .map_err(|e| fail(what, e))?;
-        Ok(Some(old))
-    }
-
-    /// The end of the invocation: after deletes, clear the flags of the kinds of entries the
-    /// tables no longer hold (once, not per delete of a batch).
-    pub fn finish(&mut self) -> Result<(), Failure> {
-        if !self.deleted {
-            return Ok(());
-        }
-        self.deleted = false;
-        match self.state(false)? {
-            Some(s) => s
-                .settle_flags()
-                .map_err(|e| fail("update the ILA tables' flags", e)),
-            None => Ok(()),
-        }
+        sock.request(&req, what)
     }
 
     /// Whether the route's device (or any device, for 0) has the translator's egress program:
@@ -506,5 +202,225 @@ impl Bpf {
         mpt_bpf::ila::dataplane::attachments()
             .map(|v| v.iter().any(|a| a.ingress.is_some()))
             .unwrap_or(false)
+    }
+}
+
+impl Tables for Bpf {
+    fn kind(&self) -> Kind {
+        Kind::Bpf
+    }
+
+    /// The end of the invocation: after deletes, clear the flags of the kinds of entries the
+    /// tables no longer hold (once, not per delete of a batch).
+    fn finish(&mut self) -> Result<(), Failure> {
+        if !self.deleted {
+            return Ok(());
+        }
+        self.deleted = false;
+        match self.state(false)? {
+            Some(s) => s
+                .settle_flags()
+                .map_err(|e| fail("update the ILA tables' flags", e)),
+            None => Ok(()),
+        }
+    }
+
+    /// Hold the namespace's lock from now on, where there are tables: what a change checks
+    /// (`del ... loc L` compares the locator) must be read under the lock its write takes, or
+    /// a concurrent `replace` between the two is undone by mistake.
+    fn hold(&mut self) -> Result<(), Failure> {
+        if self.lock.is_some() || self.state(false)?.is_none() {
+            return Ok(());
+        }
+        let c = mpt_sys::netns::cookie()
+            .map_err(|e| Failure::system(format!("open the ILA tables: {e}")))?;
+        self.lock =
+            Some(NsLock::take(&ila_state::SUITE, c).map_err(|e| fail("lock the ILA tables", e))?);
+        Ok(())
+    }
+
+    /// Every mapping and its counter.
+    fn mappings(&mut self) -> Result<Vec<Counted<Mapping>>, Failure> {
+        let Some(s) = self.state(false)? else {
+            return Ok(Vec::new());
+        };
+        let mut out = Vec::new();
+        for m in s.mappings().map_err(|e| fail("list ILA mappings", e))? {
+            let c = s
+                .mapping_counter(&IlaXlatKey::of(&m))
+                .map_err(|e| fail("read ILA counters", e))?;
+            out.push((m, Some(counter(c))));
+        }
+        Ok(out)
+    }
+
+    fn mapping(&mut self, key: MappingKey) -> Result<Option<Counted<Mapping>>, Failure> {
+        let Some(s) = self.state(false)? else {
+            return Ok(None);
+        };
+        let k = xlat_key(key);
+        let Some(m) = s.mapping(&k).map_err(|e| fail("get an ILA mapping", e))? else {
+            return Ok(None);
+        };
+        let c = s
+            .mapping_counter(&k)
+            .map_err(|e| fail("read ILA counters", e))?;
+        Ok(Some((m, Some(counter(c)))))
+    }
+
+    /// One map write, the tables created first if need be; the rule is applied again under
+    /// the lock that creating them takes.
+    fn write_mapping(&mut self, m: &Mapping, w: Write, what: &str) -> Result<(), Failure> {
+        let mode = Mode::of(w == Write::Replaced);
+        match self
+            .tables()?
+            .put_mapping(m, mode)
+            .map_err(|e| fail(what, e))?
+        {
+            Outcome::Refuse(_) => Err(exists(what)),
+            Outcome::Unchanged | Outcome::Write(_) => Ok(()),
+        }
+    }
+
+    fn del_mapping(&mut self, key: MappingKey) -> Result<bool, Failure> {
+        if self.state(false)?.is_none() {
+            return Ok(false);
+        }
+        self.deleted = true;
+        self.tables()?
+            .delete_mapping(&xlat_key(key))
+            .map_err(|e| fail("delete an ILA mapping", e))
+    }
+
+    fn flush_mappings(&mut self) -> Result<usize, Failure> {
+        if self.state(false)?.is_none() {
+            return Ok(0);
+        }
+        self.deleted = true;
+        let s = self.tables()?;
+        let all = s.mappings().map_err(|e| fail("list ILA mappings", e))?;
+        for m in &all {
+            s.delete_mapping(&IlaXlatKey::of(m))
+                .map_err(|e| fail("flush the ILA mappings", e))?;
+        }
+        Ok(all.len())
+    }
+
+    /// Every ILA route: the table's entries with where their FIB routes send.
+    fn routes(&mut self) -> Result<Vec<Counted<RouteEntry>>, Failure> {
+        if self.state(false)?.is_none() {
+            return Ok(Vec::new());
+        }
+        let fib = self.fib_routes()?;
+        let Some(s) = self.state(false)? else {
+            return Ok(Vec::new());
+        };
+        let mut out = Vec::new();
+        for spec in s.routes().map_err(|e| fail("list ILA routes", e))? {
+            // an entry without its FIB route (a command killed halfway) is not shown: the next
+            // route command removes it
+            let Some(f) = fib.iter().find(|f| f.route.key.dst == IpNet::V6(spec.dst)) else {
+                continue;
+            };
+            let c = s
+                .route_counter(spec.dst)
+                .map_err(|e| fail("read ILA counters", e))?;
+            out.push((super::entry(spec, f), Some(counter(c))));
+        }
+        Ok(out)
+    }
+
+    /// The tables (created if need be, and so locked), repaired.
+    fn prepare_routes(&mut self) -> Result<(), Failure> {
+        self.tables()?;
+        self.repair()
+    }
+
+    /// The route `r` as its FIB route would be written.
+    fn fib_target(&mut self, r: &RouteEntry, what: &str) -> Result<RouteEntry, Failure> {
+        let (via, ifindex) = self.nexthop(r, what)?;
+        Ok(RouteEntry { via, ifindex, ..*r })
+    }
+
+    /// The table entry, then the FIB route (the entry as it was when the kernel refuses).
+    fn write_route(
+        &mut self,
+        r: &RouteEntry,
+        w: Write,
+        _mode: Mode,
+        what: &str,
+    ) -> Result<(), Failure> {
+        let s = self.tables()?;
+        let before = s.route(r.spec.dst).map_err(|e| fail(what, e))?;
+        s.put_route(&r.spec, Mode::Replace)
+            .map_err(|e| fail(what, e))?;
+        let verb = match w {
+            Write::Added => Verb::Add,
+            Write::Replaced => Verb::Replace,
+        };
+        if let Err(e) = self.fib_request(verb, r, what) {
+            let f = if e.errno() == Some(libc::EEXIST) {
+                // not ila's (ila's own is in its table, seen above): replace would not help
+                Failure::system(format!(
+                    "{what}: the FIB has a route for {} that is not ila's [EEXIST]",
+                    r.spec.dst
+                ))
+                .hint("ila does not overwrite routes it did not make: remove that one first (ip -6 route show exact PREFIX)")
+            } else {
+                Failure::from(e)
+            };
+            // the kernel refused: the table as it was
+            let s = self.tables()?;
+            let undo = match before {
+                Some(b) => s.put_route(&b, Mode::Replace).map(|_| ()),
+                None => s.delete_route(r.spec.dst).map(|_| ()),
+            };
+            if let Err(e) = undo {
+                return Err(fail(&format!("{what}: undo after \"{f}\""), e));
+            }
+            return Err(f);
+        }
+        Ok(())
+    }
+
+    /// The FIB route, then the table entry.
+    fn del_route(
+        &mut self,
+        dst: Ipv6Net,
+        table: Option<u32>,
+        what: &str,
+    ) -> Result<Option<RouteEntry>, Failure> {
+        if self.state(false)?.is_none() {
+            return Ok(None);
+        }
+        self.prepare_routes()?;
+        let routes = self.routes()?.into_iter().map(|(e, _)| e);
+        let Some(old) = plan::find_route(routes, dst, table) else {
+            return Ok(None);
+        };
+        self.deleted = true;
+        match self.fib_request(Verb::Del, &old, what) {
+            Ok(()) => {}
+            // gone meanwhile: the entry goes too
+            Err(e) if e.errno() == Some(libc::ESRCH) => {}
+            Err(e) => return Err(Failure::from(e)),
+        }
+        self.tables()?
+            .delete_route(dst)
+            .map_err(|e| fail(what, e))?;
+        Ok(Some(old))
+    }
+
+    fn bpf(&mut self) -> Option<&mut Bpf> {
+        Some(self)
+    }
+}
+
+/// The map key of a mapping's key.
+fn xlat_key(key: MappingKey) -> IlaXlatKey {
+    IlaXlatKey {
+        locator_match: key.0 .0,
+        ifindex: key.1,
+        pad: 0,
     }
 }

@@ -8,18 +8,27 @@
 //!   route, a plain FIB route of protocol "ila" that carries the packets to the devices whose
 //!   egress program translates them.
 //!
-//! `--backend auto` picks the kernel's where its family resolves, else bpf ([`Backend::open`]).
+//! Both carry out the one put rule (`mpt_model::ila::plan`), applied by [`Tables::put_mapping`]
+//! and [`Tables::put_route`] to what the backend reads; [`dry`] is `--check`, a decorator over
+//! either that plays the writes on a copy in memory by the same rule.
+//!
+//! `--backend auto` picks the kernel's where its family resolves, else bpf ([`open`]).
 
 pub mod bpf;
 pub mod dry;
 pub mod kernel;
 
-use std::net::Ipv6Addr;
+use std::net::{IpAddr, Ipv6Addr};
 
-use ipnet::Ipv6Net;
+use ipnet::{IpNet, Ipv6Net};
 use mpt_cli::Failure;
+use mpt_model::ila::plan::{self, Mode, Outcome, Refusal, Write};
 use mpt_model::ila::{Locator, Mapping, RouteSpec};
+use mpt_model::{Algo, Nexthop, RouteKey, Verb};
+use mpt_netlink::msg::rtnl::route::{self as rmsg, LwtEncap, PathForm, RouteRequest};
 use mpt_netlink::sock::Socket;
+
+pub use mpt_model::ila::RouteEntry;
 
 use crate::cli::BackendChoice;
 
@@ -55,29 +64,8 @@ pub struct Counter {
 /// A mapping's key: its locator match and receiving device (0: any).
 pub type MappingKey = (Locator, u32);
 
-/// An ILA route as the FIB holds it: the translation, and where the route sends.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct RouteEntry {
-    /// The translation (the SIR prefix, the locator, modes, hook).
-    pub spec: RouteSpec,
-    /// Gateway.
-    pub via: Option<Ipv6Addr>,
-    /// Device (0: none given).
-    pub ifindex: u32,
-    /// Table.
-    pub table: u32,
-}
-
-/// What a write did.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Written {
-    /// A new entry.
-    Added,
-    /// An entry with other values, replaced.
-    Replaced,
-    /// The entry was there as asked: nothing changed.
-    Unchanged,
-}
+/// A mapping or route and its counter, where the backend keeps one.
+pub type Counted<T> = (T, Option<Counter>);
 
 /// `what: the entry exists [EEXIST]`, with the remedy.
 pub fn exists(what: &str) -> Failure {
@@ -87,6 +75,121 @@ pub fn exists(what: &str) -> Failure {
 /// `what: no such entry [ESRCH]`.
 pub fn absent(what: &str) -> Failure {
     Failure::system(format!("{what}: no such entry [ESRCH]"))
+}
+
+/// A put the rule refuses, in the kernel's words.
+fn refused(r: Refusal, dst: Ipv6Net, what: &str) -> Failure {
+    match r {
+        Refusal::Exists => exists(what),
+        Refusal::InTable(t) => Failure::system(format!(
+            "{what}: the translator's table is one per namespace, and {dst} is in table {} [{}]",
+            mpt_cli::names::table_name(t),
+            r.errno_name()
+        )),
+    }
+}
+
+/// The namespace's ILA tables, by one implementation: what it reads, and how it carries out
+/// the writes the put rule decides ([`Tables::put_mapping`], [`Tables::put_route`]).
+pub trait Tables: std::fmt::Debug {
+    /// Which one (a dry run's: the one it wraps).
+    fn kind(&self) -> Kind;
+
+    /// The work left at the end of the invocation.
+    fn finish(&mut self) -> Result<(), Failure> {
+        Ok(())
+    }
+
+    /// Hold the lock the next change takes before what it checks is read (see
+    /// [`bpf::Bpf::hold`]); `--check` writes nothing and holds nothing.
+    fn hold(&mut self) -> Result<(), Failure>;
+
+    /// Every mapping, with its counter where the backend keeps one.
+    fn mappings(&mut self) -> Result<Vec<Counted<Mapping>>, Failure>;
+
+    /// The mapping with exactly this key.
+    fn mapping(&mut self, key: MappingKey) -> Result<Option<Counted<Mapping>>, Failure>;
+
+    /// Write a mapping as the put rule decided (under [`Tables::hold`]).
+    fn write_mapping(&mut self, m: &Mapping, w: Write, what: &str) -> Result<(), Failure>;
+
+    /// Delete the mapping with this key; `false` if there is none.
+    fn del_mapping(&mut self, key: MappingKey) -> Result<bool, Failure>;
+
+    /// Delete every mapping; returns how many there were.
+    fn flush_mappings(&mut self) -> Result<usize, Failure>;
+
+    /// Every ILA route, with its counter where the backend keeps one.
+    fn routes(&mut self) -> Result<Vec<Counted<RouteEntry>>, Failure>;
+
+    /// Before a route is put: the lock, and what the backend sets up first.
+    fn prepare_routes(&mut self) -> Result<(), Failure>;
+
+    /// The route `r` as it would be written (the BPF translator: where its FIB route sends).
+    fn fib_target(&mut self, r: &RouteEntry, _what: &str) -> Result<RouteEntry, Failure> {
+        Ok(*r)
+    }
+
+    /// Write a route as the put rule decided (`mode`: the command's).
+    fn write_route(
+        &mut self,
+        r: &RouteEntry,
+        w: Write,
+        mode: Mode,
+        what: &str,
+    ) -> Result<(), Failure>;
+
+    /// Delete the ILA route for a prefix (in `table`, or the one table it is in); returns it,
+    /// `None` if there is none.
+    fn del_route(
+        &mut self,
+        dst: Ipv6Net,
+        table: Option<u32>,
+        what: &str,
+    ) -> Result<Option<RouteEntry>, Failure>;
+
+    /// The BPF translator itself, for its devices and counters (not through a dry run).
+    fn bpf(&mut self) -> Option<&mut bpf::Bpf> {
+        None
+    }
+
+    /// Put a mapping: `Some` write if the tables changed. An add of an existing key fails
+    /// ([`exists`]).
+    fn put_mapping(
+        &mut self,
+        m: &Mapping,
+        mode: Mode,
+        what: &str,
+    ) -> Result<Option<Write>, Failure> {
+        self.hold()?;
+        let old = self.mapping(m.key())?.map(|(o, _)| o);
+        match plan::put(old.as_ref(), m, mode) {
+            Outcome::Unchanged => Ok(None),
+            // (plan::put refuses an existing key only)
+            Outcome::Refuse(_) => Err(exists(what)),
+            Outcome::Write(w) => self.write_mapping(m, w, what).map(|()| Some(w)),
+        }
+    }
+
+    /// Put a route: `Some` write if the tables changed. The BPF translator's table is one per
+    /// namespace: its prefix is looked for in every table.
+    fn put_route(
+        &mut self,
+        r: &RouteEntry,
+        mode: Mode,
+        what: &str,
+    ) -> Result<Option<Write>, Failure> {
+        self.prepare_routes()?;
+        let want = self.fib_target(r, what)?;
+        let table = (self.kind() == Kind::Kernel).then_some(r.table);
+        let routes = self.routes()?.into_iter().map(|(e, _)| e);
+        let old = plan::find_route(routes, r.spec.dst, table);
+        match plan::put_route(old.as_ref(), &want, mode) {
+            Outcome::Unchanged => Ok(None),
+            Outcome::Refuse(x) => Err(refused(x, r.spec.dst, what)),
+            Outcome::Write(w) => self.write_route(&want, w, mode, what).map(|()| Some(w)),
+        }
+    }
 }
 
 /// `modprobe ila`, where the module is not loaded; whether it was loaded by this.
@@ -107,158 +210,126 @@ fn load_module() -> bool {
         .is_ok_and(|s| s.success())
 }
 
-/// The namespace's ILA tables, by one implementation.
-#[derive(Debug)]
-pub enum Backend {
-    /// The kernel's.
-    Kernel(Box<kernel::Kernel>),
-    /// The BPF translator's.
-    Bpf(Box<bpf::Bpf>),
-    /// `--check`: one of the others, read only, with the writes played in memory.
-    Dry(Box<dry::Dry>),
+/// `t`, or with `check` the dry run over it.
+fn boxed<T: Tables + 'static>(t: T, check: bool) -> Box<dyn Tables> {
+    if check {
+        Box::new(dry::Dry::new(t))
+    } else {
+        Box::new(t)
+    }
 }
 
-impl Backend {
-    /// The backend `choice` asks for, in the calling thread's namespace. `kernel` where the
-    /// kernel has no ILA is a failure that says so; `auto` then takes bpf.
-    pub fn open(choice: BackendChoice) -> Result<Backend, Failure> {
-        if choice == BackendChoice::Bpf {
-            return Ok(Backend::Bpf(Box::default()));
-        }
-        let mut genl = Socket::generic().map_err(Failure::from)?;
-        let mut found = genl.resolve_family(mpt_netlink::msg::genl::ila::FAMILY);
-        if choice == BackendChoice::Kernel && matches!(found, Ok(None)) && load_module() {
-            // asked for by name: the module, where the kernel has it but has not loaded it (its
-            // generic netlink family has no alias the kernel could load it by, as Debian ships it)
-            found = genl.resolve_family(mpt_netlink::msg::genl::ila::FAMILY);
-        }
-        match found {
-            Ok(Some(f)) => Ok(Backend::Kernel(Box::new(kernel::Kernel::new(genl, f.id)))),
-            Ok(None) if choice == BackendChoice::Auto => Ok(Backend::Bpf(Box::default())),
-            Ok(None) => Err(Failure::system(
-                "backend kernel: this kernel has no ILA (the generic netlink family \"ila\" is absent: CONFIG_IPV6_ILA, module ila) [ENOENT]",
-            )
-            .hint("use --backend bpf (or auto, the default), ila's BPF translator")),
-            Err(e) => Err(Failure::from(e)),
-        }
+/// The backend `choice` asks for, in the calling thread's namespace (`check`: as a dry run).
+/// `kernel` where the kernel has no ILA is a failure that says so; `auto` then takes bpf.
+pub fn open(choice: BackendChoice, check: bool) -> Result<Box<dyn Tables>, Failure> {
+    if choice == BackendChoice::Bpf {
+        return Ok(boxed(bpf::Bpf::new(), check));
     }
+    let mut genl = Socket::generic().map_err(Failure::from)?;
+    let mut found = genl.resolve_family(mpt_netlink::msg::genl::ila::FAMILY);
+    if choice == BackendChoice::Kernel && matches!(found, Ok(None)) && load_module() {
+        // asked for by name: the module, where the kernel has it but has not loaded it (its
+        // generic netlink family has no alias the kernel could load it by, as Debian ships it)
+        found = genl.resolve_family(mpt_netlink::msg::genl::ila::FAMILY);
+    }
+    match found {
+        Ok(Some(f)) => Ok(boxed(kernel::Kernel::new(genl, f.id), check)),
+        Ok(None) if choice == BackendChoice::Auto => Ok(boxed(bpf::Bpf::new(), check)),
+        Ok(None) => Err(Failure::system(
+            "backend kernel: this kernel has no ILA (the generic netlink family \"ila\" is absent: CONFIG_IPV6_ILA, module ila) [ENOENT]",
+        )
+        .hint("use --backend bpf (or auto, the default), ila's BPF translator")),
+        Err(e) => Err(Failure::from(e)),
+    }
+}
 
-    /// The work left at the end of the invocation.
-    pub fn finish(&mut self) -> Result<(), Failure> {
-        match self {
-            Backend::Kernel(_) | Backend::Dry(_) => Ok(()),
-            Backend::Bpf(b) => b.finish(),
-        }
-    }
+// ---- what both backends say to rtnetlink ------------------------------------------------
 
-    /// Which one.
-    pub fn kind(&self) -> Kind {
-        match self {
-            Backend::Kernel(_) => Kind::Kernel,
-            Backend::Bpf(_) => Kind::Bpf,
-            Backend::Dry(d) => d.kind(),
-        }
-    }
+/// The value in `slot`, loaded on first use.
+pub fn filled<V>(
+    slot: &mut Option<V>,
+    load: impl FnOnce() -> Result<V, Failure>,
+) -> Result<&mut V, Failure> {
+    let v = match slot.take() {
+        Some(v) => v,
+        None => load()?,
+    };
+    Ok(slot.insert(v))
+}
 
-    /// Every mapping, with its counter where the backend keeps one.
-    pub fn mappings(&mut self) -> Result<Vec<(Mapping, Option<Counter>)>, Failure> {
-        match self {
-            Backend::Kernel(k) => Ok(k.mappings()?.into_iter().map(|m| (m, None)).collect()),
-            Backend::Bpf(b) => b.mappings(),
-            Backend::Dry(d) => d.mappings(),
-        }
-    }
+/// A route socket, opened on first use.
+fn rtnl(slot: &mut Option<Socket>) -> Result<&mut Socket, Failure> {
+    filled(slot, || Socket::route().map_err(Failure::from))
+}
 
-    /// Hold the lock the next change takes before what it checks is read (see
-    /// [`bpf::Bpf::hold`]); `--check` writes nothing and holds nothing.
-    pub fn hold(&mut self) -> Result<(), Failure> {
-        match self {
-            Backend::Kernel(k) => k.hold(),
-            Backend::Bpf(b) => b.hold(),
-            Backend::Dry(_) => Ok(()),
+/// Every IPv6 route of the namespace (every table).
+fn fib_routes(sock: &mut Socket) -> Result<Vec<rmsg::RouteMsg>, Failure> {
+    let answers = sock
+        .dump(
+            &rmsg::dump_request(Some(mpt_model::Family::V6), None),
+            "list routes",
+        )
+        .map_err(Failure::from)?;
+    let mut out = Vec::new();
+    for p in answers {
+        if let Some(m) =
+            rmsg::decode(&p).map_err(|e| Failure::system(format!("list routes: {e}")))?
+        {
+            out.push(m);
         }
     }
+    Ok(out)
+}
 
-    /// The mapping with exactly this key.
-    pub fn mapping(
-        &mut self,
-        key: MappingKey,
-    ) -> Result<Option<(Mapping, Option<Counter>)>, Failure> {
-        match self {
-            Backend::Kernel(k) => Ok(k.mapping(key)?.map(|m| (m, None))),
-            Backend::Bpf(b) => b.mapping(key),
-            Backend::Dry(d) => d.mapping(key),
-        }
-    }
+/// The IPv6 gateway of a nexthop.
+fn v6_gateway(nh: Option<&Nexthop>) -> Option<Ipv6Addr> {
+    nh.and_then(|n| match n.gateway {
+        Some(IpAddr::V6(a)) => Some(a),
+        _ => None,
+    })
+}
 
-    /// Add a mapping (`replace`: or overwrite the one with its key). An add of an existing key
-    /// fails ([`exists`]).
-    pub fn put_mapping(
-        &mut self,
-        m: &Mapping,
-        replace: bool,
-        what: &str,
-    ) -> Result<Written, Failure> {
-        match self {
-            Backend::Kernel(k) => k.put_mapping(m, replace, what),
-            Backend::Bpf(b) => b.put_mapping(m, replace, what),
-            Backend::Dry(d) => d.put_mapping(m, replace, what),
-        }
+/// The ILA route of `spec` as the FIB route `m` sends it.
+fn entry(spec: RouteSpec, m: &rmsg::RouteMsg) -> RouteEntry {
+    let nh = m.route.nexthops.first();
+    RouteEntry {
+        spec,
+        via: v6_gateway(nh),
+        ifindex: nh.map_or(0, |n| n.ifindex),
+        table: m.route.key.table,
     }
+}
 
-    /// Delete the mapping with this key; `false` if there is none.
-    pub fn del_mapping(&mut self, key: MappingKey) -> Result<bool, Failure> {
-        match self {
-            Backend::Kernel(k) => k.del_mapping(key),
-            Backend::Bpf(b) => b.del_mapping(key),
-            Backend::Dry(d) => d.del_mapping(key),
-        }
-    }
-
-    /// Delete every mapping; returns how many there were.
-    pub fn flush_mappings(&mut self) -> Result<usize, Failure> {
-        match self {
-            Backend::Kernel(k) => k.flush_mappings(),
-            Backend::Bpf(b) => b.flush_mappings(),
-            Backend::Dry(d) => d.flush_mappings(),
-        }
-    }
-
-    /// Every ILA route, with its counter where the backend keeps one.
-    pub fn routes(&mut self) -> Result<Vec<(RouteEntry, Option<Counter>)>, Failure> {
-        match self {
-            Backend::Kernel(k) => Ok(k.routes()?.into_iter().map(|r| (r, None)).collect()),
-            Backend::Bpf(b) => b.routes(),
-            Backend::Dry(d) => d.routes(),
-        }
-    }
-
-    /// Add a route (`replace`: or overwrite the one for its prefix and table).
-    pub fn put_route(
-        &mut self,
-        r: &RouteEntry,
-        replace: bool,
-        what: &str,
-    ) -> Result<Written, Failure> {
-        match self {
-            Backend::Kernel(k) => k.put_route(r, replace, what),
-            Backend::Bpf(b) => b.put_route(r, replace, what),
-            Backend::Dry(d) => d.put_route(r, replace, what),
-        }
-    }
-
-    /// Delete the ILA route for a prefix (in `table`, or the one table it is in); returns it,
-    /// `None` if there is none.
-    pub fn del_route(
-        &mut self,
-        dst: Ipv6Net,
-        table: Option<u32>,
-        what: &str,
-    ) -> Result<Option<RouteEntry>, Failure> {
-        match self {
-            Backend::Kernel(k) => k.del_route(dst, table, what),
-            Backend::Bpf(b) => b.del_route(dst, table, what),
-            Backend::Dry(d) => d.del_route(dst, table, what),
-        }
-    }
+/// The request for the FIB route of `r`, of protocol `protocol`, with `encap`. A delete
+/// names no nexthop; nor does a route with neither `via` nor `dev`.
+fn route_request(
+    verb: Verb,
+    r: &RouteEntry,
+    protocol: Option<u8>,
+    encap: Option<LwtEncap<'_>>,
+) -> mpt_netlink::msg::Request {
+    let nexthops = [Nexthop {
+        gateway: r.via.map(IpAddr::V6),
+        ifindex: r.ifindex,
+        weight: 1,
+        flags: 0,
+    }];
+    rmsg::encode(&RouteRequest {
+        verb,
+        key: RouteKey {
+            dst: IpNet::V6(r.spec.dst),
+            table: r.table,
+            metric: rmsg::default_metric(mpt_model::Family::V6),
+        },
+        metric_given: false,
+        protocol,
+        nexthops: if verb == Verb::Del || (r.via.is_none() && r.ifindex == 0) {
+            &[]
+        } else {
+            &nexthops
+        },
+        form: PathForm::Single,
+        algo: Algo::L3Hash,
+        encap,
+    })
 }

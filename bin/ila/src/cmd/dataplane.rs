@@ -21,7 +21,7 @@ fn view(changed: Option<bool>, s: &mut Session) -> Result<Output, Failure> {
         .map(AttachmentRow::of)
         .collect();
     let mut counters = Vec::new();
-    if let crate::backend::Backend::Bpf(b) = s.backend()? {
+    if let Some(b) = s.backend()?.bpf() {
         if let Some(st) = b.state(false)? {
             counters = st
                 .reasons()
@@ -132,7 +132,7 @@ pub fn run(s: &mut Session, c: &DpCmd) -> Result<Output, Failure> {
                     .collect();
                 return predict(s, &p, sides);
             }
-            let crate::backend::Backend::Bpf(b) = s.backend()? else {
+            let Some(b) = s.backend()?.bpf() else {
                 return Err(Failure::system("dataplane attach: not the bpf backend"));
             };
             let Some(state) = b.state(true)? else {

@@ -1,11 +1,14 @@
 //! One module per object: each a function from a typed command to an [`Output`], over the
-//! backend of the session.
+//! backend of the session; and the tool itself ([`mpt_cli::tool::Tool`], the batch driver),
+//! which runs them.
 
 pub mod dataplane;
 pub mod route;
 pub mod xlat;
 
-use mpt_cli::Failure;
+use mpt_cli::batch::{self, BatchTool};
+use mpt_cli::render::Style;
+use mpt_cli::{Failure, GlobalOpts};
 
 use crate::cli::Command;
 use crate::session::Session;
@@ -17,6 +20,70 @@ pub fn run(s: &mut Session, c: &Command) -> Result<Output, Failure> {
         Command::Xlat(x) => xlat::run(s, x),
         Command::Route(r) => route::run(s, r),
         Command::Dataplane(d) => dataplane::run(s, d),
+    }
+}
+
+impl BatchTool for Session {
+    type Cmd = Command;
+    type Out = Output;
+
+    fn parse_line(words: Vec<String>) -> Result<Command, Failure> {
+        crate::cli::parse_line(words)
+    }
+
+    fn run_lines(
+        &mut self,
+        lines: Vec<(usize, Result<Command, Failure>)>,
+        force: bool,
+        emit: &mut dyn FnMut(usize, Result<Output, Failure>),
+    ) {
+        batch::run_each(lines, force, emit, |c| run(self, &c));
+    }
+
+    fn print(out: &Output, style: Style) {
+        crate::view::print(out, style);
+    }
+
+    fn finish(&mut self) -> Result<(), Failure> {
+        Session::finish(self)
+    }
+
+    fn holds_lock(&self) -> bool {
+        true
+    }
+
+    fn release(&mut self) {
+        // the backend holds the lock: its work is done
+        Session::release(self);
+    }
+}
+
+impl mpt_cli::tool::Tool for Session {
+    const NAME: &'static str = "ila";
+    type Cli = crate::cli::Cli;
+
+    fn global(cli: &Self::Cli) -> &GlobalOpts {
+        &cli.global
+    }
+
+    fn command(cli: &Self::Cli) -> Option<Result<Command, Failure>> {
+        cli.cmd.as_ref().map(|c| c.command())
+    }
+
+    fn default_command() -> Command {
+        Command::default_show()
+    }
+
+    fn configure(cli: &Self::Cli) {
+        mpt_bpf::configure(Self::NAME, cli.global.verbose, cli.global.lock_wait());
+    }
+
+    fn open(cli: &Self::Cli) -> Self {
+        Session::new(cli.global.clone(), cli.backend)
+    }
+
+    fn run_one(&mut self, command: Command, style: Style) -> Result<(), Failure> {
+        run(self, &command).map(|out| crate::view::print(&out, style))
     }
 }
 

@@ -2,19 +2,19 @@
 
 use mpt_cli::Failure;
 use mpt_model::ila::table::validate_route;
-use mpt_model::ila::{CsumMode, HookType, IdentType, RouteSpec};
+use mpt_model::ila::HookType;
 
 use super::{ifindex, note};
-use crate::backend::{absent, Kind, RouteEntry, Written};
-use crate::grammar::{RouteCmd, RouteVerb};
+use crate::backend::{absent, Kind, RouteEntry, Tables};
+use crate::grammar::{RouteCmd, RoutePut};
 use crate::session::Session;
 use crate::view::{prefix, ChangeReport, Diff, Output, RouteRow};
 
 /// The main table.
 const MAIN: u32 = 254;
 
-fn table(c: &RouteCmd, what: &str) -> Result<Option<u32>, Failure> {
-    match &c.table {
+fn table(t: Option<&str>, what: &str) -> Result<Option<u32>, Failure> {
+    match t {
         None => Ok(None),
         Some(t) => mpt_cli::names::table_id(t)
             .filter(|id| *id != 0)
@@ -29,21 +29,21 @@ fn table(c: &RouteCmd, what: &str) -> Result<Option<u32>, Failure> {
 
 /// Run `ila route ...`.
 pub fn run(s: &mut Session, c: &RouteCmd) -> Result<Output, Failure> {
-    let what = match c.dst {
-        Some(d) => format!("route {} {}", c.verb.name(), prefix(d)),
-        None => format!("route {}", c.verb.name()),
+    let what = match c.dst() {
+        Some(d) => format!("route {} {}", c.verb().name(), prefix(d)),
+        None => format!("route {}", c.verb().name()),
     };
     let stats = s.opts.stats;
     let check = s.opts.check;
-    let table = table(c, &what)?;
-    match c.verb {
-        RouteVerb::Show => {
+    let table = table(c.table(), &what)?;
+    match c {
+        RouteCmd::Show { dst, .. } => {
             let b = s.backend()?;
             let kind = b.kind();
             let mut rows: Vec<(RouteEntry, RouteRow)> = b
                 .routes()?
                 .into_iter()
-                .filter(|(r, _)| c.dst.is_none_or(|d| d == r.spec.dst))
+                .filter(|(r, _)| dst.is_none_or(|d| d == r.spec.dst))
                 .filter(|(r, _)| table.is_none_or(|t| t == r.table))
                 .map(|(r, cnt)| (r, RouteRow::of(&r, cnt, stats, kind)))
                 .collect();
@@ -52,7 +52,7 @@ pub fn run(s: &mut Session, c: &RouteCmd) -> Result<Output, Failure> {
                 rows.into_iter().map(|(_, row)| row).collect(),
             ))
         }
-        RouteVerb::Flush => {
+        RouteCmd::Flush { .. } => {
             let b = s.backend()?;
             let kind = b.kind();
             let all: Vec<RouteEntry> = b
@@ -83,51 +83,38 @@ pub fn run(s: &mut Session, c: &RouteCmd) -> Result<Output, Failure> {
                 diff: check.then(|| Diff::of(Some(&before), Some(&Vec::new()))),
             })))
         }
-        RouteVerb::Del => {
-            let Some(dst) = c.dst else {
-                return Err(Failure::usage(format!("{what}: missing the SIR prefix")));
-            };
+        RouteCmd::Del { dst, .. } => {
             let b = s.backend()?;
             let kind = b.kind();
-            match b.del_route(dst, table, &what)? {
-                Some(old) => Ok(Output::Change(Box::new(ChangeReport {
-                    changed: true,
-                    action: "del",
-                    backend: kind.name(),
-                    mapping: None,
-                    route: Some(RouteRow::of(&old, None, false, kind)),
-                    deleted: None,
-                    check,
-                    diff: check
-                        .then(|| Diff::of(Some(&RouteRow::of(&old, None, false, kind)), None)),
-                }))),
+            match b.del_route(*dst, table, &what)? {
+                Some(old) => {
+                    let row = RouteRow::of(&old, None, false, kind);
+                    Ok(Output::Change(Box::new(ChangeReport {
+                        changed: true,
+                        action: "del",
+                        backend: kind.name(),
+                        mapping: None,
+                        diff: check.then(|| Diff::of(Some(&row), None)),
+                        route: Some(row),
+                        deleted: None,
+                        check,
+                    })))
+                }
                 None => Err(absent(&what)),
             }
         }
-        RouteVerb::Add | RouteVerb::Replace => {
-            let (Some(dst), Some(locator)) = (c.dst, c.locator) else {
-                return Err(Failure::usage(format!(
-                    "{what}: needs a SIR prefix and \"loc LOCATOR\""
-                )));
-            };
-            let spec = RouteSpec {
-                dst,
-                locator,
-                csum_mode: c.csum_mode.unwrap_or(CsumMode::NoAction),
-                ident_type: c.ident_type.unwrap_or(IdentType::UseFormat),
-                hook_type: c.hook_type.unwrap_or(HookType::Output),
-            };
+        RouteCmd::Put(p) => {
             // the kernel's rules (EINVAL there), for both backends, before anything is tried
             // (the rule's words name the prefix)
-            validate_route(&spec)
-                .map_err(|e| Failure::usage(format!("route {}: {e}", c.verb.name())))?;
-            let dev = match &c.dev {
+            validate_route(&p.spec)
+                .map_err(|e| Failure::usage(format!("route {}: {e}", p.mode.name())))?;
+            let dev = match &p.dev {
                 Some(d) => ifindex(d, &what)?,
                 None => 0,
             };
             let entry = RouteEntry {
-                spec,
-                via: c.via,
+                spec: p.spec,
+                via: p.via,
                 ifindex: dev,
                 table: table.unwrap_or(MAIN),
             };
@@ -136,45 +123,56 @@ pub fn run(s: &mut Session, c: &RouteCmd) -> Result<Output, Failure> {
                 let _ =
                     mpt_cli::names::register_proto(mpt_model::ILA_PROTO, mpt_model::ILA_PROTO_NAME);
             }
-            let b = s.backend()?;
-            let kind = b.kind();
-            let before = match check {
-                true => b
-                    .routes()?
-                    .into_iter()
-                    .find(|(r, _)| r.spec.dst == dst)
-                    .map(|(r, _)| RouteRow::of(&r, None, false, kind)),
-                false => None,
-            };
-            let w = b.put_route(&entry, c.verb == RouteVerb::Replace, &what)?;
-            let shown = b
-                .routes()?
-                .into_iter()
-                .map(|(r, _)| r)
-                .find(|r| r.spec.dst == dst)
-                .unwrap_or(entry);
-            if kind == Kind::Bpf
-                && !check
-                && spec.hook_type == HookType::Output
-                && !crate::backend::bpf::Bpf::egress_on(shown.ifindex)
-            {
-                note(&format!(
-                    "the BPF translator's egress program is not on {}: nothing is translated until \"ila dataplane attach dev {}\"",
-                    crate::view::dev_name(shown.ifindex),
-                    crate::view::dev_name(shown.ifindex)
-                ));
-            }
-            let row = RouteRow::of(&shown, None, false, kind);
-            Ok(Output::Change(Box::new(ChangeReport {
-                changed: w != Written::Unchanged,
-                action: c.verb.name(),
-                backend: kind.name(),
-                mapping: None,
-                diff: check.then(|| Diff::of(before.as_ref(), Some(&row))),
-                route: Some(row),
-                deleted: None,
-                check,
-            })))
+            put(s.backend()?, p, &entry, check, &what)
         }
     }
+}
+
+/// `route add|replace` of `entry`.
+fn put(
+    b: &mut dyn Tables,
+    p: &RoutePut,
+    entry: &RouteEntry,
+    check: bool,
+    what: &str,
+) -> Result<Output, Failure> {
+    let kind = b.kind();
+    let dst = entry.spec.dst;
+    let before = match check {
+        true => b
+            .routes()?
+            .into_iter()
+            .find(|(r, _)| r.spec.dst == dst)
+            .map(|(r, _)| RouteRow::of(&r, None, false, kind)),
+        false => None,
+    };
+    let w = b.put_route(entry, p.mode, what)?;
+    let shown = b
+        .routes()?
+        .into_iter()
+        .map(|(r, _)| r)
+        .find(|r| r.spec.dst == dst)
+        .unwrap_or(*entry);
+    if kind == Kind::Bpf
+        && !check
+        && entry.spec.hook_type == HookType::Output
+        && !crate::backend::bpf::Bpf::egress_on(shown.ifindex)
+    {
+        note(&format!(
+            "the BPF translator's egress program is not on {}: nothing is translated until \"ila dataplane attach dev {}\"",
+            crate::view::dev_name(shown.ifindex),
+            crate::view::dev_name(shown.ifindex)
+        ));
+    }
+    let row = RouteRow::of(&shown, None, false, kind);
+    Ok(Output::Change(Box::new(ChangeReport {
+        changed: w.is_some(),
+        action: p.mode.name(),
+        backend: kind.name(),
+        mapping: None,
+        diff: check.then(|| Diff::of(before.as_ref(), Some(&row))),
+        route: Some(row),
+        deleted: None,
+        check,
+    })))
 }

@@ -1,44 +1,51 @@
 //! `ila xlat`: the receive side's mappings.
 
 use mpt_cli::Failure;
-use mpt_model::ila::{CsumMode, IdentType, Mapping};
+use mpt_model::ila::plan::{Mode, Write};
+use mpt_model::ila::{Locator, Mapping};
 
 use super::{ifindex, note};
-use crate::backend::{absent, Backend, Kind, Written};
-use crate::grammar::{XlatCmd, XlatVerb};
+use crate::backend::{absent, Kind, MappingKey, Tables};
+use crate::grammar::{XlatCmd, XlatKey};
 use crate::session::Session;
 use crate::view::{ChangeReport, Diff, MappingRow, Output};
 
 /// The words of a mapping's key, for messages: `loc_match 2001:0:119:0 dev eth0`.
-fn key_words(c: &XlatCmd) -> String {
+fn key_words(k: Option<&XlatKey>) -> String {
     let mut s = format!(
         "loc_match {}",
-        c.locator_match.map(|l| l.to_string()).unwrap_or_default()
+        k.map(|k| k.locator_match.to_string()).unwrap_or_default()
     );
-    if let Some(d) = &c.dev {
+    if let Some(d) = k.and_then(|k| k.dev.as_ref()) {
         s += &format!(" dev {d}");
     }
     s
 }
 
-/// Run `ila xlat ...`.
-pub fn run(s: &mut Session, c: &XlatCmd) -> Result<Output, Failure> {
-    let what = format!("xlat {} {}", c.verb.name(), key_words(c));
-    let stats = s.opts.stats;
-    let check = s.opts.check;
-    let dev = match &c.dev {
-        // a mapping whose device is gone is shown with `ifN`, and deleted by that name
-        Some(d) if matches!(c.verb, XlatVerb::Del | XlatVerb::Get) => {
-            super::ifindex_or_gone(d, &what)?
-        }
-        Some(d) => ifindex(d, &what)?,
+/// The key of a mapping, its device resolved (a mapping whose device is gone is shown with
+/// `ifN`, and deleted or got by that name: `gone`).
+fn key(k: &XlatKey, gone: bool, what: &str) -> Result<MappingKey, Failure> {
+    let dev = match &k.dev {
+        Some(d) if gone => super::ifindex_or_gone(d, what)?,
+        Some(d) => ifindex(d, what)?,
         None => 0,
     };
-    let b = s.backend()?;
-    let kind = b.kind();
-    let key = c.locator_match.map(|l| (l, dev));
-    match (c.verb, key) {
-        (XlatVerb::Show, _) => {
+    Ok((k.locator_match, dev))
+}
+
+/// Run `ila xlat ...`.
+pub fn run(s: &mut Session, c: &XlatCmd) -> Result<Output, Failure> {
+    let given = match c {
+        XlatCmd::Put { key, .. } | XlatCmd::Del { key, .. } | XlatCmd::Get(key) => Some(key),
+        XlatCmd::Show | XlatCmd::Flush => None,
+    };
+    let what = format!("xlat {} {}", c.verb().name(), key_words(given));
+    let stats = s.opts.stats;
+    let check = s.opts.check;
+    match c {
+        XlatCmd::Show => {
+            let b = s.backend()?;
+            let kind = b.kind();
             let mut rows: Vec<MappingRow> = b
                 .mappings()?
                 .iter()
@@ -49,7 +56,9 @@ pub fn run(s: &mut Session, c: &XlatCmd) -> Result<Output, Failure> {
             });
             Ok(Output::Mappings(rows))
         }
-        (XlatVerb::Flush, _) => {
+        XlatCmd::Flush => {
+            let b = s.backend()?;
+            let kind = b.kind();
             let before: Vec<MappingRow> = if check {
                 b.mappings()?
                     .iter()
@@ -70,59 +79,81 @@ pub fn run(s: &mut Session, c: &XlatCmd) -> Result<Output, Failure> {
                 diff: check.then(|| Diff::of(Some(&before), Some(&Vec::new()))),
             })))
         }
-        (XlatVerb::Get, Some(key)) => match b.mapping(key)? {
-            Some((m, cnt)) => Ok(Output::Mappings(vec![MappingRow::of(&m, cnt, stats, kind)])),
-            None => Err(absent(&what)),
-        },
-        (XlatVerb::Add | XlatVerb::Replace, Some(key)) => {
-            let Some(locator) = c.locator else {
-                return Err(Failure::usage(format!("{what}: missing \"loc LOCATOR\"")));
-            };
-            let m = Mapping {
-                locator_match: key.0,
-                locator,
-                ifindex: key.1,
-                csum_mode: c.csum_mode.unwrap_or(CsumMode::NoAction),
-                ident_type: c.ident_type.unwrap_or(IdentType::UseFormat),
-            };
-            let before = match check {
-                true => b
-                    .mapping(key)?
-                    .map(|(o, _)| MappingRow::of(&o, None, false, kind)),
-                false => None,
-            };
-            let w = b.put_mapping(&m, c.verb == XlatVerb::Replace, &what)?;
-            if kind == Kind::Bpf
-                && !check
-                && w == Written::Added
-                && !crate::backend::bpf::Bpf::ingress_anywhere()
-            {
-                note("the BPF translator is on no device yet: nothing is translated until \"ila dataplane attach dev DEV\"");
+        XlatCmd::Get(k) => {
+            let key = key(k, true, &what)?;
+            let b = s.backend()?;
+            let kind = b.kind();
+            match b.mapping(key)? {
+                Some((m, cnt)) => Ok(Output::Mappings(vec![MappingRow::of(&m, cnt, stats, kind)])),
+                None => Err(absent(&what)),
             }
-            let row = MappingRow::of(&m, None, false, kind);
-            Ok(Output::Change(Box::new(ChangeReport {
-                changed: w != Written::Unchanged,
-                action: c.verb.name(),
-                backend: kind.name(),
-                diff: check.then(|| Diff::of(before.as_ref(), Some(&row))),
-                mapping: Some(row),
-                route: None,
-                deleted: None,
-                check,
-            })))
         }
-        (XlatVerb::Del, Some(key)) => del(b, key, c, &what),
-        (_, None) => Err(Failure::usage(format!(
-            "{what}: missing \"loc_match LOCATOR\""
-        ))),
+        XlatCmd::Put {
+            mode,
+            key: k,
+            locator,
+            csum_mode,
+            ident_type,
+        } => {
+            let (locator_match, ifindex) = key(k, false, &what)?;
+            let m = Mapping {
+                locator_match,
+                locator: *locator,
+                ifindex,
+                csum_mode: *csum_mode,
+                ident_type: *ident_type,
+            };
+            put(s.backend()?, *mode, &m, check, &what)
+        }
+        XlatCmd::Del { key: k, locator } => {
+            let key = key(k, true, &what)?;
+            del(s.backend()?, key, *locator, check, &what)
+        }
     }
+}
+
+/// `xlat add|replace`.
+fn put(
+    b: &mut dyn Tables,
+    mode: Mode,
+    m: &Mapping,
+    check: bool,
+    what: &str,
+) -> Result<Output, Failure> {
+    let kind = b.kind();
+    let before = match check {
+        true => b
+            .mapping(m.key())?
+            .map(|(o, _)| MappingRow::of(&o, None, false, kind)),
+        false => None,
+    };
+    let w = b.put_mapping(m, mode, what)?;
+    if kind == Kind::Bpf
+        && !check
+        && w == Some(Write::Added)
+        && !crate::backend::bpf::Bpf::ingress_anywhere()
+    {
+        note("the BPF translator is on no device yet: nothing is translated until \"ila dataplane attach dev DEV\"");
+    }
+    let row = MappingRow::of(m, None, false, kind);
+    Ok(Output::Change(Box::new(ChangeReport {
+        changed: w.is_some(),
+        action: mode.name(),
+        backend: kind.name(),
+        diff: check.then(|| Diff::of(before.as_ref(), Some(&row))),
+        mapping: Some(row),
+        route: None,
+        deleted: None,
+        check,
+    })))
 }
 
 /// `xlat del`: the mapping with the key; with `loc`, only if it has that locator.
 fn del(
-    b: &mut Backend,
-    key: (mpt_model::ila::Locator, u32),
-    c: &XlatCmd,
+    b: &mut dyn Tables,
+    key: MappingKey,
+    locator: Option<Locator>,
+    check: bool,
     what: &str,
 ) -> Result<Output, Failure> {
     let kind = b.kind();
@@ -131,7 +162,7 @@ fn del(
     let Some((m, _)) = b.mapping(key)? else {
         return Err(absent_here(b, key, what));
     };
-    if let Some(l) = c.locator {
+    if let Some(l) = locator {
         if l != m.locator {
             return Err(Failure::system(format!(
                 "{what} loc {l}: the mapping has locator {} [ESRCH]",
@@ -143,7 +174,6 @@ fn del(
         return Err(absent(what));
     }
     let row = MappingRow::of(&m, None, false, kind);
-    let check = matches!(b, Backend::Dry(_));
     Ok(Output::Change(Box::new(ChangeReport {
         changed: true,
         action: "del",
@@ -158,7 +188,7 @@ fn del(
 
 /// No mapping with `key`: where `del` named no device and the locator match has mappings on
 /// devices, the hint names them (a device that is gone as `ifN`, which `dev` accepts).
-fn absent_here(b: &mut Backend, key: (mpt_model::ila::Locator, u32), what: &str) -> Failure {
+fn absent_here(b: &mut dyn Tables, key: MappingKey, what: &str) -> Failure {
     let f = absent(what);
     if key.1 != 0 {
         return f;

@@ -13,6 +13,7 @@ use std::path::Path;
 use ipnet::Ipv6Net;
 use libbpf_rs::skel::{OpenSkel, SkelBuilder};
 use libbpf_rs::{MapCore, MapFlags, MapHandle};
+use mpt_model::ila::plan::{self, Mode, Outcome, Refusal, Write};
 use mpt_model::ila::{HookType, Mapping, RouteSpec};
 
 use super::abi::{
@@ -45,19 +46,6 @@ pub static SUITE: Suite = Suite {
     meta_map: "ila_meta",
     abi_version: ABI_VERSION,
 };
-
-/// What a write found.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Written {
-    /// The entry is new.
-    Added,
-    /// The entry was there with other values, now replaced.
-    Replaced,
-    /// The entry was there with these values: nothing changed.
-    Unchanged,
-    /// The entry exists and the write was an add: nothing changed.
-    Exists,
-}
 
 /// The open ILA tables of the calling thread's namespace.
 #[derive(Debug)]
@@ -283,23 +271,21 @@ impl IlaState {
         Ok(out)
     }
 
-    /// Add a mapping (`replace`: or overwrite the one with its key).
-    pub fn put_mapping(&self, m: &Mapping, replace: bool) -> Result<Written, Error> {
+    /// Put a mapping, by the put rule ([`plan::put`]).
+    pub fn put_mapping(&self, m: &Mapping, mode: Mode) -> Result<Outcome, Error> {
         let key = IlaXlatKey::of(m);
         let mut val = IlaXlatVal::of(m);
         let raw = self.xlat_val(&key)?;
         let old = raw.and_then(|v| v.mapping(&key));
-        let outcome = match (&old, replace) {
-            (Some(_), false) => return Ok(Written::Exists),
-            (Some(o), true) if o == m => return Ok(Written::Unchanged),
-            (Some(_), true) => Written::Replaced,
-            (None, _) => Written::Added,
+        let write = match plan::put(old.as_ref(), m, mode) {
+            Outcome::Write(w) => w,
+            other => return Ok(other),
         };
         if m.ifindex != 0 {
             // before the entry: the programs must look for it from its first packet
             self.set_flags(META_F_DEV_MAPPINGS, 0)?;
         }
-        let flags = if outcome == Written::Added {
+        let flags = if write == Write::Added {
             // counters of an earlier mapping with this key are not this one's
             self.xlat_stats.delete(key.as_bytes()).or_else(|e| {
                 if not_found(&e) {
@@ -316,15 +302,15 @@ impl IlaState {
             MapFlags::EXIST
         };
         match self.xlat.update(key.as_bytes(), val.as_bytes(), flags) {
-            Ok(()) => Ok(outcome),
+            Ok(()) => Ok(Outcome::Write(write)),
             // another writer got there first (commands hold the namespace lock: only a tool
             // that does not)
             Err(e) if e.kind() == libbpf_rs::ErrorKind::AlreadyExists => {
                 self.free_slot(val.stats_slot);
-                Ok(Written::Exists)
+                Ok(Outcome::Refuse(Refusal::Exists))
             }
             Err(e) => {
-                if outcome == Written::Added {
+                if write == Write::Added {
                     self.free_slot(val.stats_slot);
                 }
                 Err(Error::libbpf("write ila_xlat")(e))
@@ -402,17 +388,15 @@ impl IlaState {
         Ok(out)
     }
 
-    /// Add a route (`replace`: or overwrite the one for its prefix).
-    pub fn put_route(&self, r: &RouteSpec, replace: bool) -> Result<Written, Error> {
+    /// Put a route for its prefix, by the put rule ([`plan::put`]).
+    pub fn put_route(&self, r: &RouteSpec, mode: Mode) -> Result<Outcome, Error> {
         let key = IlaRouteKey::of(r.dst);
         let raw = self.route_val(&key)?;
         let old = raw.and_then(|v| v.route());
         let mut val = IlaRouteVal::of(r);
-        let outcome = match (&old, replace) {
-            (Some(_), false) => return Ok(Written::Exists),
-            (Some(o), true) if o == r => return Ok(Written::Unchanged),
-            (Some(_), true) => Written::Replaced,
-            (None, _) => Written::Added,
+        let write = match plan::put(old.as_ref(), r, mode) {
+            Outcome::Write(w) => w,
+            other => return Ok(other),
         };
         self.set_flags(
             match r.hook_type {
@@ -421,7 +405,7 @@ impl IlaState {
             },
             0,
         )?;
-        let flags = if outcome == Written::Added {
+        let flags = if write == Write::Added {
             self.route_stats.delete(key.as_bytes()).or_else(|e| {
                 if not_found(&e) {
                     Ok(())
@@ -436,13 +420,13 @@ impl IlaState {
             MapFlags::EXIST
         };
         match self.routes.update(key.as_bytes(), val.as_bytes(), flags) {
-            Ok(()) => Ok(outcome),
+            Ok(()) => Ok(Outcome::Write(write)),
             Err(e) if e.kind() == libbpf_rs::ErrorKind::AlreadyExists => {
                 self.free_slot(val.stats_slot);
-                Ok(Written::Exists)
+                Ok(Outcome::Refuse(Refusal::Exists))
             }
             Err(e) => {
-                if outcome == Written::Added {
+                if write == Write::Added {
                     self.free_slot(val.stats_slot);
                 }
                 Err(Error::libbpf("write ila_routes")(e))
