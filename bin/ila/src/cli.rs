@@ -202,10 +202,7 @@ pub fn parse_line(words: Vec<String>) -> Result<Command, Failure> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn words(s: &str) -> Vec<String> {
-        s.split_whitespace().map(String::from).collect()
-    }
+    use crate::grammar::words;
 
     #[test]
     fn the_object_table_is_the_clap_definition() {

@@ -113,27 +113,23 @@ impl XlatCmd {
     }
 }
 
-/// `ila route add|replace ...`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RoutePut {
-    /// `add` or `replace`.
-    pub mode: Mode,
-    /// The translation: the SIR prefix (an address alone is a /128), `loc LOC`, `csum-mode`
-    /// (default no-action), `ident-type` (default use-format), `hook-type` (default output).
-    pub spec: RouteSpec,
-    /// `via ADDR`.
-    pub via: Option<Ipv6Addr>,
-    /// `dev DEV`.
-    pub dev: Option<String>,
-    /// `table T` (a name or number; default main).
-    pub table: Option<String>,
-}
-
 /// `ila route VERB ...`, one variant per verb.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum RouteCmd {
-    /// `add|replace`.
-    Put(RoutePut),
+    /// `add|replace SIR-PREFIX loc LOC [csum-mode MODE] [ident-type TYPE] [hook-type HOOK]
+    /// [via ADDR] [dev DEV] [table T]`.
+    Put {
+        /// `add` or `replace`.
+        mode: Mode,
+        /// The translation (defaults: no-action, use-format, output).
+        spec: RouteSpec,
+        /// `via ADDR`.
+        via: Option<Ipv6Addr>,
+        /// `dev DEV`.
+        dev: Option<String>,
+        /// `table T` (a name or number; default main).
+        table: Option<String>,
+    },
     /// `del SIR-PREFIX [table T]`.
     Del {
         /// The SIR prefix.
@@ -159,7 +155,7 @@ impl RouteCmd {
     /// The verb.
     pub const fn verb(&self) -> Verb {
         match self {
-            RouteCmd::Put(p) => Verb::Put(p.mode),
+            RouteCmd::Put { mode, .. } => Verb::Put(*mode),
             RouteCmd::Del { .. } => Verb::Del,
             RouteCmd::Show { .. } => Verb::Show,
             RouteCmd::Flush { .. } => Verb::Flush,
@@ -169,7 +165,7 @@ impl RouteCmd {
     /// The SIR prefix, where the command names one.
     pub const fn dst(&self) -> Option<Ipv6Net> {
         match self {
-            RouteCmd::Put(p) => Some(p.spec.dst),
+            RouteCmd::Put { spec, .. } => Some(spec.dst),
             RouteCmd::Del { dst, .. } => Some(*dst),
             RouteCmd::Show { dst, .. } => *dst,
             RouteCmd::Flush { .. } => None,
@@ -179,7 +175,7 @@ impl RouteCmd {
     /// `table T`, as given.
     pub fn table(&self) -> Option<&str> {
         match self {
-            RouteCmd::Put(RoutePut { table, .. })
+            RouteCmd::Put { table, .. }
             | RouteCmd::Del { table, .. }
             | RouteCmd::Show { table, .. }
             | RouteCmd::Flush { table } => table.as_deref(),
@@ -201,13 +197,7 @@ pub enum AttachMode {
 }
 
 /// Which of the translator's programs (`ingress`, `egress`; neither word: both).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Sides {
-    /// The ingress program: mappings and input routes.
-    pub ingress: bool,
-    /// The egress program: output routes.
-    pub egress: bool,
-}
+pub use mpt_bpf::ila::dataplane::Sides;
 
 /// `ila dataplane ...`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -273,6 +263,17 @@ fn once<T>(slot: &mut Option<T>, v: T, what: &str) -> Result<(), SyntaxError> {
     Ok(())
 }
 
+/// The value after `key`, parsed, into `slot` ([`once`]).
+fn take<T>(
+    slot: &mut Option<T>,
+    it: &mut std::slice::Iter<'_, String>,
+    key: &str,
+    parse: impl FnOnce(&str) -> Result<T, SyntaxError>,
+) -> Result<(), SyntaxError> {
+    let v = parse(next(it, key)?)?;
+    once(slot, v, key)
+}
+
 /// The verb word of `ila xlat` and `ila route`.
 pub fn verb(w: &str) -> Option<Verb> {
     Some(match w {
@@ -324,28 +325,17 @@ fn parse_xlat_args(verb: Verb, words: &[String]) -> Result<XlatCmd, SyntaxError>
         }
         // iproute2's order of tests: loc before loc_match
         if matches(w, "loc") {
-            once(
-                &mut c.locator,
-                locator(next(&mut it, "loc")?, "loc")?,
-                "loc",
-            )?;
+            take(&mut c.locator, &mut it, "loc", |s| locator(s, "loc"))?;
         } else if matches(w, "loc_match") {
-            let v = locator(next(&mut it, "loc_match")?, "loc_match")?;
-            once(&mut c.locator_match, v, "loc_match")?;
+            take(&mut c.locator_match, &mut it, "loc_match", |s| {
+                locator(s, "loc_match")
+            })?;
         } else if matches(w, "dev") {
-            once(&mut c.dev, next(&mut it, "dev")?.to_string(), "dev")?;
-        } else if matches(w, "csum-mode") && put {
-            once(
-                &mut c.csum_mode,
-                csum_mode(next(&mut it, "csum-mode")?)?,
-                "csum-mode",
-            )?;
-        } else if matches(w, "ident-type") && put {
-            once(
-                &mut c.ident_type,
-                ident_type(next(&mut it, "ident-type")?)?,
-                "ident-type",
-            )?;
+            take(&mut c.dev, &mut it, "dev", |s| Ok(s.to_string()))?;
+        } else if put && matches(w, "csum-mode") {
+            take(&mut c.csum_mode, &mut it, "csum-mode", csum_mode)?;
+        } else if put && matches(w, "ident-type") {
+            take(&mut c.ident_type, &mut it, "ident-type", ident_type)?;
         } else {
             return err(format!("unexpected word \"{w}\""));
         }
@@ -425,28 +415,18 @@ pub fn parse_route(words: &[String]) -> Result<RouteCmd, SyntaxError> {
         let w = w.as_str();
         match w {
             "loc" | "locator" if verb != Verb::Flush => {
-                once(
-                    &mut c.locator,
-                    locator(next(&mut it, "loc")?, "loc")?,
-                    "loc",
-                )?;
+                take(&mut c.locator, &mut it, "loc", |s| locator(s, "loc"))?;
             }
-            "csum-mode" if writes => {
-                once(&mut c.csum_mode, csum_mode(next(&mut it, w)?)?, w)?;
-            }
-            "ident-type" if writes => {
-                once(&mut c.ident_type, ident_type(next(&mut it, w)?)?, w)?;
-            }
-            "hook-type" if writes => once(&mut c.hook_type, hook_type(next(&mut it, w)?)?, w)?,
-            "via" if writes => {
-                let a = next(&mut it, w)?;
-                let a = a
-                    .parse::<Ipv6Addr>()
-                    .map_err(|_| SyntaxError(format!("via \"{a}\": not an IPv6 address")))?;
-                once(&mut c.via, a, w)?;
-            }
+            "csum-mode" if writes => take(&mut c.csum_mode, &mut it, w, csum_mode)?,
+            "ident-type" if writes => take(&mut c.ident_type, &mut it, w, ident_type)?,
+            "hook-type" if writes => take(&mut c.hook_type, &mut it, w, hook_type)?,
+            "via" if writes => take(&mut c.via, &mut it, w, |a| {
+                a.parse::<Ipv6Addr>()
+                    .map_err(|_| SyntaxError(format!("via \"{a}\": not an IPv6 address")))
+            })?,
+            // (oif is dev: given twice is said of dev)
             "dev" | "oif" if writes => once(&mut c.dev, next(&mut it, w)?.to_string(), "dev")?,
-            "table" => once(&mut c.table, next(&mut it, w)?.to_string(), w)?,
+            "table" => take(&mut c.table, &mut it, w, |s| Ok(s.to_string()))?,
             "to" if c.dst.is_none() && verb != Verb::Flush => {
                 c.dst = Some(sir_prefix(next(&mut it, w)?)?);
             }
@@ -465,7 +445,7 @@ pub fn parse_route(words: &[String]) -> Result<RouteCmd, SyntaxError> {
             let Some(locator) = c.locator else {
                 return err("missing \"loc LOCATOR\"");
             };
-            RouteCmd::Put(RoutePut {
+            RouteCmd::Put {
                 mode,
                 spec: RouteSpec {
                     dst,
@@ -477,7 +457,7 @@ pub fn parse_route(words: &[String]) -> Result<RouteCmd, SyntaxError> {
                 via: c.via,
                 dev: c.dev,
                 table,
-            })
+            }
         }
         // (loc is read and checked, and means nothing to del)
         (_, Some(dst)) => RouteCmd::Del { dst, table },
@@ -520,32 +500,15 @@ pub fn parse_dataplane(words: &[String]) -> Result<DpCmd, SyntaxError> {
                 };
                 once(&mut mode, v, "the mode")?;
             }
-            "ingress" => once(
-                &mut side,
-                Sides {
-                    ingress: true,
-                    egress: false,
-                },
-                "ingress|egress",
-            )?,
-            "egress" => once(
-                &mut side,
-                Sides {
-                    ingress: false,
-                    egress: true,
-                },
-                "ingress|egress",
-            )?,
+            "ingress" => once(&mut side, Sides::INGRESS, "ingress|egress")?,
+            "egress" => once(&mut side, Sides::EGRESS, "ingress|egress")?,
             w => return err(format!("unexpected word \"{w}\"")),
         }
     }
     if devs.is_empty() {
         return err("missing \"dev DEV\"");
     }
-    let sides = side.unwrap_or(Sides {
-        ingress: true,
-        egress: true,
-    });
+    let sides = side.unwrap_or(Sides::BOTH);
     if attach && mode.is_some() && !sides.ingress {
         return err(
             "the mode (auto, xdp, xdp-generic, tc) is the ingress program's: not with egress",
@@ -562,13 +525,16 @@ pub fn parse_dataplane(words: &[String]) -> Result<DpCmd, SyntaxError> {
     })
 }
 
+/// The words of a line, for tests.
+#[cfg(test)]
+pub(crate) fn words(s: &str) -> Vec<String> {
+    s.split_whitespace().map(String::from).collect()
+}
+
 #[cfg(test)]
 mod tests {
+    use super::words as w;
     use super::*;
-
-    fn w(s: &str) -> Vec<String> {
-        s.split_whitespace().map(String::from).collect()
-    }
 
     #[test]
     fn xlat_add_as_ip_ila() {
@@ -624,39 +590,28 @@ mod tests {
     }
 
     #[test]
-    fn xlat_errors_name_the_word() {
-        let e = |s: &str| parse_xlat(&w(s)).expect_err(s).0;
-        assert!(e("add loc 1:2:3:4").contains("loc_match"));
-        assert!(e("add loc_match 1:2:3:4").contains("loc LOCATOR"));
-        assert!(e("add loc_match 1:2:3:4:5 loc 1:2:3:4")
-            .contains("loc_match: invalid locator \"1:2:3:4:5\""));
-        assert!(
-            e("add loc_match 1:2:3:4 loc 1:2:3:4 csum-mode fast").contains("csum-mode \"fast\"")
-        );
-        assert!(e("add loc_match 1:2:3:4 loc 1:2:3:4 ident-type iid").contains("ident-type"));
-        assert!(e("show all").contains("unexpected word \"all\""));
-        assert!(e("frob").contains("unknown xlat command"));
-        assert!(e("del loc_match 1:2:3:4 csum-mode no-action").contains("unexpected word"));
-        assert!(e("add loc_match 1:2:3:4 loc_match 1:2:3:5 loc 1:1:1:1").contains("twice"));
-        assert!(e("add loc_match").contains("needs a value"));
-    }
-
-    #[test]
     fn route_grammar() {
         let c = parse_route(&w(
             "add 2001:db8:1:2:2000::5 loc 2001:db8:ff:1 csum-mode adj-transport hook-type input via 2001:db8:9::1 dev eth0 table 100",
         ))
         .expect("parse");
-        let RouteCmd::Put(p) = &c else {
+        let RouteCmd::Put {
+            mode,
+            spec,
+            via,
+            dev,
+            table,
+        } = &c
+        else {
             panic!("not a put: {c:?}");
         };
-        assert_eq!(p.mode, Mode::Add);
-        assert_eq!(p.spec.dst, "2001:db8:1:2:2000::5/128".parse().expect("net"));
-        assert_eq!(p.spec.hook_type, HookType::Input);
-        assert_eq!(p.spec.ident_type, IdentType::UseFormat);
-        assert_eq!(p.via, Some("2001:db8:9::1".parse().expect("via")));
-        assert_eq!(p.dev.as_deref(), Some("eth0"));
-        assert_eq!(c.table(), Some("100"));
+        assert_eq!(*mode, Mode::Add);
+        assert_eq!(spec.dst, "2001:db8:1:2:2000::5/128".parse().expect("net"));
+        assert_eq!(spec.hook_type, HookType::Input);
+        assert_eq!(spec.ident_type, IdentType::UseFormat);
+        assert_eq!(*via, Some("2001:db8:9::1".parse().expect("via")));
+        assert_eq!(dev.as_deref(), Some("eth0"));
+        assert_eq!(table.as_deref(), Some("100"));
         let c = parse_route(&w("del 2001:db8:1:2::/64 loc 1:2:3:4")).expect("del");
         assert_eq!(c.verb(), Verb::Del);
         assert_eq!(c.dst(), Some("2001:db8:1:2::/64".parse().expect("net")));
@@ -671,14 +626,43 @@ mod tests {
             parse_route(&w("flush table 7")).expect("flush").table(),
             Some("7")
         );
-        let e = |s: &str| parse_route(&w(s)).expect_err(s).0;
-        assert!(e("add 2001:db8:1:2::1/64 loc 1:2:3:4").contains("host bits"));
-        assert!(e("add 10.0.0.0/8 loc 1:2:3:4").contains("not an IPv6 prefix"));
-        assert!(e("add 2001:db8::/64").contains("loc LOCATOR"));
-        assert!(e("add loc 1:2:3:4").contains("SIR prefix"));
-        assert!(e("add 2001:db8::/64 loc 1:2:3:4 hook-type sideways").contains("hook-type"));
-        assert!(e("flush 2001:db8::/64").contains("unexpected word"));
-        assert!(e("get 2001:db8::/64").contains("unknown route command"));
+    }
+
+    /// Wrong lines and a part of what each one's error says (`LINE => WORDS`).
+    const WRONG: &str = r#"
+        xlat add loc 1:2:3:4 => loc_match
+        xlat add loc_match 1:2:3:4 => loc LOCATOR
+        xlat add loc_match 1:2:3:4:5 loc 1:2:3:4 => loc_match: invalid locator "1:2:3:4:5"
+        xlat add loc_match 1:2:3:4 loc 1:2:3:4 csum-mode fast => csum-mode "fast"
+        xlat add loc_match 1:2:3:4 loc 1:2:3:4 ident-type iid => ident-type
+        xlat show all => unexpected word "all"
+        xlat frob => unknown xlat command
+        xlat del loc_match 1:2:3:4 csum-mode no-action => unexpected word
+        xlat add loc_match 1:2:3:4 loc_match 1:2:3:5 loc 1:1:1:1 => twice
+        xlat add loc_match => needs a value
+        xlat get loc_match 1:2:3:4 loc 1:2:3:4 => get takes loc_match and dev only
+        route add 2001:db8:1:2::1/64 loc 1:2:3:4 => host bits
+        route add 10.0.0.0/8 loc 1:2:3:4 => not an IPv6 prefix
+        route add 2001:db8::/64 => loc LOCATOR
+        route add loc 1:2:3:4 => SIR prefix
+        route add 2001:db8::/64 loc 1:2:3:4 hook-type sideways => hook-type
+        route flush 2001:db8::/64 => unexpected word
+        route get 2001:db8::/64 => unknown route command
+    "#;
+
+    #[test]
+    fn errors_name_the_word() {
+        for case in WRONG.lines().map(str::trim).filter(|l| !l.is_empty()) {
+            let (line, want) = case.split_once(" => ").expect("LINE => WORDS");
+            let words = w(line);
+            let e = match words.split_first() {
+                Some((o, rest)) if o == "xlat" => parse_xlat(rest).map(|_| ()),
+                Some((_, rest)) => parse_route(rest).map(|_| ()),
+                None => Ok(()),
+            };
+            let e = e.expect_err(line).0;
+            assert!(e.contains(want), "{line}: {e:?} does not say {want:?}");
+        }
     }
 
     #[test]
@@ -688,10 +672,7 @@ mod tests {
             DpCmd::Attach {
                 devs: vec!["a".into(), "b".into()],
                 mode: AttachMode::Xdp,
-                sides: Sides {
-                    ingress: true,
-                    egress: true
-                }
+                sides: Sides::BOTH
             }
         );
         assert_eq!(
@@ -699,19 +680,13 @@ mod tests {
             DpCmd::Attach {
                 devs: vec!["a".into()],
                 mode: AttachMode::Auto,
-                sides: Sides {
-                    ingress: true,
-                    egress: true
-                }
+                sides: Sides::BOTH
             }
         );
         assert!(matches!(
             parse_dataplane(&w("attach dev a egress")).expect("egress"),
             DpCmd::Attach {
-                sides: Sides {
-                    ingress: false,
-                    egress: true
-                },
+                sides: Sides::EGRESS,
                 ..
             }
         ));
@@ -724,10 +699,7 @@ mod tests {
             parse_dataplane(&w("detach dev a ingress")).expect("detach"),
             DpCmd::Detach {
                 devs: vec!["a".into()],
-                sides: Sides {
-                    ingress: true,
-                    egress: false
-                }
+                sides: Sides::INGRESS
             }
         );
     }

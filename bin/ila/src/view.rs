@@ -32,6 +32,29 @@ pub struct MappingRow {
     pub ident_type: &'static str,
     /// `kernel` or `bpf`.
     pub backend: &'static str,
+    /// Packets and bytes translated (with -s, bpf backend).
+    #[serde(flatten)]
+    pub counts: Counts,
+}
+
+impl MappingRow {
+    /// The row of a mapping; counters only when asked for.
+    pub fn of(m: &Mapping, c: Option<Counter>, stats: bool, backend: Kind) -> MappingRow {
+        MappingRow {
+            locator_match: m.locator_match.to_string(),
+            locator: m.locator.to_string(),
+            interface: dev_name(m.ifindex),
+            csum_mode: m.csum_mode.name(),
+            ident_type: m.ident_type.name(),
+            backend: backend.name(),
+            counts: Counts::of(c, stats),
+        }
+    }
+}
+
+/// Packets and bytes a mapping or route translated, in its row (`packets`, `bytes`).
+#[derive(Debug, Clone, Copy, Serialize, PartialEq, Eq, Default)]
+pub struct Counts {
     /// Packets translated (with -s, bpf backend).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub packets: Option<u64>,
@@ -40,49 +63,38 @@ pub struct MappingRow {
     pub bytes: Option<u64>,
 }
 
-impl MappingRow {
-    /// The row of a mapping; counters only when asked for.
-    pub fn of(m: &Mapping, c: Option<Counter>, stats: bool, backend: Kind) -> MappingRow {
+impl Counts {
+    /// The backend's counter, only when asked for (`stats`).
+    pub fn of(c: Option<Counter>, stats: bool) -> Counts {
         let c = c.filter(|_| stats);
-        MappingRow {
-            locator_match: m.locator_match.to_string(),
-            locator: m.locator.to_string(),
-            interface: dev_name(m.ifindex),
-            csum_mode: m.csum_mode.name(),
-            ident_type: m.ident_type.name(),
-            backend: backend.name(),
+        Counts {
             packets: c.map(|c| c.packets),
             bytes: c.map(|c| c.bytes),
         }
     }
 }
 
-fn count(v: Option<u64>) -> String {
-    v.map_or_else(|| "-".into(), |n| n.to_string())
+/// A row's cells, then its counters (`-` where there are none).
+fn counted(mut cells: Vec<String>, c: Counts) -> Vec<String> {
+    let count = |v: Option<u64>| v.map_or_else(|| "-".into(), |n: u64| n.to_string());
+    cells.extend([count(c.packets), count(c.bytes)]);
+    cells
+}
+
+/// A row's headers (one string, a space between two), then its counters'.
+fn counted_headers(own: &'static str) -> Vec<&'static str> {
+    own.split(' ').chain(["PACKETS", "BYTES"]).collect()
 }
 
 impl TableRow for MappingRow {
     fn headers() -> Vec<&'static str> {
-        vec![
-            "LOCATOR_MATCH",
-            "LOCATOR",
-            "INTERFACE",
-            "CSUM_MODE",
-            "IDENT_TYPE",
-            "PACKETS",
-            "BYTES",
-        ]
+        counted_headers("LOCATOR_MATCH LOCATOR INTERFACE CSUM_MODE IDENT_TYPE")
     }
     fn cells(&self) -> Vec<String> {
-        vec![
-            self.locator_match.clone(),
-            self.locator.clone(),
-            self.interface.clone(),
-            self.csum_mode.into(),
-            self.ident_type.into(),
-            count(self.packets),
-            count(self.bytes),
-        ]
+        let own = [&self.locator_match, &self.locator, &self.interface];
+        let mut cells: Vec<String> = own.into_iter().cloned().collect();
+        cells.extend([self.csum_mode, self.ident_type].map(String::from));
+        counted(cells, self.counts)
     }
     fn stats_columns() -> usize {
         2
@@ -123,12 +135,9 @@ pub struct RouteRow {
     pub encap: EncapRow,
     /// `kernel` or `bpf`.
     pub backend: &'static str,
-    /// Packets translated (with -s, bpf backend).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub packets: Option<u64>,
-    /// Bytes translated (with -s, bpf backend).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub bytes: Option<u64>,
+    /// Packets and bytes translated (with -s, bpf backend).
+    #[serde(flatten)]
+    pub counts: Counts,
 }
 
 /// A prefix as `ip route` prints it: a host route without its length.
@@ -153,7 +162,6 @@ fn encap(s: &RouteSpec) -> EncapRow {
 impl RouteRow {
     /// The row of a route; counters only when asked for.
     pub fn of(r: &RouteEntry, c: Option<Counter>, stats: bool, backend: Kind) -> RouteRow {
-        let c = c.filter(|_| stats);
         RouteRow {
             dst: prefix(r.spec.dst),
             gateway: r.via.map(|a| a.to_string()),
@@ -162,40 +170,26 @@ impl RouteRow {
             protocol: mpt_cli::names::proto_name(mpt_model::ILA_PROTO),
             encap: encap(&r.spec),
             backend: backend.name(),
-            packets: c.map(|c| c.packets),
-            bytes: c.map(|c| c.bytes),
+            counts: Counts::of(c, stats),
         }
     }
 }
 
 impl TableRow for RouteRow {
     fn headers() -> Vec<&'static str> {
-        vec![
-            "DST",
-            "LOCATOR",
-            "CSUM_MODE",
-            "IDENT_TYPE",
-            "HOOK",
-            "VIA",
-            "DEV",
-            "TABLE",
-            "PACKETS",
-            "BYTES",
-        ]
+        counted_headers("DST LOCATOR CSUM_MODE IDENT_TYPE HOOK VIA DEV TABLE")
     }
     fn cells(&self) -> Vec<String> {
-        vec![
-            self.dst.clone(),
-            self.encap.locator.clone(),
-            self.encap.csum_mode.into(),
-            self.encap.ident_type.into(),
-            self.encap.hook_type.into(),
-            self.gateway.clone().unwrap_or_else(|| "-".into()),
-            self.dev.clone().unwrap_or_else(|| "-".into()),
+        let e = &self.encap;
+        let mut cells = vec![self.dst.clone(), e.locator.clone()];
+        cells.extend([e.csum_mode, e.ident_type, e.hook_type].map(String::from));
+        let or_dash = |v: &Option<String>| v.clone().unwrap_or_else(|| "-".into());
+        cells.extend([
+            or_dash(&self.gateway),
+            or_dash(&self.dev),
             self.table.clone(),
-            count(self.packets),
-            count(self.bytes),
-        ]
+        ]);
+        counted(cells, self.counts)
     }
     fn stats_columns() -> usize {
         2
@@ -292,6 +286,53 @@ pub struct ChangeReport {
     /// With `--check`: the object before and after (`null`: absent).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub diff: Option<Diff>,
+}
+
+impl ChangeReport {
+    /// The report of a write (then [`ChangeReport::mapping`], [`ChangeReport::route`] or
+    /// [`ChangeReport::deleted`]); with `check`, the diff from `before` to `after`.
+    pub fn new<T: Serialize>(
+        action: &'static str,
+        backend: Kind,
+        changed: bool,
+        check: bool,
+        (before, after): (Option<&T>, Option<&T>),
+    ) -> ChangeReport {
+        ChangeReport {
+            changed,
+            action,
+            backend: backend.name(),
+            mapping: None,
+            route: None,
+            deleted: None,
+            check,
+            diff: check.then(|| Diff::of(before, after)),
+        }
+    }
+
+    /// The output, naming the mapping as it is after the command (or was, for del).
+    pub fn mapping(self, row: MappingRow) -> Output {
+        Output::Change(Box::new(ChangeReport {
+            mapping: Some(row),
+            ..self
+        }))
+    }
+
+    /// The output, naming the route likewise.
+    pub fn route(self, row: RouteRow) -> Output {
+        Output::Change(Box::new(ChangeReport {
+            route: Some(row),
+            ..self
+        }))
+    }
+
+    /// The output of a flush that removed `n` entries.
+    pub fn deleted(self, n: usize) -> Output {
+        Output::Change(Box::new(ChangeReport {
+            deleted: Some(n),
+            ..self
+        }))
+    }
 }
 
 /// Before and after, as `show -j` prints the object.

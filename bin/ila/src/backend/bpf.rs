@@ -17,12 +17,12 @@
 
 use std::net::{IpAddr, Ipv6Addr};
 
-use ipnet::{IpNet, Ipv6Net};
+use ipnet::IpNet;
 use mpt_bpf::ila::abi::IlaXlatKey;
 use mpt_bpf::ila::state::{self as ila_state, IlaState};
 use mpt_bpf::pinned::NsLock;
 use mpt_cli::Failure;
-use mpt_model::ila::plan::{self, Mode, Outcome, Write};
+use mpt_model::ila::plan::{Mode, Outcome, Write};
 use mpt_model::ila::Mapping;
 use mpt_model::{Verb, ILA_PROTO};
 use mpt_netlink::msg::rtnl::route as rmsg;
@@ -331,9 +331,12 @@ impl Tables for Bpf {
     }
 
     /// The tables (created if need be, and so locked), repaired.
-    fn prepare_routes(&mut self) -> Result<(), Failure> {
+    fn prepare_routes(&mut self, create: bool) -> Result<bool, Failure> {
+        if !create && self.state(false)?.is_none() {
+            return Ok(false);
+        }
         self.tables()?;
-        self.repair()
+        self.repair().map(|()| true)
     }
 
     /// The route `r` as its FIB route would be written.
@@ -384,31 +387,18 @@ impl Tables for Bpf {
     }
 
     /// The FIB route, then the table entry.
-    fn del_route(
-        &mut self,
-        dst: Ipv6Net,
-        table: Option<u32>,
-        what: &str,
-    ) -> Result<Option<RouteEntry>, Failure> {
-        if self.state(false)?.is_none() {
-            return Ok(None);
-        }
-        self.prepare_routes()?;
-        let routes = self.routes()?.into_iter().map(|(e, _)| e);
-        let Some(old) = plan::find_route(routes, dst, table) else {
-            return Ok(None);
-        };
+    fn remove_route(&mut self, r: &RouteEntry, what: &str) -> Result<(), Failure> {
         self.deleted = true;
-        match self.fib_request(Verb::Del, &old, what) {
+        match self.fib_request(Verb::Del, r, what) {
             Ok(()) => {}
             // gone meanwhile: the entry goes too
             Err(e) if e.errno() == Some(libc::ESRCH) => {}
             Err(e) => return Err(Failure::from(e)),
         }
         self.tables()?
-            .delete_route(dst)
-            .map_err(|e| fail(what, e))?;
-        Ok(Some(old))
+            .delete_route(r.spec.dst)
+            .map_err(|e| fail(what, e))
+            .map(|_| ())
     }
 
     fn bpf(&mut self) -> Option<&mut Bpf> {

@@ -7,9 +7,8 @@
 //! resolved as the real command resolves it, and its nexthop checked as the kernel would
 //! ([`mpt_cli::predict`]).
 
-use ipnet::Ipv6Net;
 use mpt_cli::Failure;
-use mpt_model::ila::plan::{self, Mode, Write};
+use mpt_model::ila::plan::{Mode, Write};
 use mpt_model::ila::Mapping;
 use mpt_netlink::sock::Socket;
 
@@ -88,8 +87,8 @@ impl<T: Tables> Tables for Dry<T> {
         Ok(self.rts()?.clone())
     }
 
-    fn prepare_routes(&mut self) -> Result<(), Failure> {
-        Ok(())
+    fn prepare_routes(&mut self, _create: bool) -> Result<bool, Failure> {
+        Ok(true)
     }
 
     /// As the real backend would write it, and its nexthop checked as the kernel would.
@@ -120,17 +119,8 @@ impl<T: Tables> Tables for Dry<T> {
         Ok(())
     }
 
-    fn del_route(
-        &mut self,
-        dst: Ipv6Net,
-        table: Option<u32>,
-        _what: &str,
-    ) -> Result<Option<RouteEntry>, Failure> {
-        let routes = self.rts()?;
-        let old = plan::find_route(routes.iter().map(|(e, _)| *e), dst, table);
-        if let Some(o) = old {
-            routes.retain(|(e, _)| *e != o);
-        }
-        Ok(old)
+    fn remove_route(&mut self, r: &RouteEntry, _what: &str) -> Result<(), Failure> {
+        self.rts()?.retain(|(e, _)| e != r);
+        Ok(())
     }
 }

@@ -7,7 +7,7 @@
 //! no replace (a changed mapping is deleted and added again, a moment without it); a dump may
 //! end with `EAGAIN` when its table was resized meanwhile (dumped again).
 
-use ipnet::{IpNet, Ipv6Net};
+use ipnet::IpNet;
 use mpt_cli::Failure;
 use mpt_model::ila::plan::{Mode, Write};
 use mpt_model::ila::{CsumMode, HookType, IdentType, Mapping, RouteSpec};
@@ -249,8 +249,8 @@ impl Tables for Kernel {
         Ok(self.ila_routes()?.into_iter().map(|r| (r, None)).collect())
     }
 
-    fn prepare_routes(&mut self) -> Result<(), Failure> {
-        self.hold()
+    fn prepare_routes(&mut self, _create: bool) -> Result<bool, Failure> {
+        self.hold().map(|()| true)
     }
 
     /// `RTM_NEWROUTE ... encap ila` (`NLM_F_REPLACE` for the command replace).
@@ -269,17 +269,7 @@ impl Tables for Kernel {
     }
 
     /// `RTM_DELROUTE` of an ILA route.
-    fn del_route(
-        &mut self,
-        dst: Ipv6Net,
-        table: Option<u32>,
-        what: &str,
-    ) -> Result<Option<RouteEntry>, Failure> {
-        self.hold()?;
-        let Some(old) = mpt_model::ila::plan::find_route(self.ila_routes()?, dst, table) else {
-            return Ok(None);
-        };
-        self.route_request(Verb::Del, &old, what)?;
-        Ok(Some(old))
+    fn remove_route(&mut self, r: &RouteEntry, what: &str) -> Result<(), Failure> {
+        self.route_request(Verb::Del, r, what)
     }
 }

@@ -122,8 +122,9 @@ pub trait Tables: std::fmt::Debug {
     /// Every ILA route, with its counter where the backend keeps one.
     fn routes(&mut self) -> Result<Vec<Counted<RouteEntry>>, Failure>;
 
-    /// Before a route is put: the lock, and what the backend sets up first.
-    fn prepare_routes(&mut self) -> Result<(), Failure>;
+    /// Before a route is put (`create`) or deleted: the lock, and what the backend sets up
+    /// first; `false`: there can be no route (nothing created, and `create` is false).
+    fn prepare_routes(&mut self, create: bool) -> Result<bool, Failure>;
 
     /// The route `r` as it would be written (the BPF translator: where its FIB route sends).
     fn fib_target(&mut self, r: &RouteEntry, _what: &str) -> Result<RouteEntry, Failure> {
@@ -139,14 +140,8 @@ pub trait Tables: std::fmt::Debug {
         what: &str,
     ) -> Result<(), Failure>;
 
-    /// Delete the ILA route for a prefix (in `table`, or the one table it is in); returns it,
-    /// `None` if there is none.
-    fn del_route(
-        &mut self,
-        dst: Ipv6Net,
-        table: Option<u32>,
-        what: &str,
-    ) -> Result<Option<RouteEntry>, Failure>;
+    /// Delete a route that is there (as [`Tables::routes`] has it).
+    fn remove_route(&mut self, r: &RouteEntry, what: &str) -> Result<(), Failure>;
 
     /// The BPF translator itself, for its devices and counters (not through a dry run).
     fn bpf(&mut self) -> Option<&mut bpf::Bpf> {
@@ -179,7 +174,7 @@ pub trait Tables: std::fmt::Debug {
         mode: Mode,
         what: &str,
     ) -> Result<Option<Write>, Failure> {
-        self.prepare_routes()?;
+        self.prepare_routes(true)?;
         let want = self.fib_target(r, what)?;
         let table = (self.kind() == Kind::Kernel).then_some(r.table);
         let routes = self.routes()?.into_iter().map(|(e, _)| e);
@@ -189,6 +184,25 @@ pub trait Tables: std::fmt::Debug {
             Outcome::Refuse(x) => Err(refused(x, r.spec.dst, what)),
             Outcome::Write(w) => self.write_route(&want, w, mode, what).map(|()| Some(w)),
         }
+    }
+
+    /// Delete the ILA route for a prefix (in `table`, or the one table it is in); returns it,
+    /// `None` if there is none.
+    fn del_route(
+        &mut self,
+        dst: Ipv6Net,
+        table: Option<u32>,
+        what: &str,
+    ) -> Result<Option<RouteEntry>, Failure> {
+        if !self.prepare_routes(false)? {
+            return Ok(None);
+        }
+        let routes = self.routes()?.into_iter().map(|(e, _)| e);
+        let Some(old) = plan::find_route(routes, dst, table) else {
+            return Ok(None);
+        };
+        self.remove_route(&old, what)?;
+        Ok(Some(old))
     }
 }
 

@@ -103,10 +103,7 @@ pub fn run(s: &mut Session, c: &DpCmd) -> Result<Output, Failure> {
     match c {
         DpCmd::Show => view(None, s),
         DpCmd::Attach { devs, mode, sides } => {
-            let sides = dp::Sides {
-                ingress: sides.ingress,
-                egress: sides.egress,
-            };
+            let sides = *sides;
             let mut sock = Socket::route().map_err(Failure::from)?;
             let links = link::all(&mut sock).map_err(Failure::from)?;
             let mut plan = Vec::new();
@@ -162,10 +159,7 @@ pub fn run(s: &mut Session, c: &DpCmd) -> Result<Output, Failure> {
             view(Some(changed), s)
         }
         DpCmd::Detach { devs, sides } => {
-            let sides = dp::Sides {
-                ingress: sides.ingress,
-                egress: sides.egress,
-            };
+            let sides = *sides;
             if s.opts.check {
                 let mut p = Vec::new();
                 for d in devs {

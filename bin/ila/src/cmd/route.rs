@@ -1,14 +1,15 @@
 //! `ila route`: the send side's routes.
 
 use mpt_cli::Failure;
+use mpt_model::ila::plan::Mode;
 use mpt_model::ila::table::validate_route;
 use mpt_model::ila::HookType;
 
 use super::{ifindex, note};
-use crate::backend::{absent, Kind, RouteEntry, Tables};
-use crate::grammar::{RouteCmd, RoutePut};
+use crate::backend::{absent, Kind, RouteEntry};
+use crate::grammar::RouteCmd;
 use crate::session::Session;
-use crate::view::{prefix, ChangeReport, Diff, Output, RouteRow};
+use crate::view::{prefix, ChangeReport, Output, RouteRow};
 
 /// The main table.
 const MAIN: u32 = 254;
@@ -72,16 +73,8 @@ pub fn run(s: &mut Session, c: &RouteCmd) -> Result<Output, Failure> {
                     &format!("route flush: del {}", prefix(r.spec.dst)),
                 )?;
             }
-            Ok(Output::Change(Box::new(ChangeReport {
-                changed: !all.is_empty(),
-                action: "flush",
-                backend: kind.name(),
-                mapping: None,
-                route: None,
-                deleted: Some(all.len()),
-                check,
-                diff: check.then(|| Diff::of(Some(&before), Some(&Vec::new()))),
-            })))
+            let diff = (Some(&before), Some(&Vec::new()));
+            Ok(ChangeReport::new("flush", kind, !all.is_empty(), check, diff).deleted(all.len()))
         }
         RouteCmd::Del { dst, .. } => {
             let b = s.backend()?;
@@ -89,53 +82,46 @@ pub fn run(s: &mut Session, c: &RouteCmd) -> Result<Output, Failure> {
             match b.del_route(*dst, table, &what)? {
                 Some(old) => {
                     let row = RouteRow::of(&old, None, false, kind);
-                    Ok(Output::Change(Box::new(ChangeReport {
-                        changed: true,
-                        action: "del",
-                        backend: kind.name(),
-                        mapping: None,
-                        diff: check.then(|| Diff::of(Some(&row), None)),
-                        route: Some(row),
-                        deleted: None,
-                        check,
-                    })))
+                    let diff = (Some(&row), None);
+                    Ok(ChangeReport::new("del", kind, true, check, diff).route(row))
                 }
                 None => Err(absent(&what)),
             }
         }
-        RouteCmd::Put(p) => {
+        RouteCmd::Put {
+            mode,
+            spec,
+            via,
+            dev,
+            ..
+        } => {
             // the kernel's rules (EINVAL there), for both backends, before anything is tried
             // (the rule's words name the prefix)
-            validate_route(&p.spec)
-                .map_err(|e| Failure::usage(format!("route {}: {e}", p.mode.name())))?;
-            let dev = match &p.dev {
+            validate_route(spec)
+                .map_err(|e| Failure::usage(format!("route {}: {e}", mode.name())))?;
+            let dev = match dev {
                 Some(d) => ifindex(d, &what)?,
                 None => 0,
             };
             let entry = RouteEntry {
-                spec: p.spec,
-                via: p.via,
+                spec: *spec,
+                via: *via,
                 ifindex: dev,
                 table: table.unwrap_or(MAIN),
             };
-            // so that ip route shows "proto ila" (best effort: a read-only /etc is no failure)
-            if !check {
-                let _ =
-                    mpt_cli::names::register_proto(mpt_model::ILA_PROTO, mpt_model::ILA_PROTO_NAME);
-            }
-            put(s.backend()?, p, &entry, check, &what)
+            put(s, *mode, &entry, &what)
         }
     }
 }
 
 /// `route add|replace` of `entry`.
-fn put(
-    b: &mut dyn Tables,
-    p: &RoutePut,
-    entry: &RouteEntry,
-    check: bool,
-    what: &str,
-) -> Result<Output, Failure> {
+fn put(s: &mut Session, mode: Mode, entry: &RouteEntry, what: &str) -> Result<Output, Failure> {
+    let check = s.opts.check;
+    // so that ip route shows "proto ila" (best effort: a read-only /etc is no failure)
+    if !check {
+        let _ = mpt_cli::names::register_proto(mpt_model::ILA_PROTO, mpt_model::ILA_PROTO_NAME);
+    }
+    let b = s.backend()?;
     let kind = b.kind();
     let dst = entry.spec.dst;
     let before = match check {
@@ -146,7 +132,7 @@ fn put(
             .map(|(r, _)| RouteRow::of(&r, None, false, kind)),
         false => None,
     };
-    let w = b.put_route(entry, p.mode, what)?;
+    let w = b.put_route(entry, mode, what)?;
     let shown = b
         .routes()?
         .into_iter()
@@ -165,14 +151,6 @@ fn put(
         ));
     }
     let row = RouteRow::of(&shown, None, false, kind);
-    Ok(Output::Change(Box::new(ChangeReport {
-        changed: w.is_some(),
-        action: p.mode.name(),
-        backend: kind.name(),
-        mapping: None,
-        diff: check.then(|| Diff::of(before.as_ref(), Some(&row))),
-        route: Some(row),
-        deleted: None,
-        check,
-    })))
+    let diff = (before.as_ref(), Some(&row));
+    Ok(ChangeReport::new(mode.name(), kind, w.is_some(), check, diff).route(row))
 }

@@ -8,7 +8,7 @@ use super::{ifindex, note};
 use crate::backend::{absent, Kind, MappingKey, Tables};
 use crate::grammar::{XlatCmd, XlatKey};
 use crate::session::Session;
-use crate::view::{ChangeReport, Diff, MappingRow, Output};
+use crate::view::{ChangeReport, MappingRow, Output};
 
 /// The words of a mapping's key, for messages: `loc_match 2001:0:119:0 dev eth0`.
 fn key_words(k: Option<&XlatKey>) -> String {
@@ -68,16 +68,8 @@ pub fn run(s: &mut Session, c: &XlatCmd) -> Result<Output, Failure> {
                 Vec::new()
             };
             let n = b.flush_mappings()?;
-            Ok(Output::Change(Box::new(ChangeReport {
-                changed: n > 0,
-                action: "flush",
-                backend: kind.name(),
-                mapping: None,
-                route: None,
-                deleted: Some(n),
-                check,
-                diff: check.then(|| Diff::of(Some(&before), Some(&Vec::new()))),
-            })))
+            let diff = (Some(&before), Some(&Vec::new()));
+            Ok(ChangeReport::new("flush", kind, n > 0, check, diff).deleted(n))
         }
         XlatCmd::Get(k) => {
             let key = key(k, true, &what)?;
@@ -136,16 +128,8 @@ fn put(
         note("the BPF translator is on no device yet: nothing is translated until \"ila dataplane attach dev DEV\"");
     }
     let row = MappingRow::of(m, None, false, kind);
-    Ok(Output::Change(Box::new(ChangeReport {
-        changed: w.is_some(),
-        action: mode.name(),
-        backend: kind.name(),
-        diff: check.then(|| Diff::of(before.as_ref(), Some(&row))),
-        mapping: Some(row),
-        route: None,
-        deleted: None,
-        check,
-    })))
+    let diff = (before.as_ref(), Some(&row));
+    Ok(ChangeReport::new(mode.name(), kind, w.is_some(), check, diff).mapping(row))
 }
 
 /// `xlat del`: the mapping with the key; with `loc`, only if it has that locator.
@@ -174,16 +158,8 @@ fn del(
         return Err(absent(what));
     }
     let row = MappingRow::of(&m, None, false, kind);
-    Ok(Output::Change(Box::new(ChangeReport {
-        changed: true,
-        action: "del",
-        backend: kind.name(),
-        diff: check.then(|| Diff::of(Some(&row), None)),
-        mapping: Some(row),
-        route: None,
-        deleted: None,
-        check,
-    })))
+    let diff = (Some(&row), None);
+    Ok(ChangeReport::new("del", kind, true, check, diff).mapping(row))
 }
 
 /// No mapping with `key`: where `del` named no device and the locator match has mappings on

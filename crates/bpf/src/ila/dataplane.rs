@@ -46,6 +46,16 @@ impl Sides {
         ingress: true,
         egress: true,
     };
+    /// The ingress program only.
+    pub const INGRESS: Sides = Sides {
+        ingress: true,
+        egress: false,
+    };
+    /// The egress program only.
+    pub const EGRESS: Sides = Sides {
+        ingress: false,
+        egress: true,
+    };
 }
 
 /// The translator on one device.
