@@ -167,19 +167,6 @@ impl Obj {
     }
 }
 
-/// One line of a batch file, for the wording of a line whose object is unknown.
-#[derive(Debug, Parser)]
-#[command(
-    name = "ila",
-    no_binary_name = true,
-    disable_help_flag = true,
-    disable_help_subcommand = true
-)]
-struct Line {
-    #[command(subcommand)]
-    cmd: Obj,
-}
-
 /// Every object of [`Obj`] and its aliases (a test holds it to the clap definition).
 const OBJECTS: &[Entry<Words, Obj>] = &[
     ("xlat", Obj::Xlat),
@@ -194,7 +181,7 @@ pub fn parse_line(words: Vec<String>) -> Result<Command, Failure> {
         words,
         OBJECTS,
         Obj::command,
-        |w| Line::try_parse_from(w).map(|l| l.cmd),
+        |w| mpt_cli::args::parse_subcommand::<Obj>("ila", w),
         Cli::command,
     )
 }
@@ -206,7 +193,10 @@ mod tests {
 
     #[test]
     fn the_object_table_is_the_clap_definition() {
-        let (ours, clap_names) = mpt_cli::args::table_and_clap_names(OBJECTS, &Line::command());
+        let (ours, clap_names) = mpt_cli::args::table_and_clap_names(
+            OBJECTS,
+            &mpt_cli::args::line_command::<Obj>("ila"),
+        );
         assert_eq!(clap_names, ours);
     }
 

@@ -525,11 +525,8 @@ pub fn parse_dataplane(words: &[String]) -> Result<DpCmd, SyntaxError> {
     })
 }
 
-/// The words of a line, for tests.
 #[cfg(test)]
-pub(crate) fn words(s: &str) -> Vec<String> {
-    s.split_whitespace().map(String::from).collect()
-}
+pub(crate) use mpt_cli::args::words;
 
 #[cfg(test)]
 mod tests {

@@ -18,7 +18,6 @@
 use std::net::{IpAddr, Ipv6Addr};
 
 use ipnet::IpNet;
-use mpt_bpf::ila::abi::IlaXlatKey;
 use mpt_bpf::ila::state::{self as ila_state, IlaState};
 use mpt_bpf::pinned::NsLock;
 use mpt_cli::Failure;
@@ -48,23 +47,7 @@ impl std::fmt::Debug for Bpf {
     }
 }
 
-/// A BPF-layer failure as the operator sees it, with the hint its kind calls for.
-pub fn fail(what: &str, e: mpt_bpf::Error) -> Failure {
-    use mpt_bpf::ErrorKind;
-    let hint = match &e.kind {
-        ErrorKind::Abi { .. } => Some(
-            "use the ila version that wrote it, or remove the tables with \"ila xlat flush\" and \"ila route flush\" in that version",
-        ),
-        _ => e.hint(),
-    };
-    let f = Failure::system(format!("{what}: {e}"));
-    match hint {
-        Some(h) => f.hint(h),
-        None => f,
-    }
-}
-
-fn counter(c: mpt_bpf::ila::abi::IlaCounter) -> Counter {
+fn counter(c: ila_state::Counts) -> Counter {
     Counter {
         packets: c.packets,
         bytes: c.bytes,
@@ -87,13 +70,14 @@ impl Bpf {
         if create && self.lock.is_none() {
             let c = cookie()?;
             self.lock = Some(
-                NsLock::take(&ila_state::SUITE, c).map_err(|e| fail("lock the ILA tables", e))?,
+                NsLock::take(&ila_state::SUITE, c)
+                    .map_err(|e| Failure::bpf("lock the ILA tables", e))?,
             );
         }
         if self.state.is_none() && (create || !self.checked) {
             self.checked = true;
-            self.state =
-                IlaState::open(cookie()?, create).map_err(|e| fail("open the ILA tables", e))?;
+            self.state = IlaState::open(cookie()?, create)
+                .map_err(|e| Failure::bpf("open the ILA tables", e))?;
         }
         Ok(self.state.as_ref())
     }
@@ -119,10 +103,10 @@ impl Bpf {
         self.repaired = true;
         let fib = self.fib_routes()?;
         let s = self.tables()?;
-        for r in s.routes().map_err(|e| fail("list ILA routes", e))? {
+        for r in s.routes().map_err(|e| Failure::bpf("list ILA routes", e))? {
             if !fib.iter().any(|f| f.route.key.dst == IpNet::V6(r.dst)) {
                 s.delete_route(r.dst)
-                    .map_err(|e| fail("remove an ILA route without its FIB route", e))?;
+                    .map_err(|e| Failure::bpf("remove an ILA route without its FIB route", e))?;
             }
         }
         Ok(())
@@ -220,7 +204,7 @@ impl Tables for Bpf {
         match self.state(false)? {
             Some(s) => s
                 .settle_flags()
-                .map_err(|e| fail("update the ILA tables' flags", e)),
+                .map_err(|e| Failure::bpf("update the ILA tables' flags", e)),
             None => Ok(()),
         }
     }
@@ -234,8 +218,10 @@ impl Tables for Bpf {
         }
         let c = mpt_sys::netns::cookie()
             .map_err(|e| Failure::system(format!("open the ILA tables: {e}")))?;
-        self.lock =
-            Some(NsLock::take(&ila_state::SUITE, c).map_err(|e| fail("lock the ILA tables", e))?);
+        self.lock = Some(
+            NsLock::take(&ila_state::SUITE, c)
+                .map_err(|e| Failure::bpf("lock the ILA tables", e))?,
+        );
         Ok(())
     }
 
@@ -245,10 +231,13 @@ impl Tables for Bpf {
             return Ok(Vec::new());
         };
         let mut out = Vec::new();
-        for m in s.mappings().map_err(|e| fail("list ILA mappings", e))? {
+        for m in s
+            .mappings()
+            .map_err(|e| Failure::bpf("list ILA mappings", e))?
+        {
             let c = s
-                .mapping_counter(&IlaXlatKey::of(&m))
-                .map_err(|e| fail("read ILA counters", e))?;
+                .mapping_counter((m.locator_match, m.ifindex))
+                .map_err(|e| Failure::bpf("read ILA counters", e))?;
             out.push((m, Some(counter(c))));
         }
         Ok(out)
@@ -258,13 +247,15 @@ impl Tables for Bpf {
         let Some(s) = self.state(false)? else {
             return Ok(None);
         };
-        let k = xlat_key(key);
-        let Some(m) = s.mapping(&k).map_err(|e| fail("get an ILA mapping", e))? else {
+        let Some(m) = s
+            .mapping(key)
+            .map_err(|e| Failure::bpf("get an ILA mapping", e))?
+        else {
             return Ok(None);
         };
         let c = s
-            .mapping_counter(&k)
-            .map_err(|e| fail("read ILA counters", e))?;
+            .mapping_counter(key)
+            .map_err(|e| Failure::bpf("read ILA counters", e))?;
         Ok(Some((m, Some(counter(c)))))
     }
 
@@ -275,7 +266,7 @@ impl Tables for Bpf {
         match self
             .tables()?
             .put_mapping(m, mode)
-            .map_err(|e| fail(what, e))?
+            .map_err(|e| Failure::bpf(what, e))?
         {
             Outcome::Refuse(_) => Err(exists(what)),
             Outcome::Unchanged | Outcome::Write(_) => Ok(()),
@@ -288,8 +279,8 @@ impl Tables for Bpf {
         }
         self.deleted = true;
         self.tables()?
-            .delete_mapping(&xlat_key(key))
-            .map_err(|e| fail("delete an ILA mapping", e))
+            .delete_mapping(key)
+            .map_err(|e| Failure::bpf("delete an ILA mapping", e))
     }
 
     fn flush_mappings(&mut self) -> Result<usize, Failure> {
@@ -298,10 +289,12 @@ impl Tables for Bpf {
         }
         self.deleted = true;
         let s = self.tables()?;
-        let all = s.mappings().map_err(|e| fail("list ILA mappings", e))?;
+        let all = s
+            .mappings()
+            .map_err(|e| Failure::bpf("list ILA mappings", e))?;
         for m in &all {
-            s.delete_mapping(&IlaXlatKey::of(m))
-                .map_err(|e| fail("flush the ILA mappings", e))?;
+            s.delete_mapping((m.locator_match, m.ifindex))
+                .map_err(|e| Failure::bpf("flush the ILA mappings", e))?;
         }
         Ok(all.len())
     }
@@ -316,7 +309,7 @@ impl Tables for Bpf {
             return Ok(Vec::new());
         };
         let mut out = Vec::new();
-        for spec in s.routes().map_err(|e| fail("list ILA routes", e))? {
+        for spec in s.routes().map_err(|e| Failure::bpf("list ILA routes", e))? {
             // an entry without its FIB route (a command killed halfway) is not shown: the next
             // route command removes it
             let Some(f) = fib.iter().find(|f| f.route.key.dst == IpNet::V6(spec.dst)) else {
@@ -324,7 +317,7 @@ impl Tables for Bpf {
             };
             let c = s
                 .route_counter(spec.dst)
-                .map_err(|e| fail("read ILA counters", e))?;
+                .map_err(|e| Failure::bpf("read ILA counters", e))?;
             out.push((super::entry(spec, f), Some(counter(c))));
         }
         Ok(out)
@@ -354,9 +347,9 @@ impl Tables for Bpf {
         what: &str,
     ) -> Result<(), Failure> {
         let s = self.tables()?;
-        let before = s.route(r.spec.dst).map_err(|e| fail(what, e))?;
+        let before = s.route(r.spec.dst).map_err(|e| Failure::bpf(what, e))?;
         s.put_route(&r.spec, Mode::Replace)
-            .map_err(|e| fail(what, e))?;
+            .map_err(|e| Failure::bpf(what, e))?;
         let verb = match w {
             Write::Added => Verb::Add,
             Write::Replaced => Verb::Replace,
@@ -379,7 +372,7 @@ impl Tables for Bpf {
                 None => s.delete_route(r.spec.dst).map(|_| ()),
             };
             if let Err(e) = undo {
-                return Err(fail(&format!("{what}: undo after \"{f}\""), e));
+                return Err(Failure::bpf(&format!("{what}: undo after \"{f}\""), e));
             }
             return Err(f);
         }
@@ -397,20 +390,11 @@ impl Tables for Bpf {
         }
         self.tables()?
             .delete_route(r.spec.dst)
-            .map_err(|e| fail(what, e))
+            .map_err(|e| Failure::bpf(what, e))
             .map(|_| ())
     }
 
     fn bpf(&mut self) -> Option<&mut Bpf> {
         Some(self)
-    }
-}
-
-/// The map key of a mapping's key.
-fn xlat_key(key: MappingKey) -> IlaXlatKey {
-    IlaXlatKey {
-        locator_match: key.0 .0,
-        ifindex: key.1,
-        pad: 0,
     }
 }

@@ -190,7 +190,7 @@ impl Tables for Kernel {
             let c = mpt_sys::netns::cookie()
                 .map_err(|e| Failure::system(format!("lock the ILA tables: {e}")))?;
             let l = mpt_bpf::pinned::NsLock::take(&mpt_bpf::ila::state::SUITE, c)
-                .map_err(|e| super::bpf::fail("lock the ILA tables", e))?;
+                .map_err(|e| Failure::bpf("lock the ILA tables", e))?;
             self.lock = Some(l);
         }
         Ok(())

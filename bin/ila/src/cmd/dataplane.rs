@@ -8,7 +8,6 @@ use mpt_netlink::msg::rtnl::link;
 use mpt_netlink::sock::Socket;
 
 use super::ifindex;
-use crate::backend::bpf::fail;
 use crate::backend::Kind;
 use crate::grammar::{AttachMode, DpCmd};
 use crate::session::Session;
@@ -16,7 +15,7 @@ use crate::view::{AttachmentRow, DataplaneView, Diff, Output};
 
 fn view(changed: Option<bool>, s: &mut Session) -> Result<Output, Failure> {
     let attachments = dp::attachments()
-        .map_err(|e| fail("dataplane show", e))?
+        .map_err(|e| Failure::bpf("dataplane show", e))?
         .iter()
         .map(AttachmentRow::of)
         .collect();
@@ -25,7 +24,7 @@ fn view(changed: Option<bool>, s: &mut Session) -> Result<Output, Failure> {
         if let Some(st) = b.state(false)? {
             counters = st
                 .reasons()
-                .map_err(|e| fail("dataplane show", e))?
+                .map_err(|e| Failure::bpf("dataplane show", e))?
                 .into_iter()
                 .map(|(r, n)| (r.name().to_string(), n))
                 .collect();
@@ -57,7 +56,7 @@ fn predict(
     let mut changed = false;
     let (mut before, mut after) = (serde_json::Map::new(), serde_json::Map::new());
     for (d, i, hook) in plan {
-        let a = dp::attachment_on(*i).map_err(|e| fail("dataplane", e))?;
+        let a = dp::attachment_on(*i).map_err(|e| Failure::bpf("dataplane", e))?;
         let mut b = a;
         match hook {
             Some(h) => {
@@ -139,7 +138,8 @@ pub fn run(s: &mut Session, c: &DpCmd) -> Result<Output, Failure> {
             };
             let mut changed = false;
             for (d, i, hook, csum) in plan {
-                let before = dp::attachment_on(i).map_err(|e| fail("dataplane attach", e))?;
+                let before =
+                    dp::attachment_on(i).map_err(|e| Failure::bpf("dataplane attach", e))?;
                 let r = dp::attach(state, i, hook, csum, sides);
                 let r = match r {
                     // auto: a NIC whose driver has no native XDP gets tc
@@ -151,8 +151,9 @@ pub fn run(s: &mut Session, c: &DpCmd) -> Result<Output, Failure> {
                     }
                     r => r,
                 };
-                let after =
-                    r.map_err(|e| fail(&format!("dataplane attach dev {d} {}", hook.name()), e))?;
+                let after = r.map_err(|e| {
+                    Failure::bpf(&format!("dataplane attach dev {d} {}", hook.name()), e)
+                })?;
                 changed |= before.ingress.map(|(h, _)| h) != after.ingress.map(|(h, _)| h)
                     || before.egress.is_none() != after.egress.is_none();
             }
@@ -175,7 +176,7 @@ pub fn run(s: &mut Session, c: &DpCmd) -> Result<Output, Failure> {
             for d in devs {
                 let what = format!("dataplane detach dev {d}");
                 let i = ifindex(d, &what)?;
-                let a = dp::detach(i, sides).map_err(|e| fail(&what, e))?;
+                let a = dp::detach(i, sides).map_err(|e| Failure::bpf(&what, e))?;
                 changed |=
                     (sides.ingress && a.ingress.is_some()) || (sides.egress && a.egress.is_some());
             }

@@ -6,7 +6,7 @@ pub mod dataplane;
 pub mod route;
 pub mod xlat;
 
-use mpt_cli::batch::{self, BatchTool};
+use mpt_cli::batch::BatchTool;
 use mpt_cli::render::Style;
 use mpt_cli::{Failure, GlobalOpts};
 
@@ -31,13 +31,8 @@ impl BatchTool for Session {
         crate::cli::parse_line(words)
     }
 
-    fn run_lines(
-        &mut self,
-        lines: Vec<(usize, Result<Command, Failure>)>,
-        force: bool,
-        emit: &mut dyn FnMut(usize, Result<Output, Failure>),
-    ) {
-        batch::run_each(lines, force, emit, |c| run(self, &c));
+    fn run(&mut self, c: &Command) -> Result<Output, Failure> {
+        run(self, c)
     }
 
     fn print(out: &Output, style: Style) {
@@ -74,16 +69,8 @@ impl mpt_cli::tool::Tool for Session {
         Command::default_show()
     }
 
-    fn configure(cli: &Self::Cli) {
-        mpt_bpf::configure(Self::NAME, cli.global.verbose, cli.global.lock_wait());
-    }
-
     fn open(cli: &Self::Cli) -> Self {
         Session::new(cli.global.clone(), cli.backend)
-    }
-
-    fn run_one(&mut self, command: Command, style: Style) -> Result<(), Failure> {
-        run(self, &command).map(|out| crate::view::print(&out, style))
     }
 }
 

@@ -14,7 +14,7 @@ use ipnet::Ipv6Net;
 use libbpf_rs::skel::{OpenSkel, SkelBuilder};
 use libbpf_rs::{MapCore, MapFlags, MapHandle};
 use mpt_model::ila::plan::{self, Mode, Outcome, Refusal, Write};
-use mpt_model::ila::{HookType, Mapping, RouteSpec};
+use mpt_model::ila::{HookType, Locator, Mapping, RouteSpec};
 
 use super::abi::{
     sum_percpu, IlaCounter, IlaMeta, IlaRouteKey, IlaRouteVal, IlaXlatKey, IlaXlatVal, Reason,
@@ -94,6 +94,35 @@ fn load_anchor(pins: Option<&Path>, cookie: u64) -> Result<OwnedFd, Error> {
 
 fn not_found(e: &libbpf_rs::Error) -> bool {
     e.kind() == libbpf_rs::ErrorKind::NotFound
+}
+
+/// A mapping's key: its locator match and receiving device (0: any).
+pub type MappingKey = (Locator, u32);
+
+/// Packets and bytes one mapping or route translated.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Counts {
+    /// Packets.
+    pub packets: u64,
+    /// Bytes.
+    pub bytes: u64,
+}
+
+impl From<IlaCounter> for Counts {
+    fn from(c: IlaCounter) -> Counts {
+        Counts {
+            packets: c.packets,
+            bytes: c.bytes,
+        }
+    }
+}
+
+fn xlat_key(key: MappingKey) -> IlaXlatKey {
+    IlaXlatKey {
+        locator_match: key.0 .0,
+        ifindex: key.1,
+        pad: 0,
+    }
 }
 
 impl IlaState {
@@ -253,7 +282,11 @@ impl IlaState {
     }
 
     /// The mapping for a locator match and device (0: any), exactly that key.
-    pub fn mapping(&self, key: &IlaXlatKey) -> Result<Option<Mapping>, Error> {
+    pub fn mapping(&self, key: MappingKey) -> Result<Option<Mapping>, Error> {
+        self.mapping_at(&xlat_key(key))
+    }
+
+    fn mapping_at(&self, key: &IlaXlatKey) -> Result<Option<Mapping>, Error> {
         Ok(self.xlat_val(key)?.and_then(|v| v.mapping(key)))
     }
 
@@ -264,7 +297,7 @@ impl IlaState {
             let Some(key) = IlaXlatKey::from_bytes(&k) else {
                 continue;
             };
-            if let Some(m) = self.mapping(&key)? {
+            if let Some(m) = self.mapping_at(&key)? {
                 out.push(m);
             }
         }
@@ -319,7 +352,8 @@ impl IlaState {
     }
 
     /// Delete the mapping with this key; `false` if there was none.
-    pub fn delete_mapping(&self, key: &IlaXlatKey) -> Result<bool, Error> {
+    pub fn delete_mapping(&self, key: MappingKey) -> Result<bool, Error> {
+        let key = &xlat_key(key);
         let slot = self.xlat_val(key)?.map_or(0, |v| v.stats_slot);
         match self.xlat.delete(key.as_bytes()) {
             Ok(()) => {
@@ -333,7 +367,11 @@ impl IlaState {
     }
 
     /// Packets and bytes translated by the mapping with this key.
-    pub fn mapping_counter(&self, key: &IlaXlatKey) -> Result<IlaCounter, Error> {
+    pub fn mapping_counter(&self, key: MappingKey) -> Result<Counts, Error> {
+        self.xlat_counter(&xlat_key(key)).map(Counts::from)
+    }
+
+    fn xlat_counter(&self, key: &IlaXlatKey) -> Result<IlaCounter, Error> {
         if let Some(slot) = self
             .xlat_val(key)?
             .map(|v| v.stats_slot)
@@ -450,8 +488,13 @@ impl IlaState {
     }
 
     /// Packets and bytes translated by the route for this prefix.
-    pub fn route_counter(&self, dst: Ipv6Net) -> Result<IlaCounter, Error> {
-        let key = IlaRouteKey::of(dst);
+    pub fn route_counter(&self, dst: Ipv6Net) -> Result<Counts, Error> {
+        self.route_counter_at(&IlaRouteKey::of(dst))
+            .map(Counts::from)
+    }
+
+    fn route_counter_at(&self, key: &IlaRouteKey) -> Result<IlaCounter, Error> {
+        let key = *key;
         if let Some(slot) = self
             .route_val(&key)?
             .map(|v| v.stats_slot)
