@@ -2,7 +2,7 @@
 //! object (`xlat`, `route`, `dataplane`), the grammar ([`crate::grammar`]) its verb and words,
 //! into a typed [`Command`]. Batch lines are parsed the same way ([`parse_line`]).
 
-use clap::{CommandFactory, Parser, Subcommand, ValueEnum};
+use clap::{Parser, Subcommand, ValueEnum};
 use mpt_cli::args::{Entry, Words};
 use mpt_cli::{Failure, GlobalOpts};
 
@@ -177,13 +177,7 @@ const OBJECTS: &[Entry<Words, Obj>] = &[
 
 /// Parse the words of one batch line (`xlat add ...`).
 pub fn parse_line(words: Vec<String>) -> Result<Command, Failure> {
-    mpt_cli::args::parse_line(
-        words,
-        OBJECTS,
-        Obj::command,
-        |w| mpt_cli::args::parse_subcommand::<Obj>("ila", w),
-        Cli::command,
-    )
+    mpt_cli::args::parse_line::<Cli, _, _, _>("ila", words, OBJECTS, Obj::command)
 }
 
 #[cfg(test)]

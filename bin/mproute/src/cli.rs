@@ -4,7 +4,7 @@
 //! [`Command`]. Batch lines are parsed the same way ([`parse_line`]). Names (devices, tables,
 //! protocols) are resolved later, inside the target namespace ([`crate::resolve`]).
 
-use clap::{CommandFactory, Parser, Subcommand};
+use clap::{Parser, Subcommand};
 use mpt_cli::{Failure, GlobalOpts};
 use mpt_model::Verb;
 
@@ -254,13 +254,7 @@ const VERBS: &[mpt_cli::args::Entry<RouteArgs, Cmd>] = &[
 
 /// Parse the words of one batch line (`add ...`, `route add ...`).
 pub fn parse_line(words: Vec<String>) -> Result<Command, Failure> {
-    mpt_cli::args::parse_line(
-        words,
-        VERBS,
-        Cmd::command,
-        |w| mpt_cli::args::parse_subcommand::<Cmd>("mproute", w),
-        Cli::command,
-    )
+    mpt_cli::args::parse_line::<Cli, _, _, _>("mproute", words, VERBS, Cmd::command)
 }
 
 #[cfg(test)]

@@ -316,10 +316,7 @@ pub fn parse_flush(args: &[String]) -> Result<Option<String>, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn words(s: &str) -> Vec<String> {
-        s.split_whitespace().map(String::from).collect()
-    }
+    use mpt_cli::args::words;
 
     fn ok(verb: Verb, s: &str) -> RouteSpec {
         parse_route(verb, &words(s)).unwrap_or_else(|e| panic!("{s}: {e}"))
@@ -640,10 +637,7 @@ pub fn parse_dataplane(args: &[String]) -> Result<DpSpec, String> {
 #[cfg(test)]
 mod dp_tests {
     use super::*;
-
-    fn words(s: &str) -> Vec<String> {
-        s.split_whitespace().map(String::from).collect()
-    }
+    use mpt_cli::args::words;
 
     #[test]
     fn get_and_dataplane() {

@@ -2,7 +2,7 @@
 //! the command (`show`, `run`, `bench`), the grammar ([`crate::grammar`]) its words, into a typed
 //! [`Command`]. Batch lines are parsed the same way ([`parse_line`]).
 
-use clap::{CommandFactory, Parser, Subcommand};
+use clap::{Parser, Subcommand};
 use mpt_cli::args::{Entry, Words};
 use mpt_cli::{Failure, GlobalOpts};
 
@@ -140,13 +140,7 @@ const OBJECTS: &[Entry<Words, Obj>] = &[
 
 /// Parse the words of one batch line (`show dev eth0`).
 pub fn parse_line(words: Vec<String>) -> Result<Command, Failure> {
-    mpt_cli::args::parse_line(
-        words,
-        OBJECTS,
-        Obj::command,
-        |w| mpt_cli::args::parse_subcommand::<Obj>("pfanout", w),
-        Cli::command,
-    )
+    mpt_cli::args::parse_line::<Cli, _, _, _>("pfanout", words, OBJECTS, Obj::command)
 }
 
 #[cfg(test)]

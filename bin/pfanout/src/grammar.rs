@@ -270,10 +270,7 @@ pub fn parse_bench(words: &[String]) -> Result<BenchCmd, SyntaxError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn w(s: &str) -> Vec<String> {
-        s.split_whitespace().map(String::from).collect()
-    }
+    use mpt_cli::args::words as w;
 
     #[test]
     fn run_words() {

@@ -69,16 +69,15 @@ impl From<Vec<String>> for Words {
 /// its remaining words make.
 pub type Entry<A, O> = (&'static str, fn(A) -> O);
 
-/// Parse one batch line: a first word in `table` makes its subcommand from the rest, which
-/// `command` turns into the typed command; any other line goes to `line` (the tool's
-/// subcommands parsed without a binary name) so that the failure has clap's wording, in one
-/// line with a hint naming what `cli` accepts.
-pub fn parse_line<A: From<Vec<String>>, O, C>(
+/// Parse one batch line of tool `tool` (command line `Cli`, subcommands `O`): a first word in
+/// `table` makes its subcommand from the rest, which `command` turns into the typed command;
+/// any other line is parsed by clap as one of the subcommands ([`parse_subcommand`]) so that
+/// the failure has clap's wording, in one line with a hint naming what `Cli` accepts.
+pub fn parse_line<Cli: clap::CommandFactory, O: clap::Subcommand, A: From<Vec<String>>, C>(
+    tool: &'static str,
     words: Vec<String>,
     table: &[Entry<A, O>],
     command: impl Fn(&O) -> Result<C, Failure>,
-    line: impl FnOnce(&[String]) -> Result<O, clap::Error>,
-    cli: impl FnOnce() -> clap::Command,
 ) -> Result<C, Failure> {
     if let Some(first) = words.first() {
         if let Some((_, make)) = table.iter().find(|(n, _)| n == first) {
@@ -88,11 +87,11 @@ pub fn parse_line<A: From<Vec<String>>, O, C>(
             return command(&make(A::from(rest)));
         }
     }
-    match line(&words) {
+    match parse_subcommand::<O>(tool, &words) {
         Ok(o) => command(&o),
         // clap's command only for the message (building it costs more than the rest of a
         // batch line's work)
-        Err(e) => Err(clap_failure(&e, &cli())),
+        Err(e) => Err(clap_failure(&e, &Cli::command())),
     }
 }
 
