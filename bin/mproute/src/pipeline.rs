@@ -745,21 +745,22 @@ impl Session {
                 .iter()
                 .filter(|(o, _)| o.dst == k.dst && o.table == k.table)
                 .min_by_key(|(o, _)| o.metric);
-            let cur = raw.dp_get_route(&crate::store::to_key(k)).map_err(ctx)?;
+            let cur = raw.dp_get_route(k).map_err(ctx)?;
             // An entry of no managed route (an undone line's) goes first: dp_put_route would
             // keep it if its metric is lower. One of a managed route is folded by the put.
             if let Some(c) = cur {
-                if !all.iter().any(|(o, _)| crate::store::to_key(o) == c.id) {
+                if !all.iter().any(|(o, _)| *o == c.id) {
                     raw.dp_delete_route(&c.id).map_err(ctx)?;
                 }
             }
             if let Some((o, m)) = best {
-                let (key, algo) = (crate::store::to_key(o), m.algo.as_u32() as u8);
                 // already the best route's, as it should be (most undone lines): leave it
-                if cur.is_some_and(|c| c.id == key && c.algo == algo && c.group == m.group) {
+                if cur.is_some_and(|c| {
+                    c.id == *o && !c.resilient && c.algo == m.algo && c.group == m.group
+                }) {
                     continue;
                 }
-                raw.dp_put_route(&key, algo, m.group).map_err(ctx)?;
+                raw.dp_put_route(o, m.algo, m.group).map_err(ctx)?;
             }
         }
         Ok(())

@@ -77,8 +77,7 @@ impl SyncFx for Repair {
         };
         raw.dp_put_group(group, &dp_nexthops(&r.nexthops))
             .map_err(ctx)?;
-        raw.dp_put_route(&crate::store::to_key(&r.key), algo.as_u32() as u8, group)
-            .map_err(ctx)?;
+        raw.dp_put_route(&r.key, algo, group).map_err(ctx)?;
         st.put(
             &r.key,
             Managed {
@@ -111,12 +110,11 @@ impl SyncFx for Repair {
         let mut fixed = Vec::new();
         if let Some(st) = s.store(false)? {
             for k in keys {
-                let key = crate::store::to_key(&k);
                 if st
                     .bpf()
-                    .dp_get_route(&key)
+                    .dp_get_route(&k)
                     .map_err(ctx)?
-                    .is_some_and(|e| e.id == key)
+                    .is_some_and(|e| e.id == k)
                 {
                     fixed.push(k);
                 }
@@ -376,7 +374,6 @@ impl Session {
         let all = s.all()?;
         let mut broken = Vec::new();
         for (k, m) in &all {
-            let key = crate::store::to_key(k);
             let shadowed = all
                 .iter()
                 .any(|(o, _)| o.dst == k.dst && o.table == k.table && o.metric < k.metric);
@@ -384,9 +381,9 @@ impl Session {
                 continue;
             }
             let entry_ok = raw
-                .dp_get_route(&key)
+                .dp_get_route(k)
                 .map_err(ctx)?
-                .is_some_and(|e| e.group == m.group && e.id == key);
+                .is_some_and(|e| e.group == m.group && e.id == *k);
             let group_ok = raw.dp_has_group(m.group).map_err(ctx)?;
             if entry_ok && group_ok {
                 continue;

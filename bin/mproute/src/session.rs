@@ -306,21 +306,12 @@ impl Session {
         let Some(s) = self.store(false)? else {
             return Ok("none");
         };
-        let key = crate::store::to_key(k);
         let e = s
             .bpf()
-            .dp_get_route(&key)
+            .dp_get_route(k)
             .map_err(|e| Failure::bpf("read the dataplane's routes", e))?;
         Ok(match e {
-            Some(e)
-                if e.id == key
-                    && e.flags
-                        & (mpt_bpf::mproute::abi::DPR_F_DRIFT
-                            | mpt_bpf::mproute::abi::DPR_F_FOREIGN)
-                        == 0 =>
-            {
-                enforced
-            }
+            Some(e) if e.id == *k && !e.flags.drift && !e.flags.foreign => enforced,
             _ => "none",
         })
     }

@@ -2,27 +2,13 @@
 //! installed them with), kept in the namespace's BPF state (`mpt_bpf::mproute`) and held under
 //! the namespace's lock for the invocation.
 
-use std::net::IpAddr;
-
-use ipnet::IpNet;
-use mpt_bpf::mproute::abi::{MptRouteKey, MptRouteVal};
 use mpt_bpf::mproute::state::{RouteState, META_F_NATIVE, META_F_NATIVE_CHECKED};
 use mpt_bpf::pinned::NsLock;
 use mpt_cli::Failure;
-use mpt_model::{Algo, Family, RouteKey};
+use mpt_model::RouteKey;
 
-/// What the state says of one route.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Managed {
-    /// Its algorithm.
-    pub algo: Algo,
-    /// Number of nexthops when it was written.
-    pub nh_count: u8,
-    /// Dataplane group the route points at (0 = none yet).
-    pub group: u32,
-    /// `rtm_protocol` it was installed with (0: not recorded, an older state).
-    pub protocol: u8,
-}
+/// What the state says of one route: algorithm, nexthop count, dataplane group, protocol.
+pub use mpt_bpf::mproute::state::RouteRecord as Managed;
 
 /// The open, locked state of the namespace.
 #[derive(Debug)]
@@ -33,37 +19,6 @@ pub struct Store {
     /// A repair of what an interrupted invocation left failed: the journal keeps naming it,
     /// so that the next invocation tries again (see [`Store::keep_journal`]).
     keep_journal: bool,
-}
-
-/// Encode a route identity as the BPF key.
-pub fn to_key(k: &RouteKey) -> MptRouteKey {
-    let mut dst_be = [0u8; 16];
-    match k.dst.network() {
-        IpAddr::V4(a) => dst_be[..4].copy_from_slice(&a.octets()),
-        IpAddr::V6(a) => dst_be.copy_from_slice(&a.octets()),
-    }
-    MptRouteKey {
-        family: k.family().af(),
-        dst_len: k.dst.prefix_len(),
-        reserved: 0,
-        table: k.table,
-        metric: k.metric,
-        dst_be,
-    }
-}
-
-/// Decode a BPF key; `None` if it is not a valid route identity.
-pub fn from_key(k: &MptRouteKey) -> Option<RouteKey> {
-    let fam = Family::from_af(k.family)?;
-    let addr = match fam {
-        Family::V4 => IpAddr::from(<[u8; 4]>::try_from(&k.dst_be[..4]).ok()?),
-        Family::V6 => IpAddr::from(k.dst_be),
-    };
-    Some(RouteKey {
-        dst: IpNet::new(addr, k.dst_len).ok()?,
-        table: k.table,
-        metric: k.metric,
-    })
 }
 
 /// Closed in the normal course (the end of a command, of a batch, of a `watch` round): its
@@ -83,10 +38,10 @@ impl Store {
     pub fn forget(&self, k: &RouteKey, promote: bool) -> Result<(), Failure> {
         self.delete(k)?;
         let ctx = |e| Failure::bpf("write dataplane state", e);
-        let removed = self.bpf().dp_delete_route(&to_key(k)).map_err(ctx)?;
-        self.bpf().res_delete(&to_key(k)).map_err(ctx)?;
+        let removed = self.bpf().dp_delete_route(k).map_err(ctx)?;
+        self.bpf().res_delete(k).map_err(ctx)?;
         // Its group may be shared: finish() removes it once no route uses it.
-        if promote && removed.is_some() {
+        if promote && removed {
             // A managed route of the same prefix and table with a higher metric was shadowed in
             // the LPM trie; it is the FIB's choice now.
             let next = self
@@ -95,9 +50,7 @@ impl Store {
                 .filter(|(o, _)| o.dst == k.dst && o.table == k.table)
                 .min_by_key(|(o, _)| o.metric);
             if let Some((o, m)) = next {
-                self.bpf()
-                    .dp_put_route(&to_key(&o), m.algo.as_u32() as u8, m.group)
-                    .map_err(ctx)?;
+                self.bpf().dp_put_route(&o, m.algo, m.group).map_err(ctx)?;
             }
         }
         Ok(())
@@ -174,43 +127,20 @@ impl Store {
 
     /// The state of one route.
     pub fn get(&self, k: &RouteKey) -> Result<Option<Managed>, Failure> {
-        let v = self
-            .inner
-            .get(&to_key(k))
-            .map_err(|e| Failure::bpf("read state", e))?;
-        Ok(v.map(|v| Managed {
-            algo: Algo::from_u32(u32::from(v.algo)).unwrap_or_default(),
-            nh_count: v.nh_count,
-            group: v.nh_group,
-            protocol: v.protocol,
-        }))
+        self.inner.get(k).map_err(|e| Failure::bpf("read state", e))
     }
 
     /// Record a route.
     pub fn put(&self, k: &RouteKey, m: Managed) -> Result<(), Failure> {
-        let v = MptRouteVal {
-            algo: m.algo.as_u32() as u8,
-            flags: 0,
-            nh_count: m.nh_count,
-            protocol: m.protocol,
-            nh_group: m.group,
-        };
         self.inner
-            .put(&to_key(k), &v)
+            .put(k, &m)
             .map_err(|e| Failure::bpf("write state", e))
     }
 
     /// Record a new route; `false` (nothing written) if the state already has one.
     pub fn put_new(&self, k: &RouteKey, m: Managed) -> Result<bool, Failure> {
-        let v = MptRouteVal {
-            algo: m.algo.as_u32() as u8,
-            flags: 0,
-            nh_count: m.nh_count,
-            protocol: m.protocol,
-            nh_group: m.group,
-        };
         self.inner
-            .insert_new(&to_key(k), &v)
+            .insert_new(k, &m)
             .map_err(|e| Failure::bpf("write state", e))
     }
 
@@ -225,29 +155,15 @@ impl Store {
     /// Forget a route.
     pub fn delete(&self, k: &RouteKey) -> Result<bool, Failure> {
         self.inner
-            .delete(&to_key(k))
+            .delete(k)
             .map_err(|e| Failure::bpf("write state", e))
     }
 
     /// Every route in the state.
     pub fn all(&self) -> Result<Vec<(RouteKey, Managed)>, Failure> {
-        Ok(self
-            .inner
+        self.inner
             .entries()
-            .map_err(|e| Failure::bpf("read state", e))?
-            .into_iter()
-            .filter_map(|(k, v)| {
-                Some((
-                    from_key(&k)?,
-                    Managed {
-                        algo: Algo::from_u32(u32::from(v.algo)).unwrap_or_default(),
-                        nh_count: v.nh_count,
-                        group: v.nh_group,
-                        protocol: v.protocol,
-                    },
-                ))
-            })
-            .collect())
+            .map_err(|e| Failure::bpf("read state", e))
     }
 
     /// The BPF state itself, for the dataplane maps.
@@ -257,7 +173,7 @@ impl Store {
 
     /// Whether the kernel keeps `RTA_MP_ALGO`: `None` until checked.
     pub fn native(&self) -> Option<bool> {
-        let f = self.inner.meta().ok()?.flags;
+        let f = self.inner.meta_flags().ok()?;
         (f & META_F_NATIVE_CHECKED != 0).then_some(f & META_F_NATIVE != 0)
     }
 
@@ -267,26 +183,5 @@ impl Store {
         self.inner
             .set_meta_flags(bits)
             .map_err(|e| Failure::bpf("write state", e))
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn key_roundtrip() {
-        for (d, t, m) in [
-            ("10.0.0.0/8", 254, 0),
-            ("2001:db8::/32", 1000, 1024),
-            ("0.0.0.0/0", 7, 9),
-        ] {
-            let k = RouteKey {
-                dst: d.parse().expect("net"),
-                table: t,
-                metric: m,
-            };
-            assert_eq!(from_key(&to_key(&k)), Some(k));
-        }
     }
 }

@@ -38,9 +38,9 @@ pub(crate) struct Pending {
     pub(crate) group: u32,
     pub(crate) new_private: bool,
     /// LPM entry before the change, to put back if the kernel refuses.
-    pub(crate) old_lpm: Option<mpt_bpf::mproute::abi::MptDpRoute>,
+    pub(crate) old_lpm: Option<mpt_bpf::mproute::route_table::SavedEntry>,
     /// The route's resilient bucket table before the change (boxed: 20 KB).
-    pub(crate) old_res: Option<Box<mpt_bpf::mproute::abi::MptResTable>>,
+    pub(crate) old_res: Option<mpt_bpf::mproute::resilient::ResTable>,
 }
 
 // Send is what nearly every line is: boxing it would allocate once per line of a batch
@@ -282,8 +282,8 @@ impl Session {
         (
             u32,
             bool,
-            Option<mpt_bpf::mproute::abi::MptDpRoute>,
-            Option<Box<mpt_bpf::mproute::abi::MptResTable>>,
+            Option<mpt_bpf::mproute::route_table::SavedEntry>,
+            Option<mpt_bpf::mproute::resilient::ResTable>,
         ),
         Failure,
     > {
@@ -293,7 +293,7 @@ impl Session {
             .ok_or_else(|| Failure::system("dataplane state unavailable"))?;
         let raw = store.bpf();
         let ctx = |e| Failure::bpf("write dataplane state", e);
-        let key = crate::store::to_key(&r.key);
+        let key = r.key;
         let nhs = dp_nexthops(&r.nexthops);
         let (group, new_private) = match nh_id {
             Some(id) => {
@@ -346,10 +346,10 @@ impl Session {
             }
             None => {}
         }
-        let old = match raw.dp_put_route(&key, algo.as_u32() as u8, group) {
+        let old = match raw.dp_put_route(&key, algo, group) {
             Ok(o) => o,
             Err(e) => {
-                let _ = restore_res(raw, &key, old_res.as_deref());
+                let _ = restore_res(raw, &key, old_res.as_ref());
                 return Err(ctx(e));
             }
         };
@@ -377,9 +377,8 @@ impl Session {
     pub(crate) fn undo(&mut self, p: &Pending) -> Result<(), Failure> {
         if let Some(s) = self.store(false)? {
             s.restore(&p.key, p.old_state)?;
-            let key = crate::store::to_key(&p.key);
-            let _ = restore_res(s.bpf(), &key, p.old_res.as_deref());
-            let _ = s.bpf().dp_restore_route(&key, p.old_lpm);
+            let _ = restore_res(s.bpf(), &p.key, p.old_res.as_ref());
+            let _ = s.bpf().dp_restore_route(&p.key, p.old_lpm);
         }
         if p.new_private {
             // Possibly shared with later lines of a batch: collected at the end if unused.
@@ -392,11 +391,13 @@ impl Session {
     pub(crate) fn settle_ok(&mut self, p: Pending) -> Result<Done, Failure> {
         // The same route with other nexthops (another group): its per-nexthop counters, kept
         // by position, would be the old nexthops' ones.
-        let key = crate::store::to_key(&p.key);
-        if p.old_lpm.is_some_and(|o| o.id == key && o.group != p.group) {
+        if p.old_lpm
+            .and_then(|o| o.entry())
+            .is_some_and(|o| o.id == p.key && o.group != p.group)
+        {
             // best effort: the route is in place; counters only
             if let Some(s) = self.store(false)? {
-                let _ = s.bpf().dp_reset_stats(&key);
+                let _ = s.bpf().dp_reset_stats(&p.key);
             }
         }
         let needs_kernel_view =
@@ -654,8 +655,8 @@ fn del_request(r: &Route) -> mpt_netlink::msg::Request {
 /// Put a route's bucket table back as it was (`None`: it had none).
 fn restore_res(
     raw: &mpt_bpf::mproute::state::RouteState,
-    key: &mpt_bpf::mproute::abi::MptRouteKey,
-    old: Option<&mpt_bpf::mproute::abi::MptResTable>,
+    key: &RouteKey,
+    old: Option<&mpt_bpf::mproute::resilient::ResTable>,
 ) -> Result<(), mpt_bpf::Error> {
     match old {
         Some(t) => raw.res_put(key, t),
@@ -769,10 +770,6 @@ impl plan::Known for Facts<'_> {
             return Ok(false);
         };
         Ok(group_is_route(store.bpf(), m.group, cur)
-            && crate::resilient::same_params(
-                store.bpf(),
-                &crate::store::to_key(&self.key),
-                self.resilient,
-            )?)
+            && crate::resilient::same_params(store.bpf(), &self.key, self.resilient)?)
     }
 }

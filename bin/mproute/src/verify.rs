@@ -10,11 +10,12 @@
 //! generation again; only an unchanged generation is recorded.
 
 use mpt_bpf::mproute::fib_generation::FibGenReader;
+use mpt_bpf::mproute::route_table::DpEntry;
 use mpt_bpf::mproute::state::RouteState;
 use mpt_cli::Failure;
 use mpt_model::route::drift;
 use mpt_model::route::verify::{self as fibverify, FibEntry, Managed, Verdict};
-use mpt_model::Family;
+use mpt_model::{Family, RouteKey};
 use mpt_netlink::msg::rtnl::route as rmsg;
 use mpt_netlink::sock::Socket;
 use serde::Serialize;
@@ -26,7 +27,7 @@ const RTA_ENCAP: u16 = 22;
 
 /// The managed IPv4 routes of the LPM trie with their verdicts.
 struct Verified {
-    keys: Vec<mpt_bpf::mproute::abi::MptRouteKey>,
+    keys: Vec<RouteKey>,
     /// VERIFIED flags as found.
     flagged: Vec<bool>,
     /// DRIFT flags as found.
@@ -35,13 +36,8 @@ struct Verified {
     verdicts: Vec<Verdict>,
     /// The dump the verdicts are based on.
     fib: Vec<FibEntry>,
-    /// The holes the trie has (`DPR_F_FOREIGN` entries), from the same reading.
-    holes: Vec<mpt_bpf::mproute::abi::MptRouteKey>,
-}
-
-fn key_net(k: &mpt_bpf::mproute::abi::MptRouteKey) -> Option<ipnet::Ipv4Net> {
-    let a = std::net::Ipv4Addr::new(k.dst_be[0], k.dst_be[1], k.dst_be[2], k.dst_be[3]);
-    ipnet::Ipv4Net::new(a, k.dst_len).ok()
+    /// The holes the trie has (foreign entries), from the same reading.
+    holes: Vec<RouteKey>,
 }
 
 /// The routes of one table of one family (route cache entries left out).
@@ -106,11 +102,13 @@ fn verify(sock: &mut Socket, raw: &RouteState) -> Result<Verified, Failure> {
     let mut drifted = Vec::new();
     let mut managed = Vec::new();
     for r in routes {
-        let Some(dst) = key_net(&r.id) else { continue };
+        let ipnet::IpNet::V4(dst) = r.id.dst else {
+            continue;
+        };
         let (nexthops, weights) = group_of(raw, r.group)?.unwrap_or_default();
         keys.push(r.id);
-        flagged.push(r.flags & mpt_bpf::mproute::abi::DPR_F_VERIFIED != 0);
-        drifted.push(r.flags & mpt_bpf::mproute::abi::DPR_F_DRIFT != 0);
+        flagged.push(r.flags.verified);
+        drifted.push(r.flags.drift);
         managed.push(Managed {
             dst,
             table: r.id.table,
@@ -137,21 +135,12 @@ fn verify(sock: &mut Socket, raw: &RouteState) -> Result<Verified, Failure> {
 }
 
 /// One LPM trie, read once: its managed routes, and the keys of its holes.
-fn entries(
-    raw: &RouteState,
-    v6: bool,
-) -> Result<
-    (
-        Vec<mpt_bpf::mproute::abi::MptDpRoute>,
-        Vec<mpt_bpf::mproute::abi::MptRouteKey>,
-    ),
-    Failure,
-> {
+fn entries(raw: &RouteState, v6: bool) -> Result<(Vec<DpEntry>, Vec<RouteKey>), Failure> {
     let (holes, routes): (Vec<_>, Vec<_>) = raw
         .dp_entries(v6)
         .map_err(|e| Failure::bpf("read the dataplane's routes", e))?
         .into_iter()
-        .partition(|r| r.flags & mpt_bpf::mproute::abi::DPR_F_FOREIGN != 0);
+        .partition(|r| r.flags.foreign);
     Ok((routes, holes.into_iter().map(|r| r.id).collect()))
 }
 
@@ -300,19 +289,12 @@ pub fn arm(
 /// Enter in the LPM trie, as holes, the routes of other owners inside managed prefixes that the
 /// per-packet check would take for the managed route ([`fibverify::holes`]), and drop stale ones.
 fn sync_holes(raw: &RouteState, v: &Verified) -> Result<(), Failure> {
-    let want: Vec<mpt_bpf::mproute::abi::MptRouteKey> = fibverify::holes(&v.managed, &v.fib)
+    let want: Vec<RouteKey> = fibverify::holes(&v.managed, &v.fib)
         .into_iter()
-        .map(|(net, metric)| {
-            let mut dst_be = [0u8; 16];
-            dst_be[..4].copy_from_slice(&net.network().octets());
-            mpt_bpf::mproute::abi::MptRouteKey {
-                family: mpt_bpf::mproute::abi::AF_INET,
-                dst_len: net.prefix_len(),
-                reserved: 0,
-                table: fibverify::TABLE_MAIN,
-                metric,
-                dst_be,
-            }
+        .map(|(net, metric)| RouteKey {
+            dst: ipnet::IpNet::V4(net.trunc()),
+            table: fibverify::TABLE_MAIN,
+            metric,
         })
         .collect();
     raw.dp_sync_holes(false, &v.holes, &want)
@@ -357,12 +339,7 @@ pub(crate) fn group_of(raw: &RouteState, group: u32) -> Result<Option<Weighted>,
     let g = raw
         .dp_group(group)
         .map_err(|e| Failure::bpf("read a dataplane group", e))?;
-    Ok(g.map(|g| {
-        g.nh.iter()
-            .take(g.nh_count as usize)
-            .map(|n| ((n.ifindex, n.gateway()), n.weight))
-            .unzip()
-    }))
+    Ok(g.map(|g| g.iter().map(|n| ((n.ifindex, n.gateway), n.weight)).unzip()))
 }
 
 /// A kernel route's weights, in its paths' order.
@@ -385,8 +362,7 @@ fn sync_holes6(sock: &mut Socket, raw: &RouteState) -> Result<(), Failure> {
         .iter()
         .filter(|r| r.id.table == fibverify::TABLE_MAIN)
     {
-        let Ok(dst) = ipnet::Ipv6Net::new(std::net::Ipv6Addr::from(r.id.dst_be), r.id.dst_len)
-        else {
+        let ipnet::IpNet::V6(dst) = r.id.dst else {
             continue;
         };
         let (nexthops, w) = group_of(raw, r.group)?.unwrap_or_default();
@@ -396,7 +372,7 @@ fn sync_holes6(sock: &mut Socket, raw: &RouteState) -> Result<(), Failure> {
             unicast: true,
             nexthops,
         });
-        managed_w.push((r.id, w, r.flags & mpt_bpf::mproute::abi::DPR_F_DRIFT != 0));
+        managed_w.push((r.id, w, r.flags.drift));
     }
     let dumped = if managed.is_empty() {
         Vec::new()
@@ -428,16 +404,13 @@ fn sync_holes6(sock: &mut Socket, raw: &RouteState) -> Result<(), Failure> {
             nexthops: paths(&m.route),
         })
         .collect();
-    let want: Vec<mpt_bpf::mproute::abi::MptRouteKey> = fibverify::holes_any(&managed, &fib)
+    let want: Vec<RouteKey> = fibverify::holes_any(&managed, &fib)
         .into_iter()
         .filter_map(|(net, metric)| match net {
-            ipnet::IpNet::V6(n) => Some(mpt_bpf::mproute::abi::MptRouteKey {
-                family: mpt_bpf::mproute::abi::AF_INET6,
-                dst_len: n.prefix_len(),
-                reserved: 0,
+            ipnet::IpNet::V6(n) => Some(RouteKey {
+                dst: ipnet::IpNet::V6(n.trunc()),
                 table: fibverify::TABLE_MAIN,
                 metric,
-                dst_be: n.network().octets(),
             }),
             ipnet::IpNet::V4(_) => None,
         })
@@ -530,10 +503,7 @@ pub fn status(
         let routes = raw
             .dp_routes4()
             .map_err(|e| Failure::bpf("read the dataplane's routes", e))?;
-        if routes
-            .iter()
-            .all(|r| r.flags & mpt_bpf::mproute::abi::DPR_F_VERIFIED != 0)
-        {
+        if routes.iter().all(|r| r.flags.verified) {
             return Ok(FibCheck {
                 generation: now.v4,
                 verified_at,

@@ -325,13 +325,13 @@ pub struct ResilientRow {
 }
 
 /// Fill in a resilient route's table (with `details`: the buckets each nexthop holds).
-pub fn set_resilient(row: &mut RouteRow, t: &mpt_bpf::mproute::abi::MptResTable, details: bool) {
+pub fn set_resilient(row: &mut RouteRow, t: &mpt_bpf::mproute::resilient::ResTable, details: bool) {
     row.resilient = Some(ResilientRow {
-        buckets: t.n_buckets,
-        idle_timer: t.idle_timer_s,
+        buckets: t.buckets(),
+        idle_timer: t.idle_timer(),
     });
     if details {
-        let fill = mpt_model::route::resilient::fill(t.buckets(), row.nexthops.len());
+        let fill = mpt_model::route::resilient::fill(t.assignment(), row.nexthops.len());
         for (n, f) in row.nexthops.iter_mut().zip(fill) {
             n.buckets = Some(f);
         }
@@ -434,9 +434,9 @@ impl RouteRow {
     }
 
     /// Fill in the dataplane's per-nexthop counters.
-    pub fn set_stats(&mut self, st: &mpt_bpf::mproute::abi::MptRouteStats) {
+    pub fn set_stats(&mut self, st: &mpt_bpf::mproute::route_table::RouteStats) {
         for (i, n) in self.nexthops.iter_mut().enumerate() {
-            let c = st.nh.get(i).copied().unwrap_or_default();
+            let c = st.nexthops.get(i).copied().unwrap_or_default();
             n.packets = Some(c.packets);
             n.bytes = Some(c.bytes);
         }
@@ -562,14 +562,14 @@ impl GetRow {
         algo: mpt_model::Algo,
         hash: Option<u32>,
         index: Option<usize>,
-        nhs: &[mpt_bpf::mproute::abi::MptNh],
+        nhs: &[mpt_bpf::mproute::route_table::GroupNexthop],
         enforced_by: &str,
         ifname: &mut dyn FnMut(u32) -> Option<String>,
     ) -> Self {
         let rows: Vec<NexthopRow> = nhs
             .iter()
             .map(|n| NexthopRow {
-                gateway: n.gateway().map(|g| g.to_string()),
+                gateway: n.gateway.map(|g| g.to_string()),
                 dev: ifname(n.ifindex),
                 weight: n.weight,
                 flags: Vec::new(),
@@ -596,9 +596,9 @@ impl GetRow {
 
 impl GetRow {
     /// Take the flags of each nexthop (`nhs`, in row order) from the kernel's route `r`.
-    pub fn set_flags(&mut self, nhs: &[mpt_bpf::mproute::abi::MptNh], r: &Route) {
+    pub fn set_flags(&mut self, nhs: &[mpt_bpf::mproute::route_table::GroupNexthop], r: &Route) {
         for (row, n) in self.nexthops.iter_mut().zip(nhs) {
-            let gw = n.gateway();
+            let gw = n.gateway;
             if let Some(k) = r
                 .nexthops
                 .iter()
@@ -747,7 +747,7 @@ impl DataplaneView {
                 peer_devs: Vec::new(),
             })
             .collect();
-        let counters = mpt_bpf::mproute::abi::Reason::ALL
+        let counters = mpt_bpf::mproute::Reason::ALL
             .iter()
             .map(|r| {
                 (

@@ -82,10 +82,9 @@ fn write(s: &mut Session, spec: &RouteSpec) -> Result<Output, Failure> {
     let mut before_row = before.as_ref().map(|b| row(b, before_m.as_ref()));
     if let (Some(st), Some(b)) = (s.store(false)?, before_row.as_mut()) {
         if before_m.is_some() {
-            let key = crate::store::to_key(&r.key);
             if let Some(t) = st
                 .bpf()
-                .res_get(&key)
+                .res_get(&r.key)
                 .map_err(|e| Failure::bpf("read the dataplane's tables", e))?
             {
                 crate::view::set_resilient(b, &t, false);
@@ -191,12 +190,7 @@ impl plan::Known for Facts<'_> {
             return Ok(written && self.resilient.is_none());
         };
         let in_sync = written || group_is_route(st.bpf(), m.group, cur);
-        Ok(in_sync
-            && crate::resilient::same_params(
-                st.bpf(),
-                &crate::store::to_key(&self.key),
-                self.resilient,
-            )?)
+        Ok(in_sync && crate::resilient::same_params(st.bpf(), &self.key, self.resilient)?)
     }
 }
 

@@ -28,25 +28,16 @@ pub fn run(s: &mut Session, g: &GetSpec) -> Result<Output, Failure> {
         .dp_group(rt.group)
         .map_err(ctx)?
         .ok_or_else(|| Failure::system(format!("{what}: the route has no nexthop group")))?;
-    let seed = raw.meta().map_err(ctx)?.hash_seed;
-    let resilient = matches!(
-        rt.algo,
-        mpt_bpf::mproute::abi::DP_ALGO_L3_RES | mpt_bpf::mproute::abi::DP_ALGO_L4_RES
-    );
-    let algo = match rt.algo {
-        mpt_bpf::mproute::abi::DP_ALGO_L3_RES => Algo::L3Hash,
-        mpt_bpf::mproute::abi::DP_ALGO_L4_RES => Algo::L4Hash,
-        a => Algo::from_u32(u32::from(a)).unwrap_or_default(),
-    };
-    let table = if resilient {
-        raw.res_get(&rt.id).map_err(ctx)?
+    let seed = raw.hash_seed().map_err(ctx)?;
+    let algo = rt.algo;
+    let key = rt.id;
+    let table = if rt.resilient {
+        raw.res_get(&key).map_err(ctx)?
     } else {
         None
     };
-    let key = crate::store::from_key(&rt.id)
-        .ok_or_else(|| Failure::system(format!("{what}: unreadable route key")))?;
     // (the flag is kept by verifications, which run while a dataplane is attached)
-    if rt.flags & mpt_bpf::mproute::abi::DPR_F_DRIFT != 0 && matches!(enforced, "xdp" | "tc") {
+    if rt.flags.drift && matches!(enforced, "xdp" | "tc") {
         return Err(Failure::system(format!(
             "{what}: the kernel's route {} (metric {}) is no longer the one mproute installed, \
              so the kernel forwards it",
@@ -63,7 +54,7 @@ pub fn run(s: &mut Session, g: &GetSpec) -> Result<Output, Failure> {
         .ok_or_else(|| Failure::usage(format!("{what}: source and destination families differ")))?;
     let hash_algo = matches!(algo, Algo::L3Hash | Algo::L4Hash);
     let mut bucket = None;
-    let nhs = group.nexthops();
+    let nhs = &group[..];
     let (hash, index) = if hash_algo {
         let l4 = algo == Algo::L4Hash && mpt_model::hash::is_l4_proto(g.proto);
         let h = mpt_model::hash::flow_hash(&fk, l4, seed);
@@ -71,11 +62,10 @@ pub fn run(s: &mut Session, g: &GetSpec) -> Result<Output, Failure> {
         let by_threshold = mpt_model::route::threshold::select(h, &bounds);
         // as the dataplane's mpt_pick_bucket: the bucket's nexthop if it is usable
         let idx = match &table {
-            Some(t) if t.n_buckets > 0 => {
-                let b = mpt_model::route::resilient::bucket_of(h, t.n_buckets);
+            Some(t) if t.buckets() > 0 => {
+                let b = mpt_model::route::resilient::bucket_of(h, t.buckets());
                 bucket = Some(b);
-                t.nh.get(b)
-                    .map(|i| usize::from(*i))
+                t.nexthop_of(b)
                     .filter(|i| nhs.get(*i).is_some_and(|n| n.upper_bound >= 0))
                     .or(by_threshold)
             }

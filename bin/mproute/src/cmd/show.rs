@@ -64,7 +64,7 @@ pub fn run(s: &mut Session, f: &ShowSpec) -> Result<Output, Failure> {
                 if let Some(st) = s.store(false)? {
                     let t = st
                         .bpf()
-                        .res_get(&crate::store::to_key(&r.key))
+                        .res_get(&r.key)
                         .map_err(|e| Failure::bpf("read the dataplane's tables", e))?;
                     if let Some(t) = t {
                         crate::view::set_resilient(&mut row, &t, s.opts.details);
@@ -75,7 +75,7 @@ pub fn run(s: &mut Session, f: &ShowSpec) -> Result<Output, Failure> {
                 if let Some(s) = s.store(false)? {
                     let st = s
                         .bpf()
-                        .dp_stats(&crate::store::to_key(&r.key))
+                        .dp_stats(&r.key)
                         .map_err(|e| Failure::bpf("read dataplane counters", e))?
                         .unwrap_or_default();
                     row.set_stats(&st);

@@ -587,6 +587,41 @@ impl MptMeta {
     }
 }
 
+impl MptRouteKey {
+    /// The key of route `k` (the prefix's network address: host bits never reach the map).
+    pub fn of(k: &mpt_model::RouteKey) -> Self {
+        let mut dst_be = [0u8; 16];
+        match k.dst.network() {
+            std::net::IpAddr::V4(a) => dst_be[..4].copy_from_slice(&a.octets()),
+            std::net::IpAddr::V6(a) => dst_be.copy_from_slice(&a.octets()),
+        }
+        MptRouteKey {
+            family: k.family().af(),
+            dst_len: k.dst.prefix_len(),
+            reserved: 0,
+            table: k.table,
+            metric: k.metric,
+            dst_be,
+        }
+    }
+
+    /// The route this key names; `None` if it is not a valid route identity (a family
+    /// other than [`AF_INET`] / [`AF_INET6`], a prefix length beyond the address).
+    pub fn route_key(&self) -> Option<mpt_model::RouteKey> {
+        let addr = match mpt_model::Family::from_af(self.family)? {
+            mpt_model::Family::V4 => {
+                std::net::IpAddr::from(<[u8; 4]>::try_from(&self.dst_be[..4]).ok()?)
+            }
+            mpt_model::Family::V6 => std::net::IpAddr::from(self.dst_be),
+        };
+        Some(mpt_model::RouteKey {
+            dst: ipnet::IpNet::new(addr, self.dst_len).ok()?,
+            table: self.table,
+            metric: self.metric,
+        })
+    }
+}
+
 impl MptLpm4Key {
     /// The key of `table`'s route `addr/prefix_len` (`prefix_len` <= 32;
     /// 32 for a lookup of the address itself).
@@ -1055,6 +1090,33 @@ mod tests {
         assert_eq!(Reason::Redirected.name(), "redirected");
         assert_eq!(Reason::NoRoute.name(), "no-route");
         assert_eq!(Reason::Vlan.as_u32(), 13);
+    }
+
+    #[test]
+    fn route_key_roundtrip() {
+        for (d, t, m) in [
+            ("10.0.0.0/8", 254, 0),
+            ("2001:db8::/32", 1000, 1024),
+            ("0.0.0.0/0", 7, 9),
+        ] {
+            let k = mpt_model::RouteKey {
+                dst: d.parse().expect("net"),
+                table: t,
+                metric: m,
+            };
+            assert_eq!(MptRouteKey::of(&k).route_key(), Some(k));
+        }
+        assert_eq!(
+            key().route_key().map(|k| k.dst.to_string()),
+            Some("192.0.2.0/24".into())
+        );
+        let bad = MptRouteKey { family: 7, ..key() };
+        assert_eq!(bad.route_key(), None);
+        let long = MptRouteKey {
+            dst_len: 33,
+            ..key()
+        };
+        assert_eq!(long.route_key(), None);
     }
 
     #[test]

@@ -19,12 +19,14 @@ use std::net::IpAddr;
 use std::sync::atomic::Ordering;
 
 use libbpf_rs::{MapCore, MapFlags};
+use mpt_model::{Algo, RouteKey};
 
 use super::abi::{
-    MptDpRoute, MptGroup, MptLpm4Key, MptLpm6Key, MptNh, MptResTable, MptRouteKey, MptRouteStats,
+    MptCounter, MptDpRoute, MptGroup, MptLpm4Key, MptLpm6Key, MptNh, MptRouteKey, MptRouteStats,
     AF_INET, AF_INET6, ALGO_L3_HASH, ALGO_L4_HASH, DPR_F_DRIFT, DPR_F_FOREIGN, DPR_F_VERIFIED,
     DP_ALGO_L3_RES, DP_ALGO_L4_RES, MAX_NH, STATS_SLOTS,
 };
+use super::resilient::ResTable;
 use super::state::RouteState;
 use crate::error::Error;
 
@@ -49,6 +51,137 @@ pub struct DpNexthop {
     pub flags: u8,
     /// Whether the dataplane may use it (link up).
     pub usable: bool,
+}
+
+/// The dataplane's flags of an LPM entry (`DPR_F_*`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct DpFlags {
+    /// `DPR_F_VERIFIED`: at the recorded FIB generation the kernel's FIB answers with this
+    /// route for every address the LPM trie gives it for.
+    pub verified: bool,
+    /// `DPR_F_DRIFT`: the kernel route is no longer the one mproute installed; the dataplane
+    /// leaves its destinations to the kernel FIB.
+    pub drift: bool,
+    /// `DPR_F_FOREIGN`: a hole, another owner's route inside a managed prefix.
+    pub foreign: bool,
+}
+
+impl DpFlags {
+    fn of(bits: u8) -> DpFlags {
+        DpFlags {
+            verified: bits & DPR_F_VERIFIED != 0,
+            drift: bits & DPR_F_DRIFT != 0,
+            foreign: bits & DPR_F_FOREIGN != 0,
+        }
+    }
+}
+
+/// An LPM entry, a route as the dataplane sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DpEntry {
+    /// The route holding the entry (for a hole: the other owner's route).
+    pub id: RouteKey,
+    /// Its algorithm (of a resilient route: the hash it buckets by).
+    pub algo: Algo,
+    /// Whether the entry names the route's bucket table (see [`RouteState::res_put`]).
+    pub resilient: bool,
+    /// Its flags.
+    pub flags: DpFlags,
+    /// Its nexthop group ([`RouteState::dp_group`]).
+    pub group: u32,
+}
+
+impl DpEntry {
+    /// The entry, `None` if its key is not a valid route identity.
+    fn of(r: &MptDpRoute) -> Option<DpEntry> {
+        let (algo, resilient) = match r.algo {
+            DP_ALGO_L3_RES => (Algo::L3Hash, true),
+            DP_ALGO_L4_RES => (Algo::L4Hash, true),
+            a => (Algo::from_u32(u32::from(a)).unwrap_or_default(), false),
+        };
+        Some(DpEntry {
+            id: r.id.route_key()?,
+            algo,
+            resilient,
+            flags: DpFlags::of(r.flags),
+            group: r.group,
+        })
+    }
+}
+
+/// An LPM entry as it was before [`RouteState::dp_put_route`], to put back with
+/// [`RouteState::dp_restore_route`] (counter slot included).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SavedEntry(MptDpRoute);
+
+impl SavedEntry {
+    /// What the entry was.
+    pub fn entry(&self) -> Option<DpEntry> {
+        DpEntry::of(&self.0)
+    }
+}
+
+/// A nexthop of a dataplane group, as read back.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GroupNexthop {
+    /// Egress device.
+    pub ifindex: u32,
+    /// Gateway, `None` for a device route.
+    pub gateway: Option<IpAddr>,
+    /// 1..=256.
+    pub weight: u16,
+    /// `RTNH_F_*` flags.
+    pub flags: u8,
+    /// Hash-threshold upper bound over the usable nexthops; -1: unusable.
+    pub upper_bound: i32,
+}
+
+impl GroupNexthop {
+    fn of(n: &MptNh) -> GroupNexthop {
+        GroupNexthop {
+            ifindex: n.ifindex,
+            gateway: n.gateway(),
+            weight: n.weight,
+            flags: n.flags,
+            upper_bound: n.upper_bound,
+        }
+    }
+}
+
+/// A packet and byte counter.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Counter {
+    /// Packets.
+    pub packets: u64,
+    /// Bytes.
+    pub bytes: u64,
+}
+
+impl Counter {
+    fn of(c: &MptCounter) -> Counter {
+        Counter {
+            packets: c.packets,
+            bytes: c.bytes,
+        }
+    }
+}
+
+/// A route's counters, summed over CPUs ([`RouteState::dp_stats`]).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct RouteStats {
+    /// Everything forwarded for the route.
+    pub route: Counter,
+    /// Per nexthop, by position in the route's group.
+    pub nexthops: Vec<Counter>,
+}
+
+impl RouteStats {
+    fn of(s: &MptRouteStats) -> RouteStats {
+        RouteStats {
+            route: Counter::of(&s.route),
+            nexthops: s.nh.iter().map(Counter::of).collect(),
+        }
+    }
 }
 
 fn bpf(what: &str) -> impl FnOnce(libbpf_rs::Error) -> Error + '_ {
@@ -213,7 +346,14 @@ impl RouteState {
 
     /// The dataplane entry of exactly this prefix/table (whichever metric it has); an LPM
     /// lookup alone would also answer with a shorter prefix that covers it.
-    pub fn dp_get_route(&self, key: &MptRouteKey) -> Result<Option<MptDpRoute>, Error> {
+    pub fn dp_get_route(&self, key: &RouteKey) -> Result<Option<DpEntry>, Error> {
+        Ok(self
+            .dp_get_raw(&MptRouteKey::of(key))?
+            .and_then(|r| DpEntry::of(&r)))
+    }
+
+    /// [`RouteState::dp_get_route`], as the map has it.
+    fn dp_get_raw(&self, key: &MptRouteKey) -> Result<Option<MptDpRoute>, Error> {
         Ok(self.dp_lpm_match(key)?.filter(|v| {
             v.id.family == key.family
                 && v.id.dst_len == key.dst_len
@@ -259,7 +399,11 @@ impl RouteState {
     /// The resilient bucket table of a route, if it has one.
     /// Boxed: the table is 20 KiB, and a `Result` of it by value costs a copy of that size
     /// at every `?` (it was 40 % of a batch's instructions before any route was resilient).
-    pub fn res_get(&self, key: &MptRouteKey) -> Result<Option<Box<MptResTable>>, Error> {
+    pub fn res_get(&self, key: &RouteKey) -> Result<Option<ResTable>, Error> {
+        self.res_get_raw(&MptRouteKey::of(key))
+    }
+
+    fn res_get_raw(&self, key: &MptRouteKey) -> Result<Option<ResTable>, Error> {
         if self.res_known_empty()? {
             return Ok(None);
         }
@@ -267,25 +411,24 @@ impl RouteState {
             .map("mpt_res")?
             .lookup(key.as_bytes(), MapFlags::ANY)
             .map_err(bpf("read mpt_res"))?
-            .and_then(|v| MptResTable::from_bytes(&v))
-            .map(Box::new))
+            .and_then(|v| ResTable::from_bytes(&v)))
     }
 
     /// Write a route's bucket table (before its LPM entry names a resilient algorithm).
-    pub fn res_put(&self, key: &MptRouteKey, t: &MptResTable) -> Result<(), Error> {
+    pub fn res_put(&self, key: &RouteKey, t: &ResTable) -> Result<(), Error> {
         self.map("mpt_res")?
-            .update(key.as_bytes(), t.as_bytes(), MapFlags::ANY)
+            .update(MptRouteKey::of(key).as_bytes(), t.as_bytes(), MapFlags::ANY)
             .map_err(bpf("write mpt_res"))?;
         self.res_any.store(2, Ordering::Relaxed);
         Ok(())
     }
 
     /// Remove a route's bucket table (after its LPM entry stopped naming it); `true` if it had one.
-    pub fn res_delete(&self, key: &MptRouteKey) -> Result<bool, Error> {
+    pub fn res_delete(&self, key: &RouteKey) -> Result<bool, Error> {
         if self.res_known_empty()? {
             return Ok(false);
         }
-        match self.map("mpt_res")?.delete(key.as_bytes()) {
+        match self.map("mpt_res")?.delete(MptRouteKey::of(key).as_bytes()) {
             Ok(()) => Ok(true),
             Err(e) if e.kind() == libbpf_rs::ErrorKind::NotFound => Ok(false),
             Err(e) => Err(bpf("delete from mpt_res")(e)),
@@ -310,7 +453,7 @@ impl RouteState {
     /// The LPM entry's algorithm for a route whose state says `algo`: the resilient variant of
     /// a hash algorithm for a route with a bucket table.
     fn dp_algo(&self, key: &MptRouteKey, algo: u8) -> Result<u8, Error> {
-        if !matches!(algo, ALGO_L3_HASH | ALGO_L4_HASH) || self.res_get(key)?.is_none() {
+        if !matches!(algo, ALGO_L3_HASH | ALGO_L4_HASH) || self.res_get_raw(key)?.is_none() {
             return Ok(algo);
         }
         Ok(if algo == ALGO_L4_HASH {
@@ -326,21 +469,19 @@ impl RouteState {
     /// its hash algorithm.
     pub fn dp_put_route(
         &self,
-        key: &MptRouteKey,
-        algo: u8,
+        key: &RouteKey,
+        algo: Algo,
         group: u32,
-    ) -> Result<Option<MptDpRoute>, Error> {
-        let algo = self.dp_algo(key, algo)?;
+    ) -> Result<Option<SavedEntry>, Error> {
+        let key = &MptRouteKey::of(key);
+        // the algorithm numbers are the wire values (checked in `abi`)
+        let algo = self.dp_algo(key, algo.as_u32() as u8)?;
         let l = Lpm::of(key);
         let absent = self.lpm_absent(&l)?;
-        let old = if absent {
-            None
-        } else {
-            self.dp_get_route(key)?
-        };
+        let old = if absent { None } else { self.dp_get_raw(key)? };
         if let Some(o) = &old {
             if o.id.metric < key.metric {
-                return Ok(old);
+                return Ok(old.map(SavedEntry));
             }
         }
         // The same route written again (nexthops, algorithm) keeps its slot: its counters go on.
@@ -378,13 +519,14 @@ impl RouteState {
                 self.slot_release(o.stats_slot);
             }
         }
-        Ok(old)
+        Ok(old.map(SavedEntry))
     }
 
     /// Start the route's counters again from zero (its nexthops changed: the per-nexthop
     /// counters are by position in the group).
-    pub fn dp_reset_stats(&self, key: &MptRouteKey) -> Result<(), Error> {
-        if let Some(cur) = self.dp_get_route(key)? {
+    pub fn dp_reset_stats(&self, key: &RouteKey) -> Result<(), Error> {
+        let key = &MptRouteKey::of(key);
+        if let Some(cur) = self.dp_get_raw(key)? {
             if cur.id == *key && cur.stats_slot != 0 {
                 self.slot_zero(cur.stats_slot)?;
             }
@@ -396,19 +538,19 @@ impl RouteState {
 
     /// Set or clear `DPR_F_VERIFIED` on the route's LPM entry, if the entry is this route's.
     /// Returns whether it was.
-    pub fn dp_set_verified(&self, key: &MptRouteKey, verified: bool) -> Result<bool, Error> {
-        self.dp_set_flag(key, DPR_F_VERIFIED, verified)
+    pub fn dp_set_verified(&self, key: &RouteKey, verified: bool) -> Result<bool, Error> {
+        self.dp_set_flag(&MptRouteKey::of(key), DPR_F_VERIFIED, verified)
     }
 
     /// Set or clear `DPR_F_DRIFT` on the route's LPM entry, if the entry is this route's.
     /// Returns whether it was.
-    pub fn dp_set_drift(&self, key: &MptRouteKey, drift: bool) -> Result<bool, Error> {
-        self.dp_set_flag(key, DPR_F_DRIFT, drift)
+    pub fn dp_set_drift(&self, key: &RouteKey, drift: bool) -> Result<bool, Error> {
+        self.dp_set_flag(&MptRouteKey::of(key), DPR_F_DRIFT, drift)
     }
 
     fn dp_set_flag(&self, key: &MptRouteKey, flag: u8, on: bool) -> Result<bool, Error> {
         let l = Lpm::of(key);
-        let Some(mut cur) = self.dp_get_route(key)? else {
+        let Some(mut cur) = self.dp_get_raw(key)? else {
             return Ok(false);
         };
         if cur.id != *key {
@@ -428,8 +570,18 @@ impl RouteState {
         Ok(true)
     }
 
-    /// Every entry of one LPM trie, holes (`DPR_F_FOREIGN`) included.
-    pub fn dp_entries(&self, v6: bool) -> Result<Vec<MptDpRoute>, Error> {
+    /// Every entry of one LPM trie, holes ([`DpFlags::foreign`]) included (entries whose key
+    /// is no route identity left out).
+    pub fn dp_entries(&self, v6: bool) -> Result<Vec<DpEntry>, Error> {
+        Ok(self
+            .dp_entries_raw(v6)?
+            .iter()
+            .filter_map(DpEntry::of)
+            .collect())
+    }
+
+    /// [`RouteState::dp_entries`], as the map has them.
+    fn dp_entries_raw(&self, v6: bool) -> Result<Vec<MptDpRoute>, Error> {
         let map = self.map(if v6 { "mpt_lpm6" } else { "mpt_lpm4" })?;
         let mut out = Vec::new();
         for k in map.keys() {
@@ -446,14 +598,14 @@ impl RouteState {
     }
 
     /// The managed IPv4 routes of the LPM trie (the prefixes the dataplane knows, holes left out).
-    pub fn dp_routes4(&self) -> Result<Vec<MptDpRoute>, Error> {
+    pub fn dp_routes4(&self) -> Result<Vec<DpEntry>, Error> {
         self.dp_routes(false)
     }
 
     /// The managed routes of one family's LPM trie (holes left out).
-    pub fn dp_routes(&self, v6: bool) -> Result<Vec<MptDpRoute>, Error> {
+    pub fn dp_routes(&self, v6: bool) -> Result<Vec<DpEntry>, Error> {
         let mut v = self.dp_entries(v6)?;
-        v.retain(|r| r.flags & DPR_F_FOREIGN == 0);
+        v.retain(|r| !r.flags.foreign);
         Ok(v)
     }
 
@@ -463,9 +615,11 @@ impl RouteState {
     pub fn dp_sync_holes(
         &self,
         v6: bool,
-        have: &[MptRouteKey],
-        want: &[MptRouteKey],
+        have: &[RouteKey],
+        want: &[RouteKey],
     ) -> Result<usize, Error> {
+        let have: Vec<MptRouteKey> = have.iter().map(MptRouteKey::of).collect();
+        let want: Vec<MptRouteKey> = want.iter().map(MptRouteKey::of).collect();
         let same = |a: &MptRouteKey, b: &MptRouteKey| {
             a.dst_len == b.dst_len && a.table == b.table && a.dst_be == b.dst_be
         };
@@ -503,17 +657,14 @@ impl RouteState {
     /// Undo [`RouteState::dp_put_route`] of `key`, which returned `old`: put `old` back (or remove
     /// the entry for `None`), if the entry is still the one `key`'s write left (a later write of
     /// another route to the prefix stands).
-    pub fn dp_restore_route(
-        &self,
-        key: &MptRouteKey,
-        old: Option<MptDpRoute>,
-    ) -> Result<(), Error> {
+    pub fn dp_restore_route(&self, key: &RouteKey, old: Option<SavedEntry>) -> Result<(), Error> {
+        let key = &MptRouteKey::of(key);
         let l = Lpm::of(key);
-        let Some(cur) = self.dp_get_route(key)?.filter(|c| c.id == *key) else {
+        let Some(cur) = self.dp_get_raw(key)?.filter(|c| c.id == *key) else {
             return Ok(());
         };
-        let Some(mut v) = old else {
-            return self.dp_delete_route(key).map(|_| ());
+        let Some(SavedEntry(mut v)) = old else {
+            return self.dp_delete_raw(key).map(|_| ());
         };
         if v.id == cur.id {
             // The same route: it keeps the slot it has now, with what it counted meanwhile.
@@ -534,11 +685,15 @@ impl RouteState {
         Ok(())
     }
 
-    /// Remove the prefix/table entry if it is this route's; returns the entry removed. The
+    /// Remove the prefix/table entry if it is this route's; returns whether it was. The
     /// route's `mpt_stats` and `mpt_pcpu` entries go either way (a shadowed route has them too).
-    pub fn dp_delete_route(&self, key: &MptRouteKey) -> Result<Option<MptDpRoute>, Error> {
+    pub fn dp_delete_route(&self, key: &RouteKey) -> Result<bool, Error> {
+        Ok(self.dp_delete_raw(&MptRouteKey::of(key))?.is_some())
+    }
+
+    fn dp_delete_raw(&self, key: &MptRouteKey) -> Result<Option<MptDpRoute>, Error> {
         let l = Lpm::of(key);
-        let held = self.dp_get_route(key)?.filter(|c| c.id == *key);
+        let held = self.dp_get_raw(key)?.filter(|c| c.id == *key);
         if let Some(cur) = &held {
             match self.map(l.map_name())?.delete(l.bytes()) {
                 Err(e) if e.kind() != libbpf_rs::ErrorKind::NotFound => {
@@ -554,7 +709,7 @@ impl RouteState {
     }
 
     /// Longest-prefix match of an address in a table, as the dataplane looks it up.
-    pub fn dp_lookup(&self, table: u32, addr: IpAddr) -> Result<Option<MptDpRoute>, Error> {
+    pub fn dp_lookup(&self, table: u32, addr: IpAddr) -> Result<Option<DpEntry>, Error> {
         let mut dst_be = [0u8; 16];
         let (family, len) = match addr {
             IpAddr::V4(a) => {
@@ -577,18 +732,20 @@ impl RouteState {
         // a hole: the kernel FIB decides there, as for any unmanaged destination
         Ok(self
             .dp_lpm_match(&key)?
-            .filter(|r| r.flags & DPR_F_FOREIGN == 0))
+            .filter(|r| r.flags & DPR_F_FOREIGN == 0)
+            .and_then(|r| DpEntry::of(&r)))
     }
 
     /// Per-route and per-nexthop counters summed over CPUs: the route's `mpt_stats` entry plus
     /// its counter slot, if its LPM entry holds one. `None` if it has neither.
-    pub fn dp_stats(&self, key: &MptRouteKey) -> Result<Option<MptRouteStats>, Error> {
+    pub fn dp_stats(&self, key: &RouteKey) -> Result<Option<RouteStats>, Error> {
+        let key = &MptRouteKey::of(key);
         let hashed = self
             .map("mpt_stats")?
             .lookup_percpu(key.as_bytes(), MapFlags::ANY)
             .map_err(bpf("read mpt_stats"))?
             .and_then(|v| MptRouteStats::sum_percpu(&v));
-        let slotted = match self.dp_get_route(key)? {
+        let slotted = match self.dp_get_raw(key)? {
             Some(r) if r.id == *key && r.stats_slot != 0 => self
                 .map("mpt_slot_stats")?
                 .lookup_percpu(&u32::from(r.stats_slot).to_ne_bytes(), MapFlags::ANY)
@@ -601,7 +758,8 @@ impl RouteState {
                 MptRouteStats::sum_percpu(&[a.as_bytes().to_vec(), b.as_bytes().to_vec()])
             }
             (a, b) => a.or(b),
-        })
+        }
+        .map(|s| RouteStats::of(&s)))
     }
 
     /// The slots the LPM entries hold, from the tries themselves (slot 0, "none", taken).
@@ -609,7 +767,7 @@ impl RouteState {
         let mut used = vec![false; STATS_SLOTS as usize];
         used[0] = true;
         for v6 in [false, true] {
-            for r in self.dp_entries(v6)? {
+            for r in self.dp_entries_raw(v6)? {
                 if let Some(u) = used.get_mut(usize::from(r.stats_slot)) {
                     *u = true;
                 }
@@ -805,7 +963,7 @@ impl RouteState {
             if id == 0 || id >= PRIVATE_GROUP_BASE {
                 continue;
             }
-            if let Some(g) = self.dp_group(id)? {
+            if let Some(g) = self.dp_group_raw(id)? {
                 let paths: Vec<mpt_model::Nexthop> =
                     g.nh.iter()
                         .take(g.nh_count as usize)
@@ -824,8 +982,14 @@ impl RouteState {
         Ok(given)
     }
 
-    /// The group a route points at.
-    pub fn dp_group(&self, id: u32) -> Result<Option<MptGroup>, Error> {
+    /// The nexthops of the group a route points at (`None`: no such group).
+    pub fn dp_group(&self, id: u32) -> Result<Option<Vec<GroupNexthop>>, Error> {
+        Ok(self
+            .dp_group_raw(id)?
+            .map(|g| g.nexthops().iter().map(GroupNexthop::of).collect()))
+    }
+
+    fn dp_group_raw(&self, id: u32) -> Result<Option<MptGroup>, Error> {
         Ok(self
             .map("mpt_groups")?
             .lookup(&id.to_ne_bytes(), MapFlags::ANY)

@@ -9,6 +9,7 @@ use std::path::Path;
 
 use libbpf_rs::skel::{OpenSkel, SkelBuilder};
 use libbpf_rs::{MapCore, MapFlags, MapHandle};
+use mpt_model::{Algo, RouteKey};
 
 use super::abi::{MptMeta, MptRouteKey, MptRouteVal, ABI_VERSION};
 use crate::error::Error;
@@ -44,6 +45,41 @@ pub const ANCHOR_PROG: &str = "mpt_anchor";
 pub const META_F_NATIVE_CHECKED: u32 = 1;
 /// `mpt_meta.flags`: the kernel keeps `RTA_MP_ALGO` (no current kernel does).
 pub const META_F_NATIVE: u32 = 2;
+
+/// What the state records of one managed route (a value of `mpt_routes`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RouteRecord {
+    /// Its algorithm.
+    pub algo: Algo,
+    /// Number of nexthops when it was written.
+    pub nh_count: u8,
+    /// Dataplane group the route points at (0 = none yet).
+    pub group: u32,
+    /// `rtm_protocol` it was installed with (0: not recorded, an older state).
+    pub protocol: u8,
+}
+
+impl RouteRecord {
+    fn of(v: &MptRouteVal) -> RouteRecord {
+        RouteRecord {
+            algo: Algo::from_u32(u32::from(v.algo)).unwrap_or_default(),
+            nh_count: v.nh_count,
+            group: v.nh_group,
+            protocol: v.protocol,
+        }
+    }
+
+    fn val(&self) -> MptRouteVal {
+        MptRouteVal {
+            // the algorithm numbers are the wire values (checked in `abi`)
+            algo: self.algo.as_u32() as u8,
+            flags: 0,
+            nh_count: self.nh_count,
+            protocol: self.protocol,
+            nh_group: self.group,
+        }
+    }
+}
 
 /// The open state of the calling thread's namespace.
 #[derive(Debug)]
@@ -347,8 +383,18 @@ impl RouteState {
         self.pinned.ensure_pinned();
     }
 
+    /// The seed of the dataplane's hash based algorithms.
+    pub fn hash_seed(&self) -> Result<u32, Error> {
+        Ok(self.meta()?.hash_seed)
+    }
+
+    /// `mpt_meta.flags` ([`META_F_NATIVE_CHECKED`], [`META_F_NATIVE`], ...).
+    pub fn meta_flags(&self) -> Result<u32, Error> {
+        Ok(self.meta()?.flags)
+    }
+
     /// The meta record.
-    pub fn meta(&self) -> Result<MptMeta, Error> {
+    pub(crate) fn meta(&self) -> Result<MptMeta, Error> {
         let v = self
             .meta
             .lookup(&0u32.to_ne_bytes(), MapFlags::ANY)
@@ -399,17 +445,23 @@ impl RouteState {
     }
 
     /// Look a route up.
-    pub fn get(&self, key: &MptRouteKey) -> Result<Option<MptRouteVal>, Error> {
+    pub fn get(&self, key: &RouteKey) -> Result<Option<RouteRecord>, Error> {
+        self.get_raw(&MptRouteKey::of(key))
+    }
+
+    fn get_raw(&self, key: &MptRouteKey) -> Result<Option<RouteRecord>, Error> {
         self.flush()?;
         Ok(self
             .routes
             .lookup(key.as_bytes(), MapFlags::ANY)
             .map_err(Error::libbpf("read mpt_routes"))?
-            .and_then(|v| MptRouteVal::from_bytes(&v)))
+            .and_then(|v| MptRouteVal::from_bytes(&v))
+            .map(|v| RouteRecord::of(&v)))
     }
 
     /// Insert or overwrite a route.
-    pub fn put(&self, key: &MptRouteKey, val: &MptRouteVal) -> Result<(), Error> {
+    pub fn put(&self, key: &RouteKey, rec: &RouteRecord) -> Result<(), Error> {
+        let (key, val) = (&MptRouteKey::of(key), &rec.val());
         // a route whose write is held back (its group learnt after the write): the held-back
         // value is replaced, newest first, as the write it stands for would have been
         if self.replace_deferred(key.as_bytes(), val.as_bytes()) {
@@ -430,7 +482,8 @@ impl RouteState {
     }
 
     /// Insert a route that must not exist yet; `false` (and nothing written) if it exists.
-    pub fn insert_new(&self, key: &MptRouteKey, val: &MptRouteVal) -> Result<bool, Error> {
+    pub fn insert_new(&self, key: &RouteKey, rec: &RouteRecord) -> Result<bool, Error> {
+        let (key, val) = (&MptRouteKey::of(key), &rec.val());
         // a key this process has not written into a map that was empty: certainly new
         {
             let mut g = self
@@ -467,25 +520,27 @@ impl RouteState {
     }
 
     /// Delete a route; `false` if it was not there.
-    pub fn delete(&self, key: &MptRouteKey) -> Result<bool, Error> {
+    pub fn delete(&self, key: &RouteKey) -> Result<bool, Error> {
         self.flush()?;
-        match self.routes.delete(key.as_bytes()) {
+        match self.routes.delete(MptRouteKey::of(key).as_bytes()) {
             Ok(()) => Ok(true),
             Err(e) if e.kind() == libbpf_rs::ErrorKind::NotFound => Ok(false),
             Err(e) => Err(Error::libbpf("delete from mpt_routes")(e)),
         }
     }
 
-    /// Every route in the state.
-    pub fn entries(&self) -> Result<Vec<(MptRouteKey, MptRouteVal)>, Error> {
+    /// Every route in the state (keys that are no route identity left out).
+    pub fn entries(&self) -> Result<Vec<(RouteKey, RouteRecord)>, Error> {
         self.flush()?;
         let mut out = Vec::new();
         for k in self.routes.keys() {
             let Some(key) = MptRouteKey::from_bytes(&k) else {
                 continue;
             };
-            if let Some(v) = self.get(&key)? {
-                out.push((key, v));
+            if let Some(v) = self.get_raw(&key)? {
+                if let Some(rk) = key.route_key() {
+                    out.push((rk, v));
+                }
             }
         }
         Ok(out)
