@@ -1,7 +1,9 @@
-//! How the Rust mirrors of the BPF ABI structs are held to the C definitions and turned into
-//! map keys and values: [`assert_layout!`] checks sizes and offsets at compile time against the
-//! types libbpf-cargo generated from the object's BTF; [`impl_bytes!`] gives a padding-free
-//! `#[repr(C)]` struct its native-endian bytes and back. Used by every tool's `abi` module.
+//! How the BPF ABI structs (the types libbpf-cargo generated from the object's BTF, or Rust
+//! mirrors of them) are held to the C definitions and turned into map keys and values:
+//! [`assert_layout!`] checks sizes and offsets at compile time against the header's numbers
+//! and the BTF-generated type; [`impl_bytes!`] gives a padding-free `#[repr(C)]` struct its
+//! native-endian bytes and back; [`impl_bytes_eq!`] gives a generated type equality and
+//! hashing. Used by every tool's `abi` module.
 
 /// Asserts size, every field offset and field size against the expected
 /// numbers from the ABI headers, plus "no padding" (the field sizes add up to
@@ -116,5 +118,26 @@ macro_rules! impl_bytes {
     (@read $int:ty, $b:expr, $off:expr) => { <$int>::from_ne_bytes($crate::layout::field($b, $off)?) };
 }
 
+/// Implements `PartialEq`, `Eq` and `Hash` by the bytes ([`impl_bytes!`]'s `as_bytes`) for
+/// ABI structs whose types libbpf-cargo generated from BTF (it derives only `Debug`,
+/// `Default`, `Copy` and `Clone`). The structs have no padding and only integer fields, so
+/// equal bytes are equal fields.
+macro_rules! impl_bytes_eq {
+    ($($ty:ty),+ $(,)?) => {$(
+        impl PartialEq for $ty {
+            fn eq(&self, other: &Self) -> bool {
+                self.as_bytes() == other.as_bytes()
+            }
+        }
+        impl Eq for $ty {}
+        impl ::core::hash::Hash for $ty {
+            fn hash<H: ::core::hash::Hasher>(&self, state: &mut H) {
+                self.as_bytes().hash(state);
+            }
+        }
+    )+};
+}
+
 pub(crate) use assert_layout;
 pub(crate) use impl_bytes;
+pub(crate) use impl_bytes_eq;

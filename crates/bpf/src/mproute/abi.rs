@@ -1,13 +1,22 @@
-//! Rust mirrors of the structs in `bpf/include/mpt/state_abi.h` (the state
-//! maps) and `bpf/include/mpt/dp_abi.h` (the dataplane maps).
+//! The structs of `bpf/include/mpt/state_abi.h` (the state maps) and
+//! `bpf/include/mpt/dp_abi.h` (the dataplane maps), and their constants.
 //!
-//! Those headers are the single definition of the BPF <-> user-space ABI; the
-//! types here must match them byte for byte. Three independent checks keep them
-//! in sync:
+//! Those headers are the single definition of the BPF <-> user-space ABI. The structs here
+//! are the types libbpf-cargo generates from the compiled object's BTF
+//! ([`crate::skel::mproute::state::types`]), named in Rust style and given what user space
+//! needs: their bytes and back (`crate::layout`'s `impl_bytes!`), equality and hashing by
+//! those bytes (the generated types derive only `Debug`, `Default`, `Copy`, `Clone`), and the
+//! helpers below. Two exceptions are written by hand, checked against BTF like the rest:
+//! [`MptLpm4Key`] and [`MptLpm6Key`], whose `__be32 table_be` BTF knows only as a `u32` (a
+//! byte array here, so that its byte order cannot be mistaken).
 //!
-//! * the `const` asserts below (sizes, offsets, no padding) and a comparison
-//!   with the types libbpf-cargo generated from the object's BTF
-//!   ([`crate::skel::mproute::state::types`]) — a mismatch fails compilation;
+//! `#define`d constants are not in BTF: they are written here and checked where possible
+//! (the map sizes by `tests/abi_btf.rs`, the algorithm numbers against `mpt_model`).
+//! `enum mpt_reason` is used by no map, so not in BTF either: [`Reason`] is checked against
+//! the header's text by `tests/abi_btf.rs`. Three independent checks keep the layout in sync:
+//!
+//! * the `const` asserts below (sizes, offsets, no padding) against the header's numbers —
+//!   a mismatch fails compilation;
 //! * `tests/abi_btf.rs`, which reads the compiled object's BTF at test time;
 //! * the `_Static_assert`s in the headers (BPF and host C compilers).
 //!
@@ -16,7 +25,7 @@
 //! All multi-byte integers are in host byte order; fields in network byte
 //! order are byte arrays whose names say so (`*_be`, addresses, gateways).
 
-use crate::layout::{assert_layout, impl_bytes};
+use crate::layout::{assert_layout, impl_bytes, impl_bytes_eq};
 
 use crate::skel::mproute::state::types as btf;
 
@@ -38,31 +47,21 @@ pub const ALGO_WRANDOM: u8 = 4;
 /// `MPT_ALGO_L4_HASH`.
 pub const ALGO_L4_HASH: u8 = 5;
 
-/// `AF_INET`, the value of [`MptRouteKey::family`] for IPv4.
+/// `AF_INET`, the value of `MptRouteKey::family` for IPv4.
 pub const AF_INET: u8 = 2;
-/// `AF_INET6`, the value of [`MptRouteKey::family`] for IPv6.
+/// `AF_INET6`, the value of `MptRouteKey::family` for IPv6.
 pub const AF_INET6: u8 = 10;
 
-/// `struct mpt_meta`: the single value (key 0) of the `mpt_meta` array map.
-#[repr(C)]
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
-pub struct MptMeta {
-    /// `MPT_ABI_VERSION` of the writer. Must stay the first field forever.
-    pub abi_version: u32,
-    /// Seed for the hash based algorithms.
-    pub hash_seed: u32,
-    /// Cookie of the owning network namespace.
-    pub netns_cookie: u64,
-    /// `META_F_*` bits.
-    pub flags: u32,
-    /// With [`META_F_FIB4_GEN`]: the IPv4 FIB generation (`net->ipv4.rt_genid`) at which the
-    /// routes flagged [`DPR_F_VERIFIED`] were verified.
-    pub fib4_gen: u32,
-}
+/// `struct mpt_meta`: the single value (key 0) of the `mpt_meta` array map. `abi_version`
+/// (`MPT_ABI_VERSION` of the writer) must stay the first field forever; `hash_seed` seeds the
+/// hash based algorithms; `netns_cookie` is the owning namespace's; `flags` holds `META_F_*`;
+/// with [`META_F_FIB4_GEN`], `fib4_gen` is the IPv4 FIB generation (`net->ipv4.rt_genid`) at
+/// which the routes flagged [`DPR_F_VERIFIED`] were verified.
+pub type MptMeta = btf::mpt_meta;
 
-/// `MPT_META_F_FIB4_GEN`: [`MptMeta::fib4_gen`] is set.
+/// `MPT_META_F_FIB4_GEN`: `MptMeta::fib4_gen` is set.
 pub const META_F_FIB4_GEN: u32 = 0x4;
-/// `MPT_DPR_F_VERIFIED`: a flag of [`MptDpRoute::flags`]: at generation [`MptMeta::fib4_gen`]
+/// `MPT_DPR_F_VERIFIED`: a flag of `MptDpRoute::flags`: at generation `MptMeta::fib4_gen`
 /// the kernel's FIB answers with this route for every address the LPM trie gives it for.
 pub const DPR_F_VERIFIED: u8 = 0x1;
 /// `MPT_DPR_F_FOREIGN`: the LPM entry is a hole, another owner's route inside a managed prefix
@@ -72,40 +71,17 @@ pub const DPR_F_FOREIGN: u8 = 0x2;
 /// (gone, or other nexthops): the dataplane leaves its destinations to the kernel FIB.
 pub const DPR_F_DRIFT: u8 = 0x4;
 
-/// `struct mpt_route_key`: key of the `mpt_routes` hash map.
-#[repr(C)]
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
-pub struct MptRouteKey {
-    /// [`AF_INET`] or [`AF_INET6`].
-    pub family: u8,
-    /// Prefix length.
-    pub dst_len: u8,
-    /// Must be 0 (it is part of the hashed key).
-    pub reserved: u16,
-    /// Routing table id (host byte order).
-    pub table: u32,
-    /// Route metric / priority (host byte order).
-    pub metric: u32,
-    /// Prefix address in network byte order; IPv4 uses the first 4 bytes,
-    /// the rest are zero.
-    pub dst_be: [u8; 16],
-}
+/// `struct mpt_route_key`: key of the `mpt_routes` hash map and of the per-route maps.
+/// `family` is [`AF_INET`] or [`AF_INET6`], `dst_len` the prefix length, `reserved` must be 0
+/// (it is part of the hashed key), `table` and `metric` are in host byte order, `dst_be` is
+/// the prefix address in network byte order (IPv4 in the first 4 bytes, the rest zero).
+pub type MptRouteKey = btf::mpt_route_key;
 
-/// `struct mpt_route_val`: value of the `mpt_routes` hash map.
-#[repr(C)]
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
-pub struct MptRouteVal {
-    /// One of the `ALGO_*` constants.
-    pub algo: u8,
-    /// Reserved for flags; 0 for now.
-    pub flags: u8,
-    /// Number of nexthops in the group.
-    pub nh_count: u8,
-    /// `rtm_protocol` the route was installed with (0: not recorded).
-    pub protocol: u8,
-    /// Kernel nexthop group id.
-    pub nh_group: u32,
-}
+/// `struct mpt_route_val`: value of the `mpt_routes` hash map: `algo` (one of the `ALGO_*`
+/// constants), `flags` (0 for now), `nh_count` (nexthops of the group), `protocol`
+/// (`rtm_protocol` the route was installed with, 0: not recorded), `nh_group` (kernel nexthop
+/// group id).
+pub type MptRouteVal = btf::mpt_route_val;
 
 // ---- dataplane (dp_abi.h) ---------------------------------------------------
 
@@ -118,7 +94,7 @@ pub const MAX_DP_ROUTES: u32 = 1 << 20;
 pub const MAX_GROUPS: u32 = 1 << 14;
 /// `MPT_STATS_SLOTS`: `max_entries` of the `mpt_slot_stats` per-CPU array; slot 0 means none.
 pub const STATS_SLOTS: u32 = 256;
-/// `MPT_NH_F_ONLINK` (`RTNH_F_ONLINK`): a flag of [`MptNh::flags`].
+/// `MPT_NH_F_ONLINK` (`RTNH_F_ONLINK`): a flag of `MptNh::flags`.
 pub const NH_F_ONLINK: u8 = 0x04;
 
 /// `struct mpt_lpm4_key`: key of the `mpt_lpm4` LPM trie.
@@ -148,59 +124,26 @@ pub struct MptLpm6Key {
     pub addr: [u8; 16],
 }
 
-/// `struct mpt_dp_route`: value of both LPM tries, a managed route as the
-/// dataplane sees it.
-#[repr(C)]
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
-pub struct MptDpRoute {
-    /// Identity of the route; key of the per-route maps (`mpt_stats`, `mpt_pcpu`).
-    pub id: MptRouteKey,
-    /// One of the `ALGO_*` constants.
-    pub algo: u8,
-    /// `DPR_F_*` bits.
-    pub flags: u8,
-    /// Index of the route's counters in `mpt_slot_stats`; 0: none (counted in `mpt_stats`).
-    pub stats_slot: u16,
-    /// Key of `mpt_groups`.
-    pub group: u32,
-}
+/// `struct mpt_dp_route`: value of both LPM tries, a managed route as the dataplane sees it:
+/// `id` (the route, key of the per-route maps `mpt_stats`, `mpt_pcpu`), `algo` (an `ALGO_*` or
+/// `DP_ALGO_*` constant), `flags` (`DPR_F_*` bits), `stats_slot` (index of its counters in
+/// `mpt_slot_stats`; 0: none, counted in `mpt_stats`), `group` (key of `mpt_groups`).
+pub type MptDpRoute = btf::mpt_dp_route;
 
-/// `struct mpt_nh`: one nexthop of a group.
-#[repr(C)]
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
-pub struct MptNh {
-    /// Egress device.
-    pub ifindex: u32,
-    /// Hash-threshold upper bound over the usable nexthops; -1 = unusable.
-    pub upper_bound: i32,
-    /// Sum of the weights of nexthops `0..=this one`.
-    pub cum_weight: u32,
-    /// Weight, 1..=256.
-    pub weight: u16,
-    /// `NH_F_*` flags.
-    pub flags: u8,
-    /// [`AF_INET`] / [`AF_INET6`] of `gw`; 0 = device route (no gateway).
-    pub family: u8,
-    /// Gateway, network byte order; IPv4 in the first 4 bytes.
-    pub gw: [u8; 16],
-}
+/// `struct mpt_nh`: one nexthop of a group: `ifindex` (egress device), `upper_bound`
+/// (hash-threshold bound over the usable nexthops; -1 = unusable), `cum_weight` (sum of the
+/// weights of nexthops `0..=this one`), `weight` (1..=256), `flags` (`NH_F_*`), `family`
+/// ([`AF_INET`] / [`AF_INET6`] of `gw`; 0 = device route), `gw` (gateway, network byte order;
+/// IPv4 in the first 4 bytes).
+pub type MptNh = btf::mpt_nh;
 
-/// `struct mpt_group`: value of `mpt_groups`, the nexthops of one or more
-/// routes. Only `nh[..nh_count]` is meaningful.
-#[repr(C)]
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
-pub struct MptGroup {
-    /// Number of valid entries in `nh`.
-    pub nh_count: u32,
-    /// Sum of the weights of the valid nexthops.
-    pub total_weight: u32,
-    /// The nexthops.
-    pub nh: [MptNh; MAX_NH],
-}
+/// `struct mpt_group`: value of `mpt_groups`, the nexthops of one or more routes: `nh_count`
+/// valid entries of `nh` whose weights sum to `total_weight`.
+pub type MptGroup = btf::mpt_group;
 
-/// `MPT_DP_ALGO_L3_RES`: [`MptDpRoute::algo`] of a resilient l3-hash route.
+/// `MPT_DP_ALGO_L3_RES`: `MptDpRoute::algo` of a resilient l3-hash route.
 pub const DP_ALGO_L3_RES: u8 = 6;
-/// `MPT_DP_ALGO_L4_RES`: [`MptDpRoute::algo`] of a resilient l4-hash route.
+/// `MPT_DP_ALGO_L4_RES`: `MptDpRoute::algo` of a resilient l4-hash route.
 pub const DP_ALGO_L4_RES: u8 = 7;
 /// `MPT_MAX_BUCKETS`: most buckets of a resilient table.
 pub const MAX_BUCKETS: usize = 4096;
@@ -208,34 +151,11 @@ pub const MAX_BUCKETS: usize = 4096;
 pub const MAX_RES_ROUTES: u32 = 1 << 16;
 
 /// `struct mpt_res_table`: value of `mpt_res` (key: [`MptRouteKey`]), a resilient route's
-/// bucket table. Only the first `n_buckets` entries of `nh` and `used_s` are meaningful.
-#[repr(C)]
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct MptResTable {
-    /// Buckets, 1..=[`MAX_BUCKETS`].
-    pub n_buckets: u16,
-    /// Zero.
-    pub reserved: u16,
-    /// Seconds a bucket must be idle before a rebalance moves it.
-    pub idle_timer_s: u32,
-    /// Bucket -> index into the route's [`MptGroup::nh`].
-    pub nh: [u8; MAX_BUCKETS],
-    /// Bucket -> CLOCK_MONOTONIC_COARSE second of its last packet (0: never), written by the
-    /// dataplane.
-    pub used_s: [u32; MAX_BUCKETS],
-}
-
-impl Default for MptResTable {
-    fn default() -> Self {
-        Self {
-            n_buckets: 0,
-            reserved: 0,
-            idle_timer_s: 0,
-            nh: [0; MAX_BUCKETS],
-            used_s: [0; MAX_BUCKETS],
-        }
-    }
-}
+/// bucket table: `n_buckets` (1..=[`MAX_BUCKETS`]), `reserved` (zero), `idle_timer_s` (seconds
+/// a bucket must be idle before a rebalance moves it), `nh` (bucket -> index into the route's
+/// group), `used_s` (bucket -> CLOCK_MONOTONIC_COARSE second of its last packet, 0: never;
+/// written by the dataplane). Only the first `n_buckets` entries of `nh` and `used_s` count.
+pub type MptResTable = btf::mpt_res_table;
 
 impl MptResTable {
     /// The meaningful part of `nh`.
@@ -244,39 +164,18 @@ impl MptResTable {
     }
 }
 
-/// `struct mpt_counter`: a packet and byte counter.
-#[repr(C)]
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
-pub struct MptCounter {
-    /// Packets.
-    pub packets: u64,
-    /// Bytes.
-    pub bytes: u64,
-}
+/// `struct mpt_counter`: a packet and byte counter (`packets`, `bytes`).
+pub type MptCounter = btf::mpt_counter;
 
-/// `struct mpt_route_stats`: per-CPU value of `mpt_stats` (key:
-/// [`MptRouteKey`]).
-#[repr(C)]
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
-pub struct MptRouteStats {
-    /// Everything forwarded for the route.
-    pub route: MptCounter,
-    /// Per nexthop, indexed like [`MptGroup::nh`].
-    pub nh: [MptCounter; MAX_NH],
-}
+/// `struct mpt_route_stats`: per-CPU value of `mpt_stats` (key: [`MptRouteKey`]) and of
+/// `mpt_slot_stats`: `route` (everything forwarded for the route), `nh` (per nexthop, indexed
+/// like the group's).
+pub type MptRouteStats = btf::mpt_route_stats;
 
-/// `struct mpt_pcpu_state`: per-CPU value of `mpt_pcpu` (key:
-/// [`MptRouteKey`]), the round-robin and DRR state.
-#[repr(C)]
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
-pub struct MptPcpuState {
-    /// per-packet: packets seen on this CPU.
-    pub rr: u32,
-    /// drr: nexthop being served.
-    pub drr_idx: u32,
-    /// drr: bytes each nexthop may still send, indexed like [`MptGroup::nh`].
-    pub drr_deficit: [i32; MAX_NH],
-}
+/// `struct mpt_pcpu_state`: per-CPU value of `mpt_pcpu` (key: [`MptRouteKey`]), the
+/// round-robin and DRR state: `rr` (per-packet: packets seen on this CPU), `drr_idx` (drr:
+/// nexthop being served), `drr_deficit` (drr: bytes each nexthop may still send).
+pub type MptPcpuState = btf::mpt_pcpu_state;
 
 /// `MPT_R_MAX`: number of [`Reason`]s, `max_entries` of `mpt_reasons`.
 pub const R_MAX: u32 = 18;
@@ -571,6 +470,19 @@ impl_bytes!(MptPcpuState {
     drr_idx: u32,
     drr_deficit: i32s,
 });
+
+impl_bytes_eq!(
+    MptMeta,
+    MptRouteKey,
+    MptRouteVal,
+    MptDpRoute,
+    MptNh,
+    MptGroup,
+    MptResTable,
+    MptCounter,
+    MptRouteStats,
+    MptPcpuState,
+);
 
 // ---- helpers ------------------------------------------------------------------
 
