@@ -325,7 +325,9 @@ impl Session {
         loop {
             while let Some((line, cmd)) = queue.pop_front() {
                 let planned = match &cmd {
-                    Ok(Command::Write(spec)) if spec.verb == Verb::Add => Some(self.plan(spec)),
+                    Ok(Command::Write(spec)) if spec.verb == Verb::Add => {
+                        Some(self.txn().plan(spec))
+                    }
                     _ => None,
                 };
                 // what planning already settled for this line (None: not an add)
@@ -411,7 +413,7 @@ impl Session {
                         pipe.lines_of.clear();
                         let pending = std::mem::take(&mut pipe.window);
                         for (_, p) in pending.iter().rev() {
-                            let _ = self.undo(p);
+                            let _ = self.txn().undo(p);
                             self.gc_needed = true;
                         }
                         maps_failed(&pending, 0, &f, emit);
@@ -431,7 +433,7 @@ impl Session {
             .collect();
         if w.jobs.send(Job { lpm, reqs }).is_err() {
             for (_, p) in pending.iter().rev() {
-                let _ = self.undo(p);
+                let _ = self.txn().undo(p);
             }
             let _ = self.land_all(pipe, w, emit);
             emit(line, Err(Failure::system("netlink sender thread gone")));
@@ -500,7 +502,7 @@ impl Session {
                 // of a window planned here cannot be written
                 let later = self.undo_after(pipe, w).len();
                 for (_, p) in oldest.pending.iter().rev() {
-                    let _ = self.undo(p);
+                    let _ = self.txn().undo(p);
                     self.gc_needed = true;
                 }
                 maps_failed(&oldest.pending, later, &f, emit);
@@ -533,7 +535,7 @@ impl Session {
         &mut self,
         w: &Worker,
     ) -> Result<Option<mpt_bpf::mproute::state::LpmWrites>, Failure> {
-        match self.hand_off_maps()? {
+        match self.txn().hand_off_maps()? {
             Some(lpm) if w.behind.get() => lpm
                 .write()
                 .map(|()| None)
@@ -547,7 +549,7 @@ impl Session {
     /// their lines, in order, to be planned again.
     fn undo_after(&mut self, pipe: &mut Pipe, w: &Worker) -> Vec<Line> {
         for (_, p) in pipe.window.drain(..).rev() {
-            let _ = self.undo(&p);
+            let _ = self.txn().undo(&p);
             // objects it created may serve the lines planned again: collected at the end
             self.gc_needed = true;
         }
@@ -576,7 +578,7 @@ impl Session {
             if matches!(reply, Reply::Fib(Ok(v)) if v.get(i).is_some_and(Result::is_ok)) {
                 self.delete_again(p);
             }
-            let _ = self.undo(p);
+            let _ = self.txn().undo(p);
             self.gc_needed = true;
         }
     }
@@ -606,11 +608,11 @@ impl Session {
         pending: &[(usize, Pending)],
         emit: &mut dyn FnMut(usize, Result<Output, Failure>),
     ) -> bool {
-        let Err(f) = self.flush_maps() else {
+        let Err(f) = self.txn().flush_maps() else {
             return true;
         };
         for (_, p) in pending.iter().rev() {
-            let _ = self.undo(p);
+            let _ = self.txn().undo(p);
         }
         maps_failed(pending, 0, &f, emit);
         false
@@ -651,7 +653,7 @@ impl Session {
                 self.fib.clear();
                 // State and LPM entries back as they were (newest first), like a refusal.
                 for (_, p) in pending.iter().rev() {
-                    let _ = self.undo(p);
+                    let _ = self.txn().undo(p);
                 }
                 for (line, _) in pending {
                     emit(line, Err(f.clone()));
@@ -698,7 +700,7 @@ impl Session {
             if verdict[i] == LineOutcome::RolledBack && results[i].is_ok() {
                 self.delete_again(p);
             }
-            let _ = self.undo(p);
+            let _ = self.txn().undo(p);
             // Objects this line created may be used by applied lines: collect at the end.
             self.gc_needed = true;
         }
@@ -713,7 +715,9 @@ impl Session {
         }
         for ((i, (line, p)), res) in pending.into_iter().enumerate().zip(results) {
             match (verdict[i], res) {
-                (LineOutcome::Applied, _) => emit(line, self.settle_ok(p).map(crate::cmd::done)),
+                (LineOutcome::Applied, _) => {
+                    emit(line, self.txn().settle_ok(p).map(crate::cmd::done))
+                }
                 (LineOutcome::Refused, Err(e)) => {
                     emit(line, Err(Failure::from(mpt_netlink::Error::Kernel(e))))
                 }

@@ -3,7 +3,7 @@
 //! agree after the command, a refused one included.
 //!
 //! Order: a mutation writes the state, the dataplane's entries and any nexthop objects first,
-//! then the FIB ([`Session::plan`] prepares, the caller sends the request, [`Session::settle`]
+//! then the FIB ([`RouteTxn::plan`] prepares, the caller sends the request, [`RouteTxn::settle`]
 //! keeps or undoes); a delete removes the FIB route first, then the state.
 
 use std::collections::{HashMap, HashSet};
@@ -80,7 +80,35 @@ impl std::fmt::Display for Op {
     }
 }
 
+/// The route transaction of one command or batch line on a session: [`RouteTxn::plan`]
+/// writes the state, the dataplane's entries and any nexthop objects and prepares the FIB
+/// request; the caller sends it (alone or pipelined); [`RouteTxn::settle`] keeps or undoes.
+/// `del` and `flush` are decided ([`RouteTxn::del_target`], [`RouteTxn::flush_plan`]) before
+/// they are carried out. It works on the session's socket, state and caches, and returns what
+/// it did ([`Done`]), never the front end's output.
+pub(crate) struct RouteTxn<'s>(&'s mut Session);
+
+impl std::ops::Deref for RouteTxn<'_> {
+    type Target = Session;
+    fn deref(&self) -> &Session {
+        self.0
+    }
+}
+
+impl std::ops::DerefMut for RouteTxn<'_> {
+    fn deref_mut(&mut self) -> &mut Session {
+        self.0
+    }
+}
+
 impl Session {
+    /// The route transaction on this session.
+    pub(crate) fn txn(&mut self) -> RouteTxn<'_> {
+        RouteTxn(self)
+    }
+}
+
+impl RouteTxn<'_> {
     /// Make the map writes held back for the routes planned so far (the dataplane's state
     /// before the FIB); see `RouteState::flush`.
     pub(crate) fn flush_maps(&mut self) -> Result<(), Failure> {
@@ -504,7 +532,7 @@ impl Session {
         )))
     }
 
-    /// `del` of what [`Session::del_target`] chose: the FIB route first, then the state (and
+    /// `del` of what [`RouteTxn::del_target`] chose: the FIB route first, then the state (and
     /// the dataplane entry).
     pub(crate) fn delete(&mut self, target: DelTarget) -> Result<Done, Failure> {
         let route = match target {
@@ -564,7 +592,7 @@ impl Session {
         Ok(steps)
     }
 
-    /// Carry out a [`Session::flush_plan`].
+    /// Carry out a [`RouteTxn::flush_plan`].
     pub(crate) fn flush(&mut self, steps: &[FlushStep]) -> Result<(), Failure> {
         for step in steps {
             match step {
@@ -607,7 +635,7 @@ impl FlushStep {
     }
 }
 
-/// What `del` deletes ([`Session::del_target`]).
+/// What `del` deletes ([`RouteTxn::del_target`]).
 #[derive(Debug)]
 pub(crate) enum DelTarget {
     /// A FIB route mproute owns, and its state entry if it has one.

@@ -40,7 +40,7 @@ pub fn run(s: &mut Session, c: &Command) -> Result<Output, Failure> {
         Command::Del(spec) => del(s, spec),
         Command::Flush { table } => {
             let table = super::flush::table(table.as_deref())?;
-            let steps = s.flush_plan(table)?;
+            let steps = s.txn().flush_plan(table)?;
             Ok(super::flush::report(&steps, true))
         }
         Command::Sync { reset } => super::sync::dry(s, *reset),
@@ -196,7 +196,7 @@ impl plan::Known for Facts<'_> {
 
 /// `del`, as [`Session::del_target`] decides it; later lines see the route gone.
 fn del(s: &mut Session, spec: &RouteSpec) -> Result<Output, Failure> {
-    let rep = match s.del_target(spec)? {
+    let rep = match s.txn().del_target(spec)? {
         DelTarget::Stale(k) => CheckReport::route("del", &k, true, None, None),
         DelTarget::Route(route, m) => {
             let before = row(&route, m.as_ref());

@@ -8,6 +8,6 @@ use crate::view::Output;
 
 /// Delete the route.
 pub fn run(s: &mut Session, spec: &RouteSpec) -> Result<Output, Failure> {
-    let target = s.del_target(spec)?;
-    s.delete(target).map(super::done)
+    let target = s.txn().del_target(spec)?;
+    s.txn().delete(target).map(super::done)
 }

@@ -18,8 +18,8 @@ pub(crate) fn table(table: Option<&str>) -> Result<Option<u32>, Failure> {
 /// Remove mproute's routes of one table (`None`, `all`: every table).
 pub fn run(s: &mut Session, table: Option<&str>) -> Result<Output, Failure> {
     let table = self::table(table)?;
-    let steps = s.flush_plan(table)?;
-    s.flush(&steps)?;
+    let steps = s.txn().flush_plan(table)?;
+    s.txn().flush(&steps)?;
     Ok(report(&steps, false))
 }
 

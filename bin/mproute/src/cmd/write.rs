@@ -8,5 +8,5 @@ use crate::view::Output;
 
 /// Install the route as the verb says.
 pub fn run(s: &mut Session, spec: &RouteSpec) -> Result<Output, Failure> {
-    s.modify(spec).map(super::done)
+    s.txn().modify(spec).map(super::done)
 }
