@@ -618,9 +618,9 @@ static __always_inline int fast_path(void *ctx, struct pkt *p, struct bpf_fib_lo
  *
  * fib4_armed: mpt_meta holds generation gen of the namespace with this cookie
  * (the state's own: a device moved elsewhere keeps its program) as verified;
- * fib4_verified: that, for the generation and cookie decide() read for the
- * packet (fib4_gen, read once, as the flow cache uses them too), and rt is
- * flagged verified.
+ * fib4_verified: that, for the generation and cookie flow_cache_answer() read
+ * for the packet (fib4_gen, read once, as the flow cache uses them too), and
+ * rt is flagged verified.
  */
 static __always_inline int fib4_armed(__u64 cookie, __u32 gen)
 {
@@ -638,110 +638,114 @@ static __always_inline int fib4_verified(int have_gen, __u64 cookie, __u32 gen,
 }
 
 /*
- * The decision, common to both hooks. Returns the egress ifindex (> 0) with
- * *fib filled for a redirect, or -(reason) to hand the packet to the stack.
- * *neigh is set when the gateway's neighbour is unresolved (tc can still
- * redirect with bpf_redirect_neigh).
+ * The checksum gate, native XDP on a device that carries local stacks'
+ * packets (mpt_local_stacks): whether this packet's TCP/UDP checksum is final,
+ * since a redirect loses the skb's CHECKSUM_PARTIAL. Returns 0 to go on, or
+ * MPT_R_L4_CSUM to send it up as an skb before anything is chosen for it (the
+ * per-CPU round robin and DRR state must count it once, in the tc program
+ * that forwards it). Always 0 for tc (xdp 0) and generic XDP.
  */
-static __always_inline int decide(void *ctx, struct xdp_md *xdp, struct pkt *p,
-				  struct bpf_fib_lookup *fib, int *nh_out,
-				  struct mpt_dp_route **rt_out, int *neigh)
+static __always_inline __u32 csum_gate(struct xdp_md *xdp, struct pkt *p)
 {
-	struct mpt_dp_route *rt;
-	struct mpt_group *g;
-	struct fc_query q;
+	int partial;
+
+	if (!xdp || mpt_xdp_generic || !mpt_local_stacks)
+		return 0;
+	/* on a veth the skb it came from says so (mpt_veth_skb); -1: no skb to ask */
+	partial = mpt_veth_skb ? mpt_veth_skb_partial(xdp, mpt_veth_skb) : -1;
+	if (partial > 0)
+		return MPT_R_L4_CSUM;
+	if (partial == 0)
+		return 0;
+	/* else verified here, and what cannot be verified goes up */
+	if (p->unverifiable || p->key.proto == IPPROTO_SCTP)
+		return MPT_R_L4_CSUM;
+	if (p->csum_off && !mpt_l4_csum_ok(xdp, p->csum_off, p->csum_len, pseudo_sum(p)))
+		return MPT_R_L4_CSUM;
+	return 0;
+}
+
+/*
+ * The flow cache's answer (flow_cache.h), IPv4 only: for the FIB's answer or a
+ * managed route's kept choice. Reads the generation before any lookup and fills
+ * q, *cookie and *cache (1: the packet has a cache key, q, for fast_path and
+ * the managed path to store their answers under). Returns 1 when the packet is
+ * decided, *ret being decide()'s answer (an egress ifindex, *fib filled and,
+ * for a managed choice, *nh_out and p->hit_slot set; or -(reason)), 0 on a
+ * miss.
+ */
+static __always_inline int flow_cache_answer(struct pkt *p, struct bpf_fib_lookup *fib, int *nh_out,
+					     struct fc_query *q, __u64 *cookie, int *cache, int *ret)
+{
+	struct iphdr *ip = p->l3;
 	struct fc_hit hit;
-	int cache = 0, keep = 0;
-	__u64 cookie = 0;
-	__u32 r;
-	long rc;
-	int nh;
 
-	r = parse(p);
-	/*
-	 * An IP frame not sent to this host (another host's, broadcast,
-	 * multicast) is not-host whatever else it has (a multicast with hop
-	 * limit 1, say): the kernel would not forward it anyway.
-	 */
-	if (p->not_host && r != MPT_R_NOT_IP)
-		return -MPT_R_NOT_HOST;
-	if (r)
-		return -(int)r;
-	/*
-	 * XDP: a packet whose TCP/UDP checksum is not complete goes up as an skb before
-	 * anything is chosen for it (the per-CPU round robin and DRR state must count it
-	 * once, in the tc program that forwards it).
-	 */
-	if (xdp && !mpt_xdp_generic && mpt_local_stacks) {
-		int partial = mpt_veth_skb ? mpt_veth_skb_partial(xdp, mpt_veth_skb) : -1;
-
-		if (partial > 0)
-			return -MPT_R_L4_CSUM;
-		if (partial == 0)
-			goto csum_done;
-		if (p->unverifiable || p->key.proto == IPPROTO_SCTP)
-			return -MPT_R_L4_CSUM;
-		if (p->csum_off &&
-		    !mpt_l4_csum_ok(xdp, p->csum_off, p->csum_len, pseudo_sum(p)))
-			return -MPT_R_L4_CSUM;
+	if (p->family != AF_INET)
+		return 0;
+	if ((void *)(ip + 1) > p->data_end) {
+		*ret = -MPT_R_MALFORMED;
+		return 1;
 	}
-csum_done:
-	/* IPv4: an answer of the flow cache, the FIB's or a managed route's (flow_cache.h) */
-	if (p->family == AF_INET) {
-		struct iphdr *ip = p->l3;
-
-		if ((void *)(ip + 1) > p->data_end)
-			return -MPT_R_MALFORMED;
-		/* the generation before any lookup */
-		cache = fib4_gen(p, &q.genid, &cookie);
-		if (cache) {
-			q.saddr = ip->saddr;
-			q.daddr = ip->daddr;
-			q.sport_be = p->sport_be;
-			q.dport_be = p->dport_be;
-			q.proto = ip->protocol;
-			q.tos = ip->tos;
-			q.need = p->gso ? 0 : p->tot_len;
-			q.iif = p->ingress_ifindex;
-			q.net_lo = (__u32)cookie;
-			if (fc_lookup(&q, fib, &hit)) {
-				if (!hit.stats_slot)
-					return fib->ifindex;
-				if (fib4_armed(cookie, q.genid)) {
-					*nh_out = hit.nh_idx;
-					p->hit_slot = hit.stats_slot;
-					fib->family = AF_INET;
-					return fib->ifindex;
-				}
+	/* the generation before any lookup */
+	*cache = fib4_gen(p, &q->genid, cookie);
+	if (*cache) {
+		q->saddr = ip->saddr;
+		q->daddr = ip->daddr;
+		q->sport_be = p->sport_be;
+		q->dport_be = p->dport_be;
+		q->proto = ip->protocol;
+		q->tos = ip->tos;
+		q->need = p->gso ? 0 : p->tot_len;
+		q->iif = p->ingress_ifindex;
+		q->net_lo = (__u32)*cookie;
+		if (fc_lookup(q, fib, &hit)) {
+			if (!hit.stats_slot) {
+				*ret = fib->ifindex;
+				return 1;
+			}
+			if (fib4_armed(*cookie, q->genid)) {
+				*nh_out = hit.nh_idx;
+				p->hit_slot = hit.stats_slot;
+				fib->family = AF_INET;
+				*ret = fib->ifindex;
+				return 1;
 			}
 		}
-		barrier();
 	}
-	rt = lookup_route(p);
-	/*
-	 * a hole in a managed prefix (another owner's route there), or a managed
-	 * route the kernel no longer has as installed: the kernel decides
-	 */
+	barrier();
+	return 0;
+}
+
+/*
+ * The managed route for this packet's destination, or 0 where the kernel
+ * decides: no managed prefix, a hole in one (another owner's route there,
+ * MPT_DPR_F_FOREIGN), or a managed route the kernel no longer has as installed
+ * (MPT_DPR_F_DRIFT).
+ */
+static __always_inline struct mpt_dp_route *managed_route(struct pkt *p)
+{
+	struct mpt_dp_route *rt = lookup_route(p);
+
 	if (rt && (rt->flags & (MPT_DPR_F_FOREIGN | MPT_DPR_F_DRIFT)))
 		rt = 0;
-	if (!rt)
-		return mpt_fastpath ? fast_path(ctx, p, fib, neigh, &q, cache) : -MPT_R_NO_ROUTE;
-	*rt_out = rt;
-	g = bpf_map_lookup_elem(&mpt_groups, &rt->group);
-	if (!g)
-		return -MPT_R_NO_NEXTHOP;
+	return rt;
+}
 
-	/*
-	 * The kernel's own view first: local destinations, forwarding disabled on
-	 * the ingress device, blackhole/unreachable/prohibit all go to the stack.
-	 */
-	/* cache: IPv4 with the generation read (the only family it covers) */
-	if (fib4_verified(cache, cookie, q.genid, rt)) {
-		/* a choice the flow alone makes, on a route with a counters slot: kept */
-		keep = cache && rt->stats_slot && q.proto != IPPROTO_ICMP &&
-		       (rt->algo == MPT_ALGO_L3_HASH || (rt->algo == MPT_ALGO_L4_HASH && p->l4));
-		goto ours;
-	}
+/*
+ * The managed path's check against the kernel's own view: whether the kernel's
+ * FIB answers this packet with the managed route rt (group g). Local
+ * destinations, forwarding disabled on the ingress device,
+ * blackhole/unreachable/prohibit go to the stack (-(reason)), and so does a
+ * packet the kernel matches with another route: a more specific one added with
+ * ip route inside a managed prefix (or a rule sending the packet to another
+ * table) wins in the kernel, and then the kernel forwards it. 0: ours.
+ * Clobbers *fib.
+ */
+static __always_inline int kernel_view(void *ctx, struct pkt *p, const struct mpt_dp_route *rt,
+				       struct mpt_group *g, struct bpf_fib_lookup *fib)
+{
+	long rc;
+
 	__builtin_memset(fib, 0, sizeof(*fib));
 	fib->family = p->family;
 	fib->ifindex = p->ingress_ifindex;
@@ -770,86 +774,163 @@ csum_done:
 	rc = bpf_fib_lookup(ctx, fib, sizeof(*fib), mpt_view_flags);
 	if (rc != BPF_FIB_LKUP_RET_SUCCESS && rc != BPF_FIB_LKUP_RET_NO_NEIGH)
 		return -(int)fib_reason(rc);
-	/*
-	 * The route the kernel matched must be ours: a more specific route added
-	 * with ip route inside a managed prefix (or a rule sending the packet to
-	 * another table) wins in the kernel, and then the kernel forwards it.
-	 */
 	if (fib->rt_metric != rt->id.metric || !mpt_group_has(g, fib))
 		return -MPT_R_NO_ROUTE;
+	return 0;
+}
 
-ours:
+/*
+ * The managed path's last step: nexthop nh of group g, chosen for this packet,
+ * resolved to its MACs and checked against its device's MTU, from the gateway
+ * cache (gw_cache.h) or with a direct lookup on its device. Returns as
+ * decide(). keep: store the choice in the flow cache under q (for rt's
+ * counters slot).
+ */
+static __always_inline int resolve_nh(void *ctx, struct pkt *p, const struct mpt_dp_route *rt,
+				      struct mpt_group *g, int nh, struct bpf_fib_lookup *fib,
+				      int *neigh, const struct fc_query *q, int keep)
+{
+	__u32 idx = (__u32)nh;
+	struct mpt_nh *n;
+	long rc;
+
+	barrier_var(idx);
+	idx &= MPT_MAX_NH - 1;
+	n = &g->nh[idx];
+
+	if (n->family && mpt_nh_cached(n, p->gso ? 0 : p->tot_len, fib)) {
+		/* the neighbour, for bpf_redirect_neigh and the neighbour check */
+		fib->family = n->family;
+		if (n->family == AF_INET)
+			__builtin_memcpy(&fib->ipv4_dst, n->gw, 4);
+		else
+			__builtin_memcpy(fib->ipv6_dst, n->gw, 16);
+		if (keep && n->family == AF_INET) {
+			fib->ifindex = n->ifindex;
+			fc_store(q, fib, rt->stats_slot, (__u8)idx);
+		}
+		return n->ifindex;
+	}
+	__builtin_memset(fib, 0, sizeof(*fib));
+	fib->ifindex = n->ifindex;
+	fib->tot_len = p->gso ? 0 : p->tot_len;
+	if (n->family == AF_INET6) {
+		fib->family = AF_INET6;
+		__builtin_memcpy(fib->ipv6_dst, n->gw, 16);
+	} else if (n->family == AF_INET) {
+		fib->family = AF_INET;
+		__builtin_memcpy(&fib->ipv4_dst, n->gw, 4);
+	} else {
+		/* device route: the destination itself is on the link */
+		struct iphdr *ip = p->l3;
+		struct ipv6hdr *ip6 = p->l3;
+
+		fib->family = p->family;
+		if (p->family == AF_INET) {
+			if ((void *)(ip + 1) > p->data_end)
+				return -MPT_R_MALFORMED;
+			fib->ipv4_dst = ip->daddr;
+		} else {
+			if ((void *)(ip6 + 1) > p->data_end)
+				return -MPT_R_MALFORMED;
+			__builtin_memcpy(fib->ipv6_dst, &ip6->daddr, 16);
+		}
+	}
+	rc = bpf_fib_lookup(ctx, fib, sizeof(*fib), BPF_FIB_LOOKUP_DIRECT | BPF_FIB_LOOKUP_OUTPUT);
+	if (rc == BPF_FIB_LKUP_RET_NO_NEIGH) {
+		*neigh = 1;
+		return n->ifindex;
+	}
+	if (rc == BPF_FIB_LKUP_RET_FRAG_NEEDED)
+		return -MPT_R_FRAG_NEEDED;
+	/* its link is down, or the gateway is not on its device */
+	if (rc != BPF_FIB_LKUP_RET_SUCCESS)
+		return -MPT_R_NO_NEXTHOP;
+	if (fib->ifindex != n->ifindex)
+		return -MPT_R_NO_NEXTHOP; /* gateway not reachable through its device */
+	if (n->family)
+		mpt_nh_remember(n, p->gso ? 0 : p->tot_len, fib);
+	if (keep && fib->family == AF_INET)
+		fc_store(q, fib, rt->stats_slot, (__u8)idx);
+	return n->ifindex;
+}
+
+/*
+ * The managed path: the packet's destination is the managed route rt. The
+ * kernel's view first (kernel_view), skipped for an IPv4 route verified at the
+ * current generation (fib4_verified); then the route's algorithm picks the
+ * nexthop (*nh_out) and resolve_nh resolves it. cache, q, cookie: the flow
+ * cache's key (flow_cache_answer). Returns as decide().
+ */
+static __always_inline int managed_path(void *ctx, struct pkt *p, struct mpt_dp_route *rt,
+					struct bpf_fib_lookup *fib, int *nh_out, int *neigh,
+					const struct fc_query *q, __u64 cookie, int cache)
+{
+	struct mpt_group *g;
+	int keep = 0, nh, r;
+
+	g = bpf_map_lookup_elem(&mpt_groups, &rt->group);
+	if (!g)
+		return -MPT_R_NO_NEXTHOP;
+	/* cache: IPv4 with the generation read (the only family it covers) */
+	if (fib4_verified(cache, cookie, q->genid, rt)) {
+		/* a choice the flow alone makes, on a route with a counters slot: kept */
+		keep = cache && rt->stats_slot && q->proto != IPPROTO_ICMP &&
+		       (rt->algo == MPT_ALGO_L3_HASH || (rt->algo == MPT_ALGO_L4_HASH && p->l4));
+	} else {
+		r = kernel_view(ctx, p, rt, g, fib);
+		if (r)
+			return r;
+	}
 	nh = select_nh(p, rt, g);
 	if (nh < 0 || nh >= MPT_MAX_NH)
 		return -MPT_R_NO_NEXTHOP;
 	*nh_out = nh;
+	return resolve_nh(ctx, p, rt, g, nh, fib, neigh, q, keep);
+}
 
-	/* Our nexthop: its MACs, its device's MTU. */
-	{
-		__u32 idx = (__u32)nh;
-		struct mpt_nh *n;
+/*
+ * The decision, common to both hooks. Returns the egress ifindex (> 0) with
+ * *fib filled for a redirect, or -(reason) to hand the packet to the stack.
+ * *neigh is set when the gateway's neighbour is unresolved (tc can still
+ * redirect with bpf_redirect_neigh). In order: the packet (parse, not-host),
+ * the checksum gate, the flow cache, then the managed path for a managed
+ * route's destination, else the fast path (the kernel FIB's answer).
+ */
+static __always_inline int decide(void *ctx, struct xdp_md *xdp, struct pkt *p,
+				  struct bpf_fib_lookup *fib, int *nh_out,
+				  struct mpt_dp_route **rt_out, int *neigh)
+{
+	struct mpt_dp_route *rt;
+	/*
+	 * Zeroed though only read where cache is set: clang may load a field
+	 * of q it spilled ahead of the test that guards it, and before 6.3 the
+	 * verifier refuses a read of stack never written.
+	 */
+	struct fc_query q = {};
+	int cache = 0, ret;
+	__u64 cookie = 0;
+	__u32 r;
 
-		barrier_var(idx);
-		idx &= MPT_MAX_NH - 1;
-		n = &g->nh[idx];
-
-		if (n->family && mpt_nh_cached(n, p->gso ? 0 : p->tot_len, fib)) {
-			/* the neighbour, for bpf_redirect_neigh and the neighbour check */
-			fib->family = n->family;
-			if (n->family == AF_INET)
-				__builtin_memcpy(&fib->ipv4_dst, n->gw, 4);
-			else
-				__builtin_memcpy(fib->ipv6_dst, n->gw, 16);
-			if (keep && n->family == AF_INET) {
-				fib->ifindex = n->ifindex;
-				fc_store(&q, fib, rt->stats_slot, (__u8)idx);
-			}
-			return n->ifindex;
-		}
-		__builtin_memset(fib, 0, sizeof(*fib));
-		fib->ifindex = n->ifindex;
-		fib->tot_len = p->gso ? 0 : p->tot_len;
-		if (n->family == AF_INET6) {
-			fib->family = AF_INET6;
-			__builtin_memcpy(fib->ipv6_dst, n->gw, 16);
-		} else if (n->family == AF_INET) {
-			fib->family = AF_INET;
-			__builtin_memcpy(&fib->ipv4_dst, n->gw, 4);
-		} else {
-			/* device route: the destination itself is on the link */
-			struct iphdr *ip = p->l3;
-			struct ipv6hdr *ip6 = p->l3;
-
-			fib->family = p->family;
-			if (p->family == AF_INET) {
-				if ((void *)(ip + 1) > p->data_end)
-					return -MPT_R_MALFORMED;
-				fib->ipv4_dst = ip->daddr;
-			} else {
-				if ((void *)(ip6 + 1) > p->data_end)
-					return -MPT_R_MALFORMED;
-				__builtin_memcpy(fib->ipv6_dst, &ip6->daddr, 16);
-			}
-		}
-		rc = bpf_fib_lookup(ctx, fib, sizeof(*fib),
-				    BPF_FIB_LOOKUP_DIRECT | BPF_FIB_LOOKUP_OUTPUT);
-		if (rc == BPF_FIB_LKUP_RET_NO_NEIGH) {
-			*neigh = 1;
-			return n->ifindex;
-		}
-		if (rc == BPF_FIB_LKUP_RET_FRAG_NEEDED)
-			return -MPT_R_FRAG_NEEDED;
-		/* its link is down, or the gateway is not on its device */
-		if (rc != BPF_FIB_LKUP_RET_SUCCESS)
-			return -MPT_R_NO_NEXTHOP;
-		if (fib->ifindex != n->ifindex)
-			return -MPT_R_NO_NEXTHOP; /* gateway not reachable through its device */
-		if (n->family)
-			mpt_nh_remember(n, p->gso ? 0 : p->tot_len, fib);
-		if (keep && fib->family == AF_INET)
-			fc_store(&q, fib, rt->stats_slot, (__u8)idx);
-		return n->ifindex;
-	}
+	r = parse(p);
+	/*
+	 * An IP frame not sent to this host (another host's, broadcast,
+	 * multicast) is not-host whatever else it has (a multicast with hop
+	 * limit 1, say): the kernel would not forward it anyway.
+	 */
+	if (p->not_host && r != MPT_R_NOT_IP)
+		return -MPT_R_NOT_HOST;
+	if (!r)
+		r = csum_gate(xdp, p);
+	if (r)
+		return -(int)r;
+	if (flow_cache_answer(p, fib, nh_out, &q, &cookie, &cache, &ret))
+		return ret;
+	rt = managed_route(p);
+	if (!rt)
+		return mpt_fastpath ? fast_path(ctx, p, fib, neigh, &q, cache) : -MPT_R_NO_ROUTE;
+	*rt_out = rt;
+	return managed_path(ctx, p, rt, fib, nh_out, neigh, &q, cookie, cache);
 }
 
 /* XDP hands a packet up to the stack (and to tc there) for reason r: see mpt_tc_follows. */
