@@ -1,13 +1,23 @@
-//! Rust mirrors of the structs in `bpf/include/mpt/ila_abi.h` (the ILA state maps), checked
-//! against the types libbpf-cargo generated from the compiled object's BTF at compile time
-//! ([`crate::layout`]), by `tests/abi_btf.rs` at test time, and by the header's own static
-//! asserts. Any layout change bumps [`ABI_VERSION`] (`ILA_ABI_VERSION`).
+//! The structs of `bpf/include/mpt/ila_abi.h` (the ILA state maps), and their constants.
 //!
-//! Locators and addresses are byte arrays in network order; every other field is host order.
+//! That header is the one definition of the ILA BPF <-> user-space ABI. The structs here are
+//! the types libbpf-cargo generates from the compiled state object's BTF
+//! ([`crate::skel::ila::ila_state::types`]), named in Rust style and given what user space
+//! needs: their bytes and back (`crate::layout`'s `impl_bytes!`), equality and hashing by
+//! those bytes (the generated types derive only `Debug`, `Default`, `Copy`, `Clone`), and the
+//! conversions to and from the model (`mpt_model::ila`) below. None is mirrored by hand: the
+//! header has no `__be*` field (locators and addresses are byte arrays, network order, in BTF
+//! and in the generated types alike; every other field is host order).
+//!
+//! `#define`d constants and `enum ila_reason` (used by no map) are not in BTF: they are
+//! written here and checked against the header's text by `tests/abi_btf.rs`. The layout is
+//! checked at compile time against the header's numbers and the BTF type ([`crate::layout`]),
+//! by `tests/abi_btf.rs` at test time, and by the header's own static asserts. Any layout
+//! change bumps [`ABI_VERSION`] (`ILA_ABI_VERSION`).
 
 use mpt_model::ila::{CsumMode, HookType, IdentType, Locator, Mapping, RouteSpec};
 
-use crate::layout::{assert_layout, impl_bytes};
+use crate::layout::{assert_layout, impl_bytes, impl_bytes_eq};
 use crate::skel::ila::ila_state::types as btf;
 
 /// `ILA_ABI_VERSION`.
@@ -25,87 +35,34 @@ pub const MAX_ROUTES: u32 = 1 << 16;
 /// `ILA_STATS_SLOTS`: slots of `ila_slot_stats` (slot 0: none).
 pub const STATS_SLOTS: u32 = 8192;
 
-/// `struct ila_meta`: the single value (key 0) of `ila_meta`.
-#[repr(C)]
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct IlaMeta {
-    /// `ILA_ABI_VERSION` of the writer; stays the first field forever.
-    pub abi_version: u32,
-    /// `META_F_*`: which kinds of entries the tables may hold.
-    pub flags: u32,
-    /// The owning namespace's cookie.
-    pub netns_cookie: u64,
-}
+/// `struct ila_meta`: the single value (key 0) of `ila_meta`. `abi_version` (`ILA_ABI_VERSION`
+/// of the writer) stays the first field forever; `flags` holds `META_F_*` (which kinds of
+/// entries the tables may hold); `netns_cookie` is the owning namespace's.
+pub type IlaMeta = btf::ila_meta;
 
-/// `struct ila_xlat_key`.
-#[repr(C)]
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
-pub struct IlaXlatKey {
-    /// The locator a destination must have (network order).
-    pub locator_match: [u8; 8],
-    /// The receiving device (0: any).
-    pub ifindex: u32,
-    /// 0.
-    pub pad: u32,
-}
+/// `struct ila_xlat_key`: key of `ila_xlat` (and of `ila_xlat_stats`): `locator_match` (the
+/// locator a destination must have, network order), `ifindex` (the receiving device, 0: any),
+/// `pad` (0).
+pub type IlaXlatKey = btf::ila_xlat_key;
 
-/// `struct ila_xlat_val`.
-#[repr(C)]
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct IlaXlatVal {
-    /// The locator it gets (network order).
-    pub locator: [u8; 8],
-    /// `ILA_CSUM_*`.
-    pub csum_mode: u8,
-    /// `ILA_ATYPE_*`.
-    pub ident_type: u8,
-    /// 0.
-    pub pad: [u8; 2],
-    /// Its counter in `ila_slot_stats` (0: in `ila_xlat_stats`).
-    pub stats_slot: u32,
-}
+/// `struct ila_xlat_val`: value of `ila_xlat`: `locator` (the locator it gets, network order),
+/// `csum_mode` (`ILA_CSUM_*`), `ident_type` (`ILA_ATYPE_*`), `pad` (0), `stats_slot` (its
+/// counter in `ila_slot_stats`; 0: in `ila_xlat_stats`).
+pub type IlaXlatVal = btf::ila_xlat_val;
 
-/// `struct ila_route_key`: key of the `ila_routes` LPM trie.
-#[repr(C)]
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
-pub struct IlaRouteKey {
-    /// Prefix length.
-    pub prefixlen: u32,
-    /// Prefix (network order, host bits zero).
-    pub addr: [u8; 16],
-}
+/// `struct ila_route_key`: key of the `ila_routes` LPM trie (and of `ila_route_stats`):
+/// `prefixlen` (the prefix length), `addr` (the prefix, network order, host bits zero).
+pub type IlaRouteKey = btf::ila_route_key;
 
-/// `struct ila_route_val`.
-#[repr(C)]
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct IlaRouteVal {
-    /// The locator destinations get (network order).
-    pub locator: [u8; 8],
-    /// `ILA_CSUM_*`.
-    pub csum_mode: u8,
-    /// `ILA_ATYPE_*`.
-    pub ident_type: u8,
-    /// `ILA_HOOK_*`.
-    pub hook_type: u8,
-    /// 0.
-    pub pad: u8,
-    /// The route's key: its length,
-    pub prefix_len: u32,
-    /// and its prefix.
-    pub prefix: [u8; 16],
-    /// Its counter in `ila_slot_stats` (0: in `ila_route_stats`).
-    pub stats_slot: u32,
-}
+/// `struct ila_route_val`: value of `ila_routes`: `locator` (the locator destinations get,
+/// network order), `csum_mode` (`ILA_CSUM_*`), `ident_type` (`ILA_ATYPE_*`), `hook_type`
+/// (`ILA_HOOK_*`), `pad` (0), the route's key repeated as `prefix_len` and `prefix`, and
+/// `stats_slot` (its counter in `ila_slot_stats`; 0: in `ila_route_stats`).
+pub type IlaRouteVal = btf::ila_route_val;
 
-/// `struct ila_counter`.
-#[repr(C)]
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct IlaCounter {
-    /// Packets.
-    pub packets: u64,
-    /// Bytes.
-    pub bytes: u64,
-}
+/// `struct ila_counter`: the per-CPU packet and byte counter of one mapping or route
+/// (`packets`, `bytes`).
+pub type IlaCounter = btf::ila_counter;
 
 /// `ILA_R_MAX`.
 pub const R_MAX: u32 = 7;
@@ -234,6 +191,15 @@ impl_bytes!(IlaCounter {
     packets: u64,
     bytes: u64,
 });
+
+impl_bytes_eq!(
+    IlaMeta,
+    IlaXlatKey,
+    IlaXlatVal,
+    IlaRouteKey,
+    IlaRouteVal,
+    IlaCounter
+);
 
 impl IlaXlatKey {
     /// The key of a mapping.
