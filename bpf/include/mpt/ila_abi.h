@@ -3,10 +3,12 @@
  * mpt/ila_abi.h - the ILA translator: BPF <-> user space ABI.
  *
  * THIS FILE IS AN ABI. It is the one definition of every struct shared by the
- * ILA programs (bpf/ila/NAME.bpf.c) and user space (the Rust mirrors in
- * crates/bpf/src/ila/abi.rs). The maps outlive the process that wrote them
- * (held by the anchor ila_anchor on the namespace's lo), so ANY layout or
- * meaning change bumps ILA_ABI_VERSION, and the Rust mirrors change with it.
+ * ILA programs (bpf/ila/NAME.bpf.c) and user space (crates/bpf/src/ila/abi.rs
+ * takes the structs from the skeleton, which libbpf-cargo generates from this
+ * header's BTF; the constants are written there by hand). The maps outlive the
+ * process that wrote them (held by the anchor ila_anchor on the namespace's lo),
+ * so ANY layout or meaning change bumps ILA_ABI_VERSION, and abi.rs's constants
+ * and methods change with it.
  * The static asserts here, the const asserts in abi.rs and the BTF test
  * (crates/bpf/tests/abi_btf.rs) catch a change made on one side only.
  *

@@ -3,14 +3,17 @@
  * mpt/state_abi.h - mproute per-namespace state: the BPF <-> user space ABI.
  *
  * THIS FILE IS AN ABI. It is the one and only definition of every struct
- * shared between the BPF programs (bpf/mproute/NAME.bpf.c) and user space (the Rust
- * mirrors in crates/bpf/src/mproute/abi.rs). Maps built from these structs outlive
+ * shared between the BPF programs (bpf/mproute/NAME.bpf.c) and user space
+ * (crates/bpf/src/mproute/abi.rs takes the structs from the skeleton, generated
+ * from this header's BTF; only the LPM keys, whose big-endian table the BTF
+ * does not say, and the constants are written there by hand). Maps built from these structs outlive
  * the process that created them (they stay pinned / anchored in a network
  * namespace), so a newer binary may find maps written by an older one.
  *
  * ANY layout change (field added, removed, renamed into a different type,
  * reordered, resized, or a changed meaning of an existing field) MUST bump
- * MPT_ABI_VERSION, and the Rust mirrors must be updated in the same change.
+ * MPT_ABI_VERSION, and abi.rs (its hand-written keys and constants) must be
+ * updated in the same change.
  * The static asserts below, the const asserts in abi.rs and the BTF test
  * (crates/bpf/tests/abi_btf.rs) exist to catch a change made on one side only.
  *
