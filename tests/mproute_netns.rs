@@ -1639,3 +1639,40 @@ fn syntax_before_the_namespace() {
     assert_eq!(o.status.code(), Some(2), "{e}");
     assert!(e.contains("does not exist"), "{e}");
 }
+
+/// `-v` says what mproute did, one line per netlink request, map write and attachment, and
+/// leaves libbpf's own log out.
+#[test]
+fn verbose_says_each_request_and_map_write() {
+    require_root();
+    let t = TwoPaths::new("verb");
+    let out = MP.at(
+        &t.r,
+        "-v add 198.51.100.0/24 algo l4-hash nexthop via 10.1.0.2 dev va nexthop via 10.2.0.2 dev vb",
+    );
+    assert!(out.status.success(), "{out:?}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.lines()
+            .any(|l| l == "mproute: netlink RTM_NEWROUTE create|excl: add 198.51.100.0/24"),
+        "the route request is named: {err}"
+    );
+    assert!(
+        err.lines()
+            .any(|l| l.starts_with("mproute: map mpt_routes: update")),
+        "the state map write is named: {err}"
+    );
+    assert!(!err.contains("libbpf:"), "libbpf's log is -vv's: {err}");
+    let out = MP.at(&t.r, "-v dataplane attach dev va");
+    assert!(out.status.success(), "{out:?}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.lines()
+            .any(|l| l.starts_with("mproute: bpf: attach") && l.contains("ifindex")),
+        "the attachment is named: {err}"
+    );
+    // without -v: nothing on standard error
+    let out = MP.at(&t.r, "del 198.51.100.0/24");
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(String::from_utf8_lossy(&out.stderr), "");
+}

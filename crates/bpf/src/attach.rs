@@ -267,6 +267,22 @@ mod classic {
     }
 }
 
+/// `-v`: one line for a program attached or detached.
+fn trace(args: std::fmt::Arguments<'_>) {
+    if mpt_sys::trace::on() {
+        mpt_sys::trace::line(format_args!("bpf: {args}"));
+    }
+}
+
+/// The hook as the running kernel has it (tcx, or classic tc's clsact filter).
+fn backend_hook(dir: TcxDir) -> &'static str {
+    match (tc_backend(), dir) {
+        (TcBackend::Tcx, d) => d.name(),
+        (TcBackend::Classic(_), TcxDir::Ingress) => "tc clsact ingress",
+        (TcBackend::Classic(_), TcxDir::Egress) => "tc clsact egress",
+    }
+}
+
 fn ifindex_i32(ifindex: u32) -> i32 {
     i32::try_from(ifindex).unwrap_or(i32::MAX)
 }
@@ -307,6 +323,7 @@ pub fn xdp_attach(
     what: &str,
 ) -> Result<(), Error> {
     let mut flags = mode.flags();
+    trace(format_args!("{what} (XDP {mode:?}, ifindex {ifindex})"));
     let mut opts = libbpf_sys::bpf_xdp_attach_opts {
         sz: std::mem::size_of::<libbpf_sys::bpf_xdp_attach_opts>() as _,
         ..Default::default()
@@ -338,6 +355,7 @@ pub fn xdp_attach(
 
 /// Remove whatever XDP program runs on a device in `mode`.
 pub fn xdp_detach(ifindex: u32, mode: XdpMode) -> Result<(), Error> {
+    trace(format_args!("detach XDP ({mode:?}) from ifindex {ifindex}"));
     // SAFETY: plain detach; a null opts is allowed.
     let rc =
         unsafe { libbpf_sys::bpf_xdp_detach(ifindex_i32(ifindex), mode.flags(), std::ptr::null()) };
@@ -392,6 +410,7 @@ pub fn tcx_attach(
     dir: TcxDir,
     what: &str,
 ) -> Result<(), Error> {
+    trace(format_args!("{what} ({})", backend_hook(dir)));
     match tc_backend() {
         TcBackend::Tcx => link_attach(ifindex, prog, dir, what),
         TcBackend::Classic(_) => classic::attach(ifindex, prog, dir, what),
@@ -420,6 +439,10 @@ fn link_attach(ifindex: u32, prog: BorrowedFd<'_>, dir: TcxDir, what: &str) -> R
 
 /// Remove program `id` from a device's tcx hook.
 pub fn tcx_detach(ifindex: u32, id: u32, dir: TcxDir) -> Result<(), Error> {
+    trace(format_args!(
+        "detach program {id} from ifindex {ifindex} ({})",
+        backend_hook(dir)
+    ));
     match tc_backend() {
         TcBackend::Tcx => link_detach(ifindex, id, dir),
         TcBackend::Classic(_) => classic::detach(ifindex, id, dir),

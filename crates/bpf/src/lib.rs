@@ -33,10 +33,12 @@ pub use error::{Error, ErrorKind};
 pub use log::set_verbose;
 
 /// What a tool tells the BPF layer once, before any command: its name (for the notes the state
-/// layer prints), `-v` (libbpf's and the verifier's whole words) and `--wait` (how long to
-/// wait for another invocation's lock; [`pinned::DEFAULT_LOCK_WAIT`] without).
-pub fn configure(tool: &'static str, verbose: bool, wait: Option<std::time::Duration>) {
-    set_verbose(verbose);
+/// layer prints), the number of `-v`s (one: each netlink request and map write, one line each,
+/// [`mpt_sys::trace`]; two: libbpf's and the verifier's whole words too) and `--wait` (how long
+/// to wait for another invocation's lock; [`pinned::DEFAULT_LOCK_WAIT`] without).
+pub fn configure(tool: &'static str, verbose: u8, wait: Option<std::time::Duration>) {
+    mpt_sys::trace::set_level(tool, verbose);
+    set_verbose(verbose >= 2);
     pinned::set_lock_wait(pinned::LockWait {
         limit: wait.unwrap_or(pinned::DEFAULT_LOCK_WAIT),
         tool,

@@ -1,4 +1,5 @@
-//! libbpf's own messages: to standard error with `-v` (verifier logs included), nowhere
+//! What the BPF layer says about itself: each map write in `-v`'s trace ([`Traced`]), and
+//! libbpf's own messages: to standard error with `-vv` (verifier logs included), nowhere
 //! otherwise. Operators get one sentence from our error instead; when the kernel refuses a
 //! program, that sentence carries the verifier's reason ([`refusal`]), taken from what libbpf
 //! reported.
@@ -24,12 +25,12 @@ fn keep(msg: &str) {
 
 static VERBOSE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
-/// Whether `-v` was given: loaders then ask the verifier for its statistics too.
+/// Whether `-vv` was given: loaders then ask the verifier for its statistics too.
 pub fn verbose() -> bool {
     VERBOSE.load(std::sync::atomic::Ordering::Relaxed)
 }
 
-/// Route libbpf's messages (see the module doc). Warnings are kept for [`refusal`] either way.
+/// Route libbpf's messages (see the module doc): all of them with `verbose` (`-vv`). Warnings are kept for [`refusal`] either way.
 pub fn set_verbose(verbose: bool) {
     VERBOSE.store(verbose, std::sync::atomic::Ordering::Relaxed);
     fn quiet(level: libbpf_rs::PrintLevel, msg: String) {
@@ -48,6 +49,58 @@ pub fn set_verbose(verbose: bool) {
     } else {
         libbpf_rs::set_print(Some((libbpf_rs::PrintLevel::Warn, quiet)));
     }
+}
+
+/// A map write that `-v` reports, one line each: the map, the operation and the key. Every
+/// write of the BPF layer goes through these (the plain `update`/`delete` are not called).
+pub(crate) trait Traced: libbpf_rs::MapCore {
+    /// `update`, traced.
+    fn put(&self, key: &[u8], val: &[u8], flags: libbpf_rs::MapFlags) -> libbpf_rs::Result<()> {
+        trace_write(self.name(), "update", key, flags);
+        self.update(key, val, flags)
+    }
+    /// `delete`, traced.
+    fn remove(&self, key: &[u8]) -> libbpf_rs::Result<()> {
+        trace_write(self.name(), "delete", key, libbpf_rs::MapFlags::ANY);
+        self.delete(key)
+    }
+    /// `update_batch`, traced (one line for the batch).
+    fn put_batch(
+        &self,
+        keys: &[u8],
+        vals: &[u8],
+        count: u32,
+        elem: libbpf_rs::MapFlags,
+        flags: libbpf_rs::MapFlags,
+    ) -> libbpf_rs::Result<()> {
+        if mpt_sys::trace::on() {
+            mpt_sys::trace::line(format_args!(
+                "map {}: update {count} entries in one batch",
+                self.name().to_string_lossy()
+            ));
+        }
+        self.update_batch(keys, vals, count, elem, flags)
+    }
+}
+
+impl<T: libbpf_rs::MapCore + ?Sized> Traced for T {}
+
+fn trace_write(map: &std::ffi::OsStr, op: &str, key: &[u8], flags: libbpf_rs::MapFlags) {
+    if !mpt_sys::trace::on() {
+        return;
+    }
+    let how = if flags.contains(libbpf_rs::MapFlags::NO_EXIST) {
+        " (new)"
+    } else if flags.contains(libbpf_rs::MapFlags::EXIST) {
+        " (existing)"
+    } else {
+        ""
+    };
+    mpt_sys::trace::line(format_args!(
+        "map {}: {op} key {}{how}",
+        map.to_string_lossy(),
+        mpt_sys::trace::hex(key)
+    ));
 }
 
 /// Take (and forget) the warnings libbpf gave since the last call.

@@ -24,7 +24,7 @@ pub trait Tool: BatchTool + Sized {
     /// `--wait`.
     fn configure(cli: &Self::Cli) {
         let g = Self::global(cli);
-        mpt_bpf::configure(Self::NAME, g.verbose, g.lock_wait());
+        mpt_bpf::configure(Self::NAME, u8::from(g.verbose), g.lock_wait());
     }
     /// The tool's session, in the namespace `-n` named.
     fn open(cli: &Self::Cli) -> Self;

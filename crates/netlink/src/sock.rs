@@ -38,6 +38,7 @@ pub struct Socket {
     h: NlSocketHandle,
     seq: u32,
     namer: AttrNamer,
+    generic: bool,
 }
 
 impl std::fmt::Debug for Socket {
@@ -83,7 +84,15 @@ impl Socket {
             h,
             seq: std::process::id().wrapping_mul(7919),
             namer: name_route_attr,
+            generic: proto == Proto::Generic,
         })
+    }
+
+    /// `-v`: the request about to be sent, one line ([`mpt_sys::trace`]).
+    fn trace(&self, req: &Request, op: &dyn std::fmt::Display) {
+        if mpt_sys::trace::on() {
+            mpt_sys::trace::line(format_args!("netlink {}: {op}", req.describe(self.generic)));
+        }
     }
 
     /// A `NETLINK_ROUTE` socket.
@@ -182,6 +191,7 @@ impl Socket {
     /// Send a request that answers with messages of its own, then an acknowledgement
     /// (`RTM_GETNSID`, a `GET` without `NLM_F_DUMP`): return the payloads of the answers.
     pub fn transact(&mut self, req: &Request, op: &str) -> Result<Vec<Vec<u8>>, Error> {
+        self.trace(req, &op);
         let seq = self.next_seq();
         let bytes = req.to_bytes(seq, 0);
         let mut b = bytes.clone();
@@ -213,6 +223,7 @@ impl Socket {
 
     /// Send a dump request and return the payload of every answer (without `nlmsghdr`).
     pub fn dump(&mut self, req: &Request, op: &str) -> Result<Vec<Vec<u8>>, Error> {
+        self.trace(req, &op);
         let seq = self.next_seq();
         let msg = Self::to_neli(req, seq, req.flags | flags::REQUEST)?;
         self.h.send(&msg).map_err(|e| sockerr(op, e))?;
@@ -285,6 +296,7 @@ impl Socket {
                 let Some((req, op)) = it.next() else { break };
                 let seq = self.next_seq();
                 let r = req.borrow();
+                self.trace(r, &op);
                 last_at = batch.len();
                 r.append_to(&mut batch, (r.flags | flags::REQUEST) & !flags::ACK, seq, 0);
                 let f = *first.get_or_insert(seq);

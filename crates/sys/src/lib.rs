@@ -16,5 +16,6 @@ pub mod netns;
 pub mod packet;
 pub mod procfd;
 pub mod sysctl;
+pub mod trace;
 
 pub use error::Error;

@@ -6,6 +6,7 @@
 //! counters are removed with it (a new one with the same key counts from zero) and kept by a
 //! replace.
 
+use crate::log::Traced;
 use std::mem::MaybeUninit;
 use std::os::fd::{AsFd, OwnedFd};
 use std::path::Path;
@@ -82,7 +83,7 @@ fn load_anchor(pins: Option<&Path>, cookie: u64) -> Result<OwnedFd, Error> {
         };
         skel.maps
             .ila_meta
-            .update(&0u32.to_ne_bytes(), meta.as_bytes(), MapFlags::ANY)
+            .put(&0u32.to_ne_bytes(), meta.as_bytes(), MapFlags::ANY)
             .map_err(Error::libbpf("initialise ila_meta"))?;
     }
     skel.progs
@@ -181,7 +182,7 @@ impl IlaState {
         }
         m.flags = flags;
         self.meta
-            .update(&0u32.to_ne_bytes(), m.as_bytes(), MapFlags::ANY)
+            .put(&0u32.to_ne_bytes(), m.as_bytes(), MapFlags::ANY)
             .map_err(Error::libbpf("write ila_meta"))
     }
 
@@ -320,7 +321,7 @@ impl IlaState {
         }
         let flags = if write == Write::Added {
             // counters of an earlier mapping with this key are not this one's
-            self.xlat_stats.delete(key.as_bytes()).or_else(|e| {
+            self.xlat_stats.remove(key.as_bytes()).or_else(|e| {
                 if not_found(&e) {
                     Ok(())
                 } else {
@@ -334,7 +335,7 @@ impl IlaState {
             val.stats_slot = raw.map_or(0, |r| r.stats_slot);
             MapFlags::EXIST
         };
-        match self.xlat.update(key.as_bytes(), val.as_bytes(), flags) {
+        match self.xlat.put(key.as_bytes(), val.as_bytes(), flags) {
             Ok(()) => Ok(Outcome::Write(write)),
             // another writer got there first (commands hold the namespace lock: only a tool
             // that does not)
@@ -355,9 +356,9 @@ impl IlaState {
     pub fn delete_mapping(&self, key: MappingKey) -> Result<bool, Error> {
         let key = &xlat_key(key);
         let slot = self.xlat_val(key)?.map_or(0, |v| v.stats_slot);
-        match self.xlat.delete(key.as_bytes()) {
+        match self.xlat.remove(key.as_bytes()) {
             Ok(()) => {
-                let _ = self.xlat_stats.delete(key.as_bytes());
+                let _ = self.xlat_stats.remove(key.as_bytes());
                 self.free_slot(slot);
                 Ok(true)
             }
@@ -444,7 +445,7 @@ impl IlaState {
             0,
         )?;
         let flags = if write == Write::Added {
-            self.route_stats.delete(key.as_bytes()).or_else(|e| {
+            self.route_stats.remove(key.as_bytes()).or_else(|e| {
                 if not_found(&e) {
                     Ok(())
                 } else {
@@ -457,7 +458,7 @@ impl IlaState {
             val.stats_slot = raw.map_or(0, |r| r.stats_slot);
             MapFlags::EXIST
         };
-        match self.routes.update(key.as_bytes(), val.as_bytes(), flags) {
+        match self.routes.put(key.as_bytes(), val.as_bytes(), flags) {
             Ok(()) => Ok(Outcome::Write(write)),
             Err(e) if e.kind() == libbpf_rs::ErrorKind::AlreadyExists => {
                 self.free_slot(val.stats_slot);
@@ -476,9 +477,9 @@ impl IlaState {
     pub fn delete_route(&self, dst: Ipv6Net) -> Result<bool, Error> {
         let key = IlaRouteKey::of(dst);
         let slot = self.route_val(&key)?.map_or(0, |v| v.stats_slot);
-        match self.routes.delete(key.as_bytes()) {
+        match self.routes.remove(key.as_bytes()) {
             Ok(()) => {
-                let _ = self.route_stats.delete(key.as_bytes());
+                let _ = self.route_stats.remove(key.as_bytes());
                 self.free_slot(slot);
                 Ok(true)
             }

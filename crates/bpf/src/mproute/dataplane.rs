@@ -2,6 +2,7 @@
 //! devices (XDP native, XDP generic, tcx ingress) with legacy attachments that outlive the
 //! process, finding attachments again, and reading its counters.
 
+use crate::log::Traced;
 use std::io;
 use std::mem::MaybeUninit;
 use std::os::fd::AsFd;
@@ -401,7 +402,7 @@ pub fn attach(
             }
             skel.maps
                 .mpt_peer_ports
-                .update(
+                .put(
                     &slot.to_ne_bytes(),
                     &ifx.to_ne_bytes(),
                     libbpf_rs::MapFlags::ANY,
@@ -414,10 +415,7 @@ pub fn attach(
         // Devices that cannot be put there (or come later) are reached by bpf_redirect().
         for (ifx, _) in mpt_sys::iface::all() {
             let k = ifx.to_ne_bytes();
-            let _ = skel
-                .maps
-                .mpt_tx_ports
-                .update(&k, &k, libbpf_rs::MapFlags::ANY);
+            let _ = skel.maps.mpt_tx_ports.put(&k, &k, libbpf_rs::MapFlags::ANY);
         }
     }
     match mode {

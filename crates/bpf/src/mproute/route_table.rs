@@ -15,6 +15,7 @@
 //! with the same nexthops share one group, collected together with the kernel object; any other
 //! route gets a private group with an id of [`PRIVATE_GROUP_BASE`] or above, deleted with it.
 
+use crate::log::Traced;
 use std::net::IpAddr;
 use std::sync::atomic::Ordering;
 
@@ -268,7 +269,7 @@ impl RouteState {
     pub fn dp_put_group(&self, id: u32, nhs: &[DpNexthop]) -> Result<(), Error> {
         let g = build_group(nhs);
         self.map("mpt_groups")?
-            .update(&id.to_ne_bytes(), g.as_bytes(), MapFlags::ANY)
+            .put(&id.to_ne_bytes(), g.as_bytes(), MapFlags::ANY)
             .map_err(bpf("write mpt_groups"))
     }
 
@@ -283,7 +284,7 @@ impl RouteState {
 
     /// Delete a group (absent is fine).
     pub fn dp_delete_group(&self, id: u32) -> Result<(), Error> {
-        match self.map("mpt_groups")?.delete(&id.to_ne_bytes()) {
+        match self.map("mpt_groups")?.remove(&id.to_ne_bytes()) {
             Err(e) if e.kind() != libbpf_rs::ErrorKind::NotFound => {
                 Err(Error::libbpf("delete from mpt_groups")(e))
             }
@@ -315,7 +316,7 @@ impl RouteState {
                 .map_err(bpf("read mpt_groups"))?
             {
                 None => {
-                    map.update(&id.to_ne_bytes(), want.as_bytes(), MapFlags::NO_EXIST)
+                    map.put(&id.to_ne_bytes(), want.as_bytes(), MapFlags::NO_EXIST)
                         .map_err(bpf("write mpt_groups"))?;
                     return Ok((id, true));
                 }
@@ -417,7 +418,7 @@ impl RouteState {
     /// Write a route's bucket table (before its LPM entry names a resilient algorithm).
     pub fn res_put(&self, key: &RouteKey, t: &ResTable) -> Result<(), Error> {
         self.map("mpt_res")?
-            .update(MptRouteKey::of(key).as_bytes(), t.as_bytes(), MapFlags::ANY)
+            .put(MptRouteKey::of(key).as_bytes(), t.as_bytes(), MapFlags::ANY)
             .map_err(bpf("write mpt_res"))?;
         self.res_any.store(2, Ordering::Relaxed);
         Ok(())
@@ -428,7 +429,7 @@ impl RouteState {
         if self.res_known_empty()? {
             return Ok(false);
         }
-        match self.map("mpt_res")?.delete(MptRouteKey::of(key).as_bytes()) {
+        match self.map("mpt_res")?.remove(MptRouteKey::of(key).as_bytes()) {
             Ok(()) => Ok(true),
             Err(e) if e.kind() == libbpf_rs::ErrorKind::NotFound => Ok(false),
             Err(e) => Err(bpf("delete from mpt_res")(e)),
@@ -506,7 +507,7 @@ impl RouteState {
             return Ok(None);
         }
         let map = self.map(l.map_name())?;
-        if let Err(e) = map.update(l.bytes(), v.as_bytes(), MapFlags::ANY) {
+        if let Err(e) = map.put(l.bytes(), v.as_bytes(), MapFlags::ANY) {
             if kept.is_none() {
                 self.slot_release(v.stats_slot);
             }
@@ -532,7 +533,7 @@ impl RouteState {
             }
         }
         // absent when the route counts in its slot only
-        let _ = self.map("mpt_stats")?.delete(key.as_bytes());
+        let _ = self.map("mpt_stats")?.remove(key.as_bytes());
         Ok(())
     }
 
@@ -564,7 +565,7 @@ impl RouteState {
         if want != cur.flags {
             cur.flags = want;
             self.map(l.map_name())?
-                .update(l.bytes(), cur.as_bytes(), MapFlags::EXIST)
+                .put(l.bytes(), cur.as_bytes(), MapFlags::EXIST)
                 .map_err(bpf("write the LPM trie"))?;
         }
         Ok(true)
@@ -625,7 +626,7 @@ impl RouteState {
         };
         let map = self.map(if v6 { "mpt_lpm6" } else { "mpt_lpm4" })?;
         for h in have.iter().filter(|h| !want.iter().any(|w| same(h, w))) {
-            match map.delete(Lpm::of(h).bytes()) {
+            match map.remove(Lpm::of(h).bytes()) {
                 Err(e) if e.kind() != libbpf_rs::ErrorKind::NotFound => {
                     return Err(Error::libbpf("delete from the LPM trie")(e))
                 }
@@ -645,7 +646,7 @@ impl RouteState {
                 group: 0,
             };
             self.lpm_wrote(&Lpm::of(w));
-            match map.update(Lpm::of(w).bytes(), v.as_bytes(), MapFlags::NO_EXIST) {
+            match map.put(Lpm::of(w).bytes(), v.as_bytes(), MapFlags::NO_EXIST) {
                 Ok(()) => n += 1,
                 Err(e) if e.kind() == libbpf_rs::ErrorKind::AlreadyExists => {}
                 Err(e) => return Err(Error::libbpf("write the LPM trie")(e)),
@@ -674,13 +675,13 @@ impl RouteState {
             v.stats_slot = 0;
         }
         self.map(l.map_name())?
-            .update(l.bytes(), v.as_bytes(), MapFlags::ANY)
+            .put(l.bytes(), v.as_bytes(), MapFlags::ANY)
             .map_err(bpf("write the LPM trie"))?;
         if v.id != cur.id {
             // The route being undone: gone with what it counted.
             self.slot_release(cur.stats_slot);
-            let _ = self.map("mpt_stats")?.delete(cur.id.as_bytes());
-            let _ = self.map("mpt_pcpu")?.delete(cur.id.as_bytes());
+            let _ = self.map("mpt_stats")?.remove(cur.id.as_bytes());
+            let _ = self.map("mpt_pcpu")?.remove(cur.id.as_bytes());
         }
         Ok(())
     }
@@ -695,7 +696,7 @@ impl RouteState {
         let l = Lpm::of(key);
         let held = self.dp_get_raw(key)?.filter(|c| c.id == *key);
         if let Some(cur) = &held {
-            match self.map(l.map_name())?.delete(l.bytes()) {
+            match self.map(l.map_name())?.remove(l.bytes()) {
                 Err(e) if e.kind() != libbpf_rs::ErrorKind::NotFound => {
                     return Err(Error::libbpf("delete from the LPM trie")(e))
                 }
@@ -703,8 +704,8 @@ impl RouteState {
             }
             self.slot_release(cur.stats_slot);
         }
-        let _ = self.map("mpt_stats")?.delete(key.as_bytes());
-        let _ = self.map("mpt_pcpu")?.delete(key.as_bytes());
+        let _ = self.map("mpt_stats")?.remove(key.as_bytes());
+        let _ = self.map("mpt_pcpu")?.remove(key.as_bytes());
         Ok(held)
     }
 

@@ -3,6 +3,7 @@
 //! module reads and writes the control plane's record (`mpt_meta`, `mpt_routes`); the
 //! dataplane's tables are in [`super::route_table`].
 
+use crate::log::Traced;
 use std::mem::MaybeUninit;
 use std::os::fd::{AsFd, OwnedFd};
 use std::path::Path;
@@ -212,7 +213,7 @@ impl Batch {
             return Ok(());
         }
         if !ONE_BY_ONE.load(std::sync::atomic::Ordering::Relaxed) {
-            match map.update_batch(&self.keys, &self.vals, self.n, MapFlags::ANY, MapFlags::ANY) {
+            match map.put_batch(&self.keys, &self.vals, self.n, MapFlags::ANY, MapFlags::ANY) {
                 Ok(()) => return Ok(()),
                 Err(e)
                     if matches!(
@@ -228,8 +229,7 @@ impl Batch {
         let n = self.n as usize;
         let (ks, vs) = (self.keys.len() / n.max(1), self.vals.len() / n.max(1));
         for (k, v) in self.keys.chunks_exact(ks).zip(self.vals.chunks_exact(vs)) {
-            map.update(k, v, MapFlags::ANY)
-                .map_err(Error::libbpf(what))?;
+            map.put(k, v, MapFlags::ANY).map_err(Error::libbpf(what))?;
         }
         Ok(())
     }
@@ -270,7 +270,7 @@ fn load_anchor(pins: Option<&Path>, cookie: u64) -> Result<OwnedFd, Error> {
         };
         skel.maps
             .mpt_meta
-            .update(&0u32.to_ne_bytes(), meta.as_bytes(), MapFlags::ANY)
+            .put(&0u32.to_ne_bytes(), meta.as_bytes(), MapFlags::ANY)
             .map_err(Error::libbpf("initialise mpt_meta"))?;
     }
     skel.progs
@@ -415,7 +415,7 @@ impl RouteState {
         let mut m = self.meta()?;
         m.flags |= bits;
         self.meta
-            .update(&0u32.to_ne_bytes(), m.as_bytes(), MapFlags::ANY)
+            .put(&0u32.to_ne_bytes(), m.as_bytes(), MapFlags::ANY)
             .map_err(Error::libbpf("write mpt_meta"))
     }
 
@@ -434,7 +434,7 @@ impl RouteState {
             }
         }
         self.meta
-            .update(&0u32.to_ne_bytes(), m.as_bytes(), MapFlags::ANY)
+            .put(&0u32.to_ne_bytes(), m.as_bytes(), MapFlags::ANY)
             .map_err(Error::libbpf("write mpt_meta"))
     }
 
@@ -477,7 +477,7 @@ impl RouteState {
             set.insert(set_key(key.as_bytes()));
         }
         self.routes
-            .update(key.as_bytes(), val.as_bytes(), MapFlags::ANY)
+            .put(key.as_bytes(), val.as_bytes(), MapFlags::ANY)
             .map_err(Error::libbpf("write mpt_routes"))
     }
 
@@ -511,7 +511,7 @@ impl RouteState {
         self.flush()?;
         match self
             .routes
-            .update(key.as_bytes(), val.as_bytes(), MapFlags::NO_EXIST)
+            .put(key.as_bytes(), val.as_bytes(), MapFlags::NO_EXIST)
         {
             Ok(()) => Ok(true),
             Err(e) if e.kind() == libbpf_rs::ErrorKind::AlreadyExists => Ok(false),
@@ -522,7 +522,7 @@ impl RouteState {
     /// Delete a route; `false` if it was not there.
     pub fn delete(&self, key: &RouteKey) -> Result<bool, Error> {
         self.flush()?;
-        match self.routes.delete(MptRouteKey::of(key).as_bytes()) {
+        match self.routes.remove(MptRouteKey::of(key).as_bytes()) {
             Ok(()) => Ok(true),
             Err(e) if e.kind() == libbpf_rs::ErrorKind::NotFound => Ok(false),
             Err(e) => Err(Error::libbpf("delete from mpt_routes")(e)),

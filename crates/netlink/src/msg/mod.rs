@@ -52,6 +52,55 @@ pub struct Request {
 }
 
 impl Request {
+    /// The request as `-v` prints it: its message type by name (`RTM_NEWROUTE`; a generic
+    /// netlink family by number and command), its flags by name (`create|excl`, `replace`,
+    /// `append`, `dump`).
+    pub fn describe(&self, proto_generic: bool) -> String {
+        let ty = match (proto_generic, self.ty) {
+            (false, 16) => "RTM_NEWLINK".to_string(),
+            (false, 17) => "RTM_DELLINK".to_string(),
+            (false, 18) => "RTM_GETLINK".to_string(),
+            (false, 20) => "RTM_NEWADDR".to_string(),
+            (false, 22) => "RTM_GETADDR".to_string(),
+            (false, 24) => "RTM_NEWROUTE".to_string(),
+            (false, 25) => "RTM_DELROUTE".to_string(),
+            (false, 26) => "RTM_GETROUTE".to_string(),
+            (false, 30) => "RTM_GETNEIGH".to_string(),
+            (false, 90) => "RTM_GETNSID".to_string(),
+            (false, 104) => "RTM_NEWNEXTHOP".to_string(),
+            (false, 105) => "RTM_DELNEXTHOP".to_string(),
+            (false, 106) => "RTM_GETNEXTHOP".to_string(),
+            (true, 0x10) => format!("CTRL_CMD {}", self.payload.first().copied().unwrap_or(0)),
+            (true, fam) => format!(
+                "genl family {fam} cmd {}",
+                self.payload.first().copied().unwrap_or(0)
+            ),
+            (false, t) => format!("type {t}"),
+        };
+        let mut f = Vec::new();
+        // NLM_F_ROOT|NLM_F_MATCH share their bits with REPLACE|EXCL: a GET's are a dump's
+        let dump = self.flags & flags::DUMP == flags::DUMP && self.flags & flags::CREATE == 0;
+        if dump {
+            f.push("dump");
+        } else if self.flags & flags::REPLACE != 0 {
+            f.push("replace");
+        }
+        if self.flags & flags::CREATE != 0 {
+            f.push("create");
+        }
+        if !dump && self.flags & flags::EXCL != 0 {
+            f.push("excl");
+        }
+        if self.flags & flags::APPEND != 0 {
+            f.push("append");
+        }
+        if f.is_empty() {
+            ty
+        } else {
+            format!("{ty} {}", f.join("|"))
+        }
+    }
+
     /// The whole message as it goes on the wire.
     pub fn to_bytes(&self, seq: u32, pid: u32) -> Vec<u8> {
         let mut v = Vec::with_capacity(align4(NLMSG_HDRLEN + self.payload.len()));
@@ -112,4 +161,41 @@ pub fn messages(mut buf: &[u8]) -> Result<Vec<Message<'_>>, DecodeError> {
         buf = &buf[align4(len).min(buf.len())..];
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{flags, Request};
+
+    fn req(ty: u16, f: u16) -> Request {
+        Request {
+            ty,
+            flags: flags::REQUEST | f,
+            payload: vec![3],
+        }
+    }
+
+    #[test]
+    fn requests_are_described_by_name_and_flags() {
+        assert_eq!(
+            req(24, flags::CREATE | flags::EXCL).describe(false),
+            "RTM_NEWROUTE create|excl"
+        );
+        assert_eq!(
+            req(24, flags::CREATE | flags::REPLACE).describe(false),
+            "RTM_NEWROUTE replace|create"
+        );
+        assert_eq!(req(26, flags::DUMP).describe(false), "RTM_GETROUTE dump");
+        assert_eq!(req(25, 0).describe(false), "RTM_DELROUTE");
+        assert_eq!(
+            req(104, flags::CREATE).describe(false),
+            "RTM_NEWNEXTHOP create"
+        );
+        assert_eq!(req(999, 0).describe(false), "type 999");
+        assert_eq!(req(0x10, 0).describe(true), "CTRL_CMD 3");
+        assert_eq!(
+            req(30, flags::CREATE).describe(true),
+            "genl family 30 cmd 3 create"
+        );
+    }
 }
