@@ -10,6 +10,7 @@ pub mod args;
 pub mod batch;
 pub mod docs;
 pub mod error;
+pub mod metrics;
 pub mod names;
 pub mod opts;
 pub mod predict;
