@@ -123,6 +123,10 @@ pub enum Cmd {
         override_usage = "mproute dataplane attach dev DEV [dev DEV ...] [auto|xdp|xdp-generic|tc] [fastpath on|off] [peer on|off] [prepare-peers]\n       mproute dataplane detach dev DEV\n       mproute dataplane show\n       mproute dataplane watch"
     )]
     Dataplane(RouteArgs),
+    /// Print the dataplane's counters (routes, nexthops, verdicts) and attachments in the
+    /// Prometheus text format, for node_exporter's textfile collector.
+    #[command(override_usage = "mproute metrics")]
+    Metrics(RouteArgs),
 }
 
 impl From<Vec<String>> for RouteArgs {
@@ -166,6 +170,8 @@ pub enum Command {
     Get(GetSpec),
     /// `dataplane attach|detach|show|watch`.
     Dataplane(DpSpec),
+    /// `metrics`.
+    Metrics,
 }
 
 impl Command {
@@ -221,6 +227,10 @@ impl Cmd {
                 grammar::parse_dataplane(&a.args)
                     .map_err(|e| Failure::usage(format!("dataplane: {e}")))?,
             ),
+            Cmd::Metrics(a) => match a.args.first() {
+                None => Command::Metrics,
+                Some(w) => return Err(Failure::usage(format!("metrics: unexpected word \"{w}\""))),
+            },
             // `mproute route VERB ARGS`: iproute2's object word
             Cmd::Route(a) if a.args.is_empty() => Command::Show(ShowSpec::default()),
             Cmd::Route(a) => parse_line(a.args.clone())?,
@@ -250,6 +260,7 @@ const VERBS: &[mpt_cli::args::Entry<RouteArgs, Cmd>] = &[
     ("route", Cmd::Route),
     ("dataplane", Cmd::Dataplane),
     ("dp", Cmd::Dataplane),
+    ("metrics", Cmd::Metrics),
 ];
 
 /// Parse the words of one batch line (`add ...`, `route add ...`).

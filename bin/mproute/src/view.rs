@@ -30,11 +30,14 @@ pub enum Output {
     },
     /// What a command would do (`--check`).
     Check(Box<CheckReport>),
+    /// `metrics`: the Prometheus text exposition.
+    Metrics(String),
 }
 
 /// Print what a command produced.
 pub fn print(out: &Output, style: Style) {
     match out {
+        Output::Metrics(text) => mpt_cli::metrics::print(text),
         Output::Routes(rows) => print_rows(rows, style),
         Output::Get(row) => print_rows(std::slice::from_ref(row.as_ref()), style),
         Output::Dataplane(v) => {

@@ -58,7 +58,10 @@ pub fn valid_name(s: &str) -> bool {
         && c.all(|x| x.is_ascii_alphanumeric() || x == '_')
 }
 
-/// A label value escaped: backslash, double quote and line feed.
+/// A label value escaped: backslash, double quote and line feed as the format says; any other
+/// control character (a process may name itself anything) as the text `\xNN`, as the tools
+/// show such names elsewhere (the format has no escape for them, and they must not reach a
+/// terminal).
 pub fn escape_label(v: &str) -> String {
     let mut s = String::with_capacity(v.len());
     for c in v.chars() {
@@ -66,6 +69,9 @@ pub fn escape_label(v: &str) -> String {
             '\\' => s.push_str("\\\\"),
             '"' => s.push_str("\\\""),
             '\n' => s.push_str("\\n"),
+            c if c.is_control() => {
+                let _ = write!(s, "\\\\x{:02x}", u32::from(c));
+            }
             c => s.push(c),
         }
     }
@@ -163,6 +169,15 @@ impl Exposition {
     }
 }
 
+/// Print an exposition's text (through the renderer: a batch holding its lock holds it back
+/// with the rest of its output; a closed pipe ends nothing).
+pub fn print(text: &str) {
+    if !text.is_empty() {
+        // no control character is left in it but the line feeds (escape_label)
+        crate::render::print_line(text.trim_end_matches('\n'));
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -188,12 +203,20 @@ mod tests {
     fn label_values_and_help_are_escaped() {
         assert_eq!(escape_label(r#"a\b"c"#), r#"a\\b\"c"#);
         assert_eq!(escape_label("x\ny"), "x\\ny");
-        assert_eq!(escape_help("back\\slash\nand \"quotes\""), "back\\\\slash\\nand \"quotes\"");
+        // read back by a Prometheus parser as the four characters \x1b
+        assert_eq!(escape_label("a\u{1b}[2J"), "a\\\\x1b[2J");
+        assert_eq!(
+            escape_help("back\\slash\nand \"quotes\""),
+            "back\\\\slash\\nand \"quotes\""
+        );
         let mut e = Exposition::new("pfanout");
         e.declare("member_drops_total", Kind::Counter, "a\nb");
         e.add("member_drops_total", &[("process", "we\"ird\\\n")], 1);
         let text = e.render();
-        assert!(text.contains("# HELP pfanout_member_drops_total a\\nb\n"), "{text}");
+        assert!(
+            text.contains("# HELP pfanout_member_drops_total a\\nb\n"),
+            "{text}"
+        );
         assert!(
             text.contains("pfanout_member_drops_total{process=\"we\\\"ird\\\\\\n\"} 1\n"),
             "{text}"

@@ -46,6 +46,7 @@ pub fn run(s: &mut Session, c: &Command) -> Result<Output, Failure> {
         Command::Sync { reset } => super::sync::dry(s, *reset),
         Command::Show(spec) => crate::cmd::show::run(s, spec),
         Command::Get(spec) => crate::cmd::get::run(s, spec),
+        Command::Metrics => crate::cmd::metrics::run(s),
         Command::Dataplane(DpSpec::Show) => crate::cmd::dataplane::run(s, &DpSpec::Show),
         Command::Dataplane(DpSpec::Attach { devs, mode, .. }) => attach(s, devs, Some(*mode)),
         Command::Dataplane(DpSpec::Detach { devs }) => attach(s, devs, None),

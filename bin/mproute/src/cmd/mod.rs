@@ -8,6 +8,7 @@ pub mod dataplane;
 pub mod del;
 pub mod flush;
 pub mod get;
+pub mod metrics;
 pub mod show;
 pub mod sync;
 pub mod watch;
@@ -36,6 +37,7 @@ pub fn run(s: &mut Session, c: &Command) -> Result<Output, Failure> {
         Command::Sync { reset } => sync::run(s, *reset),
         Command::Get(spec) => get::run(s, spec),
         Command::Dataplane(spec) => dataplane::run(s, spec),
+        Command::Metrics => metrics::run(s),
     }
 }
 
