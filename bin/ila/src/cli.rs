@@ -131,6 +131,10 @@ pub enum Obj {
         after_help = "ingress: the program that applies mappings and input routes (where ILA packets arrive); egress: the one that applies output routes (where SIR destinations leave). Neither word: both."
     )]
     Dataplane(Words),
+    /// Print the mappings and routes, their counters and the translator's in the Prometheus
+    /// text format, for node_exporter's textfile collector.
+    #[command(override_usage = "ila metrics")]
+    Metrics(Words),
 }
 
 /// A command, typed.
@@ -142,6 +146,8 @@ pub enum Command {
     Route(RouteCmd),
     /// `ila dataplane ...`.
     Dataplane(DpCmd),
+    /// `ila metrics`.
+    Metrics,
 }
 
 impl Command {
@@ -163,6 +169,10 @@ impl Obj {
             Obj::Dataplane(w) => {
                 Command::Dataplane(grammar::parse_dataplane(&w.args).map_err(usage("dataplane"))?)
             }
+            Obj::Metrics(w) => match w.args.first() {
+                None => Command::Metrics,
+                Some(x) => return Err(Failure::usage(format!("metrics: unexpected word \"{x}\""))),
+            },
         })
     }
 }
@@ -173,6 +183,7 @@ const OBJECTS: &[Entry<Words, Obj>] = &[
     ("route", Obj::Route),
     ("dataplane", Obj::Dataplane),
     ("dp", Obj::Dataplane),
+    ("metrics", Obj::Metrics),
 ];
 
 /// Parse the words of one batch line (`xlat add ...`).

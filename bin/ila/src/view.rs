@@ -386,11 +386,14 @@ pub enum Output {
     Dataplane(DataplaneView),
     /// A write.
     Change(Box<ChangeReport>),
+    /// `metrics`: the Prometheus text exposition.
+    Metrics(String),
 }
 
 /// Print an output. Writes print nothing but with `-j`, as iproute2.
 pub fn print(out: &Output, style: Style) {
     match out {
+        Output::Metrics(text) => mpt_cli::metrics::print(text),
         Output::Mappings(rows) => print_rows(rows, style),
         Output::Routes(rows) => print_rows(rows, style),
         Output::Dataplane(v) => {

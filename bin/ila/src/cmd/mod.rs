@@ -3,6 +3,7 @@
 //! which runs them.
 
 pub mod dataplane;
+pub mod metrics;
 pub mod route;
 pub mod xlat;
 
@@ -20,6 +21,7 @@ pub fn run(s: &mut Session, c: &Command) -> Result<Output, Failure> {
         Command::Xlat(x) => xlat::run(s, x),
         Command::Route(r) => route::run(s, r),
         Command::Dataplane(d) => dataplane::run(s, d),
+        Command::Metrics => metrics::run(s),
     }
 }
 
