@@ -103,6 +103,10 @@ pub enum Obj {
         after_help = "N workers (default 4) each process at most per-worker packets a second (default 5000, by a\ntoken bucket that sleeps); one UDP flow at rate PPS (default twice what the workers take\ntogether) comes from a generator in the peer namespace. For hash, hash+rollover, rollover,\ncpu and cpu+rollover: packets processed, dropped and rolled over per second; then the\nratios with and without rollover."
     )]
     Bench(Words),
+    /// Print the fanout groups, their members and drops in the Prometheus text format, for
+    /// node_exporter's textfile collector.
+    #[command(override_usage = "pfanout metrics")]
+    Metrics(Words),
 }
 
 /// A command, typed.
@@ -114,6 +118,8 @@ pub enum Command {
     Run(RunCmd),
     /// `pfanout bench ...`.
     Bench(BenchCmd),
+    /// `pfanout metrics`.
+    Metrics,
 }
 
 impl Obj {
@@ -126,6 +132,10 @@ impl Obj {
             Obj::Show(w) => Command::Show(grammar::parse_show(&w.args).map_err(usage("show"))?),
             Obj::Run(w) => Command::Run(grammar::parse_run(&w.args).map_err(usage("run"))?),
             Obj::Bench(w) => Command::Bench(grammar::parse_bench(&w.args).map_err(usage("bench"))?),
+            Obj::Metrics(w) => match w.args.first() {
+                None => Command::Metrics,
+                Some(x) => return Err(Failure::usage(format!("metrics: unexpected word \"{x}\""))),
+            },
         })
     }
 }
@@ -136,6 +146,7 @@ const OBJECTS: &[Entry<Words, Obj>] = &[
     ("list", Obj::Show),
     ("run", Obj::Run),
     ("bench", Obj::Bench),
+    ("metrics", Obj::Metrics),
 ];
 
 /// Parse the words of one batch line (`show dev eth0`).

@@ -17,11 +17,14 @@ pub enum Output {
     Bench(BenchReport),
     /// What `run` or `bench` would do (`--check`).
     Check(crate::cmd::check::CheckReport),
+    /// `metrics`: the Prometheus text exposition.
+    Metrics(String),
 }
 
 /// Print an output.
 pub fn print(out: &Output, style: Style) {
     match out {
+        Output::Metrics(text) => mpt_cli::metrics::print(text),
         Output::Groups(g, stats) => print_groups(g, *stats, style),
         Output::Run(s) => print_summary(s, style),
         Output::Bench(b) => print_bench(b, style),

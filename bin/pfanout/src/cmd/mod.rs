@@ -4,6 +4,7 @@
 
 pub mod bench;
 pub mod check;
+pub mod metrics;
 pub mod run;
 pub mod show;
 
@@ -26,5 +27,6 @@ pub fn run(opts: &GlobalOpts, c: &Command) -> Result<Output, Failure> {
             Ok(Output::Run(s))
         }
         Command::Bench(b) => Ok(Output::Bench(bench::run(b)?)),
+        Command::Metrics => metrics::run(opts),
     }
 }
