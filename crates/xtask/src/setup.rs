@@ -51,6 +51,7 @@ pub fn setup() -> Result<()> {
     packages()?;
     bpffs()?;
     rt_protos()?;
+    promtool()?;
     Ok(())
 }
 
@@ -148,6 +149,69 @@ fn rt_protos() -> Result<()> {
     std::fs::create_dir_all(PROTOS_DIR).with_context(|| format!("create {PROTOS_DIR}"))?;
     std::fs::write(path, PROTOS_TEXT).with_context(|| format!("write {PROTOS_FILE}"))?;
     println!("setup: {PROTOS_FILE}: wrote \"245\\tmproute\"");
+    Ok(())
+}
+
+/// Where setup puts Debian's promtool (`promtool check metrics` is the metrics tests' oracle),
+/// under the target directory: `tools/prometheus` holds the package's files.
+pub const PROMTOOL: &str = "tools/prometheus/usr/bin/promtool";
+
+/// Debian's promtool, from the `prometheus` package, extracted under the target directory
+/// (`PROMTOOL`). Installing the package would start and enable a Prometheus server on the
+/// machine: the package is downloaded (`apt-get download`) and unpacked (`dpkg-deb -x`)
+/// instead, once.
+fn promtool() -> Result<()> {
+    let target = crate::util::target_dir(&crate::util::repo_root()?);
+    let tool = target.join(PROMTOOL);
+    if Command::new(&tool)
+        .arg("--version")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+    {
+        println!("setup: promtool: ok");
+        return Ok(());
+    }
+    let work = target.join("tools/prometheus.download");
+    if work.exists() {
+        std::fs::remove_dir_all(&work).with_context(|| format!("remove {}", work.display()))?;
+    }
+    std::fs::create_dir_all(&work).with_context(|| format!("create {}", work.display()))?;
+    // (as root into a directory _apt cannot write: apt would warn that it downloads unsandboxed)
+    let download = || {
+        let mut c = Command::new("apt-get");
+        c.args(["-o", "APT::Sandbox::User=root", "download", "prometheus"])
+            .current_dir(&work);
+        c
+    };
+    // a machine whose package lists are older than the archive: update them once
+    if !download().status().is_ok_and(|s| s.success()) {
+        run(Command::new("apt-get").arg("update"))?;
+        run(&mut download())?;
+    }
+    let deb = std::fs::read_dir(&work)
+        .with_context(|| format!("read {}", work.display()))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .find(|p| p.extension().is_some_and(|x| x == "deb"))
+        .with_context(|| {
+            format!(
+                "apt-get download prometheus left no .deb in {}",
+                work.display()
+            )
+        })?;
+    let files = work.join("files");
+    run(Command::new("dpkg-deb").arg("-x").arg(&deb).arg(&files))?;
+    // the server is not needed (50 MB)
+    let _ = std::fs::remove_file(files.join("usr/bin/prometheus"));
+    let dest = target.join("tools/prometheus");
+    if dest.exists() {
+        std::fs::remove_dir_all(&dest).with_context(|| format!("remove {}", dest.display()))?;
+    }
+    std::fs::rename(&files, &dest).with_context(|| format!("move to {}", dest.display()))?;
+    std::fs::remove_dir_all(&work).with_context(|| format!("remove {}", work.display()))?;
+    run(Command::new(&tool).arg("--version").stdout(Stdio::null()))?;
+    println!("setup: promtool: unpacked into {}", dest.display());
     Ok(())
 }
 
