@@ -54,12 +54,12 @@ pub const FAMILIES: &[(&str, Kind, &str)] = &[
         "A device the dataplane is attached to (1), and the hook (tc, xdp, xdp-generic).",
     ),
     (
-        "dataplane_counter_slots_used",
+        "dataplane_stats_slots_used",
         Kind::Gauge,
         "Routes counted in the dataplane's array slots (the others in its hash of counters).",
     ),
     (
-        "dataplane_counter_slots",
+        "dataplane_stats_slots",
         Kind::Gauge,
         "Counter slots the dataplane has.",
     ),
@@ -96,8 +96,8 @@ pub fn run(s: &mut Session) -> Result<Output, Failure> {
             e.add("dataplane_packets_total", &[("reason", r.name())], n);
         }
         if let Ok((used, total)) = st.bpf().dp_slots_used() {
-            e.add("dataplane_counter_slots_used", &[], used as u64);
-            e.add("dataplane_counter_slots", &[], total as u64);
+            e.add("dataplane_stats_slots_used", &[], used as u64);
+            e.add("dataplane_stats_slots", &[], total as u64);
         }
     }
     for a in dp::attachments().map_err(bpf("list dataplane attachments"))? {
