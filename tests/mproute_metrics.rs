@@ -161,3 +161,89 @@ fn counters_are_what_the_nexthops_received() {
         1
     );
 }
+
+/// The directory of the repository's systemd units.
+fn units_dir() -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../etc/systemd")
+}
+
+/// mproute-metrics.service's script (its ExecStart's `sh -c` text, systemd's `$$` read back).
+fn metrics_script() -> String {
+    let unit = std::fs::read_to_string(units_dir().join("mproute-metrics.service"))
+        .expect("mproute-metrics.service");
+    let line = unit
+        .lines()
+        .find_map(|l| l.strip_prefix("ExecStart=/bin/sh -c '"))
+        .expect("ExecStart=/bin/sh -c '...'");
+    line.strip_suffix('\'')
+        .expect("the script ends the line")
+        .replace("$$", "$")
+}
+
+/// The unit and its timer pass `systemd-analyze verify`; the unit's script writes each tool's
+/// file whole (temporary file, rename: nothing else left in the directory), and a tool that
+/// fails leaves no file, old or new, and fails the unit.
+#[test]
+fn the_timer_unit_writes_whole_files_or_none() {
+    require_root();
+    let dir = units_dir();
+    let o = std::process::Command::new("systemd-analyze")
+        .args(["verify", "--man=no"])
+        .arg(dir.join("mproute-metrics.service"))
+        .arg(dir.join("mproute-metrics.timer"))
+        .output()
+        .expect("systemd-analyze");
+    assert!(
+        o.status.success() && o.stderr.is_empty(),
+        "systemd-analyze verify: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+
+    let ns = Netns::new("mx-unit");
+    let tmp = std::env::temp_dir().join(format!("mpt-metrics-unit-{}", std::process::id()));
+    let (bin, out) = (tmp.join("bin"), tmp.join("textfile"));
+    std::fs::create_dir_all(&bin).expect("bin dir");
+    std::fs::create_dir_all(&out).expect("textfile dir");
+    std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_mproute"), bin.join("mproute")).expect("link");
+    let stub = |name: &str, body: &str| {
+        use std::os::unix::fs::PermissionsExt;
+        let p = bin.join(name);
+        std::fs::write(&p, format!("#!/bin/sh\n{body}\n")).expect("stub");
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    };
+    stub(
+        "pfanout",
+        "printf '# TYPE pfanout_up gauge\\npfanout_up 1\\n'",
+    );
+    stub("ila", "echo 'ila: cannot do it' >&2; exit 2");
+    std::fs::write(out.join("ila.prom"), "# TYPE ila_old gauge\nila_old 1\n").expect("old file");
+    let run = || {
+        std::process::Command::new("/bin/sh")
+            .args(["-c", &metrics_script()])
+            .env("TEXTFILE_DIR", &out)
+            .env("BIN", &bin)
+            .env("NETNS", ns.name())
+            .output()
+            .expect("sh")
+    };
+    let listing = || {
+        let mut v: Vec<String> = std::fs::read_dir(&out)
+            .expect("read dir")
+            .map(|e| e.expect("entry").file_name().to_string_lossy().to_string())
+            .collect();
+        v.sort();
+        v
+    };
+    let o = run();
+    assert_eq!(o.status.code(), Some(1), "ila failed: {o:?}");
+    assert_eq!(listing(), ["mproute.prom", "pfanout.prom"], "{o:?}");
+    let text = std::fs::read_to_string(out.join("mproute.prom")).expect("mproute.prom");
+    promtool::check(&text);
+    assert!(text.contains("# TYPE mproute_route_packets_total counter"));
+
+    stub("ila", "printf '# TYPE ila_up gauge\\nila_up 1\\n'");
+    let o = run();
+    assert!(o.status.success(), "{o:?}");
+    assert_eq!(listing(), ["ila.prom", "mproute.prom", "pfanout.prom"]);
+    let _ = std::fs::remove_dir_all(&tmp);
+}
