@@ -22,6 +22,9 @@ _ila() {
             ila,help)
                 cmd="ila__subcmd__help"
                 ;;
+            ila,metrics)
+                cmd="ila__subcmd__metrics"
+                ;;
             ila,route)
                 cmd="ila__subcmd__route"
                 ;;
@@ -33,6 +36,9 @@ _ila() {
                 ;;
             ila__subcmd__help,help)
                 cmd="ila__subcmd__help__subcmd__help"
+                ;;
+            ila__subcmd__help,metrics)
+                cmd="ila__subcmd__help__subcmd__metrics"
                 ;;
             ila__subcmd__help,route)
                 cmd="ila__subcmd__help__subcmd__route"
@@ -47,7 +53,7 @@ _ila() {
 
     case "${cmd}" in
         ila)
-            opts="-j -p -n -b -d -s -v -h -V --json --pretty --netns --batch --force --details --stats --check --verbose --wait --backend --help --version xlat route dataplane help"
+            opts="-j -p -n -b -d -s -v -h -V --json --pretty --netns --batch --force --details --stats --check --verbose --wait --backend --help --version xlat route dataplane metrics help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -123,7 +129,7 @@ _ila() {
             return 0
             ;;
         ila__subcmd__help)
-            opts="xlat route dataplane help"
+            opts="xlat route dataplane metrics help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -164,6 +170,20 @@ _ila() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        ila__subcmd__help__subcmd__metrics)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         ila__subcmd__help__subcmd__route)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
@@ -185,6 +205,44 @@ _ila() {
                 return 0
             fi
             case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        ila__subcmd__metrics)
+            opts="-j -p -n -b -d -s -v -h --json --pretty --netns --batch --force --details --stats --check --verbose --wait --backend --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --netns)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -n)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --batch)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -b)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --wait)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --backend)
+                    COMPREPLY=($(compgen -W "auto kernel bpf" -- "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;

@@ -49,6 +49,9 @@ _mproute() {
             mproute,ls)
                 cmd="mproute__subcmd__show"
                 ;;
+            mproute,metrics)
+                cmd="mproute__subcmd__metrics"
+                ;;
             mproute,replace)
                 cmd="mproute__subcmd__replace"
                 ;;
@@ -85,6 +88,9 @@ _mproute() {
             mproute__subcmd__help,help)
                 cmd="mproute__subcmd__help__subcmd__help"
                 ;;
+            mproute__subcmd__help,metrics)
+                cmd="mproute__subcmd__help__subcmd__metrics"
+                ;;
             mproute__subcmd__help,replace)
                 cmd="mproute__subcmd__help__subcmd__replace"
                 ;;
@@ -104,7 +110,7 @@ _mproute() {
 
     case "${cmd}" in
         mproute)
-            opts="-j -p -n -b -d -s -v -h -V --json --pretty --netns --batch --force --details --stats --check --verbose --wait --nexthop-objects --help --version add replace append change del delete show list ls flush sync get route dataplane help"
+            opts="-j -p -n -b -d -s -v -h -V --json --pretty --netns --batch --force --details --stats --check --verbose --wait --nexthop-objects --help --version add replace append change del delete show list ls flush sync get route dataplane metrics help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -376,7 +382,7 @@ _mproute() {
             return 0
             ;;
         mproute__subcmd__help)
-            opts="add replace append change del show flush sync get route dataplane help"
+            opts="add replace append change del show flush sync get route dataplane metrics help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -501,6 +507,20 @@ _mproute() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        mproute__subcmd__help__subcmd__metrics)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         mproute__subcmd__help__subcmd__replace)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
@@ -550,6 +570,40 @@ _mproute() {
                 return 0
             fi
             case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        mproute__subcmd__metrics)
+            opts="-j -p -n -b -d -s -v -h --json --pretty --netns --batch --force --details --stats --check --verbose --wait --nexthop-objects --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --netns)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -n)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --batch)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -b)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --wait)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;
