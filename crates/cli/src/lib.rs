@@ -8,6 +8,7 @@
 
 pub mod args;
 pub mod batch;
+pub mod complete;
 pub mod docs;
 pub mod error;
 pub mod metrics;

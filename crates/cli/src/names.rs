@@ -89,3 +89,30 @@ pub fn register_proto(id: u8, name: &str) -> std::io::Result<bool> {
     )?;
     Ok(true)
 }
+
+/// Every table name: iproute2's built-ins, then the files' (for completion).
+pub fn table_names() -> Vec<String> {
+    use builtin::{RT_TABLE_DEFAULT, RT_TABLE_LOCAL, RT_TABLE_MAIN};
+    let mut v: Vec<String> = [RT_TABLE_MAIN, RT_TABLE_LOCAL, RT_TABLE_DEFAULT]
+        .into_iter()
+        .map(builtin::table_name)
+        .collect();
+    v.extend(tables().iter().map(|(_, n)| n.clone()));
+    dedup_names(v)
+}
+
+/// Every route protocol name: iproute2's built-ins, then the files' (for completion).
+pub fn proto_names() -> Vec<String> {
+    let mut v: Vec<String> = (0..=u8::MAX)
+        .map(builtin::proto_name)
+        .filter(|n| n.parse::<u8>().is_err())
+        .collect();
+    v.extend(protos().iter().map(|(_, n)| n.clone()));
+    dedup_names(v)
+}
+
+fn dedup_names(mut v: Vec<String>) -> Vec<String> {
+    let mut seen = std::collections::HashSet::new();
+    v.retain(|n| n.parse::<u32>().is_err() && seen.insert(n.clone()));
+    v
+}
