@@ -14,10 +14,12 @@
 pub mod backend;
 pub mod cli;
 pub mod cmd;
+pub mod complete;
+pub mod docs;
 pub mod grammar;
 pub mod session;
 pub mod view;
 
 pub use cli::Cli;
 
-mpt_cli::docs_are_fresh!(crate::Cli);
+mpt_cli::docs_are_fresh!(crate::Cli, crate::docs::MANUAL);

@@ -20,6 +20,8 @@
 pub mod attachment;
 pub mod cli;
 pub mod cmd;
+pub mod complete;
+pub mod docs;
 pub mod grammar;
 pub mod hook;
 pub mod kernel_nh;
@@ -36,4 +38,4 @@ pub mod view;
 
 pub use cli::Cli;
 
-mpt_cli::docs_are_fresh!(crate::Cli);
+mpt_cli::docs_are_fresh!(crate::Cli, crate::docs::MANUAL);

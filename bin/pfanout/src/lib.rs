@@ -11,6 +11,8 @@
 
 pub mod cli;
 pub mod cmd;
+pub mod complete;
+pub mod docs;
 pub mod grammar;
 pub mod group;
 pub mod session;
@@ -19,4 +21,4 @@ pub mod view;
 
 pub use cli::Cli;
 
-mpt_cli::docs_are_fresh!(crate::Cli);
+mpt_cli::docs_are_fresh!(crate::Cli, crate::docs::MANUAL);
