@@ -5,8 +5,12 @@
 
 use mpt_cli::complete::{Grammar, Key, Node, Value};
 
-const CSUM_MODES: Value =
-    Value::Words(&["adj-transport", "neutral-map", "neutral-map-auto", "no-action"]);
+const CSUM_MODES: Value = Value::Words(&[
+    "adj-transport",
+    "neutral-map",
+    "neutral-map-auto",
+    "no-action",
+]);
 const IDENT_TYPES: Value = Value::Words(&["luid", "use-format"]);
 
 const XLAT_PUT: &[Key] = &[
@@ -125,10 +129,18 @@ mod tests {
     #[test]
     fn objects_verbs_keywords_values() {
         assert_eq!(c(""), ["xlat", "route", "dataplane"]);
-        assert_eq!(c("xlat "), ["add", "replace", "del", "get", "show", "flush"]);
+        assert_eq!(
+            c("xlat "),
+            ["add", "replace", "del", "get", "show", "flush"]
+        );
         assert_eq!(
             c("xlat add loc_match 2001:0:119:0 loc 3333:0:0:1 csum-mode "),
-            ["adj-transport", "neutral-map", "neutral-map-auto", "no-action"]
+            [
+                "adj-transport",
+                "neutral-map",
+                "neutral-map-auto",
+                "no-action"
+            ]
         );
         assert_eq!(c("route add 3333::/64 hook-type "), ["output", "input"]);
         assert_eq!(c("dp attach dev "), ["eth0", "lo"]);

@@ -154,6 +154,12 @@ pub const MANUAL: Manual = Manual {
         },
     ],
     exit_status: EXIT_STATUS,
-    see_also: &["mproute(8)", "pfanout(8)", "ip(8)", "ip-route(8)", "ip-netns(8)"],
+    see_also: &[
+        "mproute(8)",
+        "pfanout(8)",
+        "ip(8)",
+        "ip-route(8)",
+        "ip-netns(8)",
+    ],
     grammar: &crate::complete::GRAMMAR,
 };

@@ -44,7 +44,10 @@ const DEL: Node = Node::verb(
 );
 const SHOW: Node = Node::verb(
     &["show", "list", "ls", "lst"],
-    &[Key::once("table", Value::TableOrAll), Key::once("algo", ALGOS)],
+    &[
+        Key::once("table", Value::TableOrAll),
+        Key::once("algo", ALGOS),
+    ],
 );
 const FLUSH: Node = Node::verb(&["flush"], &[Key::once("table", Value::TableOrAll)]);
 const SYNC: Node = Node::verb(&["sync"], &[Key::flag("--reset")]);
@@ -143,11 +146,27 @@ mod tests {
         assert_eq!(c("dataplane "), ["attach", "detach", "show", "watch"]);
         assert_eq!(
             c("add 10.0.0.0/8 algo "),
-            ["l3-hash", "l4-hash", "per-packet", "drr", "random", "wrandom"]
+            [
+                "l3-hash",
+                "l4-hash",
+                "per-packet",
+                "drr",
+                "random",
+                "wrandom"
+            ]
         );
         assert_eq!(
             c("dp attach dev va "),
-            ["dev", "auto", "xdp", "xdp-generic", "tc", "fastpath", "peer", "prepare-peers"]
+            [
+                "dev",
+                "auto",
+                "xdp",
+                "xdp-generic",
+                "tc",
+                "fastpath",
+                "peer",
+                "prepare-peers"
+            ]
         );
         assert_eq!(c("dataplane attach dev va fastpath "), ["on", "off"]);
         assert_eq!(c("-n blue dataplane attach dev "), ["lo", "va", "vb"]);
@@ -163,7 +182,19 @@ mod tests {
     fn a_nexthop_takes_its_keywords_again() {
         assert_eq!(
             c("add 10/8 algo drr nexthop via 192.0.2.1 dev eth0 weight 2 nexthop "),
-            ["table", "metric", "proto", "resilient", "buckets", "idle-timer", "nexthop", "via", "dev", "weight", "onlink"]
+            [
+                "table",
+                "metric",
+                "proto",
+                "resilient",
+                "buckets",
+                "idle-timer",
+                "nexthop",
+                "via",
+                "dev",
+                "weight",
+                "onlink"
+            ]
         );
     }
 }

@@ -5,9 +5,7 @@
 
 use mpt_cli::complete::{Grammar, Key, Node, Value};
 
-const MODES: Value = Value::Words(&[
-    "hash", "lb", "cpu", "rollover", "rnd", "qm", "cbpf", "ebpf",
-]);
+const MODES: Value = Value::Words(&["hash", "lb", "cpu", "rollover", "rnd", "qm", "cbpf", "ebpf"]);
 // (flags is a comma-separated list: the single flags are offered)
 const FLAGS: Value = Value::Words(&["rollover", "defrag", "uniqueid", "ignore-outgoing"]);
 

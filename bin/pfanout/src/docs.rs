@@ -74,7 +74,7 @@ Workers, one socket and thread each, join one group bound to DEV. On a terminal 
 printed once a second (WORKER, PACKETS, BYTES, DROPS, ROLLOVER, HUGE, FAILED: what the workers
 read, the kernel's drops and rollovers); with `-j` one JSON line a second. Ctrl-C, SIGTERM,
 SIGHUP, `duration` or `count` end the run with a summary (`-j`: type, group, mode, flags,
-dev, workers, ring, seconds, ended, per_worker, total)."; 
+dev, workers, ring, seconds, ended, per_worker, total).";
 
 const BENCH_DESCRIPTION: &str = "\
 Needs root: creates two namespaces joined by a veth pair, sends one UDP flow from one and
@@ -106,6 +106,12 @@ pub const MANUAL: Manual = Manual {
         },
     ],
     exit_status: EXIT_STATUS,
-    see_also: &["packet(7)", "mproute(8)", "ila(8)", "ip-netns(8)", "tcpdump(8)"],
+    see_also: &[
+        "packet(7)",
+        "mproute(8)",
+        "ila(8)",
+        "ip-netns(8)",
+        "tcpdump(8)",
+    ],
     grammar: &crate::complete::GRAMMAR,
 };

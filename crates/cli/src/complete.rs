@@ -145,10 +145,10 @@ impl System for Live {
     fn devices(&self, netns: Option<&str>) -> Vec<String> {
         let mut v: Vec<String> = match netns {
             // (entering another namespace needs CAP_SYS_ADMIN: without it, nothing to offer)
-            Some(ns) => mpt_sys::netns::run_in(ns, || {
-                Ok::<_, mpt_sys::Error>(mpt_sys::iface::all())
-            })
-            .unwrap_or_default(),
+            Some(ns) => {
+                mpt_sys::netns::run_in(ns, || Ok::<_, mpt_sys::Error>(mpt_sys::iface::all()))
+                    .unwrap_or_default()
+            }
             None => mpt_sys::iface::all(),
         }
         .into_iter()

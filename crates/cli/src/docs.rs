@@ -339,7 +339,10 @@ fn inline(s: &str) -> String {
     let mut out = String::new();
     for (i, part) in s.split('`').enumerate() {
         if i % 2 == 1 {
-            out.push_str(&format!("\\fB{}\\fR", escape(part).trim_start_matches("\\&")));
+            out.push_str(&format!(
+                "\\fB{}\\fR",
+                escape(part).trim_start_matches("\\&")
+            ));
         } else {
             out.push_str(&escape(part));
         }

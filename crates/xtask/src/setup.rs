@@ -24,6 +24,9 @@ const PACKAGES: &[&str] = &[
     "ethtool",
     // the Ansible collection's test runs a playbook with Debian's ansible-core
     "ansible-core",
+    // the completion tests drive the generated zsh and fish scripts (8 MB together)
+    "zsh",
+    "fish",
 ];
 
 /// What the kernel matrix needs (`cargo xtask test` boots Debian's kernels under qemu with
