@@ -227,7 +227,8 @@ fn sections(page: &str) -> (String, Vec<(String, String)>) {
 }
 
 /// clap's help text without the paragraphs the page has sections for (`Examples:`,
-/// `Exit status:`): the short help repeats them for the terminal.
+/// `Exit status:`): the short help repeats them for the terminal. A paragraph with indented
+/// lines (a table of terms, a list) is kept as it is laid out; the others are filled.
 fn notes(body: &str, has_examples: bool) -> String {
     let mut out = String::new();
     for para in body.split("\n\n") {
@@ -241,8 +242,16 @@ fn notes(body: &str, has_examples: bool) -> String {
         if !out.is_empty() {
             out.push('\n');
         }
-        out.push_str(para.trim_matches('\n'));
+        let para = para.trim_matches('\n');
+        let laid_out = para.lines().any(|l| l.starts_with(' '));
+        if laid_out {
+            out.push_str(".nf\n");
+        }
+        out.push_str(para);
         out.push('\n');
+        if laid_out {
+            out.push_str(".fi\n");
+        }
     }
     out
 }
