@@ -9,7 +9,7 @@ const BIN: &str = env!("CARGO_BIN_EXE_pfanout");
 fn commands_modes_and_flags() {
     assert_eq!(
         shells::bash("pfanout", BIN, &["pfanout", ""]),
-        ["show", "run", "bench"]
+        ["show", "run", "bench", "metrics"]
     );
     let modes = ["hash", "lb", "cpu", "rollover", "rnd", "qm", "cbpf", "ebpf"];
     let words = ["pfanout", "run", "dev", "lo", "mode", ""];

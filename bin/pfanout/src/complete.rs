@@ -80,7 +80,7 @@ mod tests {
 
     #[test]
     fn commands_keywords_values() {
-        assert_eq!(c(""), ["show", "run", "bench"]);
+        assert_eq!(c(""), ["show", "run", "bench", "metrics"]);
         assert_eq!(c("run dev eth0 mode h"), ["hash"]);
         assert_eq!(c("run dev "), ["eth0", "lo"]);
         assert_eq!(c("run dev eth0 write /tmp/"), ["/tmp/cap/"]);
