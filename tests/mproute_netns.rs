@@ -97,7 +97,8 @@ fn v4_route_agrees_with_ip_route_in_both_directions() {
         ]
     );
     let ours = row(&t.r, "198.51.100.0/24", "100").expect("mproute shows it");
-    assert_eq!(ours["table"], 100);
+    assert_eq!(ours["table"], "100", "named as ip names it: {ours}");
+    assert_eq!(ours["table_id"], 100);
     assert_eq!(ours["metric"], 7);
     assert_eq!(ours["algo"], "l4-hash");
     assert_eq!(ours["enforced_by"], "none");

@@ -326,6 +326,18 @@ pub fn dump(
     fam: Option<Family>,
     table: Option<u32>,
 ) -> Result<Vec<Route>, Failure> {
+    Ok(dump_msgs(sock, fam, table)?
+        .into_iter()
+        .map(|m| m.route)
+        .collect())
+}
+
+/// [`dump`], with what the kernel said beyond the model (flags, preferred source, ...).
+pub fn dump_msgs(
+    sock: &mut Socket,
+    fam: Option<Family>,
+    table: Option<u32>,
+) -> Result<Vec<rmsg::RouteMsg>, Failure> {
     let req = rmsg::dump_request(fam, table);
     let what = match table {
         Some(t) => format!("list routes of table {}", names::table_name(t)),
@@ -348,7 +360,7 @@ pub fn dump(
             if table.is_some_and(|t| t != m.route.key.table) {
                 continue;
             }
-            out.push(m.route);
+            out.push(m);
         }
     }
     Ok(out)

@@ -263,12 +263,27 @@ pub fn report(changed: bool, verb: Verb, k: &RouteKey, algo: Option<Algo>) -> Ch
     }
 }
 
-/// A nexthop as shown.
+/// A gateway of another family than the route's (`RTA_VIA`), as `ip -j route` prints it.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct Via {
+    /// `inet` / `inet6`.
+    pub family: &'static str,
+    /// The address.
+    pub host: String,
+}
+
+/// A nexthop as shown: `ip -j route`'s keys for a path (`gateway` or `via`, `dev`, `weight`,
+/// `flags`), then mproute's.
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]
 pub struct NexthopRow {
-    /// Gateway address, null for a device route.
+    /// Gateway address of the route's family (absent for a device route, as in ip's).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub gateway: Option<String>,
-    /// Device name, null if none.
+    /// A gateway of the other family.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub via: Option<Via>,
+    /// Device name (absent if none).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub dev: Option<String>,
     /// Weight 1..256.
     pub weight: u16,
@@ -285,37 +300,123 @@ pub struct NexthopRow {
     pub buckets: Option<usize>,
 }
 
-/// A route as shown.
+impl NexthopRow {
+    /// A path of a route of family `fam`.
+    fn new(
+        fam: Family,
+        gateway: Option<std::net::IpAddr>,
+        dev: Option<String>,
+        weight: u16,
+        flags: u32,
+    ) -> Self {
+        let (gateway, via) = match gateway {
+            Some(g) if Family::of(&g) != fam => (
+                None,
+                Some(Via {
+                    family: Family::of(&g).name(),
+                    host: g.to_string(),
+                }),
+            ),
+            g => (g.map(|g| g.to_string()), None),
+        };
+        NexthopRow {
+            gateway,
+            via,
+            dev,
+            weight,
+            flags: rt_flag_names(flags),
+            packets: None,
+            bytes: None,
+            buckets: None,
+        }
+    }
+
+    /// The gateway, whichever family it is of.
+    pub fn gateway_str(&self) -> Option<&str> {
+        self.gateway
+            .as_deref()
+            .or(self.via.as_ref().map(|v| v.host.as_str()))
+    }
+}
+
+/// `rtm_flags` / `rtnh_flags` as iproute2's `print_rt_flags` names them, in its order.
+pub fn rt_flag_names(flags: u32) -> Vec<String> {
+    const NAMES: [(u32, &str); 11] = [
+        (1, "dead"),                        // RTNH_F_DEAD
+        (4, "onlink"),                      // RTNH_F_ONLINK
+        (2, "pervasive"),                   // RTNH_F_PERVASIVE
+        (8, "offload"),                     // RTNH_F_OFFLOAD
+        (64, "trap"),                       // RTNH_F_TRAP
+        (0x100, "notify"),                  // RTM_F_NOTIFY
+        (16, "linkdown"),                   // RTNH_F_LINKDOWN
+        (32, "unresolved"),                 // RTNH_F_UNRESOLVED
+        (0x4000, "rt_offload"),             // RTM_F_OFFLOAD
+        (0x8000, "rt_trap"),                // RTM_F_TRAP
+        (0x2000_0000, "rt_offload_failed"), // RTM_F_OFFLOAD_FAILED
+    ];
+    NAMES
+        .iter()
+        .filter(|(b, _)| flags & b != 0)
+        .map(|(_, n)| (*n).to_string())
+        .collect()
+}
+
+/// A route as shown: first every key `ip -j route show` prints for it, with ip's values
+/// (`type` and `scope` always, as ip's `-d`; `table` by name, absent for main but with
+/// `-d`; a single path's `gateway`/`dev` at the top level), then mproute's own keys. Unlike
+/// ip's, `nexthops` is there for a single path too (one item), so that paths read alike.
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]
 pub struct RouteRow {
-    /// Prefix in iproute2's spelling (`default`, bare address for host routes).
-    pub dst: String,
-    /// `inet` / `inet6`.
-    pub family: &'static str,
-    /// Table id.
-    pub table: u32,
-    /// Protocol name (iproute2's, from its files).
-    pub protocol: String,
-    /// Metric.
-    pub metric: u32,
     /// Route type.
     #[serde(rename = "type")]
     pub rtype: String,
+    /// Prefix in iproute2's spelling (`default`, bare address for host routes).
+    pub dst: String,
+    /// A single path's gateway of the route's family.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gateway: Option<String>,
+    /// A single path's gateway of the other family.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub via: Option<Via>,
+    /// A single path's device.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dev: Option<String>,
+    /// Table name as ip prints it (its name from rt_tables, else the number): absent for
+    /// main unless `-d`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub table: Option<String>,
+    /// Protocol name (iproute2's, from its files).
+    pub protocol: String,
     /// Scope.
     pub scope: String,
+    /// Preferred source address (`src`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub prefsrc: Option<String>,
+    /// Metric.
+    pub metric: u32,
+    /// The route's flags (a single path's own: `onlink`, `linkdown`, ...).
+    pub flags: Vec<String>,
+    /// An IPv6 route's router preference (`low`, `medium`, `high`, else the number).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pref: Option<serde_json::Value>,
+    /// Kernel nexthop object id, if the route references one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub nhid: Option<u32>,
+    /// Paths.
+    pub nexthops: Vec<NexthopRow>,
+    /// `inet` / `inet6`.
+    pub family: &'static str,
+    /// Table id (254 for main).
+    pub table_id: u32,
     /// Whether mproute owns the route.
     pub managed: bool,
     /// Algorithm (null for routes mproute does not manage).
     pub algo: Option<String>,
     /// Who carries the algorithm out: kernel, xdp, tc or none (null if not managed).
     pub enforced_by: Option<String>,
-    /// Kernel nexthop object id, if the route references one.
-    pub nhid: Option<u32>,
     /// A resilient route's bucket table (absent for the others).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub resilient: Option<ResilientRow>,
-    /// Paths.
-    pub nexthops: Vec<NexthopRow>,
 }
 
 /// A resilient route's table, as shown.
@@ -361,14 +462,43 @@ impl RouteRow {
         enforced_by: Option<&str>,
         ifname: &mut dyn FnMut(u32) -> Option<String>,
     ) -> Self {
+        let fam = Family::of_net(&r.key.dst);
+        let nexthops: Vec<NexthopRow> = r
+            .nexthops
+            .iter()
+            .map(|n| {
+                let dev = if n.ifindex == 0 {
+                    None
+                } else {
+                    ifname(n.ifindex).or_else(|| Some(format!("if{}", n.ifindex)))
+                };
+                NexthopRow::new(fam, n.gateway, dev, n.weight, u32::from(n.flags))
+            })
+            .collect();
+        // The kernel reports a single path in the route's own attributes, its flags in
+        // rtm_flags: ip prints them at the top level.
+        let single = match nexthops.as_slice() {
+            [one] => Some(one.clone()),
+            _ => None,
+        };
         RouteRow {
-            dst: dst_string(r),
-            family: Family::of_net(&r.key.dst).name(),
-            table: r.key.table,
-            protocol: names::proto_name(r.protocol),
-            metric: r.key.metric,
             rtype: mpt_model::names::rtype_name(r.rtype),
+            dst: dst_string(r),
+            gateway: single.as_ref().and_then(|n| n.gateway.clone()),
+            via: single.as_ref().and_then(|n| n.via.clone()),
+            dev: single.as_ref().and_then(|n| n.dev.clone()),
+            table: (r.key.table != mpt_model::names::RT_TABLE_MAIN)
+                .then(|| names::table_name(r.key.table)),
+            protocol: names::proto_name(r.protocol),
             scope: mpt_model::names::scope_name(r.scope),
+            prefsrc: None,
+            metric: r.key.metric,
+            flags: single.map(|n| n.flags).unwrap_or_default(),
+            pref: None,
+            nhid: r.nh_id,
+            nexthops,
+            family: fam.name(),
+            table_id: r.key.table,
             managed,
             algo: if managed {
                 Some(r.algo.unwrap_or_default().name().to_string())
@@ -376,25 +506,24 @@ impl RouteRow {
                 None
             },
             enforced_by: enforced_by.map(str::to_string),
-            nhid: r.nh_id,
             resilient: None,
-            nexthops: r
-                .nexthops
-                .iter()
-                .map(|n| NexthopRow {
-                    gateway: n.gateway.map(|g| g.to_string()),
-                    dev: if n.ifindex == 0 {
-                        None
-                    } else {
-                        ifname(n.ifindex).or_else(|| Some(format!("if{}", n.ifindex)))
-                    },
-                    weight: n.weight,
-                    flags: n.flag_names().into_iter().map(String::from).collect(),
-                    packets: None,
-                    bytes: None,
-                    buckets: None,
-                })
-                .collect(),
+        }
+    }
+
+    /// Take what the kernel said beyond the model: the route's flags, its preferred source,
+    /// an IPv6 route's preference; with `details`, name the main table too (as `ip -d`).
+    pub fn set_kernel(&mut self, m: &mpt_netlink::msg::rtnl::route::RouteMsg, details: bool) {
+        self.flags = rt_flag_names(m.rtm_flags);
+        self.prefsrc = m.prefsrc().map(|a| a.to_string());
+        self.pref = m.pref().map(|p| match p {
+            // ICMPV6_ROUTER_PREF_*
+            0 => "medium".into(),
+            1 => "high".into(),
+            3 => "low".into(),
+            n => serde_json::Value::from(n),
+        });
+        if details && self.table.is_none() {
+            self.table = Some(names::table_name(self.table_id));
         }
     }
 }
@@ -403,8 +532,8 @@ impl RouteRow {
     /// The route in `ip route` order, on one line (the dry run's before and after).
     pub fn spelling(&self) -> String {
         let mut s = self.dst.clone();
-        if self.table != mpt_model::names::RT_TABLE_MAIN {
-            s.push_str(&format!(" table {}", names::table_name(self.table)));
+        if self.table_id != mpt_model::names::RT_TABLE_MAIN {
+            s.push_str(&format!(" table {}", names::table_name(self.table_id)));
         }
         s.push_str(&format!(" proto {} metric {}", self.protocol, self.metric));
         if let Some(a) = &self.algo {
@@ -421,7 +550,7 @@ impl RouteRow {
         }
         for n in &self.nexthops {
             s.push_str(" nexthop");
-            if let Some(g) = &n.gateway {
+            if let Some(g) = n.gateway_str() {
                 s.push_str(&format!(" via {g}"));
             }
             if let Some(d) = &n.dev {
@@ -460,7 +589,7 @@ impl TableRow for RouteRow {
                 .iter()
                 .map(|n| {
                     let mut s = String::new();
-                    if let Some(g) = &n.gateway {
+                    if let Some(g) = n.gateway_str() {
                         s.push_str(&format!("via {g} "));
                     }
                     if let Some(d) = &n.dev {
@@ -484,7 +613,7 @@ impl TableRow for RouteRow {
         };
         vec![
             self.dst.clone(),
-            names::table_name(self.table),
+            names::table_name(self.table_id),
             self.metric.to_string(),
             self.protocol.clone(),
             match (&self.algo, &self.resilient) {
@@ -571,14 +700,14 @@ impl GetRow {
     ) -> Self {
         let rows: Vec<NexthopRow> = nhs
             .iter()
-            .map(|n| NexthopRow {
-                gateway: n.gateway.map(|g| g.to_string()),
-                dev: ifname(n.ifindex),
-                weight: n.weight,
-                flags: Vec::new(),
-                packets: None,
-                bytes: None,
-                buckets: None,
+            .map(|n| {
+                NexthopRow::new(
+                    Family::of_net(&key.dst),
+                    n.gateway,
+                    ifname(n.ifindex),
+                    n.weight,
+                    0,
+                )
             })
             .collect();
         GetRow {
@@ -607,7 +736,7 @@ impl GetRow {
                 .iter()
                 .find(|k| k.ifindex == n.ifindex && k.gateway == gw)
             {
-                row.flags = k.flag_names().into_iter().map(String::from).collect();
+                row.flags = rt_flag_names(u32::from(k.flags));
             }
         }
         if let Some(i) = self.index {
@@ -624,12 +753,12 @@ impl TableRow for GetRow {
         let nh = match &self.nexthop {
             Some(n) if n.flags.iter().any(|f| f == "dead") => format!(
                 "via {} dev {} (dead: the kernel forwards by a live nexthop)",
-                n.gateway.as_deref().unwrap_or("-"),
+                n.gateway_str().unwrap_or("-"),
                 n.dev.as_deref().unwrap_or("-")
             ),
             Some(n) => format!(
                 "via {} dev {}",
-                n.gateway.as_deref().unwrap_or("-"),
+                n.gateway_str().unwrap_or("-"),
                 n.dev.as_deref().unwrap_or("-")
             ),
             None => format!("chosen per packet among {}", self.nexthops.len()),

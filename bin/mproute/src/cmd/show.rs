@@ -8,7 +8,7 @@ use mpt_model::{Family, RouteKey};
 
 use crate::grammar::ShowSpec;
 use crate::resolve;
-use crate::session::{dump, Session};
+use crate::session::{dump_msgs, Session};
 use crate::store::Managed;
 use crate::view::Output;
 use crate::view::RouteRow;
@@ -37,8 +37,9 @@ pub fn run(s: &mut Session, f: &ShowSpec) -> Result<Output, Failure> {
     };
     let mut rows = Vec::new();
     for fam in fams {
-        let routes = dump(s.sock()?, Some(fam), table)?;
-        for mut r in routes {
+        let routes = dump_msgs(s.sock()?, Some(fam), table)?;
+        for msg in routes {
+            let mut r = msg.route.clone();
             if f.dst.is_some_and(|d| d != r.key.dst) {
                 continue;
             }
@@ -60,6 +61,7 @@ pub fn run(s: &mut Session, f: &ShowSpec) -> Result<Output, Failure> {
                 None
             };
             let mut row = RouteRow::new(&r, is_managed, by, &mut ifname);
+            row.set_kernel(&msg, s.opts.details);
             if is_managed {
                 if let Some(st) = s.store(false)? {
                     let t = st

@@ -357,6 +357,27 @@ pub struct RouteMsg {
     pub other: Vec<(u16, Vec<u8>)>,
 }
 
+impl RouteMsg {
+    fn attr(&self, ty: u16) -> Option<&[u8]> {
+        self.other
+            .iter()
+            .find(|(t, _)| *t == ty)
+            .map(|(_, v)| v.as_slice())
+    }
+
+    /// `RTA_PREFSRC`: the source address the route prefers (`src` in `ip route`).
+    pub fn prefsrc(&self) -> Option<IpAddr> {
+        let fam = self.route.key.family();
+        self.attr(rta::PREFSRC)
+            .and_then(|v| ip_from(fam, v, "RTA_PREFSRC").ok())
+    }
+
+    /// `RTA_PREF`: an IPv6 route's router preference (`ICMPV6_ROUTER_PREF_*`).
+    pub fn pref(&self) -> Option<u8> {
+        self.attr(rta::PREF).and_then(|v| v.first().copied())
+    }
+}
+
 fn ip_from(family: Family, p: &[u8], what: &str) -> Result<IpAddr, DecodeError> {
     match family {
         Family::V4 => {
