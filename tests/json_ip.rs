@@ -152,3 +152,112 @@ fn show_json_has_ip_route_keys_and_values() {
         .unwrap_or_else(|| panic!("no line for the route: {text}"));
     assert!(line.contains("via 2001:db8:1::2 dev va"), "{line}");
 }
+
+/// A multipath write without a dataplane says, once, that the algorithm is not enforced (on
+/// standard error, and in the JSON report's `notes`); a single path, or an attached
+/// dataplane, says nothing.
+#[test]
+fn a_write_without_a_dataplane_says_the_algorithm_is_not_enforced() {
+    require_root();
+    let t = TwoPaths::new("jnote");
+    let o = MP.at(
+        &t.r,
+        "add 203.0.113.0/24 algo l4-hash nexthop via 10.1.0.2 dev va nexthop via 10.2.0.2 dev vb",
+    );
+    assert!(o.status.success(), "{o:?}");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(err.lines().count(), 1, "one line: {err}");
+    assert!(
+        err.starts_with("mproute: note: ") && err.contains("mproute dataplane attach dev DEV"),
+        "{err}"
+    );
+    let v = MP.json(
+        &t.r,
+        "replace 203.0.113.0/24 algo l3-hash nexthop via 10.1.0.2 dev va nexthop via 10.2.0.2 dev vb",
+    );
+    let notes = v["notes"].as_array().expect("notes in the JSON report");
+    assert!(
+        notes[0]
+            .as_str()
+            .is_some_and(|n| n.contains("not enforced")),
+        "{v}"
+    );
+    // one path leaves the algorithm nothing to choose
+    let o = MP.at(&t.r, "-j add 198.18.1.0/24 via 10.1.0.2 dev va");
+    assert!(o.status.success() && o.stderr.is_empty(), "{o:?}");
+    assert!(
+        !String::from_utf8_lossy(&o.stdout).contains("notes"),
+        "{o:?}"
+    );
+    // attached: nothing to say
+    MP.ok(&t.r, "dataplane attach dev va dev vb");
+    let o = MP.at(
+        &t.r,
+        "-j replace 203.0.113.0/24 nexthop via 10.1.0.2 dev va nexthop via 10.2.0.2 dev vb weight 2",
+    );
+    assert!(o.status.success(), "{o:?}");
+    assert!(
+        !String::from_utf8_lossy(&o.stderr).contains("note"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(
+        !String::from_utf8_lossy(&o.stdout).contains("notes"),
+        "{o:?}"
+    );
+}
+
+/// `get` compares its answer with the kernel's own lookup (`ip route get`, the oracle) for the
+/// same flow: `kernel` has ip's gateway and dev, `same` says whether they are the dataplane's
+/// nexthop, and a note says so where they are not.
+#[test]
+fn get_says_where_the_kernel_picks_another_nexthop() {
+    require_root();
+    let t = TwoPaths::new("jget");
+    for r in [
+        "add 203.0.113.0/24 nexthop via 10.1.0.2 dev va nexthop via 10.2.0.2 dev vb",
+        "add 2001:db8:9::/48 nexthop via 2001:db8:1::2 dev va nexthop via 2001:db8:2::2 dev vb",
+    ] {
+        MP.ok(&t.r, r);
+    }
+    let (mut same, mut differ) = (0, 0);
+    for i in 1..=24 {
+        for addr in [format!("203.0.113.{i}"), format!("2001:db8:9::{i:x}")] {
+            let ours = &MP.json(&t.r, &format!("get {addr}"))[0];
+            let ip = &t.r.ip_json(&format!("route get {addr}"))[0];
+            let k = &ours["kernel"];
+            assert_eq!(
+                (&k["gateway"], &k["dev"]),
+                (&ip["gateway"], &ip["dev"]),
+                "{addr}: ours {ours}\nip {ip}"
+            );
+            let agrees =
+                ours["nexthop"]["gateway"] == ip["gateway"] && ours["nexthop"]["dev"] == ip["dev"];
+            assert_eq!(k["same"], agrees, "{addr}: {ours}");
+            let noted = ours["notes"].as_array().is_some_and(|n| {
+                n.iter()
+                    .any(|n| n.as_str().is_some_and(|n| n.contains("ip route get")))
+            });
+            assert_eq!(
+                noted, !agrees,
+                "{addr}: a note exactly where they differ: {ours}"
+            );
+            if agrees {
+                same += 1;
+            } else {
+                differ += 1;
+            }
+        }
+    }
+    // two hash functions over 48 flows: both cases are seen (each half the time)
+    assert!(same > 0 && differ > 0, "same {same}, differ {differ}");
+    // the text output says it too
+    let text = MP.ok(&t.r, "get 203.0.113.1");
+    let ip = &t.r.ip_json("route get 203.0.113.1")[0];
+    let ours = &MP.json(&t.r, "get 203.0.113.1")[0];
+    assert_eq!(
+        text.contains("note: "),
+        ours["kernel"]["same"] == false,
+        "{text}\n{ip}"
+    );
+}

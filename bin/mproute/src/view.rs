@@ -39,7 +39,14 @@ pub fn print(out: &Output, style: Style) {
     match out {
         Output::Metrics(text) => mpt_cli::metrics::print(text),
         Output::Routes(rows) => print_rows(rows, style),
-        Output::Get(row) => print_rows(std::slice::from_ref(row.as_ref()), style),
+        Output::Get(row) => {
+            print_rows(std::slice::from_ref(row.as_ref()), style);
+            if !style.json {
+                for n in &row.notes {
+                    print_line(&format!("note: {n}"));
+                }
+            }
+        }
         Output::Dataplane(v) => {
             if style.json {
                 print_json(v, style.pretty);
@@ -236,6 +243,10 @@ pub struct ChangeReport {
     pub metric: u32,
     /// Algorithm after the command (null after del).
     pub algo: Option<&'static str>,
+    /// What the operator should know (printed on standard error too): the algorithm is not
+    /// enforced while no dataplane is attached.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
 }
 
 fn display<S: serde::Serializer, T: std::fmt::Display>(v: &T, s: S) -> Result<S::Ok, S::Error> {
@@ -260,6 +271,7 @@ pub fn report(changed: bool, verb: Verb, k: &RouteKey, algo: Option<Algo>) -> Ch
         table: k.table,
         metric: k.metric,
         algo: algo.map(Algo::name),
+        notes: Vec::new(),
     }
 }
 
@@ -683,9 +695,63 @@ pub struct GetRow {
     pub nexthops: Vec<NexthopRow>,
     /// Who carries the algorithm out.
     pub enforced_by: String,
+    /// What the kernel's own lookup answers for the same flow (`ip route get`'s `gateway` and
+    /// `dev`): the path its multipath hash picks. Absent where it has no answer.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kernel: Option<KernelChoice>,
+    /// Where the kernel's answer differs from the dataplane's, and what that means.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
+}
+
+/// The kernel's answer to `ip route get` for a flow, with ip's keys.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct KernelChoice {
+    /// Gateway (absent for a directly connected destination).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gateway: Option<String>,
+    /// Device.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dev: Option<String>,
+    /// Whether it is the nexthop the dataplane picks (false also where the algorithm picks
+    /// per packet).
+    pub same: bool,
 }
 
 impl GetRow {
+    /// Take the kernel's answer for the flow; where it differs from the dataplane's, say so.
+    pub fn set_kernel(
+        &mut self,
+        gateway: Option<std::net::IpAddr>,
+        dev: Option<String>,
+        same: bool,
+    ) {
+        let k = KernelChoice {
+            gateway: gateway.map(|g| g.to_string()),
+            dev,
+            same,
+        };
+        if !same && self.nexthop.is_some() {
+            let path = format!(
+                "via {} dev {}",
+                k.gateway.as_deref().unwrap_or("-"),
+                k.dev.as_deref().unwrap_or("-")
+            );
+            self.notes.push(if matches!(self.enforced_by.as_str(), "xdp" | "tc") {
+                format!(
+                    "the kernel's own hash picks {path} (as \"ip route get\" says): packets \
+                     arriving on the dataplane's devices take this answer's, the others the kernel's"
+                )
+            } else {
+                format!(
+                    "the kernel forwards this flow {path} (as \"ip route get\" says), by its own \
+                     hash: this answer is the dataplane's, which enforces the route only once \
+                     attached (\"mproute dataplane attach dev DEV\")"
+                )
+            });
+        }
+        self.kernel = Some(k);
+    }
     /// Build the answer.
     #[allow(clippy::too_many_arguments)]
     pub fn new(
@@ -722,6 +788,8 @@ impl GetRow {
             nexthop: index.and_then(|i| rows.get(i).cloned()),
             nexthops: rows,
             enforced_by: enforced_by.to_string(),
+            kernel: None,
+            notes: Vec::new(),
         }
     }
 }

@@ -85,5 +85,77 @@ pub fn run(s: &mut Session, g: &GetSpec) -> Result<Output, Failure> {
     if let Some(r) = s.find(&key)? {
         row.set_flags(&nhs, &r);
     }
+    if let Some(k) = kernel_choice(s, g, &key)? {
+        let (gw, ifindex) = k;
+        let dev = if ifindex == 0 {
+            None
+        } else {
+            mpt_sys::iface::name(ifindex).or_else(|| Some(format!("if{ifindex}")))
+        };
+        row.set_kernel(gw, dev, ifindex_of(&nhs, index) == Some((gw, ifindex)));
+    }
     Ok(Output::Get(Box::new(row)))
+}
+
+/// The chosen nexthop's gateway and device.
+fn ifindex_of(
+    nhs: &[mpt_bpf::mproute::route_table::GroupNexthop],
+    index: Option<usize>,
+) -> Option<(Option<std::net::IpAddr>, u32)> {
+    index
+        .and_then(|i| nhs.get(i))
+        .map(|n| (n.gateway, n.ifindex))
+}
+
+/// What the kernel's own lookup answers for the same flow, as `ip route get` asks it
+/// (RTM_GETROUTE): the path its multipath hash picks (gateway, device). `None` where the
+/// kernel has no answer for the flow (a source that is not local without `iif`: EINVAL;
+/// unreachable): there is nothing to compare with.
+fn kernel_choice(
+    s: &mut Session,
+    g: &GetSpec,
+    key: &mpt_model::RouteKey,
+) -> Result<Option<(Option<std::net::IpAddr>, u32)>, Failure> {
+    use mpt_netlink::msg::rtnl::route as rmsg;
+    let iif = match g.iif.as_deref() {
+        Some(d) => Some(
+            mpt_sys::iface::index(d)
+                .map_err(|e| Failure::usage(format!("get {}: iif {d}: {e}", g.dst)))?,
+        ),
+        None => None,
+    };
+    let flow = rmsg::Flow {
+        dst: g.dst,
+        src: g.src,
+        proto: (g.proto != 0).then_some(g.proto),
+        sport: (g.sport != 0).then_some(g.sport),
+        dport: (g.dport != 0).then_some(g.dport),
+        iif,
+    };
+    let what = format!("look up {} in the kernel", g.dst);
+    let mut ask = |fib_match: bool| -> Result<Option<rmsg::RouteMsg>, Failure> {
+        let payloads = match s
+            .sock()?
+            .dump(&rmsg::lookup_request(&flow, fib_match), &what)
+        {
+            Ok(p) => p,
+            Err(mpt_netlink::Error::Kernel(_)) => return Ok(None),
+            Err(e) => return Err(Failure::from(e)),
+        };
+        for p in payloads {
+            if let Some(m) =
+                rmsg::decode(&p).map_err(|e| Failure::system(format!("{what}: {e}")))?
+            {
+                return Ok(Some(m));
+            }
+        }
+        Ok(None)
+    };
+    // Only an answer from the same route compares: the kernel's lookup goes by its rules
+    // (main first), and a more specific route mproute does not manage may match before it.
+    match ask(true)? {
+        Some(m) if m.route.key == *key => {}
+        _ => return Ok(None),
+    }
+    Ok(ask(false)?.and_then(|m| m.route.nexthops.first().map(|n| (n.gateway, n.ifindex))))
 }

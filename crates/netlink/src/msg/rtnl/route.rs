@@ -342,6 +342,67 @@ pub fn get_request(dst: IpAddr) -> Request {
     }
 }
 
+/// A flow for a route lookup ([`lookup_request`]): what `ip route get DST [from SRC]
+/// [ipproto P] [sport S] [dport D]` sends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Flow {
+    /// Destination.
+    pub dst: IpAddr,
+    /// Source, if given (of the destination's family).
+    pub src: Option<IpAddr>,
+    /// IP protocol, if given.
+    pub proto: Option<u8>,
+    /// Source port, if given.
+    pub sport: Option<u16>,
+    /// Destination port, if given.
+    pub dport: Option<u16>,
+    /// The device the packet arrives on (`iif`: an input lookup, as for a forwarded packet).
+    pub iif: Option<u32>,
+}
+
+/// A route lookup as `ip route get` makes it (no `fibmatch`): the kernel answers with the route
+/// a packet of the flow takes, the nexthop its own multipath hash picks included. Protocol and
+/// ports are sent as `RTA_IP_PROTO`, `RTA_SPORT`, `RTA_DPORT` (Linux 4.17+), so that an L4 hash
+/// policy (`fib_multipath_hash_policy`) sees them. With `fib_match`, the answer is the FIB
+/// entry the lookup matched instead (`ip route get ... fibmatch`).
+pub fn lookup_request(f: &Flow, fib_match: bool) -> Request {
+    let (fam, len) = match f.dst {
+        IpAddr::V4(_) => (Family::V4, 32),
+        IpAddr::V6(_) => (Family::V6, 128),
+    };
+    // IPv6's strict check refuses RTM_F_LOOKUP_TABLE ("Invalid flags for get route request")
+    let fl = match fam {
+        Family::V4 => RTM_F_LOOKUP_TABLE,
+        Family::V6 => 0,
+    } | if fib_match { RTM_F_FIB_MATCH } else { 0 };
+    let mut hdr = rtmsg(fam.af(), len, 0, 0, 0, 0, fl);
+    if f.src.is_some() {
+        hdr[2] = len; // rtm_src_len
+    }
+    let mut a = AttrBuf::with_header(&hdr);
+    a.put(rta::DST, &addr_bytes(&f.dst));
+    if let Some(s) = &f.src {
+        a.put(rta::SRC, &addr_bytes(s));
+    }
+    if let Some(p) = f.proto {
+        a.put(rta::IP_PROTO, &[p]);
+    }
+    if let Some(p) = f.sport {
+        a.put(rta::SPORT, &p.to_be_bytes());
+    }
+    if let Some(p) = f.dport {
+        a.put(rta::DPORT, &p.to_be_bytes());
+    }
+    if let Some(i) = f.iif {
+        a.put_u32(rta::IIF, i);
+    }
+    Request {
+        ty: RTM_GETROUTE,
+        flags: flags::REQUEST | flags::ACK,
+        payload: a.into_bytes(),
+    }
+}
+
 /// A route as the kernel reports it, before it is joined with our state.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RouteMsg {
