@@ -694,6 +694,14 @@ fn counters_belong_to_their_entry() {
     // ping does not take for its own; the count is the point)
     let _ = p.a.exec("ping", &format!("-6 -c 3 -i 0.2 -W 1 {ILA_B}"));
     assert_eq!(packets(), Some(3));
+    // the reason counters: an object of name -> packets, the shape of the three tools
+    let c = ILA.json(&p.b, "dataplane show")["counters"].clone();
+    assert!(c["translated-in"].as_u64() >= Some(3), "{c}");
+    assert!(
+        c.as_object()
+            .is_some_and(|o| o.len() > 1 && o.values().all(Value::is_u64)),
+        "{c}"
+    );
     ILA.ok(
         &p.b,
         &format!("xlat replace loc_match {LOC_B} loc {SIR_NET} csum-mode neutral-map-auto"),

@@ -191,6 +191,14 @@ fn a_write_without_a_dataplane_says_the_algorithm_is_not_enforced() {
     );
     // attached: nothing to say
     MP.ok(&t.r, "dataplane attach dev va dev vb");
+    // its counters: an object of name -> packets, the shape of the three tools
+    let c = MP.json(&t.r, "dataplane show")["counters"].clone();
+    assert!(c["redirected"].is_u64(), "{c}");
+    assert!(
+        c.as_object()
+            .is_some_and(|o| o.len() > 1 && o.values().all(serde_json::Value::is_u64)),
+        "{c}"
+    );
     let o = MP.at(
         &t.r,
         "-j replace 203.0.113.0/24 nexthop via 10.1.0.2 dev va nexthop via 10.2.0.2 dev vb weight 2",

@@ -3,7 +3,7 @@
 //! `ip -j route`: `dst`, `gateway`, `dev`, `table`, `protocol` and an `encap` object), plus
 //! `backend`, and with `-s` `packets` and `bytes`.
 
-use mpt_cli::render::{print_json, print_line, print_rows, Style, TableRow};
+use mpt_cli::render::{print_json, print_line, print_rows, Counters, Style, TableRow};
 use mpt_model::ila::{Mapping, RouteSpec};
 use serde::Serialize;
 
@@ -252,8 +252,8 @@ pub struct DataplaneView {
     pub changed: Option<bool>,
     /// The devices with the translator.
     pub attachments: Vec<AttachmentRow>,
-    /// What the programs did with the packets they saw, by reason.
-    pub counters: Vec<(String, u64)>,
+    /// What the programs did with the packets they saw, by reason (name -> packets).
+    pub counters: Counters,
     /// A dry run (`--check`): nothing was attached or detached.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub check: bool,
@@ -418,14 +418,8 @@ pub fn print(out: &Output, style: Style) {
                 return;
             }
             print_rows(&v.attachments, style);
-            let c: Vec<String> = v
-                .counters
-                .iter()
-                .filter(|(_, n)| *n > 0)
-                .map(|(k, n)| format!("{k} {n}"))
-                .collect();
-            if !c.is_empty() {
-                print_line(&format!("counters: {}", c.join(", ")));
+            if let Some(l) = v.counters.line() {
+                print_line(&l);
             }
         }
         Output::Change(r) => {

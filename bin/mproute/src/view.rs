@@ -5,7 +5,7 @@
 use serde::Serialize;
 
 use mpt_cli::names;
-use mpt_cli::render::{print_json, print_line, print_rows, Style, TableRow};
+use mpt_cli::render::{print_json, print_line, print_rows, Counters, Style, TableRow};
 use mpt_model::{Algo, Family, Route, RouteKey, Verb};
 
 /// What a command produced.
@@ -52,14 +52,8 @@ pub fn print(out: &Output, style: Style) {
                 print_json(v, style.pretty);
             } else {
                 print_rows(&v.attachments, style);
-                let c: Vec<String> = v
-                    .counters
-                    .iter()
-                    .filter(|(_, n)| **n > 0)
-                    .map(|(k, n)| format!("{k} {n}"))
-                    .collect();
-                if !c.is_empty() {
-                    print_line(&format!("counters: {}", c.join(", ")));
+                if let Some(l) = v.counters.line() {
+                    print_line(&l);
                 }
                 if let Some(c) = &v.counter_slots {
                     print_line(&c.line());
@@ -883,8 +877,8 @@ impl TableRow for AttachmentRow {
 pub struct DataplaneView {
     /// Attachments in the namespace.
     pub attachments: Vec<AttachmentRow>,
-    /// Packets by verdict: `redirected`, then one entry per pass-to-stack reason.
-    pub counters: std::collections::BTreeMap<String, u64>,
+    /// Packets by verdict (name -> packets): `redirected`, then one per pass-to-stack reason.
+    pub counters: Counters,
     /// Whether routes over a link without carrier are ignored (set by attach; without it a
     /// lost carrier blackholes its nexthop's flows in the kernel and the dataplane alike).
     pub ignore_routes_with_linkdown: bool,

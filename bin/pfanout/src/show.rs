@@ -72,7 +72,8 @@ pub struct SocketView {
     pub rmem_alloc: Option<u32>,
     /// The receive buffer's limit.
     pub rcvbuf: Option<u32>,
-    /// Packets the socket dropped.
+    /// Packets the socket dropped (`dropped`, as iproute2's `-s -j`).
+    #[serde(rename = "dropped")]
     pub drops: Option<u32>,
     /// Its fanout flags where known (from the socket itself).
     pub flags: Option<Vec<&'static str>>,

@@ -300,7 +300,8 @@ pub struct WorkerStats {
     pub bytes: u64,
     /// Packets the kernel queued to the socket, drops included (PACKET_STATISTICS).
     pub kernel_packets: u64,
-    /// Packets the kernel dropped for lack of room.
+    /// Packets the kernel dropped for lack of room (`dropped`, as iproute2's `-s -j`).
+    #[serde(rename = "dropped")]
     pub drops: u64,
     /// Rollovers away from this socket (tp_all); in mode rollover the kernel counts every
     /// packet it places this way, the first member's own included.

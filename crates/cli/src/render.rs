@@ -85,6 +85,56 @@ pub fn rows_to_string<R: TableRow>(rows: &[R], style: Style) -> String {
         .join("\n")
 }
 
+/// Counters as every tool prints them: in JSON an object of name -> number, in the order
+/// given (never a list of pairs), named as iproute2's `-s -j` names its `stats64` where one
+/// applies (`packets`, `bytes`, `dropped`); in text one `counters:` line of the non-zero ones.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Counters(pub Vec<(String, u64)>);
+
+impl Serialize for Counters {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut m = s.serialize_map(Some(self.0.len()))?;
+        for (k, v) in &self.0 {
+            m.serialize_entry(k, v)?;
+        }
+        m.end()
+    }
+}
+
+impl FromIterator<(String, u64)> for Counters {
+    fn from_iter<I: IntoIterator<Item = (String, u64)>>(it: I) -> Self {
+        Counters(it.into_iter().collect())
+    }
+}
+
+impl From<Vec<(String, u64)>> for Counters {
+    fn from(v: Vec<(String, u64)>) -> Self {
+        Counters(v)
+    }
+}
+
+impl Counters {
+    /// A counter's value (0 if there is none of that name).
+    pub fn get(&self, name: &str) -> u64 {
+        self.0
+            .iter()
+            .find(|(k, _)| k == name)
+            .map_or(0, |(_, v)| *v)
+    }
+
+    /// The text line (`counters: redirected 5, no-route 2`), `None` when all are zero.
+    pub fn line(&self) -> Option<String> {
+        let c: Vec<String> = self
+            .0
+            .iter()
+            .filter(|(_, n)| *n > 0)
+            .map(|(k, n)| format!("{k} {n}"))
+            .collect();
+        (!c.is_empty()).then(|| format!("counters: {}", c.join(", ")))
+    }
+}
+
 /// With `-j`, a failure is also a JSON object on standard output (set once by [`install`]).
 static JSON_ERRORS: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 /// The first failed write to standard output other than a closed pipe.
@@ -241,6 +291,13 @@ mod tests {
         let t = rows_to_string(&rows, Style::default());
         assert!(t.contains("DST") && t.contains("10.0.0.0/8") && t.contains('-'));
         assert!(t.lines().all(|l| l == l.trim_end()));
+        let c: Counters = vec![("b".to_string(), 2), ("a".to_string(), 0)].into();
+        assert_eq!(
+            to_json(&c, false),
+            r#"{"b":2,"a":0}"#,
+            "an object, in order"
+        );
+        assert_eq!(c.line().as_deref(), Some("counters: b 2"));
         assert_eq!(
             rows_to_string::<R>(
                 &[],

@@ -33,7 +33,7 @@ fn view(changed: Option<bool>, s: &mut Session) -> Result<Output, Failure> {
     Ok(Output::Dataplane(DataplaneView {
         changed,
         attachments,
-        counters,
+        counters: counters.into(),
         check: false,
         diff: None,
     }))
