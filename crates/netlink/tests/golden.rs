@@ -295,6 +295,25 @@ fn route_get_fibmatch() {
     assert_golden("v4_get_fibmatch", &req, false);
 }
 
+#[test]
+fn route_get_of_a_flow() {
+    // `mproute get`'s question to the kernel is ip route get's for the same flow
+    let mut req = route::lookup_request(
+        &route::Flow {
+            dst: "198.51.100.7".parse().expect("addr"),
+            src: Some("10.1.0.1".parse().expect("addr")),
+            proto: Some(17),
+            sport: Some(1000),
+            dport: Some(2000),
+            iif: None,
+        },
+        false,
+    );
+    assert_ne!(req.flags & flags::ACK, 0);
+    req.flags &= !flags::ACK;
+    assert_golden("v4_get", &req, false);
+}
+
 // ---- generic netlink and sock_diag ----------------------------------------------------------
 
 #[test]
