@@ -1,6 +1,7 @@
 #!/usr/bin/python
 # -*- coding: utf-8 -*-
-# GPL-2.0-only OR MIT, as the rest of the repository.
+# Copyright: mproute developers
+# SPDX-License-Identifier: GPL-2.0-only OR MIT (the repository's LICENSE)
 
 """ila_xlat: one ILA mapping (the receive side's ILA -> SIR translation), made so by ila."""
 
@@ -59,8 +60,22 @@ options:
     default: ila
 requirements:
   - ila on the managed host, run as root
+attributes:
+  check_mode:
+    description: Runs C(ila --check), which changes nothing and says what would change.
+    support: full
+  diff_mode:
+    description: The mapping before and after, as C(ila -j xlat show) prints it.
+    support: full
+  platform:
+    description: Linux network namespaces.
+    support: full
+    platforms: linux
+seealso:
+  - module: mpt.net.ila_route
+    description: The send side (SIR to ILA).
 author:
-  - mproute developers
+  - mproute developers (!UNKNOWN)
 """
 
 EXAMPLES = r"""
@@ -81,11 +96,15 @@ after:
   description: The mapping after the task (in check mode, as it would be); null if none.
   returned: always
   type: dict
+cmd:
+  description: The ila command the task ran (or, in check mode, would run).
+  returned: always
+  type: list
+  elements: str
 """
 
-import json
-
 from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.mpt.net.plugins.module_utils.tool import Tool
 
 
 def main():
@@ -107,21 +126,7 @@ def main():
         supports_check_mode=True,
     )
     p = module.params
-    base = [module.get_bin_path(p["ila"], required=True), "--backend", p["backend"], "-j"]
-    if p["netns"]:
-        base = base[:1] + ["-n", p["netns"]] + base[1:]
-
-    def run(args, check=False):
-        cmd = base + (["--check"] if check else []) + args
-        rc, out, err = module.run_command(cmd)
-        if rc != 0:
-            msg = (err.strip() or "ila exited with status %d" % rc).splitlines()
-            module.fail_json(msg=msg[0], hint="\n".join(msg[1:]), rc=rc, cmd=cmd, stderr=err)
-        try:
-            return json.loads(out) if out.strip() else None
-        except ValueError as e:
-            module.fail_json(msg="ila printed no JSON: %s" % e, cmd=cmd, stdout=out)
-
+    ila = Tool(module, p["ila"], p["netns"], ["--backend", p["backend"]])
     key = ["loc_match", p["loc_match"]] + (["dev", p["dev"]] if p["dev"] else [])
     if p["state"] == "present":
         args = ["xlat", "replace"] + key + ["loc", p["loc"], "csum-mode", p["csum_mode"],
@@ -129,21 +134,13 @@ def main():
     else:
         # del of a mapping that is not there fails: absent is then a no-op
         want_dev = p["dev"] or "*"
-        there = [m for m in run(["xlat", "show"]) or []
+        there = [m for m in ila.run(["xlat", "show"]) or []
                  if m.get("interface") == want_dev and m.get("locator_match") == p["loc_match"]]
         if not there:
-            module.exit_json(changed=False, before=None, after=None,
+            module.exit_json(changed=False, before=None, after=None, cmd=[],
                              diff=dict(before="", after=""))
         args = ["xlat", "del"] + key
-    plan = run(args, check=True)
-    before, after = plan["diff"]["before"], plan["diff"]["after"]
-    text = lambda m: "" if m is None else json.dumps(m, indent=2, sort_keys=True) + "\n"
-    result = dict(changed=plan["changed"], before=before, after=after,
-                  diff=dict(before=text(before), after=text(after)))
-    if plan["changed"] and not module.check_mode:
-        done = run(args)
-        result["changed"] = bool(done and done.get("changed", True))
-    module.exit_json(**result)
+    module.exit_json(**ila.apply(args))
 
 
 if __name__ == "__main__":

@@ -1,6 +1,7 @@
 #!/usr/bin/python
 # -*- coding: utf-8 -*-
-# GPL-2.0-only OR MIT, as the rest of the repository.
+# Copyright: mproute developers
+# SPDX-License-Identifier: GPL-2.0-only OR MIT (the repository's LICENSE)
 
 """mproute_route: one multipath route with its algorithm, made so by mproute."""
 
@@ -44,10 +45,33 @@ options:
     description: Protocol the route is installed with. Unset, C(mproute) (245).
     type: str
   algo:
-    description: How flows or packets are spread over the nexthops.
+    description:
+      - How flows or packets are spread over the nexthops. C(l3-hash) hashes the addresses,
+        C(l4-hash) the 5-tuple (a flow keeps its path); C(per-packet) and C(drr) take turns,
+        C(random) and C(wrandom) draw (C(wrandom) by weight).
     type: str
     choices: [l3-hash, l4-hash, per-packet, drr, random, wrandom]
     default: l3-hash
+  resilient:
+    description:
+      - With C(l3-hash) or C(l4-hash), a table of buckets between the hash and the nexthops
+        (C(mproute ... algo ALGO resilient)), as the kernel's resilient nexthop groups keep it.
+        Replacing the route with a nexthop less moves only that nexthop's buckets; with one more,
+        only buckets idle for O(idle_timer) seconds, so that flows in progress keep their path.
+      - Unset or false, the route has no such table (a route that had one loses it).
+    type: bool
+    default: false
+    version_added: "0.2.0"
+  buckets:
+    description: The resilient table's size (1 to 4096). Unset, mproute's default (128).
+    type: int
+    version_added: "0.2.0"
+  idle_timer:
+    description:
+      - Seconds a bucket must have been idle before it moves to a new nexthop (C(0), at once).
+        Unset, mproute's default (120).
+    type: int
+    version_added: "0.2.0"
   nexthops:
     description: The paths, in order. Required with C(state=present).
     type: list
@@ -82,8 +106,22 @@ options:
     default: mproute
 requirements:
   - mproute on the managed host, run as root (CAP_NET_ADMIN)
+attributes:
+  check_mode:
+    description: Runs C(mproute --check), which changes nothing and says what would change.
+    support: full
+  diff_mode:
+    description: The route before and after, as C(mproute -j show) prints it.
+    support: full
+  platform:
+    description: Linux network namespaces.
+    support: full
+    platforms: linux
+seealso:
+  - module: mpt.net.mproute_dataplane
+    description: Attaches the dataplane that carries out the algorithms.
 author:
-  - mproute developers
+  - mproute developers (!UNKNOWN)
 """
 
 EXAMPLES = r"""
@@ -94,6 +132,17 @@ EXAMPLES = r"""
     nexthops:
       - {via: 192.0.2.1, dev: eth0}
       - {via: 192.0.2.9, dev: eth1, weight: 2}
+
+- name: Flows keep their path when a nexthop comes or goes (a resilient table of 256 buckets)
+  mpt.net.mproute_route:
+    dst: 2001:db8:100::/64
+    algo: l4-hash
+    resilient: true
+    buckets: 256
+    idle_timer: 30
+    nexthops:
+      - {via: "2001:db8:1::2", dev: eth0}
+      - {via: "2001:db8:2::2", dev: eth1}
 
 - name: No mproute route for 203.0.113.0/24 in table 100 of namespace blue
   mpt.net.mproute_route:
@@ -119,9 +168,8 @@ cmd:
   elements: str
 """
 
-import json
-
 from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.mpt.net.plugins.module_utils.tool import Tool
 
 
 def route_words(p):
@@ -132,6 +180,12 @@ def route_words(p):
     if p["proto"]:
         w += ["proto", p["proto"]]
     w += ["algo", p["algo"]]
+    if p["resilient"]:
+        w.append("resilient")
+        if p["buckets"] is not None:
+            w += ["buckets", str(p["buckets"])]
+        if p["idle_timer"] is not None:
+            w += ["idle-timer", str(p["idle_timer"])]
     for i, nh in enumerate(p["nexthops"] or []):
         if not nh.get("via") and not nh.get("dev"):
             raise ValueError("nexthops[%d]: give via, dev or both" % i)
@@ -154,38 +208,6 @@ def key_words(p):
     return w
 
 
-class Mproute:
-    """mproute, run with -j (and -n NETNS) on this host."""
-
-    def __init__(self, module):
-        self.module = module
-        p = module.params
-        self.base = [module.get_bin_path(p["mproute"], required=True)]
-        if p["netns"]:
-            self.base += ["-n", p["netns"]]
-        if p["nexthop_objects"]:
-            self.base.append("--nexthop-objects")
-        self.base.append("-j")
-
-    def run(self, args, check=False):
-        cmd = self.base + (["--check"] if check else []) + args
-        rc, out, err = self.module.run_command(cmd)
-        if rc != 0:
-            # mproute's one line (and its hint) say what was wrong
-            msg = (err.strip() or "mproute exited with status %d" % rc).splitlines()
-            self.module.fail_json(msg=msg[0], hint="\n".join(msg[1:]), rc=rc, cmd=cmd,
-                                  stdout=out, stderr=err)
-        try:
-            return json.loads(out) if out.strip() else None
-        except ValueError as e:
-            self.module.fail_json(msg="mproute printed no JSON: %s" % e, cmd=cmd, stdout=out)
-
-
-def text(row):
-    """A route for Ansible's diff."""
-    return "" if row is None else json.dumps(row, indent=2, sort_keys=True) + "\n"
-
-
 def main():
     module = AnsibleModule(
         argument_spec=dict(
@@ -196,6 +218,9 @@ def main():
             proto=dict(type="str"),
             algo=dict(type="str", default="l3-hash",
                       choices=["l3-hash", "l4-hash", "per-packet", "drr", "random", "wrandom"]),
+            resilient=dict(type="bool", default=False),
+            buckets=dict(type="int"),
+            idle_timer=dict(type="int"),
             nexthops=dict(type="list", elements="dict", options=dict(
                 via=dict(type="str"),
                 dev=dict(type="str"),
@@ -210,7 +235,10 @@ def main():
         supports_check_mode=True,
     )
     p = module.params
-    mp = Mproute(module)
+    if not p["resilient"] and (p["buckets"] is not None or p["idle_timer"] is not None):
+        module.fail_json(msg="buckets and idle_timer are options of resilient: true")
+    mp = Tool(module, p["mproute"], p["netns"],
+              ["--nexthop-objects"] if p["nexthop_objects"] else [])
     if p["state"] == "present":
         try:
             args = ["replace"] + route_words(p)
@@ -224,14 +252,7 @@ def main():
             module.exit_json(changed=False, before=None, after=None, cmd=[],
                              diff=dict(before="", after=""))
         args = ["del"] + key_words(p)
-    plan = mp.run(args, check=True)
-    before, after = plan["diff"]["before"], plan["diff"]["after"]
-    result = dict(changed=plan["changed"], before=before, after=after, cmd=mp.base + args,
-                  diff=dict(before=text(before), after=text(after)))
-    if plan["changed"] and not module.check_mode:
-        done = mp.run(args)
-        result["changed"] = bool(done and done.get("changed", True))
-    module.exit_json(**result)
+    module.exit_json(**mp.apply(args))
 
 
 if __name__ == "__main__":
