@@ -150,3 +150,153 @@ fn a_playbook_changes_once_then_nothing_and_check_mode_changes_nothing() {
     );
     assert_eq!(routes(&t.r), after, "a refused task changed something");
 }
+
+const DATAPLANE: &str = r#"
+- hosts: localhost
+  gather_facts: false
+  tasks:
+    - name: the dataplane on both paths, tc
+      mpt.net.mproute_dataplane:
+        mproute: "{{ mproute }}"
+        netns: "{{ ns }}"
+        devs: [va, vb]
+        mode: tc
+        peer: "{{ peer }}"
+    - name: no dataplane on vc
+      mpt.net.mproute_dataplane:
+        mproute: "{{ mproute }}"
+        netns: "{{ ns }}"
+        dev: vc
+        state: absent
+    - name: flows keep their path when one comes or goes
+      mpt.net.mproute_route:
+        mproute: "{{ mproute }}"
+        netns: "{{ ns }}"
+        dst: 198.51.100.0/24
+        algo: l4-hash
+        resilient: true
+        buckets: "{{ buckets }}"
+        idle_timer: 30
+        nexthops:
+          - {via: 10.1.0.2, dev: va}
+          - {via: 10.2.0.2, dev: vb}
+"#;
+
+/// Each attached device's (mode, peer devices), as `mproute -j dataplane show` says.
+fn attachments(t: &TwoPaths) -> Vec<(String, String, Vec<String>)> {
+    let shown = MP.json(&t.r, &["dataplane", "show"]);
+    let mut v: Vec<(String, String, Vec<String>)> = shown["attachments"]
+        .as_array()
+        .expect("attachments")
+        .iter()
+        .map(|a| {
+            let mut peers: Vec<String> = a["peer_devs"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|p| p.as_str().map(str::to_string))
+                .collect();
+            peers.sort();
+            (
+                a["dev"].as_str().unwrap_or("").to_string(),
+                a["mode"].as_str().unwrap_or("").to_string(),
+                peers,
+            )
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn a_playbook_attaches_the_dataplane_and_makes_a_route_resilient() {
+    require_root();
+    let t = TwoPaths::new("ansdp");
+    if mpt_testkit::matrix::dataplane_refused_here(&MP) {
+        return;
+    }
+    // a third device with the dataplane on it, which the play takes off
+    t.r.ip_ok(&["link", "add", "vc", "type", "veth", "peer", "name", "vc1"]);
+    t.r.ip_ok(&["link", "set", "vc", "up"]);
+    MP.ok(&t.r, &["dataplane", "attach", "dev", "vc", "tc"]);
+    let repo = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let site = Site::new(&repo, "mproute-dp");
+    let on = [("mproute", MPROUTE), ("peer", "true"), ("buckets", "64")];
+    let vc_only = attachments(&t);
+    assert_eq!(vc_only.len(), 1, "{vc_only:?}");
+    let before = routes(&t.r);
+
+    // check mode with diff: all three would change, nothing does
+    let (rc, out) = site.play(DATAPLANE, &t.r, &on, &["--check", "--diff"]);
+    assert_eq!((rc.changed, rc.failed), (3, 0), "{out}");
+    assert!(out.contains("+  \"resilient\": {"), "{out}");
+    assert!(
+        out.contains("-    \"vc\": [\n-      \"tc\"\n-    ]"),
+        "{out}"
+    );
+    assert_eq!(attachments(&t), vc_only, "check mode attached:\n{out}");
+    assert_eq!(routes(&t.r), before, "check mode changed a route:\n{out}");
+
+    // for real: tc on va and vb, delivering into both veths' peers (vc's is in this namespace)
+    let (rc, out) = site.play(DATAPLANE, &t.r, &on, &[]);
+    assert_eq!((rc.changed, rc.failed), (3, 0), "{out}");
+    let both = vec!["va".to_string(), "vb".to_string()];
+    assert_eq!(
+        attachments(&t),
+        [
+            ("va".into(), "tc".into(), both.clone()),
+            ("vb".into(), "tc".into(), both.clone())
+        ]
+    );
+    let row = MP.json(&t.r, &["show", "198.51.100.0/24"]);
+    assert_eq!(row[0]["algo"], "l4-hash", "{row}");
+    assert_eq!(
+        row[0]["resilient"],
+        serde_json::json!({"buckets": 64, "idle_timer": 30})
+    );
+    assert_eq!(row[0]["enforced_by"], "tc", "{row}");
+    let v4 =
+        t.r.ip_json(&["-4", "route", "show", "exact", "198.51.100.0/24"]);
+    assert_eq!(v4[0]["nexthops"].as_array().map(Vec::len), Some(2), "{v4}");
+    assert_eq!(v4[0]["protocol"], "mproute");
+    let after = (attachments(&t), routes(&t.r));
+
+    // again, and in check mode: nothing to change
+    let (rc, out) = site.play(DATAPLANE, &t.r, &on, &[]);
+    assert_eq!((rc.changed, rc.failed), (0, 0), "not idempotent:\n{out}");
+    let (rc, out) = site.play(DATAPLANE, &t.r, &on, &["--check", "--diff"]);
+    assert_eq!((rc.changed, rc.failed), (0, 0), "{out}");
+    assert_eq!((attachments(&t), routes(&t.r)), after);
+
+    // peer off and another table size: what --check alone would not see (same hooks) is seen
+    let off = [("mproute", MPROUTE), ("peer", "false"), ("buckets", "32")];
+    let (rc, out) = site.play(DATAPLANE, &t.r, &off, &["--check", "--diff"]);
+    assert_eq!((rc.changed, rc.failed), (2, 0), "{out}");
+    assert!(
+        out.contains("-    \"buckets\": 64") && out.contains("+    \"buckets\": 32"),
+        "{out}"
+    );
+    assert!(out.contains("+    \"va\": [],"), "{out}");
+    assert_eq!((attachments(&t), routes(&t.r)), after);
+    let (rc, out) = site.play(DATAPLANE, &t.r, &off, &[]);
+    assert_eq!((rc.changed, rc.failed), (2, 0), "{out}");
+    assert_eq!(
+        attachments(&t),
+        [
+            ("va".into(), "tc".into(), vec![]),
+            ("vb".into(), "tc".into(), vec![])
+        ]
+    );
+    let row = MP.json(&t.r, &["show", "198.51.100.0/24"]);
+    assert_eq!(row[0]["resilient"]["buckets"], 32, "{row}");
+    let (rc, out) = site.play(DATAPLANE, &t.r, &off, &[]);
+    assert_eq!((rc.changed, rc.failed), (0, 0), "not idempotent:\n{out}");
+
+    // a device that is not there fails the task with mproute's one line, and changes nothing
+    let now = (attachments(&t), routes(&t.r));
+    let bad = DATAPLANE.replace("devs: [va, vb]", "devs: [va, nosuch0]");
+    let (rc, out) = site.play(&bad, &t.r, &off, &[]);
+    assert_eq!(rc.failed, 1, "{out}");
+    assert!(out.contains("cannot find device \\\"nosuch0\\\""), "{out}");
+    assert_eq!((attachments(&t), routes(&t.r)), now);
+}
