@@ -6,6 +6,7 @@
 //! (apt packages, bpffs) and only then build the rest of the workspace, as child `cargo`
 //! processes: the tools, the BPF programs (clang-19, bpftool, libelf) and the benchmarks.
 
+mod ansible;
 mod demo;
 mod docs;
 mod guest;
@@ -42,7 +43,10 @@ enum Task {
     },
     /// Fail if man/ or completions/ differ from what gen-docs would write.
     CheckDocs,
-    /// setup, build and test the whole workspace, then check-docs, then the kernel matrix
+    /// `ansible-test sanity` on the Ansible collection (ansible/), with a pinned ansible-core
+    /// from PyPI in target/ansible-test/venv, and its changelog linted and fresh.
+    AnsibleSanity,
+    /// setup, build and test the whole workspace, then check-docs, ansible-sanity, then the kernel matrix
     /// (Debian's 5.10, 6.1 and 6.12 under qemu).
     Test {
         /// Only the tests on the running kernel (no matrix).
@@ -106,6 +110,7 @@ fn run(task: Task) -> Result<bool> {
             docs::gen_docs(&out).map(|()| true)
         }
         Task::CheckDocs => docs::check_docs(&util::repo_root()?),
+        Task::AnsibleSanity => ansible::sanity(&util::repo_root()?).map(|()| true),
         Task::Test { no_kernels } => test(!no_kernels),
         Task::Kernels { kernels } => {
             setup::setup()?;
@@ -160,8 +165,8 @@ fn test_executables(root: &std::path::Path) -> Result<Vec<(String, PathBuf)>> {
     Ok(v)
 }
 
-/// `cargo xtask test`: setup, build, test, check-docs, the kernel matrix; one summary line at
-/// the end.
+/// `cargo xtask test`: setup, build, test, check-docs, ansible-test sanity, the kernel matrix;
+/// one summary line at the end.
 fn test(matrix: bool) -> Result<bool> {
     let root = util::repo_root()?;
     let start = Instant::now();
@@ -210,6 +215,8 @@ fn test(matrix: bool) -> Result<bool> {
             return Ok(false);
         }
         done.push("docs fresh");
+        ansible::sanity(&root)?;
+        done.push("ansible-test sanity");
         if matrix {
             let tests = test_executables(&root)?;
             let outcomes = kernels::run_matrix(&root, &[], &tests)?;
