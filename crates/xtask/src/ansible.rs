@@ -62,6 +62,7 @@ pub fn sanity(root: &Path) -> Result<()> {
     let home = base.join("home");
     let coll = base.join("ansible_collections/mpt/net");
     ensure_venv(&venv)?;
+    pins_agree(&venv)?;
     let cache = home.join(".ansible/test/cache");
     std::fs::create_dir_all(&cache).with_context(|| format!("create {}", cache.display()))?;
     let get_pip = cache.join(format!("get_pip_{}.py", ANSIBLE_TEST_PIP.replace('.', "_")));
@@ -149,6 +150,25 @@ fn ensure_venv(venv: &Path) -> Result<()> {
         .arg(format!("ansible-core=={ANSIBLE_CORE}"))
         .args(ANTSIBULL_CHANGELOG))?;
     std::fs::write(&marker, pins).with_context(|| format!("write {}", marker.display()))?;
+    Ok(())
+}
+
+/// Whether the pins here are the ones the installed ansible-test has (they go together: a
+/// new ansible-core bootstraps another pip and pins another antsibull-changelog).
+fn pins_agree(venv: &Path) -> Result<()> {
+    let at = venv.join("lib/python3.11/site-packages/ansible_test");
+    let read = |p: &str| {
+        std::fs::read_to_string(at.join(p)).with_context(|| format!("read ansible_test/{p}"))
+    };
+    if !read("_internal/python_requirements.py")?.contains(&format!("pip='{ANSIBLE_TEST_PIP}'")) {
+        bail!("ansible-test {ANSIBLE_CORE} does not bootstrap pip {ANSIBLE_TEST_PIP}: update ANSIBLE_TEST_PIP in crates/xtask/src/ansible.rs");
+    }
+    let reqs = read("_data/requirements/sanity.changelog.txt")?;
+    for pin in ANTSIBULL_CHANGELOG {
+        if !reqs.lines().any(|l| l.trim() == *pin) {
+            bail!("ansible-test {ANSIBLE_CORE}'s changelog test does not pin {pin}: update ANTSIBULL_CHANGELOG in crates/xtask/src/ansible.rs");
+        }
+    }
     Ok(())
 }
 
