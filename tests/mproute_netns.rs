@@ -1677,3 +1677,37 @@ fn verbose_says_each_request_and_map_write() {
     assert!(out.status.success(), "{out:?}");
     assert_eq!(String::from_utf8_lossy(&out.stderr), "");
 }
+
+/// `dataplane attach` is idempotent and says when it changes something beside the hooks:
+/// `fastpath` and `peer` are part of what is attached, in the real command and in `--check`.
+#[test]
+fn attach_says_changed_for_fastpath_and_peer_alone() {
+    require_root();
+    let t = TwoPaths::new("att");
+    let changed = |args: &str| MP.json(&t.r, args)["changed"].clone();
+    assert_eq!(changed("dataplane attach dev va"), true);
+    assert_eq!(changed("dataplane attach dev va"), false);
+    assert_eq!(changed("--check dataplane attach dev va"), false);
+    // fastpath alone
+    assert_eq!(
+        changed("--check dataplane attach dev va fastpath off"),
+        true
+    );
+    assert_eq!(changed("dataplane attach dev va fastpath off"), true);
+    let show = MP.json(&t.r, "dataplane show");
+    assert_eq!(show["attachments"][0]["fastpath"], false, "{show}");
+    assert_eq!(changed("dataplane attach dev va fastpath off"), false);
+    // peer alone: va's peer is in another namespace, so peer on delivers into it
+    assert_eq!(changed("dataplane attach dev va"), true);
+    let show = MP.json(&t.r, "dataplane show");
+    assert_eq!(show["attachments"][0]["fastpath"], true, "{show}");
+    assert!(
+        !show["attachments"][0]["peer_devs"]
+            .as_array()
+            .is_none_or(|a| a.is_empty()),
+        "peer on delivers into va's peer: {show}"
+    );
+    assert_eq!(changed("--check dataplane attach dev va peer off"), true);
+    assert_eq!(changed("dataplane attach dev va peer off"), true);
+    assert_eq!(changed("dataplane attach dev va peer off"), false);
+}

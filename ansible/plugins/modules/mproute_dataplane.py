@@ -25,9 +25,8 @@ description:
     nothing and report what a real run would do.
   - O(mode=auto) picks per device as mproute does (tc on veths and virtual devices, native XDP
     elsewhere, with tc beside it); an XDP attachment always has the tc program beside it.
-  - O(fastpath) is given to every attach the task makes, but C(mproute -j dataplane show) does not
-    report it, so a change of O(fastpath) alone on devices attached as asked is seen only where
-    the attachments report a C(fastpath) key (newer mproute).
+  - O(fastpath) is given to every attach the task makes and compared with what
+    C(mproute -j dataplane show) reports for each attachment.
 options:
   devs:
     description: The devices.

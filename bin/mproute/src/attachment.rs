@@ -196,23 +196,42 @@ pub(crate) fn report(
     Ok(view)
 }
 
-/// The hooks each device has, by name: `["tc"]`, `["tc", "xdp"]`.
-pub(crate) fn hooks(
-    att: &[dp::Attachment],
-) -> std::collections::BTreeMap<String, Vec<&'static str>> {
-    let mut m: std::collections::BTreeMap<String, Vec<&'static str>> =
-        std::collections::BTreeMap::new();
-    for a in att {
-        let dev = mpt_sys::iface::name(a.ifindex).unwrap_or_else(|| format!("if{}", a.ifindex));
-        m.entry(dev).or_default().push(a.mode.name());
-    }
-    for v in m.values_mut() {
-        v.sort_unstable();
-    }
-    m
+/// What one device's attachment is, beside its program id: the hook, whether it forwards
+/// unmanaged destinations (`fastpath`), and for tc the veth peers it delivers straight into.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) struct Setting {
+    /// xdp, xdp-generic or tc.
+    pub hook: &'static str,
+    /// `fastpath on`.
+    pub fastpath: bool,
+    /// tc, `peer on`: the ifindexes of the veths it delivers straight into their peer.
+    pub peers: Vec<u32>,
 }
 
-/// Whether an attach or detach would change the attachments (`hooks` of before and after).
-pub(crate) fn attachments_differ(before: &[dp::Attachment], after: &[dp::Attachment]) -> bool {
-    hooks(before) != hooks(after)
+/// The settings of the attachments, by device name (each device's sorted).
+pub(crate) fn settings(
+    att: &[dp::Attachment],
+) -> Result<std::collections::BTreeMap<String, Vec<Setting>>, Failure> {
+    let mut m: std::collections::BTreeMap<String, Vec<Setting>> = Default::default();
+    for a in att {
+        let dev = mpt_sys::iface::name(a.ifindex).unwrap_or_else(|| format!("if{}", a.ifindex));
+        let fastpath = dp::fastpath(a.prog_id)
+            .map_err(fail("read the dataplane's load-time constants".into()))?
+            .unwrap_or(true);
+        let mut peers = if a.mode == Mode::Tc {
+            dp::peer_ports(a.prog_id).map_err(fail("read the tc program's peer devices".into()))?
+        } else {
+            Vec::new()
+        };
+        peers.sort_unstable();
+        m.entry(dev).or_default().push(Setting {
+            hook: a.mode.name(),
+            fastpath,
+            peers,
+        });
+    }
+    for v in m.values_mut() {
+        v.sort();
+    }
+    Ok(m)
 }

@@ -856,6 +856,8 @@ pub struct AttachmentRow {
     /// tc: the egress devices it delivers straight into their veth peer's namespace
     /// (`bpf_redirect_peer`): their qdisc, egress tc and captures do not see those packets.
     pub peer_devs: Vec<String>,
+    /// Whether it forwards unmanaged destinations by the kernel FIB (`fastpath on|off`).
+    pub fastpath: bool,
 }
 
 impl TableRow for AttachmentRow {
@@ -939,6 +941,10 @@ impl DataplaneView {
                 prog_id: a.prog_id,
                 why: crate::hook::why(links.iter().find(|l| l.ifindex == a.ifindex), a.mode),
                 peer_devs: Vec::new(),
+                fastpath: mpt_bpf::mproute::dataplane::fastpath(a.prog_id)
+                    .ok()
+                    .flatten()
+                    .unwrap_or(true),
             })
             .collect();
         let counters = mpt_bpf::mproute::Reason::ALL

@@ -24,6 +24,7 @@ use mpt_model::route::RTNH_F_ONLINK;
 use mpt_model::{Family, Route, MPROUTE_PROTO};
 use mpt_netlink::msg::rtnl::route::{self as rmsg, PathForm};
 
+use crate::attachment::Setting;
 use crate::cli::Command;
 use crate::grammar::{AttachMode, DpSpec, RouteSpec};
 use crate::resolve::{self, Resolved};
@@ -48,7 +49,13 @@ pub fn run(s: &mut Session, c: &Command) -> Result<Output, Failure> {
         Command::Get(spec) => crate::cmd::get::run(s, spec),
         Command::Metrics => crate::cmd::metrics::run(s),
         Command::Dataplane(DpSpec::Show) => crate::cmd::dataplane::run(s, &DpSpec::Show),
-        Command::Dataplane(DpSpec::Attach { devs, mode, .. }) => attach(s, devs, Some(*mode)),
+        Command::Dataplane(DpSpec::Attach {
+            devs,
+            mode,
+            fastpath,
+            peer,
+            ..
+        }) => attach(s, devs, Some((*mode, *fastpath, *peer))),
         Command::Dataplane(DpSpec::Detach { devs }) => attach(s, devs, None),
         Command::Dataplane(DpSpec::Watch) => Err(Failure::usage(
             "dataplane watch: a daemon, with nothing to check (--check runs commands that change something)",
@@ -228,44 +235,103 @@ fn kernel_would_take(s: &mut Session, op: &str, r: &Resolved) -> Result<(), Fail
     Ok(())
 }
 
-/// `dataplane attach` (`mode`) or `detach` (`None`) as a dry run.
-fn attach(s: &mut Session, devs: &[String], mode: Option<AttachMode>) -> Result<Output, Failure> {
+/// `dataplane attach` (`mode`, fastpath, peer) or `detach` (`None`) as a dry run: changed
+/// when a hook, fastpath or the veth peers the tc program delivers into would differ.
+fn attach(
+    s: &mut Session,
+    devs: &[String],
+    mode: Option<(AttachMode, bool, bool)>,
+) -> Result<Output, Failure> {
     let verb = if mode.is_some() { "attach" } else { "detach" };
     let links = crate::hook::links(s.sock()?)?;
     let att = dp::attachments().map_err(|e| Failure::bpf("list dataplane attachments", e))?;
-    let before_all = crate::attachment::hooks(&att);
-    let mut before = BTreeMap::new();
-    let mut after = BTreeMap::new();
+    let set_all = crate::attachment::settings(&att)?;
+    let peers = match mode {
+        Some((_, _, true)) => {
+            let mut p = crate::hook::peer_ports(s.sock()?, &links)?;
+            p.sort_unstable();
+            p
+        }
+        _ => Vec::new(),
+    };
+    let mut set_before = BTreeMap::new();
+    let mut set_after = BTreeMap::new();
     for d in devs {
         let Some(l) = links.iter().find(|l| &l.name == d) else {
             return Err(Failure::system(format!(
                 "dataplane {verb}: cannot find device \"{d}\" [ENODEV]"
             )));
         };
-        before.insert(d.clone(), before_all.get(d).cloned().unwrap_or_default());
-        let want: Vec<&'static str> = match mode {
+        set_before.insert(d.clone(), set_all.get(d).cloned().unwrap_or_default());
+        let want: Vec<Setting> = match mode {
             None => Vec::new(),
-            Some(m) => {
+            Some((m, fastpath, _)) => {
                 let m = match m {
                     AttachMode::Xdp => Mode::Xdp,
                     AttachMode::XdpGeneric => Mode::XdpGeneric,
                     AttachMode::Tc => Mode::Tc,
                     AttachMode::Auto => crate::hook::auto_mode(l).0,
                 };
-                let mut v = vec![Mode::Tc.name()];
+                let mut v = vec![Setting {
+                    hook: Mode::Tc.name(),
+                    fastpath,
+                    peers: peers.clone(),
+                }];
                 if m != Mode::Tc {
-                    v.push(m.name());
+                    v.push(Setting {
+                        hook: m.name(),
+                        fastpath,
+                        peers: Vec::new(),
+                    });
                 }
-                v.sort_unstable();
+                v.sort();
                 v
             }
         };
-        after.insert(d.clone(), want);
+        set_after.insert(d.clone(), want);
     }
-    let mut changed = before != after;
+    let hooks = |m: &BTreeMap<String, Vec<Setting>>| -> BTreeMap<String, Vec<&'static str>> {
+        m.iter()
+            .map(|(d, v)| {
+                let mut h: Vec<&'static str> = v.iter().map(|x| x.hook).collect();
+                h.sort_unstable();
+                (d.clone(), h)
+            })
+            .collect()
+    };
+    // per device: fastpath (absent where nothing is attached) and the peers delivered into
+    let extras = |m: &BTreeMap<String, Vec<Setting>>| {
+        let fastpath: BTreeMap<String, bool> = m
+            .iter()
+            .filter_map(|(d, v)| v.first().map(|x| (d.clone(), x.fastpath)))
+            .collect();
+        let peer_devs: BTreeMap<String, Vec<String>> = m
+            .iter()
+            .filter_map(|(d, v)| {
+                v.iter().find(|x| x.hook == Mode::Tc.name()).map(|x| {
+                    let names = x
+                        .peers
+                        .iter()
+                        .map(|i| mpt_sys::iface::name(*i).unwrap_or_else(|| format!("if{i}")))
+                        .collect();
+                    (d.clone(), names)
+                })
+            })
+            .collect();
+        (fastpath, peer_devs)
+    };
+    let (before, after) = (hooks(&set_before), hooks(&set_after));
+    let settings_differ = set_before != set_after;
+    let mut changed = settings_differ;
+    let ((fp_before, peers_before), (fp_after, peers_after)) =
+        (extras(&set_before), extras(&set_after));
     let mut diff = Diff {
-        before: serde_json::json!({ "devices": before }),
-        after: serde_json::json!({ "devices": after }),
+        before: serde_json::json!({
+            "devices": before, "fastpath": fp_before, "peer_devs": peers_before
+        }),
+        after: serde_json::json!({
+            "devices": after, "fastpath": fp_after, "peer_devs": peers_after
+        }),
     };
     if mode.is_some() {
         // attach also makes the namespace ignore routes over links without carrier
@@ -274,17 +340,29 @@ fn attach(s: &mut Session, devs: &[String], mode: Option<AttachMode>) -> Result<
         diff.before["ignore_routes_with_linkdown"] = linkdown.into();
         diff.after["ignore_routes_with_linkdown"] = true.into();
     }
-    let spell = |m: &BTreeMap<String, Vec<&str>>| {
+    let spell = |m: &BTreeMap<String, Vec<Setting>>| {
         m.iter()
-            .map(|(d, h)| {
-                format!(
+            .map(|(d, v)| {
+                let mut h: Vec<&str> = v.iter().map(|x| x.hook).collect();
+                h.sort_unstable();
+                let mut t = format!(
                     "dev {d} {}",
                     if h.is_empty() {
                         "none".to_string()
                     } else {
                         h.join("+")
                     }
-                )
+                );
+                if v.first().is_some_and(|x| !x.fastpath) {
+                    t.push_str(" fastpath off");
+                }
+                if let Some(x) = v
+                    .iter()
+                    .find(|x| x.hook == Mode::Tc.name() && !x.peers.is_empty())
+                {
+                    t.push_str(&format!(" peers {}", x.peers.len()));
+                }
+                t
             })
             .collect::<Vec<_>>()
             .join(", ")
@@ -297,7 +375,7 @@ fn attach(s: &mut Session, devs: &[String], mode: Option<AttachMode>) -> Result<
         table: None,
         metric: None,
         devs: Some(devs.to_vec()),
-        text: (Some(spell(&before)), Some(spell(&after))),
+        text: (Some(spell(&set_before)), Some(spell(&set_after))),
         diff,
     })))
 }

@@ -14,8 +14,10 @@ pub fn run(s: &mut Session, spec: &DpSpec) -> Result<Output, Failure> {
     let mutates = matches!(spec, DpSpec::Attach { .. } | DpSpec::Detach { .. });
     let before = if mutates {
         Some((
-            mpt_bpf::mproute::dataplane::attachments()
-                .map_err(|e| Failure::bpf("list dataplane attachments", e))?,
+            attachment::settings(
+                &mpt_bpf::mproute::dataplane::attachments()
+                    .map_err(|e| Failure::bpf("list dataplane attachments", e))?,
+            )?,
             crate::hook::ignore_linkdown(),
         ))
     } else {
@@ -46,9 +48,9 @@ pub fn run(s: &mut Session, spec: &DpSpec) -> Result<Output, Failure> {
     if let Some((att, linkdown)) = before {
         let after = mpt_bpf::mproute::dataplane::attachments()
             .map_err(|e| Failure::bpf("list dataplane attachments", e))?;
+        // a hook, fastpath or the peers delivered into: what attach sets, beside program ids
         view.changed = Some(
-            crate::attachment::attachments_differ(&att, &after)
-                || linkdown != crate::hook::ignore_linkdown(),
+            att != attachment::settings(&after)? || linkdown != crate::hook::ignore_linkdown(),
         );
     }
     Ok(Output::Dataplane(view))

@@ -168,6 +168,12 @@ pub fn xdp_mac_stale(prog_id: u32, ifindex: u32) -> Result<bool, Error> {
     Ok(mpt_sys::iface::ether_addr(ifindex)? != Some(ro.mpt_if_mac))
 }
 
+/// Whether the dataplane program `prog_id` forwards unmanaged destinations by the kernel FIB
+/// (`fastpath on`, its load-time constant `mpt_fastpath`); `None` for a program without it.
+pub fn fastpath(prog_id: u32) -> Result<Option<bool>, Error> {
+    Ok(loaded_rodata(prog_id)?.map(|ro| ro.mpt_fastpath != 0))
+}
+
 /// How the native XDP program `prog_id` tells a TCP/UDP checksum left to offload (its load-time
 /// constants, see `mpt_local_stacks` and `mpt_veth_skb` in `bpf/mproute/dp.bpf.c`); `None` for generic
 /// XDP, tc or a program without them.
