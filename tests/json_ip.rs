@@ -189,6 +189,16 @@ fn a_write_without_a_dataplane_says_the_algorithm_is_not_enforced() {
         !String::from_utf8_lossy(&o.stdout).contains("notes"),
         "{o:?}"
     );
+    // a batch says it once, after its lines
+    let f = mpt_testkit::BatchFile::new(
+        "jnote",
+        "add 198.18.2.0/24 nexthop via 10.1.0.2 dev va nexthop via 10.2.0.2 dev vb\n\
+         add 198.18.3.0/24 nexthop via 10.1.0.2 dev va nexthop via 10.2.0.2 dev vb\n",
+    );
+    let o = MP.at(&t.r, &format!("-b {}", f.path()));
+    assert!(o.status.success(), "{o:?}");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(err.matches("not enforced").count(), 1, "once: {err}");
     // attached: nothing to say
     MP.ok(&t.r, "dataplane attach dev va dev vb");
     // its counters: an object of name -> packets, the shape of the three tools

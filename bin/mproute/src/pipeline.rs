@@ -207,7 +207,16 @@ impl mpt_cli::batch::BatchTool for Session {
         emit: &mut dyn FnMut(usize, Result<Output, Failure>),
     ) {
         self.opts.force = force;
+        // a line that gives an algorithm a choice (more than one path, a resilient table)
+        let choice = lines.iter().any(|(_, c)| {
+            matches!(c, Ok(Command::Write(s)) if s.nexthops.len() > 1 || s.resilient.is_some())
+        });
         self.batch(lines, emit);
+        // once for the batch, as a lone write says it (asked after the writes, which may have
+        // failed: a batch whose lines all failed has nothing to enforce either way)
+        if choice && !self.opts.check && matches!(self.enforced_by(), Ok("none")) {
+            mpt_cli::error::eprint_once("mproute", "note", crate::cmd::write::NOT_ENFORCED);
+        }
     }
 
     fn run(&mut self, c: &Command) -> Result<Output, Failure> {
