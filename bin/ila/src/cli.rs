@@ -3,6 +3,7 @@
 //! into a typed [`Command`]. Batch lines are parsed the same way ([`parse_line`]).
 
 use clap::{Parser, Subcommand, ValueEnum};
+use mpt_cli::abbrev::{self, Level, Word};
 use mpt_cli::args::{Entry, Words};
 use mpt_cli::{Failure, GlobalOpts};
 
@@ -186,8 +187,49 @@ const OBJECTS: &[Entry<Words, Obj>] = &[
     ("metrics", Obj::Metrics),
 ];
 
-/// Parse the words of one batch line (`xlat add ...`).
-pub fn parse_line(words: Vec<String>) -> Result<Command, Failure> {
+/// `ila dataplane`'s verbs (no `ip` object has them: the same style, in this order).
+static DP_WORDS: Level = Level::Words(&[&[
+    Word::prefix("attach"),
+    Word::prefix("detach"),
+    Word::prefix("show"),
+    Word::prefix("list"),
+    Word::prefix("lst"),
+]]);
+
+/// `ila xlat`'s verbs: `ip ila`'s in iproute2's order, then ila's own.
+static XLAT_WORDS: Level = Level::Words(&[
+    abbrev::IP_ILA_VERBS,
+    &[
+        Word::prefix("replace"),
+        Word::prefix("get"),
+        Word::prefix("show"),
+        Word::prefix("lst"),
+        Word::prefix("flush"),
+    ],
+]);
+
+/// `ila route`'s verbs: `ip route`'s, in iproute2's order.
+static ROUTE_WORDS: Level = Level::Words(&[abbrev::IP_ROUTE_VERBS]);
+
+/// ila's objects, in this order (`route` as `ip` abbreviates it), each followed by its verbs.
+pub static WORDS: Level = Level::Words(&[&[
+    Word::then("xlat", &XLAT_WORDS),
+    Word::then("route", &ROUTE_WORDS),
+    Word::then("dataplane", &DP_WORDS),
+    Word {
+        word: "dp",
+        how: abbrev::Match::Exact,
+        then: Some(&DP_WORDS),
+    },
+]]);
+
+impl abbrev::Abbrev for Cli {
+    const WORDS: &'static Level = &WORDS;
+}
+
+/// Parse the words of one batch line (`xlat add ...`, `x a ...`).
+pub fn parse_line(mut words: Vec<String>) -> Result<Command, Failure> {
+    abbrev::expand(&mut words, &WORDS);
     mpt_cli::args::parse_line::<Cli, _, _, _>("ila", words, OBJECTS, Obj::command)
 }
 

@@ -476,7 +476,7 @@ pub fn parse_dataplane(words: &[String]) -> Result<DpCmd, SyntaxError> {
     let attach = match first.as_str() {
         "attach" => true,
         "detach" => false,
-        "show" | "list" | "ls" => {
+        "show" | "list" | "lst" | "ls" => {
             return match rest.first() {
                 None => Ok(DpCmd::Show),
                 Some(w) => err(format!("unexpected word \"{w}\" (show takes none)")),

@@ -5,6 +5,7 @@
 //! protocols) are resolved later, inside the target namespace ([`crate::resolve`]).
 
 use clap::{Parser, Subcommand};
+use mpt_cli::abbrev::{self, Level, Word};
 use mpt_cli::{Failure, GlobalOpts};
 use mpt_model::Verb;
 
@@ -263,8 +264,47 @@ const VERBS: &[mpt_cli::args::Entry<RouteArgs, Cmd>] = &[
     ("metrics", Cmd::Metrics),
 ];
 
-/// Parse the words of one batch line (`add ...`, `route add ...`).
-pub fn parse_line(words: Vec<String>) -> Result<Command, Failure> {
+/// `mproute dataplane`'s verbs (no `ip` object has them: the same style, in this order).
+static DP_WORDS: Level = Level::Words(&[&[
+    Word::prefix("attach"),
+    Word::prefix("detach"),
+    Word::prefix("show"),
+    Word::prefix("list"),
+    Word::prefix("lst"),
+    Word::prefix("watch"),
+]]);
+
+/// mproute's verbs: `ip route`'s in iproute2's order, then mproute's own (`save` and `help`
+/// are among ip's).
+static VERB_WORDS: Level = Level::Words(&[
+    abbrev::IP_ROUTE_VERBS,
+    &[
+        Word::prefix("sync"),
+        Word::then("dataplane", &DP_WORDS),
+        Word {
+            word: "dp",
+            how: abbrev::Match::Exact,
+            then: Some(&DP_WORDS),
+        },
+        Word::prefix("metrics"),
+    ],
+]);
+
+/// mproute's first word: what `ip` reads as its object `route` (`r`, `ro`, ...), then a verb;
+/// else a verb (`mproute sh` is `ip route sh`).
+pub static WORDS: Level = Level::Object {
+    name: "route",
+    then: &VERB_WORDS,
+    otherwise: &VERB_WORDS,
+};
+
+impl abbrev::Abbrev for Cli {
+    const WORDS: &'static Level = &WORDS;
+}
+
+/// Parse the words of one batch line (`add ...`, `route add ...`, `r s`).
+pub fn parse_line(mut words: Vec<String>) -> Result<Command, Failure> {
+    abbrev::expand(&mut words, &WORDS);
     mpt_cli::args::parse_line::<Cli, _, _, _>("mproute", words, VERBS, Cmd::command)
 }
 

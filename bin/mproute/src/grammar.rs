@@ -626,7 +626,7 @@ pub fn parse_dataplane(args: &[String]) -> Result<DpSpec, String> {
             prepare_peers,
         }),
         "detach" => Ok(DpSpec::Detach { devs }),
-        "show" | "list" | "ls" if rest.is_empty() => Ok(DpSpec::Show),
+        "show" | "list" | "lst" | "ls" if rest.is_empty() => Ok(DpSpec::Show),
         "watch" if rest.is_empty() => Ok(DpSpec::Watch),
         other => Err(format!(
             "unknown dataplane command \"{other}\" (expected attach, detach, show or watch)"

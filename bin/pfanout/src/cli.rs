@@ -3,6 +3,7 @@
 //! [`Command`]. Batch lines are parsed the same way ([`parse_line`]).
 
 use clap::{Parser, Subcommand};
+use mpt_cli::abbrev::{self, Level, Word};
 use mpt_cli::args::{Entry, Words};
 use mpt_cli::{Failure, GlobalOpts};
 
@@ -149,8 +150,21 @@ const OBJECTS: &[Entry<Words, Obj>] = &[
     ("metrics", Obj::Metrics),
 ];
 
-/// Parse the words of one batch line (`show dev eth0`).
-pub fn parse_line(words: Vec<String>) -> Result<Command, Failure> {
+/// pfanout's commands (no `ip` object has them: iproute2's style, in this order).
+pub static WORDS: Level = Level::Words(&[&[
+    Word::prefix("show"),
+    Word::prefix("list"),
+    Word::prefix("run"),
+    Word::prefix("bench"),
+]]);
+
+impl abbrev::Abbrev for Cli {
+    const WORDS: &'static Level = &WORDS;
+}
+
+/// Parse the words of one batch line (`show dev eth0`, `s dev eth0`).
+pub fn parse_line(mut words: Vec<String>) -> Result<Command, Failure> {
+    abbrev::expand(&mut words, &WORDS);
     mpt_cli::args::parse_line::<Cli, _, _, _>("pfanout", words, OBJECTS, Obj::command)
 }
 

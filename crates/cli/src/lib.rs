@@ -6,6 +6,7 @@
 //!
 //! Commands never print; they return rows or a change report, and [`render`] prints them.
 
+pub mod abbrev;
 pub mod args;
 pub mod batch;
 pub mod complete;

@@ -23,17 +23,32 @@ pub struct GlobalOpts {
     /// Show details.
     #[arg(short = 'd', long = "details", global = true)]
     pub details: bool,
-    /// Show statistics.
-    #[arg(short = 's', long = "stats", global = true)]
-    pub stats: bool,
+    /// Show statistics (-s -s: more, where a tool has more; ip's -statistics too).
+    #[arg(short = 's', long = "stats", alias = "statistics", action = clap::ArgAction::Count, global = true)]
+    pub stats: u8,
+    /// One line per object, as ip's -oneline (a multipath route's nexthops on its line).
+    #[arg(short = 'o', long = "oneline", global = true)]
+    pub oneline: bool,
+    /// IPv4 only (show, flush): ip's -4.
+    #[arg(short = '4', global = true, overrides_with_all = ["ipv6", "family"])]
+    pub ipv4: bool,
+    /// IPv6 only (show, flush): ip's -6.
+    #[arg(short = '6', global = true, overrides_with_all = ["ipv4", "family"])]
+    pub ipv6: bool,
+    /// Address family: inet or inet6 (ip's -family; -4 and -6 are its short forms).
+    #[arg(short = 'f', long = "family", value_name = "FAMILY", value_parser = ["inet", "inet6"], global = true, overrides_with_all = ["ipv4", "ipv6"])]
+    pub family: Option<String>,
+    /// Accepted as ip accepts it (-human, -human-readable); the tools' numbers are unchanged.
+    #[arg(long = "human", alias = "human-readable", global = true, hide = true)]
+    pub human: bool,
     /// Dry run: parse, resolve and compare with the kernel, report what each command (each
     /// batch line) would change, and change nothing. Exit 0 when every command could be
     /// applied.
     #[arg(long = "check", global = true)]
     pub check: bool,
     /// Say more about what is done (to standard error).
-    #[arg(short = 'v', long = "verbose", global = true)]
-    pub verbose: bool,
+    #[arg(short = 'v', long = "verbose", action = clap::ArgAction::Count, global = true)]
+    pub verbose: u8,
     /// Wait at most SECONDS for another invocation that holds the namespace's state (mproute's
     /// routes, ila's tables), then fail with exit 2 naming it (default 60; 0: do not wait).
     #[arg(long = "wait", value_name = "SECONDS", global = true)]
@@ -46,8 +61,20 @@ impl GlobalOpts {
         crate::render::Style {
             json: self.json,
             pretty: self.pretty,
+            oneline: self.oneline,
         }
         .install()
+    }
+
+    /// The address family -4, -6 or -family ask for (`None`: both).
+    pub fn family(&self) -> Option<mpt_model::Family> {
+        if self.ipv4 || self.family.as_deref() == Some("inet") {
+            Some(mpt_model::Family::V4)
+        } else if self.ipv6 || self.family.as_deref() == Some("inet6") {
+            Some(mpt_model::Family::V6)
+        } else {
+            None
+        }
     }
 
     /// How long to wait for another invocation's lock (`--wait`, else the default).

@@ -32,7 +32,13 @@ pub struct Style {
     pub json: bool,
     /// Pretty JSON.
     pub pretty: bool,
+    /// One line per object (`-o`, ip's -oneline): a cell's lines (a multipath route's
+    /// nexthops) joined on one line by [`ONELINE_JOIN`].
+    pub oneline: bool,
 }
+
+/// What joins a cell's lines with `-o`: ip's -oneline marks its line breaks with a backslash.
+pub const ONELINE_JOIN: &str = " \\ ";
 
 /// JSON text of any value, compact or pretty.
 pub fn to_json<T: Serialize + ?Sized>(v: &T, pretty: bool) -> String {
@@ -67,6 +73,9 @@ pub fn rows_to_string<R: TableRow>(rows: &[R], style: Style) -> String {
         for c in row.iter_mut() {
             if let Cow::Owned(safe) = text_safe(c) {
                 *c = safe;
+            }
+            if style.oneline && c.contains('\n') {
+                *c = c.lines().collect::<Vec<_>>().join(ONELINE_JOIN);
             }
         }
     }
@@ -284,7 +293,7 @@ mod tests {
             &rows,
             Style {
                 json: true,
-                pretty: false,
+                ..Style::default()
             },
         );
         assert_eq!(j, r#"[{"dst":"10.0.0.0/8","metric":5,"algo":null}]"#);
@@ -298,12 +307,26 @@ mod tests {
             "an object, in order"
         );
         assert_eq!(c.line().as_deref(), Some("counters: b 2"));
+        // -o: a cell of several lines on one
+        let rows = [R {
+            dst: "10.0.0.0/8\nsecond".into(),
+            metric: 5,
+            algo: None,
+        }];
+        assert_eq!(rows_to_string(&rows, Style::default()).lines().count(), 3);
+        let one = Style {
+            oneline: true,
+            ..Style::default()
+        };
+        let t = rows_to_string(&rows, one);
+        assert_eq!(t.lines().count(), 2, "{t}");
+        assert!(t.contains("10.0.0.0/8 \\ second"), "{t}");
         assert_eq!(
             rows_to_string::<R>(
                 &[],
                 Style {
                     json: true,
-                    pretty: false
+                    ..Style::default()
                 }
             ),
             "[]"

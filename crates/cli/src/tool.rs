@@ -12,7 +12,7 @@ pub trait Tool: BatchTool + Sized {
     /// Its name, as errors begin (`mproute: ...`).
     const NAME: &'static str;
     /// Its command line.
-    type Cli: clap::Parser + clap::CommandFactory;
+    type Cli: clap::Parser + clap::CommandFactory + crate::abbrev::Abbrev;
     /// The options all three share.
     fn global(cli: &Self::Cli) -> &GlobalOpts;
     /// The command the command line names, typed (syntax only, nothing resolved); `None` when
@@ -24,7 +24,7 @@ pub trait Tool: BatchTool + Sized {
     /// `--wait`.
     fn configure(cli: &Self::Cli) {
         let g = Self::global(cli);
-        mpt_bpf::configure(Self::NAME, u8::from(g.verbose), g.lock_wait());
+        mpt_bpf::configure(Self::NAME, g.verbose, g.lock_wait());
     }
     /// The tool's session, in the namespace `-n` named.
     fn open(cli: &Self::Cli) -> Self;
@@ -38,7 +38,19 @@ pub trait Tool: BatchTool + Sized {
 pub fn main<T: Tool>() -> ! {
     use clap::{CommandFactory, Parser};
     crate::docs::handle(T::Cli::command);
-    let cli = match T::Cli::try_parse() {
+    // ip's options and abbreviations first, written out as clap reads them
+    let mut args = std::env::args_os();
+    let argv0 = args.next().unwrap_or_else(|| T::NAME.into());
+    let args = match crate::abbrev::rewrite(
+        T::NAME,
+        args.collect(),
+        &T::Cli::command(),
+        <T::Cli as crate::abbrev::Abbrev>::WORDS,
+    ) {
+        Ok(a) => a,
+        Err(f) => exit(T::NAME, Err(f)),
+    };
+    let cli = match T::Cli::try_parse_from(std::iter::once(argv0).chain(args)) {
         Ok(c) => c,
         Err(e) => crate::args::exit_on_error(T::NAME, e, &T::Cli::command()),
     };

@@ -34,7 +34,7 @@ pub fn run(s: &mut Session, c: &RouteCmd) -> Result<Output, Failure> {
         Some(d) => format!("route {} {}", c.verb().name(), prefix(d)),
         None => format!("route {}", c.verb().name()),
     };
-    let stats = s.opts.stats;
+    let stats = s.opts.stats > 0;
     let check = s.opts.check;
     let table = table(c.table(), &what)?;
     match c {

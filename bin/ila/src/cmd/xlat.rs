@@ -40,7 +40,7 @@ pub fn run(s: &mut Session, c: &XlatCmd) -> Result<Output, Failure> {
         XlatCmd::Show | XlatCmd::Flush => None,
     };
     let what = format!("xlat {} {}", c.verb().name(), key_words(given));
-    let stats = s.opts.stats;
+    let stats = s.opts.stats > 0;
     let check = s.opts.check;
     match c {
         XlatCmd::Show => {

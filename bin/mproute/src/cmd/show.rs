@@ -73,7 +73,7 @@ pub fn run(s: &mut Session, f: &ShowSpec) -> Result<Output, Failure> {
                     }
                 }
             }
-            if s.opts.stats && m.is_some() {
+            if s.opts.stats > 0 && m.is_some() {
                 if let Some(s) = s.store(false)? {
                     let st = s
                         .bpf()

@@ -10,6 +10,6 @@ use crate::view::Output;
 pub fn run(opts: &GlobalOpts, s: &ShowCmd) -> Result<Output, Failure> {
     Ok(Output::Groups(
         crate::show::run(s, opts.details)?,
-        opts.stats,
+        opts.stats > 0,
     ))
 }
