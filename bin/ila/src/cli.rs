@@ -257,6 +257,31 @@ mod tests {
             parse_line(words("dp show")),
             Ok(Command::Dataplane(DpCmd::Show))
         ));
+        // the objects in their order, ip ila's verbs (xlat), ip route's (route)
+        assert!(matches!(
+            parse_line(words("x a loc_match 1:2:3:4 loc 5:6:7:8")),
+            Ok(Command::Xlat(_))
+        ));
+        assert_eq!(
+            parse_line(words("x l")).expect("x l"),
+            parse_line(words("xlat show")).expect("xlat show")
+        );
+        assert_eq!(
+            parse_line(words("x d loc_match 1:2:3:4")).expect("x d"),
+            parse_line(words("xlat del loc_match 1:2:3:4")).expect("xlat del")
+        );
+        assert_eq!(
+            parse_line(words("r s")).expect("r s"),
+            parse_line(words("route show")).expect("route show")
+        );
+        assert_eq!(
+            parse_line(words("ro flu")).expect("ro flu"),
+            parse_line(words("route flush")).expect("route flush")
+        );
+        assert_eq!(
+            parse_line(words("d sh")).expect("d sh"),
+            Command::Dataplane(DpCmd::Show)
+        );
         let f = parse_line(words("help")).expect_err("help");
         assert_eq!(f.message, "unknown command \"help\"");
         let f = parse_line(words("xlat add loc 1:2:3:4")).expect_err("missing");

@@ -26,6 +26,14 @@ with one more only buckets idle for S seconds (default 120; 0: at once), so that
 progress keep their path. Idle buckets held beyond a nexthop's share move at the next write of
 the route or the next \"mproute dataplane watch\" tick.";
 
+const SHOW_HELP: &str = "\
+The selector is ip route show's: a bare PREFIX (or exact PREFIX) is that route, root PREFIX the
+routes within it, match PREFIX the routes it falls within; dev and via select routes with one
+path out of DEV or through ADDR (as ip, which compares the route's own device and gateway, not
+a multipath route's nexthops); -4 and -6 pick one family. Keywords abbreviate as in ip (ro, ma,
+p, m). show lists table main by default, flush every table, and flush removes only routes
+mproute owns.";
+
 const AFTER_HELP: &str = "\
 Multipath routes with a per-route algorithm. The route goes into the kernel FIB over rtnetlink
 (with RTA_MP_ALGO, which current kernels ignore); the algorithm is kept in mproute's BPF state
@@ -100,10 +108,10 @@ pub enum Cmd {
     )]
     Del(RouteArgs),
     /// List routes with their algorithm and who enforces it.
-    #[command(visible_aliases = ["list", "ls"], alias = "lst", override_usage = "mproute show [PREFIX] [table T|all] [algo ALGO]")]
+    #[command(visible_aliases = ["list", "ls"], alias = "lst", override_usage = "mproute show [[to] [root|match|exact] PREFIX] [table T|all] [proto P] [dev DEV] [via ADDR] [metric M] [algo ALGO]", after_help = SHOW_HELP)]
     Show(RouteArgs),
-    /// Remove every route mproute owns (in one table).
-    #[command(override_usage = "mproute flush [table T]")]
+    /// Remove every route mproute owns (in one table, or those a selector names).
+    #[command(override_usage = "mproute flush [table T|all] [[to] [root|match|exact] PREFIX] [proto P] [dev DEV] [via ADDR] [metric M]", after_help = SHOW_HELP)]
     Flush(RouteArgs),
     /// Report and repair drift between the FIB and mproute's state; first put back nexthop
     /// objects the kernel deleted with a link that is up again.
@@ -157,11 +165,8 @@ pub enum Command {
     Del(RouteSpec),
     /// `show`.
     Show(ShowSpec),
-    /// `flush [table T|all]`.
-    Flush {
-        /// The table asked for (`None`: every table).
-        table: Option<String>,
-    },
+    /// `flush [table T|all] [SELECTOR]` (the spec's table `None`: every table).
+    Flush(ShowSpec),
     /// `sync [--reset]`.
     Sync {
         /// Drop the namespace's state instead.
@@ -185,7 +190,7 @@ impl Command {
             self,
             Command::Write(_)
                 | Command::Del(_)
-                | Command::Flush { .. }
+                | Command::Flush(_)
                 | Command::Sync { reset: false }
                 | Command::Dataplane(DpSpec::Attach { .. })
         )
@@ -208,10 +213,9 @@ impl Cmd {
             Cmd::Show(a) => Command::Show(
                 grammar::parse_show(&a.args).map_err(|e| Failure::usage(format!("show: {e}")))?,
             ),
-            Cmd::Flush(a) => Command::Flush {
-                table: grammar::parse_flush(&a.args)
-                    .map_err(|e| Failure::usage(format!("flush: {e}")))?,
-            },
+            Cmd::Flush(a) => Command::Flush(
+                grammar::parse_flush(&a.args).map_err(|e| Failure::usage(format!("flush: {e}")))?,
+            ),
             Cmd::Sync(a) => Command::Sync {
                 reset: match &a.args[..] {
                     [] => false,
@@ -353,6 +357,47 @@ mod tests {
             });
             assert_eq!(format!("{by_clap:?}"), format!("{by_table:?}"), "{name}");
         }
+    }
+
+    #[test]
+    fn ips_abbreviations_in_batch_lines() {
+        for (line, want) in [
+            ("sh", Command::Show(ShowSpec::default())),
+            ("r s", Command::Show(ShowSpec::default())),
+            ("ro sh", Command::Show(ShowSpec::default())),
+            ("route l", Command::Show(ShowSpec::default())),
+            ("ls", Command::Show(ShowSpec::default())),
+            ("flu", Command::Flush(ShowSpec::default())),
+            ("dp sh", Command::Dataplane(DpSpec::Show)),
+            ("da ls", Command::Dataplane(DpSpec::Show)),
+            ("sy", Command::Sync { reset: false }),
+        ] {
+            assert_eq!(parse_line(words(line)).expect(line), want, "{line}");
+        }
+        let c = parse_line(words("a 10.0.0.0/8 via 192.0.2.1")).expect("a");
+        assert!(matches!(&c, Command::Write(s) if s.verb == Verb::Add));
+        let c = parse_line(words("r c 10.0.0.0/8 via 192.0.2.1")).expect("r c");
+        assert!(matches!(&c, Command::Write(s) if s.verb == Verb::Change));
+        let c = parse_line(words("rep 10.0.0.0/8 via 192.0.2.1")).expect("rep");
+        assert!(matches!(&c, Command::Write(s) if s.verb == Verb::Replace));
+        let c = parse_line(words("ap 10.0.0.0/8 via 192.0.2.1")).expect("ap");
+        assert!(matches!(&c, Command::Write(s) if s.verb == Verb::Append));
+        assert!(matches!(
+            parse_line(words("d 10.0.0.0/8")).expect("d"),
+            Command::Del(_)
+        ));
+        assert!(matches!(
+            parse_line(words("g 10.0.0.1")).expect("g"),
+            Command::Get(_)
+        ));
+        // ip's verbs mproute lacks resolve to them, and are refused by name
+        let f = parse_line(words("p 10.0.0.0/8 via 192.0.2.1")).expect_err("prepend");
+        assert_eq!(f.message, "unknown command \"prepend\"");
+        // `r` alone is ip's object word, not replace
+        assert_eq!(
+            parse_line(words("r")).expect("r"),
+            Command::Show(ShowSpec::default())
+        );
     }
 
     #[test]

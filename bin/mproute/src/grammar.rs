@@ -11,6 +11,7 @@
 use std::net::IpAddr;
 
 use ipnet::IpNet;
+use mpt_cli::abbrev::{self, Word};
 use mpt_model::route::SpecError;
 use mpt_model::{Algo, Family, Verb, MAX_WEIGHT};
 
@@ -60,16 +61,85 @@ pub struct Resilient {
     pub idle_timer: u32,
 }
 
-/// A `show` filter.
+/// A `show` filter: `ip route show`'s SELECTOR (as ip/iproute.c reads it) and mproute's `algo`.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct ShowSpec {
-    /// Only this prefix.
+    /// `[to] [root|match|exact] PREFIX`: the prefix the routes are compared with.
     pub dst: Option<IpNet>,
+    /// How [`ShowSpec::dst`] selects (a bare prefix is `exact`).
+    pub select: Select,
     /// `table T`, or `table all` (`Some("all")`); main when absent.
     pub table: Option<String>,
     /// Only routes with this algorithm.
     pub algo: Option<Algo>,
+    /// `proto P` (a name or number; `all`: any).
+    pub proto: Option<String>,
+    /// `dev D` (`oif D`): single-path routes out of D, as ip compares the route's `RTA_OIF`.
+    pub dev: Option<String>,
+    /// `via [inet|inet6] ADDR`: single-path routes through ADDR (ip compares `RTA_GATEWAY`).
+    pub via: Option<IpAddr>,
+    /// Whether `via` named its family (`via inet6 ADDR`): ip then takes an address of the
+    /// other family than -4/-6's (and selects nothing by it) rather than refuse it.
+    pub via_family: bool,
+    /// `metric M` (`priority`, `preference`).
+    pub metric: Option<u32>,
 }
+
+/// How `show PREFIX` selects routes, as ip's `root`, `match` and `exact`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Select {
+    /// `exact P` or a bare prefix: the route for P itself.
+    #[default]
+    Exact,
+    /// `root P`: routes within P (P or longer).
+    Root,
+    /// `match P`: routes P falls within (P or shorter).
+    Match,
+}
+
+impl Select {
+    /// Whether a route for `dst` is selected by `p`.
+    pub fn selects(self, p: &IpNet, dst: &IpNet) -> bool {
+        let same_family = matches!(
+            (p, dst),
+            (IpNet::V4(_), IpNet::V4(_)) | (IpNet::V6(_), IpNet::V6(_))
+        );
+        same_family
+            && match self {
+                Select::Exact => p.prefix_len() == dst.prefix_len() && p.network() == dst.network(),
+                Select::Root => p.contains(dst),
+                Select::Match => dst.contains(p),
+            }
+    }
+}
+
+/// `ip route show`'s keywords in ip/iproute.c's order (`iproute_list_flush_or_save`), the ones
+/// mproute does not filter by included, so that an abbreviation means what it means to ip
+/// (`p` is `protocol`, `m` is `metric`, `s` is `scope`), then mproute's `algo`; any other word
+/// is the prefix, after an optional `to`, `root`, `match` or `exact`.
+const SHOW_KEYWORDS: &[Word] = &[
+    Word::prefix("table"),
+    Word::prefix("vrf"),
+    Word::prefix("cached"),
+    Word::prefix("cloned"),
+    Word::exact("tos"),
+    Word::prefix("dsfield"),
+    Word::prefix("protocol"),
+    Word::prefix("scope"),
+    Word::prefix("type"),
+    Word::exact("dev"),
+    Word::exact("oif"),
+    Word::exact("iif"),
+    Word::exact("mark"),
+    Word::prefix("metric"),
+    Word::prefix("priority"),
+    Word::exact("preference"),
+    Word::exact("via"),
+    Word::exact("src"),
+    Word::prefix("realms"),
+    Word::prefix("from"),
+    Word::exact("algo"),
+];
 
 fn value<'a>(it: &mut std::slice::Iter<'a, String>, kw: &str) -> Result<&'a str, String> {
     it.next()
@@ -287,30 +357,76 @@ pub fn parse_show(args: &[String]) -> Result<ShowSpec, String> {
     let mut s = ShowSpec::default();
     let mut it = args.iter();
     while let Some(w) = it.next() {
-        match w.as_str() {
-            "table" => s.table = Some(value(&mut it, "table")?.to_string()),
-            "algo" => {
+        let kw = abbrev::resolve(&[SHOW_KEYWORDS], w).map(|k| k.word);
+        match kw {
+            Some("table") => s.table = Some(value(&mut it, "table")?.to_string()),
+            Some("algo") => {
                 s.algo = Some(
                     value(&mut it, "algo")?
                         .parse::<Algo>()
                         .map_err(|e| e.to_string())?,
                 )
             }
-            "to" => s.dst = Some(parse_prefix(value(&mut it, "to")?, None)?),
-            other if s.dst.is_none() => s.dst = Some(parse_prefix(other, None)?),
-            other => return Err(format!("unexpected word \"{other}\"")),
+            Some("protocol") => s.proto = Some(value(&mut it, "proto")?.to_string()),
+            Some("dev" | "oif") => s.dev = Some(value(&mut it, "dev")?.to_string()),
+            Some("metric" | "priority" | "preference") => {
+                let v = value(&mut it, "metric")?;
+                s.metric = Some(v.parse().map_err(|_| format!("invalid metric \"{v}\""))?);
+            }
+            Some("via") => {
+                let mut v = value(&mut it, "via")?;
+                // ip's "via inet6 ADDR": the family word, then the address
+                if v == "inet" || v == "inet6" {
+                    v = value(&mut it, "via")?;
+                    s.via_family = true;
+                }
+                s.via = Some(
+                    v.parse()
+                        .map_err(|_| format!("invalid address \"{v}\" after via"))?,
+                );
+            }
+            Some(other) => {
+                return Err(format!(
+                    "\"{other}\" is a filter of ip route show that mproute show does not have"
+                ))
+            }
+            None => {
+                if s.dst.is_some() {
+                    return Err(format!("unexpected word \"{w}\""));
+                }
+                // [to] [root|match|exact] PREFIX, as ip reads it
+                let mut w = w.as_str();
+                if abbrev::matches(w, "to") {
+                    w = value(&mut it, "to")?;
+                }
+                let (select, kw) = if abbrev::matches(w, "root") {
+                    (Select::Root, Some("root"))
+                } else if abbrev::matches(w, "match") {
+                    (Select::Match, Some("match"))
+                } else if abbrev::matches(w, "exact") {
+                    (Select::Exact, Some("exact"))
+                } else {
+                    (Select::Exact, None)
+                };
+                if let Some(k) = kw {
+                    w = value(&mut it, k)?;
+                }
+                s.select = select;
+                s.dst = Some(parse_prefix(w, None)?);
+            }
         }
     }
     Ok(s)
 }
 
-/// Parse the arguments of flush: `[table T]`.
-pub fn parse_flush(args: &[String]) -> Result<Option<String>, String> {
-    match args {
-        [] => Ok(None),
-        [t, v] if t == "table" => Ok(Some(v.clone())),
-        [w, ..] => Err(format!("unexpected word \"{w}\" (flush takes [table T])")),
+/// Parse the arguments of flush: show's selector (`[table T|all] [[root|match|exact] PREFIX]
+/// [proto P] [dev D] [via ADDR] [metric M]`) without `algo`; no table is every table.
+pub fn parse_flush(args: &[String]) -> Result<ShowSpec, String> {
+    let s = parse_show(args)?;
+    if s.algo.is_some() {
+        return Err("\"algo\" selects routes for show only".to_string());
     }
+    Ok(s)
 }
 
 #[cfg(test)]
@@ -437,10 +553,14 @@ mod tests {
         let s = parse_show(&words("10.0.0.0/8")).expect("ok");
         assert_eq!(s.dst.map(|d| d.to_string()).as_deref(), Some("10.0.0.0/8"));
         assert_eq!(
-            parse_flush(&words("table 5")).expect("ok").as_deref(),
+            parse_flush(&words("table 5")).expect("ok").table.as_deref(),
             Some("5")
         );
         assert!(parse_flush(&words("everything")).is_err());
+        assert!(parse_flush(&words("algo drr")).is_err());
+        let f = parse_flush(&words("root 10.0.0.0/8 dev eth0")).expect("ok");
+        assert_eq!(f.select, Select::Root);
+        assert_eq!(f.dev.as_deref(), Some("eth0"));
     }
 }
 

@@ -188,6 +188,18 @@ mod tests {
             parse_line(words("show dev x")),
             Ok(Command::Show(_))
         ));
+        assert_eq!(
+            parse_line(words("s dev x")).expect("s"),
+            parse_line(words("show dev x")).expect("show")
+        );
+        assert_eq!(
+            parse_line(words("l")).expect("l"),
+            parse_line(words("show")).expect("show")
+        );
+        assert!(matches!(
+            parse_line(words("b workers 2")),
+            Ok(Command::Bench(_))
+        ));
         let f = parse_line(words("frob")).expect_err("unknown");
         assert_eq!(f.message, "unknown command \"frob\"");
         let f = parse_line(words("run dev x")).expect_err("no mode");

@@ -563,31 +563,46 @@ mod tests {
 
     #[test]
     fn the_command_line_is_rewritten() {
-        assert_eq!(rw("-json -s -s sh").unwrap(), "--json --stats --stats show");
-        assert_eq!(rw("-netns x r s").unwrap(), "--netns x route show");
-        assert_eq!(rw("--netns x -fo sh").unwrap(), "--netns x --force show");
-        assert_eq!(rw("--netns=x --stat sh").unwrap(), "--netns=x --stats show");
-        assert_eq!(rw("-human sh").unwrap(), "show");
-        assert_eq!(rw("-h").unwrap(), "--help");
-        assert_eq!(rw("-check -wait 3 a x").unwrap(), "--check --wait 3 add x");
-        assert_eq!(rw("-vv -jp").unwrap(), "-vv -jp");
-        assert_eq!(rw("-4 -6").unwrap(), "-4 -6");
+        assert_eq!(
+            rw("-json -s -s sh").expect("-json -s -s sh"),
+            "--json --stats --stats show"
+        );
+        assert_eq!(
+            rw("-netns x r s").expect("-netns x r s"),
+            "--netns x route show"
+        );
+        assert_eq!(
+            rw("--netns x -fo sh").expect("--netns x -fo sh"),
+            "--netns x --force show"
+        );
+        assert_eq!(
+            rw("--netns=x --stat sh").expect("--netns=x --stat sh"),
+            "--netns=x --stats show"
+        );
+        assert_eq!(rw("-human sh").expect("-human sh"), "show");
+        assert_eq!(rw("-h").expect("-h"), "--help");
+        assert_eq!(
+            rw("-check -wait 3 a x").expect("-check -wait 3 a x"),
+            "--check --wait 3 add x"
+        );
+        assert_eq!(rw("-vv -jp").expect("-vv -jp"), "-vv -jp");
+        assert_eq!(rw("-4 -6").expect("-4 -6"), "-4 -6");
         // the grammar's words after the verb are not options
-        assert_eq!(rw("sh -j").unwrap(), "show -j");
-        assert_eq!(rw("-- sh").unwrap(), "-- sh");
-        let f = rw("-x sh").unwrap_err();
+        assert_eq!(rw("sh -j").expect("sh -j"), "show -j");
+        assert_eq!(rw("-- sh").expect("-- sh"), "-- sh");
+        let f = rw("-x sh").expect_err("-x sh");
         assert_eq!(f.code, crate::EXIT_USAGE);
         assert_eq!(f.message, "unknown option \"-x\"");
-        let f = rw("-t sh").unwrap_err();
+        let f = rw("-t sh").expect_err("-t sh");
         assert_eq!(
             f.message,
             "option \"-t\" is ip's -timestamp, which t does not have"
         );
-        assert_eq!(rw("-js sh").unwrap(), "--json show");
-        assert_eq!(rw("-sj sh").unwrap(), "-sj show");
-        let f = rw("-jx sh").unwrap_err();
+        assert_eq!(rw("-js sh").expect("-js sh"), "--json show");
+        assert_eq!(rw("-sj sh").expect("-sj sh"), "-sj show");
+        let f = rw("-jx sh").expect_err("-jx sh");
         assert_eq!(f.message, "unknown option \"-jx\"");
-        let f = rw("-n").unwrap_err();
+        let f = rw("-n").expect_err("-n");
         assert!(f.message.contains("needs a value"), "{f:?}");
     }
 }

@@ -39,9 +39,8 @@ pub fn run(s: &mut Session, c: &Command) -> Result<Output, Failure> {
     match c {
         Command::Write(spec) => write(s, spec),
         Command::Del(spec) => del(s, spec),
-        Command::Flush { table } => {
-            let table = super::flush::table(table.as_deref())?;
-            let steps = s.txn().flush_plan(table)?;
+        Command::Flush(spec) => {
+            let steps = super::flush::plan(s, spec)?;
             Ok(super::flush::report(&steps, true))
         }
         Command::Sync { reset } => super::sync::dry(s, *reset),

@@ -33,7 +33,7 @@ pub fn run(s: &mut Session, c: &Command) -> Result<Output, Failure> {
         Command::Write(spec) => write::run(s, spec),
         Command::Del(spec) => del::run(s, spec),
         Command::Show(spec) => show::run(s, spec),
-        Command::Flush { table } => flush::run(s, table.as_deref()),
+        Command::Flush(spec) => flush::run(s, spec),
         Command::Sync { reset } => sync::run(s, *reset),
         Command::Get(spec) => get::run(s, spec),
         Command::Dataplane(spec) => dataplane::run(s, spec),
