@@ -2,7 +2,9 @@
 
 use std::path::PathBuf;
 
-/// Options every tool accepts before its object and verb, with iproute2's letters.
+/// Options every tool accepts before its object and verb, with iproute2's letters. Before the
+/// command word they are also read as `ip` reads its options, one dash or two and abbreviated
+/// in ip's order (`-json`, `-js`, `-stats`, `-netns NAME`, `-fo`): [`crate::abbrev::rewrite`].
 #[derive(Debug, Clone, Default, clap::Args)]
 pub struct GlobalOpts {
     /// Output JSON.
@@ -29,10 +31,10 @@ pub struct GlobalOpts {
     /// One line per object, as ip's -oneline (a multipath route's nexthops on its line).
     #[arg(short = 'o', long = "oneline", global = true)]
     pub oneline: bool,
-    /// IPv4 only (show, flush): ip's -4.
+    /// IPv4 routes only (mproute show and flush), as ip's -4.
     #[arg(short = '4', global = true, overrides_with_all = ["ipv6", "family"])]
     pub ipv4: bool,
-    /// IPv6 only (show, flush): ip's -6.
+    /// IPv6 routes only (mproute show and flush), as ip's -6.
     #[arg(short = '6', global = true, overrides_with_all = ["ipv4", "family"])]
     pub ipv6: bool,
     /// Address family: inet or inet6 (ip's -family; -4 and -6 are its short forms).
@@ -46,7 +48,7 @@ pub struct GlobalOpts {
     /// applied.
     #[arg(long = "check", global = true)]
     pub check: bool,
-    /// Say more about what is done (to standard error).
+    /// Say more about what is done (to standard error); -vv: more.
     #[arg(short = 'v', long = "verbose", action = clap::ArgAction::Count, global = true)]
     pub verbose: u8,
     /// Wait at most SECONDS for another invocation that holds the namespace's state (mproute's
