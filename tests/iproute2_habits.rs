@@ -334,6 +334,8 @@ fn show_selects_what_ip_route_show_selects() {
         "2001:db8:5::/48 via 2001:db8:1::2 dev va proto static",
         "2001:db8:5:1::/64 nexthop via 2001:db8:1::2 dev va nexthop via 2001:db8:1::3 dev va",
         "2001:db8:6::/48 dev va metric 7",
+        "unreachable 198.18.5.0/24",
+        "blackhole 2001:db8:8::/48",
     ] {
         ns.ip_ok(&format!("route add {r}")[..]);
     }
@@ -376,6 +378,13 @@ fn show_selects_what_ip_route_show_selects() {
         "dev va via 192.0.2.3 root 198.18.0.0/15",
         "p static m 7",
         "table main proto boot",
+        "scope link",
+        "scope global",
+        "scope all",
+        "s 253",
+        "type unreachable",
+        "type blackhole",
+        "ty unicast root 198.18.0.0/15",
     ];
     let mut nonempty = 0;
     for f in filters {
@@ -408,9 +417,9 @@ fn show_selects_what_ip_route_show_selects() {
     // the oracle selected something most of the time, not nothing
     assert!(nonempty > 30, "{nonempty}");
     // a filter ip has and mproute does not: one line, exit 1
-    let o = MP.at(&ns, "show scope link");
+    let o = MP.at(&ns, "show src 192.0.2.1");
     assert_eq!(o.status.code(), Some(1));
-    assert!(text(&o.stderr).contains("\"scope\""), "{o:?}");
+    assert!(text(&o.stderr).contains("\"src\""), "{o:?}");
 }
 
 /// mproute's routes for the flush test: multipath and single-path, IPv4 and IPv6, two metrics.

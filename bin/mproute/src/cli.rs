@@ -108,10 +108,10 @@ pub enum Cmd {
     )]
     Del(RouteArgs),
     /// List routes with their algorithm and who enforces it.
-    #[command(visible_aliases = ["list", "ls"], alias = "lst", override_usage = "mproute show [[to] [root|match|exact] PREFIX] [table T|all] [proto P] [dev DEV] [via ADDR] [metric M] [algo ALGO]", after_help = SHOW_HELP)]
+    #[command(visible_aliases = ["list", "ls"], alias = "lst", override_usage = "mproute show [[to] [root|match|exact] PREFIX] [table T|all] [proto P] [dev DEV] [via ADDR] [metric M] [scope S] [type T] [algo ALGO]", after_help = SHOW_HELP)]
     Show(RouteArgs),
     /// Remove every route mproute owns (in one table, or those a selector names).
-    #[command(override_usage = "mproute flush [table T|all] [[to] [root|match|exact] PREFIX] [proto P] [dev DEV] [via ADDR] [metric M]", after_help = SHOW_HELP)]
+    #[command(override_usage = "mproute flush [table T|all] [[to] [root|match|exact] PREFIX] [proto P] [dev DEV] [via ADDR] [metric M] [scope S] [type T]", after_help = SHOW_HELP)]
     Flush(RouteArgs),
     /// Report and repair drift between the FIB and mproute's state; first put back nexthop
     /// objects the kernel deleted with a link that is up again.

@@ -83,6 +83,10 @@ pub struct ShowSpec {
     pub via_family: bool,
     /// `metric M` (`priority`, `preference`).
     pub metric: Option<u32>,
+    /// `scope S` (a name or number; `all`: any).
+    pub scope: Option<String>,
+    /// `type T` (unicast, local, blackhole, unreachable, ... or a number).
+    pub rtype: Option<String>,
 }
 
 /// How `show PREFIX` selects routes, as ip's `root`, `match` and `exact`.
@@ -368,6 +372,8 @@ pub fn parse_show(args: &[String]) -> Result<ShowSpec, String> {
                 )
             }
             Some("protocol") => s.proto = Some(value(&mut it, "proto")?.to_string()),
+            Some("scope") => s.scope = Some(value(&mut it, "scope")?.to_string()),
+            Some("type") => s.rtype = Some(value(&mut it, "type")?.to_string()),
             Some("dev" | "oif") => s.dev = Some(value(&mut it, "dev")?.to_string()),
             Some("metric" | "priority" | "preference") => {
                 let v = value(&mut it, "metric")?;

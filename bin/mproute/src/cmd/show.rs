@@ -104,6 +104,15 @@ pub(crate) struct Filter<'a> {
     family: Option<Family>,
     proto: Option<u8>,
     oif: Option<u32>,
+    scope: Option<u8>,
+    rtype: Option<u8>,
+}
+
+/// The number of a route scope or type as iproute2 names it (or a number), by its names.
+fn named(s: &str, name: fn(u8) -> String) -> Option<u8> {
+    (0..=u8::MAX)
+        .find(|n| name(*n) == s)
+        .or_else(|| mpt_model::names::parse_num(s).and_then(|v| u8::try_from(v).ok()))
 }
 
 impl<'a> Filter<'a> {
@@ -138,11 +147,29 @@ impl<'a> Filter<'a> {
             None => None,
             Some(d) => Some(mpt_sys::iface::index(d).map_err(Failure::from)?),
         };
+        let scope = match spec.scope.as_deref() {
+            None | Some("all") => None,
+            Some(sc) => Some(
+                named(sc, mpt_model::names::scope_name)
+                    .ok_or_else(|| Failure::usage(format!("unknown scope \"{sc}\"")))?,
+            ),
+        };
+        let rtype = match spec.rtype.as_deref() {
+            None => None,
+            // ip's other name for broadcast
+            Some("brd") => Some(3),
+            Some(t) => Some(
+                named(t, mpt_model::names::rtype_name)
+                    .ok_or_else(|| Failure::usage(format!("unknown route type \"{t}\"")))?,
+            ),
+        };
         Ok(Filter {
             spec,
             family,
             proto,
             oif,
+            scope,
+            rtype,
         })
     }
 
@@ -150,7 +177,12 @@ impl<'a> Filter<'a> {
     /// family): for state entries whose route is gone.
     pub(crate) fn selects_key(&self, k: &RouteKey) -> bool {
         let f = self.spec;
-        if f.proto.is_some() || f.dev.is_some() || f.via.is_some() {
+        if f.proto.is_some()
+            || f.dev.is_some()
+            || f.via.is_some()
+            || f.scope.is_some()
+            || f.rtype.is_some()
+        {
             return false;
         }
         self.selects_dst(k)
@@ -183,7 +215,10 @@ impl<'a> Filter<'a> {
         if !self.selects_dst(&r.key) {
             return false;
         }
-        if self.proto.is_some_and(|p| p != r.protocol) {
+        if self.proto.is_some_and(|p| p != r.protocol)
+            || self.scope.is_some_and(|s| s != r.scope)
+            || self.rtype.is_some_and(|t| t != r.rtype)
+        {
             return false;
         }
         let single = match r.nexthops.as_slice() {
@@ -239,6 +274,14 @@ mod tests {
         let f = Filter {
             spec: &spec,
             family: None,
+            scope: spec
+                .scope
+                .as_deref()
+                .and_then(|s| named(s, mpt_model::names::scope_name)),
+            rtype: spec
+                .rtype
+                .as_deref()
+                .and_then(|t| named(t, mpt_model::names::rtype_name)),
             proto: spec.proto.as_deref().and_then(names::proto_id),
             oif: spec.dev.as_deref().and_then(|d| d.parse().ok()),
         };
@@ -270,6 +313,9 @@ mod tests {
         assert!(!shows("via 192.0.2.2", &r));
         assert!(shows("metric 0", &r));
         assert!(!shows("m 1", &r));
+        assert!(shows("scope global type unicast", &r));
+        assert!(!shows("scope link", &r));
+        assert!(!shows("type blackhole", &r));
         // ip compares the route's own RTA_OIF and RTA_GATEWAY: a multipath route has neither
         let mp = route(
             "10.2.0.0/16",
@@ -284,10 +330,17 @@ mod tests {
     fn select_words() {
         let s = parse_show(&mpt_cli::args::words("match 10.0.0.1 table all")).expect("ok");
         assert_eq!(s.select, Select::Match);
-        let f = parse_show(&mpt_cli::args::words("scope link")).expect_err("scope");
-        assert!(f.contains("\"scope\" is a filter of ip route show"), "{f}");
-        let f = parse_show(&mpt_cli::args::words("s link")).expect_err("s");
-        assert!(f.contains("scope"), "{f}");
+        let f = parse_show(&mpt_cli::args::words("src 10.0.0.1")).expect_err("src");
+        assert!(f.contains("\"src\" is a filter of ip route show"), "{f}");
+        let f = parse_show(&mpt_cli::args::words("rea 1")).expect_err("realms");
+        assert!(f.contains("realms"), "{f}");
+        let s = parse_show(&mpt_cli::args::words("s link ty unicast")).expect("s");
+        assert_eq!(s.scope.as_deref(), Some("link"));
+        assert_eq!(s.rtype.as_deref(), Some("unicast"));
+        assert_eq!(named("link", mpt_model::names::scope_name), Some(253));
+        assert_eq!(named("17", mpt_model::names::scope_name), Some(17));
+        assert_eq!(named("unreachable", mpt_model::names::rtype_name), Some(7));
+        assert_eq!(named("frob", mpt_model::names::rtype_name), None);
         assert!(parse_show(&mpt_cli::args::words("via inet6 2001:db8::1")).is_ok());
         assert!(parse_show(&mpt_cli::args::words("10.0.0.0/8 10.1.0.0/16")).is_err());
     }
