@@ -356,10 +356,14 @@ pub fn rewrite(
                     match it.next() {
                         Some(v) => out.push(v),
                         None => {
-                            return Err(Failure::usage(format!(
-                                "option \"{s}\" ({word}) needs a value"
-                            ))
-                            .hint(format!("see {tool} --help")))
+                            let what = if s.trim_start_matches('-') == word.trim_start_matches('-')
+                            {
+                                format!("option \"{s}\"")
+                            } else {
+                                format!("option \"{s}\" ({word})")
+                            };
+                            return Err(Failure::usage(format!("{what} needs a value"))
+                                .hint(format!("see {tool} --help")));
                         }
                     }
                 }
@@ -603,6 +607,8 @@ mod tests {
         let f = rw("-jx sh").expect_err("-jx sh");
         assert_eq!(f.message, "unknown option \"-jx\"");
         let f = rw("-n").expect_err("-n");
-        assert!(f.message.contains("needs a value"), "{f:?}");
+        assert_eq!(f.message, "option \"-n\" (-netns) needs a value");
+        let f = rw("-netns").expect_err("-netns");
+        assert_eq!(f.message, "option \"-netns\" needs a value");
     }
 }
