@@ -42,14 +42,42 @@ const DEL: Node = Node::verb(
         Key::once("metric", Value::Any),
     ],
 );
+/// ip route show's SELECTOR, as `show` and `flush` take it.
+macro_rules! selector {
+    ($($extra:expr),*) => {
+        &[
+            Key::once("table", Value::TableOrAll),
+            $($extra,)*
+            Key::once("to", Value::Any),
+            Key::once("root", Value::Any),
+            Key::once("match", Value::Any),
+            Key::once("exact", Value::Any),
+            Key::once("proto", Value::Proto),
+            Key::once("dev", Value::Device),
+            Key::once("via", Value::Any),
+            Key::once("metric", Value::Any),
+            Key::once("scope", Value::Words(&["global", "link", "host", "nowhere", "all"])),
+            Key::once(
+                "type",
+                Value::Words(&[
+                    "unicast",
+                    "local",
+                    "broadcast",
+                    "multicast",
+                    "blackhole",
+                    "unreachable",
+                    "prohibit",
+                    "throw",
+                ]),
+            ),
+        ]
+    };
+}
 const SHOW: Node = Node::verb(
     &["show", "list", "ls", "lst"],
-    &[
-        Key::once("table", Value::TableOrAll),
-        Key::once("algo", ALGOS),
-    ],
+    selector!(Key::once("algo", ALGOS)),
 );
-const FLUSH: Node = Node::verb(&["flush"], &[Key::once("table", Value::TableOrAll)]);
+const FLUSH: Node = Node::verb(&["flush"], selector!());
 const SYNC: Node = Node::verb(&["sync"], &[Key::flag("--reset")]);
 const GET: Node = Node::verb(
     &["get"],
