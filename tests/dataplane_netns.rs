@@ -1082,6 +1082,8 @@ fn verified_routes_skip_the_kernel_lookup_until_the_fib_changes() {
 struct Watcher {
     child: std::process::Child,
     lines: std::sync::mpsc::Receiver<String>,
+    /// The `trigger` of the last report read.
+    trigger: std::cell::RefCell<String>,
 }
 
 impl Watcher {
@@ -1109,16 +1111,38 @@ impl Watcher {
                 }
             }
         });
-        Watcher { child, lines }
+        Watcher {
+            child,
+            lines,
+            trigger: std::cell::RefCell::default(),
+        }
     }
 
-    /// The next report (within 8 s).
+    /// The next report (within 8 s), without its time stamp (checked: RFC 3339 UTC with
+    /// milliseconds) and its trigger (kept, see [`Watcher::trigger`]).
     fn next(&self, what: &str) -> Value {
         let l = self
             .lines
             .recv_timeout(std::time::Duration::from_secs(8))
             .unwrap_or_else(|e| panic!("{what}: no report from dataplane watch: {e}"));
-        serde_json::from_str(&l).unwrap_or_else(|e| panic!("{what}: {l:?}: {e}"))
+        let mut v: Value =
+            serde_json::from_str(&l).unwrap_or_else(|e| panic!("{what}: {l:?}: {e}"));
+        let m = v.as_object_mut().expect("a JSON object");
+        let time = m.remove("time").unwrap_or_default();
+        let time = time.as_str().unwrap_or_default();
+        // 2026-12-04T19:05:00.123Z
+        assert!(
+            time.len() == 24 && time.ends_with('Z') && &time[10..11] == "T" && &time[19..20] == ".",
+            "{what}: time stamp {time:?} in {l}"
+        );
+        let trigger = m.remove("trigger").unwrap_or_default();
+        *self.trigger.borrow_mut() = trigger.as_str().unwrap_or_default().to_string();
+        v
+    }
+
+    /// What triggered the last report read: `start`, `tick`, `retry` or the netlink kinds.
+    fn trigger(&self) -> String {
+        self.trigger.borrow().clone()
     }
 
     /// Read reports until none has come for `quiet` (late ones from earlier changes), at most
@@ -1162,6 +1186,7 @@ fn dataplane_watch_verifies_again_after_foreign_changes() {
     let w = Watcher::start(&t.r);
     let v = w.next("start");
     assert_eq!(v["skipped"], 1, "{v}");
+    assert_eq!(w.trigger(), "start");
 
     // an unrelated route: the generation moves, the watcher verifies again
     let before = fib_check(&t)["generation"].clone();
@@ -1172,13 +1197,23 @@ fn dataplane_watch_verifies_again_after_foreign_changes() {
     let v = w.until("after ip route add", |v| v["generation"] != before);
     assert_eq!(v["skipped"], 1, "{v}");
     assert_eq!(v["verified_at"], v["generation"], "{v}");
+    assert!(
+        w.trigger().split(',').any(|k| k == "route"),
+        "{}",
+        w.trigger()
+    );
 
     // a link flap: down and up are FIB changes too; in the end verified again
     t.r.ip_ok(&format!("link set {} down", FourPaths::dev(1)));
     t.r.ip_ok(&format!("link set {} up", FourPaths::dev(1)));
+    let seen = std::cell::RefCell::new(Vec::new());
     w.until("after a link flap", |v| {
+        seen.borrow_mut()
+            .extend(w.trigger().split(',').map(String::from));
         v["skipped"] == 1 && v["verified_at"] == v["generation"] && *v == fib_check(&t)
     });
+    let seen = seen.into_inner();
+    assert!(seen.iter().any(|k| k == "link-down"), "{seen:?}");
 
     // a change the kernel announces to nobody (the route cache flush moves the generation):
     // the watcher's periodic look at the generation catches it
@@ -1187,6 +1222,29 @@ fn dataplane_watch_verifies_again_after_foreign_changes() {
     let v = w.until("after ip route flush cache", |v| v["generation"] != before);
     assert_eq!(v["skipped"], 1, "{v}");
     assert_eq!(v["verified_at"], v["generation"], "{v}");
+    // announced to nobody: found by the periodic look (`tick`), unless a late notification of
+    // the link flap came first; either way a trigger of the vocabulary
+    let known = [
+        "tick",
+        "retry",
+        "netlink",
+        "route",
+        "addr",
+        "rule",
+        "netconf",
+        "nexthop",
+        "link-up",
+        "link-down",
+        "link-del",
+        "link",
+        "overrun",
+        "other",
+    ];
+    assert!(
+        w.trigger().split(',').all(|k| known.contains(&k)),
+        "{}",
+        w.trigger()
+    );
 
     // what does not hold is not verified: a more specific route inside the managed prefix
     let dst32 = format!("{}/32", traffic::DEST_V4);

@@ -30,6 +30,52 @@ pub const RTNLGRP_NEXTHOP: u32 = 32;
 #[derive(Debug)]
 pub struct Events {
     fd: OwnedFd,
+    /// What the notifications read since [`Events::take_kinds`] were about.
+    kinds: std::collections::BTreeSet<&'static str>,
+}
+
+/// What a notification is about, in words an operator reads in a log: `route`, `addr`,
+/// `rule`, `netconf`, `nexthop`, `link-up` (administratively up with carrier), `link-down`,
+/// `link-del`; `overrun` when the kernel dropped notifications. `msg` is one netlink message.
+fn kind(msg: &[u8]) -> &'static str {
+    const IFF_UP: u32 = 0x1;
+    const IFF_LOWER_UP: u32 = 0x1_0000;
+    let ty = msg
+        .get(4..6)
+        .map_or(0, |b| u16::from_ne_bytes([b[0], b[1]]));
+    match ty {
+        // RTM_NEWLINK: ifinfomsg's flags at 8 bytes into the payload
+        16 => match msg.get(24..28) {
+            Some(b) => {
+                let f = u32::from_ne_bytes([b[0], b[1], b[2], b[3]]);
+                if f & (IFF_UP | IFF_LOWER_UP) == IFF_UP | IFF_LOWER_UP {
+                    "link-up"
+                } else {
+                    "link-down"
+                }
+            }
+            None => "link",
+        },
+        17 => "link-del",
+        20 | 21 => "addr",
+        24 | 25 => "route",
+        32 | 33 => "rule",
+        80 | 81 => "netconf",
+        104 | 105 => "nexthop",
+        _ => "other",
+    }
+}
+
+/// The kinds of the netlink messages in one datagram (`nlmsg_len` walks them, 4-byte aligned).
+fn kinds_of(mut buf: &[u8], into: &mut std::collections::BTreeSet<&'static str>) {
+    while let Some(b) = buf.get(0..4) {
+        let len = u32::from_ne_bytes([b[0], b[1], b[2], b[3]]) as usize;
+        if len < 16 || len > buf.len() {
+            break;
+        }
+        into.insert(kind(&buf[..len]));
+        buf = buf.get(len.next_multiple_of(4)..).unwrap_or_default();
+    }
 }
 
 impl Events {
@@ -81,7 +127,10 @@ impl Events {
                 ));
             }
         }
-        Ok(Events { fd })
+        Ok(Events {
+            fd,
+            kinds: std::collections::BTreeSet::new(),
+        })
     }
 
     /// Read and drop whatever is queued; `true` if anything was (an overrun counts).
@@ -100,6 +149,8 @@ impl Events {
             };
             if n > 0 {
                 any = true;
+                let n = usize::try_from(n).unwrap_or(0).min(buf.len());
+                kinds_of(&buf[..n], &mut self.kinds);
                 continue;
             }
             if n == 0 {
@@ -110,7 +161,10 @@ impl Events {
                 Some(libc::EAGAIN) => return Ok(any),
                 Some(libc::EINTR) => continue,
                 // notifications were lost: something changed
-                Some(libc::ENOBUFS) => any = true,
+                Some(libc::ENOBUFS) => {
+                    any = true;
+                    self.kinds.insert("overrun");
+                }
                 _ => return Err(Error::io("read netlink notifications", e)),
             }
         }
@@ -138,6 +192,12 @@ impl Events {
                 return Err(Error::io("wait for netlink notifications", e));
             }
         }
+    }
+
+    /// What the notifications read since the last call were about (sorted, each once; see
+    /// [`kind`]), and forget them.
+    pub fn take_kinds(&mut self) -> Vec<&'static str> {
+        std::mem::take(&mut self.kinds).into_iter().collect()
     }
 
     /// Wait up to `timeout` (`None`: for ever) for a notification; then until `quiet` passes
@@ -171,5 +231,52 @@ impl Events {
             }
         }
         Ok(true)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A netlink message of `ty` with `payload`, as the kernel lays it out.
+    fn msg(ty: u16, payload: &[u8]) -> Vec<u8> {
+        let len = 16 + payload.len();
+        let mut v = Vec::new();
+        v.extend_from_slice(&(len as u32).to_ne_bytes());
+        v.extend_from_slice(&ty.to_ne_bytes());
+        v.extend_from_slice(&[0; 10]);
+        v.extend_from_slice(payload);
+        v.resize(len.next_multiple_of(4), 0);
+        v
+    }
+
+    fn ifinfo(flags: u32) -> Vec<u8> {
+        let mut p = vec![0u8; 8];
+        p.extend_from_slice(&flags.to_ne_bytes());
+        p.extend_from_slice(&[0; 4]);
+        p
+    }
+
+    #[test]
+    fn kinds_of_a_datagram() {
+        let mut buf = msg(24, &[0; 13]); // RTM_NEWROUTE, unaligned payload
+        buf.extend(msg(16, &ifinfo(0x1 | 0x1_0000))); // up with carrier
+        buf.extend(msg(16, &ifinfo(0x1))); // up, no carrier
+        buf.extend(msg(21, &[0; 8])); // RTM_DELADDR
+        let mut k = std::collections::BTreeSet::new();
+        kinds_of(&buf, &mut k);
+        assert_eq!(
+            k.into_iter().collect::<Vec<_>>(),
+            ["addr", "link-down", "link-up", "route"]
+        );
+    }
+
+    #[test]
+    fn a_truncated_message_ends_the_walk() {
+        let mut buf = msg(32, &[0; 12]);
+        buf.extend_from_slice(&200u32.to_ne_bytes());
+        let mut k = std::collections::BTreeSet::new();
+        kinds_of(&buf, &mut k);
+        assert_eq!(k.into_iter().collect::<Vec<_>>(), ["rule"]);
     }
 }

@@ -1,6 +1,13 @@
 //! `mproute dataplane watch`: keep the dataplane's FIB check verified while the FIB changes,
 //! printing the check each time (`-j`: one JSON object per line), and put back the nexthop
 //! objects the kernel deleted with a link when the link is up again. Runs until interrupted.
+//!
+//! Every line starts with its time stamp (RFC 3339, UTC, milliseconds, as `ip monitor -ts`) and
+//! what triggered it: `start`, the kinds of the netlink notifications (`route`, `link-up`,
+//! `link-down`, `addr`, ... joined by `,`), `tick` (the FIB generation moved with no
+//! notification) or `retry` (the last round failed); `-j`: the keys `time` and `trigger`.
+//! Under systemd (`Type=notify`) it reports `READY=1` once the first round is printed and
+//! `STOPPING=1` when it ends (SIGTERM, SIGINT, its output closed, a failure).
 
 use mpt_cli::render::Style;
 use mpt_cli::Failure;
@@ -13,6 +20,38 @@ use crate::session::Session;
 /// reported, for the changes the kernel announces to nobody (a route cache flush). Runs until
 /// interrupted or until its output is closed; returns only on failure.
 pub fn run(s: &mut Session, style: Style) -> Result<(), Failure> {
+    mpt_sys::notify::stop_on_signals()
+        .map_err(|e| Failure::system(format!("handle signals: {}", mpt_sys::error::words(&e))))?;
+    let r = watch(s, style);
+    let _ = mpt_sys::notify::notify("STOPPING=1");
+    r
+}
+
+/// A line as printed: the time stamp and the trigger before the text; in JSON, beside the
+/// object's own keys.
+fn stamped<T: serde::Serialize>(
+    row: &T,
+    text: impl FnOnce() -> String,
+    trigger: &str,
+    style: Style,
+) -> String {
+    let time = mpt_sys::time::rfc3339_now();
+    if style.json {
+        match serde_json::to_value(row) {
+            Ok(serde_json::Value::Object(mut m)) => {
+                m.insert("time".into(), time.into());
+                m.insert("trigger".into(), trigger.into());
+                serde_json::to_string(&m).unwrap_or_default()
+            }
+            Ok(v) => serde_json::to_string(&v).unwrap_or_default(),
+            Err(_) => String::new(),
+        }
+    } else {
+        format!("{time} {trigger} {}", text())
+    }
+}
+
+fn watch(s: &mut Session, style: Style) -> Result<(), Failure> {
     use mpt_netlink::events::{self as ev, Events};
     use std::io::Write;
     use std::time::Duration;
@@ -31,16 +70,15 @@ pub fn run(s: &mut Session, style: Style) -> Result<(), Failure> {
     .map_err(Failure::from)?;
     // the generation the routes were last verified at (None: not verified, try again)
     let mut last: Option<u32>;
+    // what started this round, and whether systemd has been told the first one is done
+    let mut trigger = String::from("start");
+    let mut ready = false;
     loop {
-        settle(s, style);
+        settle(s, style, &trigger);
         let line = match s.verify_now() {
             Ok(f) => {
                 last = f.verified_at;
-                if style.json {
-                    serde_json::to_string(&f).unwrap_or_default()
-                } else {
-                    f.line()
-                }
+                stamped(&f, || f.line(), &trigger, style)
             }
             // a failed round is reported; the next change tries again
             Err(f) => {
@@ -62,6 +100,11 @@ pub fn run(s: &mut Session, style: Style) -> Result<(), Failure> {
                 )));
             }
         }
+        if !ready {
+            // the first round is out (printed, or its failure reported): the service is up
+            ready = true;
+            let _ = mpt_sys::notify::notify("READY=1\nSTATUS=watching the FIB");
+        }
         loop {
             let changed = events
                 .wait_change(
@@ -70,10 +113,24 @@ pub fn run(s: &mut Session, style: Style) -> Result<(), Failure> {
                     Duration::from_secs(2),
                 )
                 .map_err(Failure::from)?;
-            if changed || last.is_none() || s.generation().ok().flatten() != last {
+            let kinds = events.take_kinds();
+            if changed {
+                trigger = if kinds.is_empty() {
+                    "netlink".to_string()
+                } else {
+                    kinds.join(",")
+                };
                 break;
             }
-            settle(s, style);
+            if last.is_none() {
+                trigger = "retry".into();
+                break;
+            }
+            if s.generation().ok().flatten() != last {
+                trigger = "tick".into();
+                break;
+            }
+            settle(s, style, "tick");
         }
     }
 }
@@ -82,17 +139,18 @@ pub fn run(s: &mut Session, style: Style) -> Result<(), Failure> {
 /// (each printed: `restored nhid N: ...`, `-j`: the action row); resilient tables whose idle
 /// buckets can move to the nexthops below their share. A failure is reported and the next
 /// round tries again.
-fn settle(s: &mut Session, style: Style) {
+fn settle(s: &mut Session, style: Style, trigger: &str) {
     use std::io::Write;
     match s.restore_objects() {
         Ok(rows) => {
             let mut out = std::io::stdout().lock();
             for r in rows {
-                let line = if style.json {
-                    serde_json::to_string(&r).unwrap_or_default()
-                } else {
-                    format!("{} {}: {}", r.action, r.dst, r.reason)
-                };
+                let line = stamped(
+                    &r,
+                    || format!("{} {}: {}", r.action, r.dst, r.reason),
+                    trigger,
+                    style,
+                );
                 let line = mpt_cli::render::text_safe(&line);
                 let _ = writeln!(out, "{line}").and_then(|()| out.flush());
             }
