@@ -136,6 +136,10 @@ pub enum Obj {
     /// text format, for node_exporter's textfile collector.
     #[command(override_usage = "ila metrics")]
     Metrics(Words),
+    /// Print the attachments, mappings and routes as batch lines that `ila -b FILE` restores
+    /// (what mproute-restore.service reads at boot).
+    #[command(override_usage = "ila save")]
+    Save(Words),
 }
 
 /// A command, typed.
@@ -149,6 +153,8 @@ pub enum Command {
     Dataplane(DpCmd),
     /// `ila metrics`.
     Metrics,
+    /// `ila save`.
+    Save,
 }
 
 impl Command {
@@ -174,6 +180,10 @@ impl Obj {
                 None => Command::Metrics,
                 Some(x) => return Err(Failure::usage(format!("metrics: unexpected word \"{x}\""))),
             },
+            Obj::Save(w) => match w.args.first() {
+                None => Command::Save,
+                Some(x) => return Err(Failure::usage(format!("save: unexpected word \"{x}\""))),
+            },
         })
     }
 }
@@ -185,6 +195,7 @@ const OBJECTS: &[Entry<Words, Obj>] = &[
     ("dataplane", Obj::Dataplane),
     ("dp", Obj::Dataplane),
     ("metrics", Obj::Metrics),
+    ("save", Obj::Save),
 ];
 
 /// `ila dataplane`'s verbs (no `ip` object has them: the same style, in this order).

@@ -388,6 +388,8 @@ pub enum Output {
     Change(Box<ChangeReport>),
     /// `metrics`: the Prometheus text exposition.
     Metrics(String),
+    /// `save`: batch lines (`-j`: a JSON array of them).
+    Lines(Vec<String>),
 }
 
 /// Print an output. Writes print nothing but with `-j`, as iproute2.
@@ -396,6 +398,8 @@ pub fn print(out: &Output, style: Style) {
         Output::Metrics(text) => mpt_cli::metrics::print(text),
         Output::Mappings(rows) => print_rows(rows, style),
         Output::Routes(rows) => print_rows(rows, style),
+        Output::Lines(l) if style.json => print_json(l, style.pretty),
+        Output::Lines(l) => l.iter().for_each(|l| print_line(l)),
         Output::Dataplane(v) => {
             if style.json {
                 print_json(v, style.pretty);

@@ -122,6 +122,10 @@ pub enum Cmd {
         override_usage = "mproute get ADDR [from SRC] [ipproto tcp|udp|sctp|icmp|N] [sport S] [dport D] [iif DEV] [table T]"
     )]
     Get(RouteArgs),
+    /// Print the managed routes and the dataplane's attachments as batch lines that
+    /// `mproute -b FILE` restores (what mproute-restore.service reads at boot).
+    #[command(override_usage = "mproute save")]
+    Save(RouteArgs),
     /// `mproute route VERB ARGS`: the object word of iproute2, accepted and ignored.
     #[command(hide = true)]
     Route(RouteArgs),
@@ -178,6 +182,8 @@ pub enum Command {
     Dataplane(DpSpec),
     /// `metrics`.
     Metrics,
+    /// `save`.
+    Save,
 }
 
 impl Command {
@@ -236,6 +242,10 @@ impl Cmd {
                 None => Command::Metrics,
                 Some(w) => return Err(Failure::usage(format!("metrics: unexpected word \"{w}\""))),
             },
+            Cmd::Save(a) => match a.args.first() {
+                None => Command::Save,
+                Some(w) => return Err(Failure::usage(format!("save: unexpected word \"{w}\""))),
+            },
             // `mproute route VERB ARGS`: iproute2's object word
             Cmd::Route(a) if a.args.is_empty() => Command::Show(ShowSpec::default()),
             Cmd::Route(a) => parse_line(a.args.clone())?,
@@ -262,6 +272,7 @@ const VERBS: &[mpt_cli::args::Entry<RouteArgs, Cmd>] = &[
     ("flush", Cmd::Flush),
     ("sync", Cmd::Sync),
     ("get", Cmd::Get),
+    ("save", Cmd::Save),
     ("route", Cmd::Route),
     ("dataplane", Cmd::Dataplane),
     ("dp", Cmd::Dataplane),

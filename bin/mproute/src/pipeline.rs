@@ -268,7 +268,7 @@ impl mpt_cli::tool::Tool for Session {
     }
 
     fn run_one(&mut self, command: Command, style: Style) -> Result<(), Failure> {
-        self.read_only = matches!(command, Command::Show(_));
+        self.read_only = matches!(command, Command::Show(_) | Command::Save);
         if command == Command::Dataplane(crate::grammar::DpSpec::Watch) && !self.opts.check {
             // runs until interrupted or its output is closed
             return crate::cmd::watch::run(self, style);

@@ -32,6 +32,8 @@ pub enum Output {
     Check(Box<CheckReport>),
     /// `metrics`: the Prometheus text exposition.
     Metrics(String),
+    /// `save`: batch lines (`-j`: a JSON array of them).
+    Lines(Vec<String>),
 }
 
 /// Print what a command produced.
@@ -47,6 +49,8 @@ pub fn print(out: &Output, style: Style) {
                 }
             }
         }
+        Output::Lines(l) if style.json => print_json(l, style.pretty),
+        Output::Lines(l) => l.iter().for_each(|l| print_line(l)),
         Output::Dataplane(v) => {
             if style.json {
                 print_json(v, style.pretty);

@@ -5,6 +5,7 @@
 pub mod dataplane;
 pub mod metrics;
 pub mod route;
+pub mod save;
 pub mod xlat;
 
 use mpt_cli::batch::BatchTool;
@@ -22,6 +23,7 @@ pub fn run(s: &mut Session, c: &Command) -> Result<Output, Failure> {
         Command::Route(r) => route::run(s, r),
         Command::Dataplane(d) => dataplane::run(s, d),
         Command::Metrics => metrics::run(s),
+        Command::Save => save::run(s),
     }
 }
 

@@ -47,6 +47,7 @@ pub fn run(s: &mut Session, c: &Command) -> Result<Output, Failure> {
         Command::Show(spec) => crate::cmd::show::run(s, spec),
         Command::Get(spec) => crate::cmd::get::run(s, spec),
         Command::Metrics => crate::cmd::metrics::run(s),
+        Command::Save => crate::cmd::save::run(s),
         Command::Dataplane(DpSpec::Show) => crate::cmd::dataplane::run(s, &DpSpec::Show),
         Command::Dataplane(DpSpec::Attach {
             devs,

@@ -9,6 +9,7 @@ pub mod del;
 pub mod flush;
 pub mod get;
 pub mod metrics;
+pub mod save;
 pub mod show;
 pub mod sync;
 pub mod watch;
@@ -38,6 +39,7 @@ pub fn run(s: &mut Session, c: &Command) -> Result<Output, Failure> {
         Command::Get(spec) => get::run(s, spec),
         Command::Dataplane(spec) => dataplane::run(s, spec),
         Command::Metrics => metrics::run(s),
+        Command::Save => save::run(s),
     }
 }
 

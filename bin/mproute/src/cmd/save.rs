@@ -1,0 +1,174 @@
+//! `mproute save`: the routes mproute manages and the dataplane's attachments as batch lines
+//! (`replace ...`, `dataplane attach ...`) that `mproute -b FILE` reads back into the same
+//! state: every table, metric, protocol, algorithm, resilient table size and idle timer,
+//! weight and `onlink`. Numbers, not names, for tables and protocols: a restore at boot must
+//! not depend on `/etc/iproute2` being the same. Routes made with `--nexthop-objects` are
+//! saved as plain routes (their objects' ids are the kernel's to give).
+
+use std::collections::BTreeMap;
+
+use mpt_bpf::mproute::dataplane::Mode;
+use mpt_cli::Failure;
+use mpt_model::route::Route;
+use mpt_model::Family;
+
+use crate::session::{dump, Session};
+use crate::view::Output;
+
+/// The batch lines, routes first (by family, table, metric, prefix), then the attachments.
+pub fn run(s: &mut Session) -> Result<Output, Failure> {
+    let managed: BTreeMap<_, _> = match s.store(false)? {
+        Some(st) => st.all()?.into_iter().collect(),
+        None => BTreeMap::new(),
+    };
+    let mut lines = vec![format!(
+        "# mproute save {}: restore with mproute [-n NETNS] -b FILE",
+        mpt_sys::time::rfc3339_now()
+    )];
+    let mut routes = Vec::new();
+    for fam in [Family::V4, Family::V6] {
+        for r in dump(s.sock()?, Some(fam), None)? {
+            if managed.contains_key(&r.key) {
+                routes.push(r);
+            }
+        }
+    }
+    routes.sort_by_key(|r| {
+        (
+            r.key.family() == Family::V6,
+            r.key.table,
+            r.key.metric,
+            r.key.dst,
+        )
+    });
+    for r in &routes {
+        let algo = managed.get(&r.key).map(|m| m.algo).unwrap_or_default();
+        let res = match s.store(false)? {
+            Some(st) => st
+                .bpf()
+                .res_get(&r.key)
+                .map_err(|e| Failure::bpf("read the dataplane's tables", e))?
+                .map(|t| (t.buckets(), t.idle_timer())),
+            None => None,
+        };
+        lines.push(route_line(r, algo.name(), res, &mut |i| {
+            mpt_sys::iface::name(i).unwrap_or_else(|| format!("if{i}"))
+        }));
+    }
+    let atts = mpt_bpf::mproute::dataplane::attachments()
+        .map_err(|e| Failure::bpf("list dataplane attachments", e))?;
+    // XDP always comes with tc beside it: a device's mode is its XDP hook where it has one
+    let mut modes: BTreeMap<u32, Mode> = BTreeMap::new();
+    for a in atts {
+        let m = modes.entry(a.ifindex).or_insert(a.mode);
+        if a.mode != Mode::Tc {
+            *m = a.mode;
+        }
+    }
+    for (ifindex, mode) in modes {
+        let dev = mpt_sys::iface::name(ifindex).unwrap_or_else(|| format!("if{ifindex}"));
+        lines.push(format!("dataplane attach dev {dev} {}", mode.name()));
+    }
+    Ok(Output::Lines(lines))
+}
+
+/// One route as a `replace` line. `res`: a resilient table's buckets and idle timer.
+pub fn route_line(
+    r: &Route,
+    algo: &str,
+    res: Option<(u16, u32)>,
+    ifname: &mut dyn FnMut(u32) -> String,
+) -> String {
+    let mut w = vec![
+        "replace".to_string(),
+        crate::view::dst_string(r),
+        format!("table {}", r.key.table),
+        format!("metric {}", r.key.metric),
+        format!("proto {}", r.protocol),
+        format!("algo {algo}"),
+    ];
+    if let Some((buckets, idle)) = res {
+        w.push(format!("resilient buckets {buckets} idle-timer {idle}"));
+    }
+    let single = r.nexthops.len() == 1 && r.nexthops[0].gateway.is_some();
+    for n in &r.nexthops {
+        if !single {
+            w.push("nexthop".into());
+        }
+        if let Some(g) = n.gateway {
+            w.push(format!("via {g}"));
+        }
+        if n.ifindex != 0 {
+            w.push(format!("dev {}", ifname(n.ifindex)));
+        }
+        if !single {
+            w.push(format!("weight {}", n.weight));
+        }
+        if n.onlink() {
+            w.push("onlink".into());
+        }
+    }
+    w.join(" ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use mpt_model::route::{Nexthop, RouteKey};
+
+    fn route(dst: &str, nhs: &[(&str, u32, u16, u8)]) -> Route {
+        Route {
+            key: RouteKey {
+                dst: dst.parse().expect("prefix"),
+                table: 100,
+                metric: 7,
+            },
+            protocol: 245,
+            scope: 0,
+            rtype: 1,
+            nexthops: nhs
+                .iter()
+                .map(|(gw, ifindex, weight, flags)| Nexthop {
+                    gateway: (!gw.is_empty()).then(|| gw.parse().expect("gateway")),
+                    ifindex: *ifindex,
+                    weight: *weight,
+                    flags: *flags,
+                })
+                .collect(),
+            nh_id: None,
+            algo: None,
+        }
+    }
+
+    fn dev(i: u32) -> String {
+        format!("v{i}")
+    }
+
+    #[test]
+    fn lines_the_grammar_reads_back() {
+        let r = route(
+            "198.51.100.0/24",
+            &[("192.0.2.1", 3, 2, 0), ("192.0.2.9", 4, 1, 4)],
+        );
+        let l = route_line(&r, "l4-hash", Some((64, 0)), &mut dev);
+        assert_eq!(
+            l,
+            "replace 198.51.100.0/24 table 100 metric 7 proto 245 algo l4-hash resilient buckets 64 idle-timer 0 nexthop via 192.0.2.1 dev v3 weight 2 nexthop via 192.0.2.9 dev v4 weight 1 onlink"
+        );
+        let words: Vec<String> = l.split_whitespace().map(String::from).collect();
+        let c = crate::cli::parse_line(words).expect("parses");
+        assert!(matches!(c, crate::cli::Command::Write(_)), "{c:?}");
+        let single = route_line(
+            &route("2001:db8::/64", &[("2001:db8:1::1", 2, 1, 0)]),
+            "drr",
+            None,
+            &mut dev,
+        );
+        assert_eq!(
+            single,
+            "replace 2001:db8::/64 table 100 metric 7 proto 245 algo drr via 2001:db8:1::1 dev v2"
+        );
+        let words: Vec<String> = single.split_whitespace().map(String::from).collect();
+        crate::cli::parse_line(words).expect("parses");
+    }
+}
