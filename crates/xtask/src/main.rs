@@ -7,6 +7,7 @@
 //! processes: the tools, the BPF programs (clang-19, bpftool, libelf) and the benchmarks.
 
 mod ansible;
+mod deb;
 mod demo;
 mod docs;
 mod guest;
@@ -46,8 +47,9 @@ enum Task {
     /// `ansible-test sanity` on the Ansible collection (ansible/), with a pinned ansible-core
     /// from PyPI in target/ansible-test/venv, and its changelog linted and fresh.
     AnsibleSanity,
-    /// setup, build and test the whole workspace, then check-docs, ansible-sanity, then the kernel matrix
-    /// (Debian's 5.10, 6.1 and 6.12 under qemu).
+    /// setup, build and test the whole workspace, then the Debian package (built, installed
+    /// with dpkg -i, its units verified, the demo run from /usr/bin), then check-docs,
+    /// ansible-sanity, then the kernel matrix (Debian's 5.10, 6.1 and 6.12 under qemu).
     Test {
         /// Only the tests on the running kernel (no matrix).
         #[arg(long)]
@@ -72,6 +74,14 @@ enum Task {
     },
     /// Show the tools at work in throwaway network namespaces.
     Demo,
+    /// Build the Debian package target/debian/mpt_VERSION_ARCH.deb (dpkg-deb): the tools
+    /// (release), man pages, completions, systemd units, the Ansible collection.
+    Deb {
+        /// Then install it (dpkg -i), verify its units and run the demo from /usr/bin, as
+        /// `cargo xtask test` does.
+        #[arg(long)]
+        install: bool,
+    },
     /// Benchmarks (setup, then the mpt-bench package in release mode): routes, select, disrupt, forward, ila;
     /// `cargo xtask bench help` lists their options.
     #[command(disable_help_flag = true)]
@@ -121,6 +131,14 @@ fn run(task: Task) -> Result<bool> {
         }
         Task::Guest { series, tests } => guest::guest(&series, &tests),
         Task::Demo => demo::demo().map(|()| true),
+        Task::Deb { install } => {
+            setup::setup()?;
+            let deb = deb::build(&util::repo_root()?)?;
+            if install {
+                deb::install_and_demo(&deb)?;
+            }
+            Ok(true)
+        }
         Task::Bench { args } => bench(&args),
     }
 }
@@ -211,6 +229,11 @@ fn test(matrix: bool) -> Result<bool> {
             ],
         )?;
         done.push("classic tc");
+        // the package: built, installed with dpkg -i, its units verified, the demo run from
+        // /usr/bin
+        let deb = deb::build(&root)?;
+        deb::install_and_demo(&deb)?;
+        done.push("package");
         if !docs::check_docs(&root)? {
             return Ok(false);
         }
