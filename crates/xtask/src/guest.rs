@@ -93,6 +93,18 @@ pub const GUEST_TESTS: &[GuestTests] = &[
         &["the_translator_matches_the_kernels_ila_byte_for_byte"],
         &["5.10", "6.12"],
     ),
+    // save and -b restore the same state (the classic tc hook below 6.6, tcx above); ila's
+    // on the oldest kernel
+    t(
+        "save_restore",
+        &["save_then_batch_restores_routes_and_attachments"],
+        ALL,
+    ),
+    t(
+        "ila_save_restore",
+        &["save_then_batch_restores_mappings_routes_and_attachments"],
+        &["5.10"],
+    ),
 ];
 
 /// Run the guest's part. `tests`: a file of `NAME=PATH` lines, the prebuilt test executables.
