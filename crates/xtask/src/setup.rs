@@ -43,6 +43,10 @@ const MATRIX_PACKAGES: &[&str] = &[
     "file",
 ];
 
+/// What the Debian package's checks need, without recommends: systemd-analyze (`verify` of the
+/// units; a fresh Debian 12 root has no systemd) and man (verify runs it for `Documentation=`).
+const PACKAGE_CHECK_PACKAGES: &[&str] = &["systemd", "man-db"];
+
 const BPFFS: &str = "/sys/fs/bpf";
 const PROTOS_DIR: &str = "/etc/iproute2/rt_protos.d";
 const PROTOS_FILE: &str = "/etc/iproute2/rt_protos.d/mproute.conf";
@@ -78,7 +82,7 @@ fn packages() -> Result<()> {
             missing.push(*pkg);
         }
     }
-    for pkg in MATRIX_PACKAGES {
+    for pkg in MATRIX_PACKAGES.iter().chain(PACKAGE_CHECK_PACKAGES) {
         if !installed(pkg)? {
             matrix.push(*pkg);
         }
@@ -97,7 +101,7 @@ fn packages() -> Result<()> {
     }
     if !matrix.is_empty() {
         println!(
-            "setup: packages for the kernel matrix: installing {}",
+            "setup: packages for the kernel matrix and the package checks: installing {}",
             matrix.join(" ")
         );
         run(Command::new("apt-get")
