@@ -19,11 +19,29 @@ pub fn notify(state: &str) -> io::Result<bool> {
     Ok(true)
 }
 
-/// From now on SIGTERM and SIGINT end the process through a thread of their own, which tells
-/// the service manager `STOPPING=1` first and exits 0 (the stop systemd asked for is not a
-/// failure). Call it before the process starts other threads: the signals are blocked in the
-/// calling thread and in those it starts later, and only that thread receives them.
-pub fn stop_on_signals() -> io::Result<()> {
+/// Held by the caller while it must not be stopped (a round of work that writes state): a
+/// SIGTERM or SIGINT waits for it, see [`stop_on_signals`].
+#[derive(Debug, Clone, Default)]
+pub struct Busy(std::sync::Arc<std::sync::Mutex<()>>);
+
+impl Busy {
+    /// Hold off the stop until the guard is dropped.
+    pub fn hold(&self) -> std::sync::MutexGuard<'_, ()> {
+        // a poisoned lock only means a panic elsewhere: it still orders the stop
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+/// From now on SIGTERM and SIGINT end the process through a thread of their own, which waits
+/// until no [`Busy::hold`] guard is held (a round in progress finishes), tells the service
+/// manager `STOPPING=1` and exits 0 (the stop systemd asked for is not a failure). Call it
+/// before the process starts other threads: the signals are blocked in the calling thread and
+/// in those it starts later, and only that thread receives them.
+pub fn stop_on_signals() -> io::Result<Busy> {
+    let busy = Busy::default();
+    let held = busy.clone();
     // SAFETY: sigemptyset/sigaddset on a local set; pthread_sigmask with valid pointers.
     let set = unsafe {
         let mut set: libc::sigset_t = std::mem::zeroed();
@@ -42,10 +60,11 @@ pub fn stop_on_signals() -> io::Result<()> {
             let mut sig: libc::c_int = 0;
             // SAFETY: sigwait with the set blocked above and a live out-pointer.
             while unsafe { libc::sigwait(&set, &mut sig) } != 0 {}
+            let _guard = held.hold();
             let _ = notify("STOPPING=1");
             std::process::exit(0);
         })?;
-    Ok(())
+    Ok(busy)
 }
 
 /// Send `state` to the datagram socket at `path` (`@name`: the abstract namespace, as systemd

@@ -20,9 +20,9 @@ use crate::session::Session;
 /// reported, for the changes the kernel announces to nobody (a route cache flush). Runs until
 /// interrupted or until its output is closed; returns only on failure.
 pub fn run(s: &mut Session, style: Style) -> Result<(), Failure> {
-    mpt_sys::notify::stop_on_signals()
+    let busy = mpt_sys::notify::stop_on_signals()
         .map_err(|e| Failure::system(format!("handle signals: {}", mpt_sys::error::words(&e))))?;
-    let r = watch(s, style);
+    let r = watch(s, style, &busy);
     let _ = mpt_sys::notify::notify("STOPPING=1");
     r
 }
@@ -51,7 +51,8 @@ fn stamped<T: serde::Serialize>(
     }
 }
 
-fn watch(s: &mut Session, style: Style) -> Result<(), Failure> {
+/// `busy`: held during each round (a stop waits for the round's writes to finish).
+fn watch(s: &mut Session, style: Style, busy: &mpt_sys::notify::Busy) -> Result<(), Failure> {
     use mpt_netlink::events::{self as ev, Events};
     use std::io::Write;
     use std::time::Duration;
@@ -74,6 +75,7 @@ fn watch(s: &mut Session, style: Style) -> Result<(), Failure> {
     let mut trigger = String::from("start");
     let mut ready = false;
     loop {
+        let round = busy.hold();
         settle(s, style, &trigger);
         let line = match s.verify_now() {
             Ok(f) => {
@@ -87,6 +89,8 @@ fn watch(s: &mut Session, style: Style) -> Result<(), Failure> {
                 String::new()
             }
         };
+        // the round's writes are done: a stop may come while the line is printed
+        drop(round);
         if !line.is_empty() {
             let mut out = std::io::stdout().lock();
             let line = mpt_cli::render::text_safe(&line);
@@ -130,6 +134,7 @@ fn watch(s: &mut Session, style: Style) -> Result<(), Failure> {
                 trigger = "tick".into();
                 break;
             }
+            let _round = busy.hold();
             settle(s, style, "tick");
         }
     }
