@@ -238,11 +238,14 @@ pub fn install_and_demo(deb: &Path) -> Result<()> {
             .args(["--force-confdef", "--force-confold", "-i"])
             .arg(deb),
     )?;
+    // the units as dpkg installed them (every file of the package in the unit directory)
+    let listed = util::output(Command::new("dpkg").args(["-L", NAME]))?;
     let mut names = Vec::new();
-    for f in files(&Path::new("/").join(UNIT_DIR))? {
-        let name = file_name(&f)?;
-        let listed = util::output(Command::new("dpkg").args(["-S", &f.display().to_string()]));
-        if !listed.is_ok_and(|o| o.starts_with(&format!("{NAME}:"))) {
+    for l in listed.lines() {
+        let Some(name) = l.strip_prefix(&format!("/{UNIT_DIR}/")) else {
+            continue;
+        };
+        if name.contains('/') || !UNIT_SUFFIXES.iter().any(|s| name.ends_with(s)) {
             continue;
         }
         match name.split_once("@.") {
@@ -250,7 +253,7 @@ pub fn install_and_demo(deb: &Path) -> Result<()> {
                 names.push(format!("{stem}@-.{ext}"));
                 names.push(format!("{stem}@blue.{ext}"));
             }
-            None => names.push(name),
+            None => names.push(name.to_string()),
         }
     }
     if names.is_empty() {
