@@ -71,7 +71,15 @@ fn state(ns: &Netns) -> (Vec<Value>, Vec<Value>, Vec<(String, String)>) {
         .map(|a| {
             (
                 a["dev"].as_str().unwrap_or_default().to_string(),
-                a["mode"].as_str().unwrap_or_default().to_string(),
+                format!(
+                    "{}{}",
+                    a["mode"].as_str().unwrap_or_default(),
+                    if a["fastpath"] == false {
+                        " fastpath off"
+                    } else {
+                        ""
+                    }
+                ),
             )
         })
         .collect();
@@ -86,18 +94,22 @@ fn save_then_batch_restores_routes_and_attachments() {
         MPROUTE.ok(&ns, r);
     }
     MPROUTE.ok(&ns, "dataplane attach dev v0 tc");
-    MPROUTE.ok(&ns, "dataplane attach dev v1 xdp-generic");
+    MPROUTE.ok(&ns, "dataplane attach dev v1 xdp-generic fastpath off");
     let before = state(&ns);
     assert_eq!(before.1.len(), ROUTES.len(), "{:?}", before.1);
     assert_eq!(
         before.2,
         [
             ("v0".to_string(), "tc".to_string()),
-            ("v1".into(), "tc".into()),
-            ("v1".into(), "xdp-generic".into())
+            ("v1".into(), "tc fastpath off".into()),
+            ("v1".into(), "xdp-generic fastpath off".into())
         ]
     );
     let saved = MPROUTE.ok(&ns, "save");
+    assert!(
+        saved.contains("dataplane attach dev v1 xdp-generic fastpath off"),
+        "{saved}"
+    );
     assert!(saved.starts_with("# mproute save "), "{saved}");
     // -j: the same lines, as a JSON array
     let j = MPROUTE.json(&ns, "save");

@@ -57,17 +57,44 @@ pub fn run(s: &mut Session) -> Result<Output, Failure> {
     }
     let atts = mpt_bpf::mproute::dataplane::attachments()
         .map_err(|e| Failure::bpf("list dataplane attachments", e))?;
-    // XDP always comes with tc beside it: a device's mode is its XDP hook where it has one
-    let mut modes: BTreeMap<u32, Mode> = BTreeMap::new();
+    // XDP always comes with tc beside it: a device's mode is its XDP hook where it has one;
+    // fastpath is the programs' (one setting for both), peer off where the tc program
+    // delivers into no veth peer although one is eligible
+    let mut modes: BTreeMap<u32, (Mode, bool, bool)> = BTreeMap::new();
     for a in atts {
-        let m = modes.entry(a.ifindex).or_insert(a.mode);
+        let fastpath = mpt_bpf::mproute::dataplane::fastpath(a.prog_id)
+            .map_err(|e| Failure::bpf("read the dataplane's load-time constants", e))?
+            .unwrap_or(true);
+        let peers = if a.mode == Mode::Tc {
+            !mpt_bpf::mproute::dataplane::peer_ports(a.prog_id)
+                .map_err(|e| Failure::bpf("read the tc program's peer devices", e))?
+                .is_empty()
+        } else {
+            false
+        };
+        let m = modes.entry(a.ifindex).or_insert((a.mode, fastpath, peers));
         if a.mode != Mode::Tc {
-            *m = a.mode;
+            m.0 = a.mode;
         }
+        m.1 &= fastpath;
+        m.2 |= peers;
     }
-    for (ifindex, mode) in modes {
+    let eligible = if modes.is_empty() {
+        false
+    } else {
+        let links = crate::hook::links(s.sock()?)?;
+        !crate::hook::peer_ports(s.sock()?, &links)?.is_empty()
+    };
+    for (ifindex, (mode, fastpath, peers)) in modes {
         let dev = mpt_sys::iface::name(ifindex).unwrap_or_else(|| format!("if{ifindex}"));
-        lines.push(format!("dataplane attach dev {dev} {}", mode.name()));
+        let mut line = format!("dataplane attach dev {dev} {}", mode.name());
+        if !fastpath {
+            line.push_str(" fastpath off");
+        }
+        if eligible && !peers {
+            line.push_str(" peer off");
+        }
+        lines.push(line);
     }
     Ok(Output::Lines(lines))
 }
