@@ -7,7 +7,7 @@ const BIN: &str = env!("CARGO_BIN_EXE_ila");
 
 #[test]
 fn objects_verbs_and_checksum_modes() {
-    let objects = ["xlat", "route", "dataplane", "metrics"];
+    let objects = ["xlat", "route", "dataplane", "metrics", "save"];
     assert_eq!(shells::bash("ila", BIN, &["ila", ""]), objects);
     assert_eq!(shells::zsh("ila", BIN, &["ila", ""]), objects);
     let modes = [

@@ -128,7 +128,7 @@ mod tests {
 
     #[test]
     fn objects_verbs_keywords_values() {
-        assert_eq!(c(""), ["xlat", "route", "dataplane", "metrics"]);
+        assert_eq!(c(""), ["xlat", "route", "dataplane", "metrics", "save"]);
         assert_eq!(
             c("xlat "),
             ["add", "replace", "del", "get", "show", "flush"]

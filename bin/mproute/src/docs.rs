@@ -77,7 +77,16 @@ and /usr/lib/iproute2: read for `table T`, `proto P` and in output.
 = /run/netns/NAME
 The namespace `-n NAME` enters (network namespace only, as `ip -n`).
 = /proc/sys/net/ipv4/conf/all/ignore_routes_with_linkdown
-Set to 1, with its /proc/sys/net/ipv6 twin, by `dataplane attach` (see mproute-dataplane(8)).";
+Set to 1, with its /proc/sys/net/ipv6 twin, by `dataplane attach` (see mproute-dataplane(8)).
+= /var/lib/mproute/NETNS.mproute.batch, /var/lib/mproute/NETNS.ila.batch
+What `/usr/lib/mproute/mproute-restore save [NETNS]` writes (`mproute save`, `ila save`; NETNS
+`-` for the host's) and mproute-restore.service reads back with `-b` at boot.
+= /var/lib/prometheus/node-exporter/{mproute,ila,pfanout}.prom
+What mproute-metrics.service (run by mproute-metrics.timer) writes from `TOOL metrics` for
+node_exporter's textfile collector, each through a temporary file renamed over the old one.
+= /lib/systemd/system/mproute-watch@.service, mproute-restore.service, mproute-metrics.{service,timer}
+The package's units: `dataplane watch` per namespace (instance `-`: the host's), the restore at
+boot, the metrics every 15 s. None is enabled by the package.";
 
 const EXAMPLES: &str = "\
 A route of two paths, spread by flow (addresses and ports), twice as many flows to the first:
