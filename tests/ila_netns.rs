@@ -902,8 +902,12 @@ fn a_held_lock_is_named_and_waited_for_a_bounded_time() {
     ILA.ok(&ns, &format!("xlat add loc_match {LOC_B} loc {SIR_NET}"));
     let cookie = ns.cookie().expect("cookie");
     let path = format!("/run/ila/{}.lock", mpt_testkit::netns::id_name(cookie));
+    // the lock file went with the last command (issue 30): made again, as a holder makes it
+    use std::os::unix::fs::OpenOptionsExt;
     let f = std::fs::OpenOptions::new()
         .write(true)
+        .create(true)
+        .mode(0o600)
         .open(&path)
         .expect("the lock file");
     let held = nix::fcntl::Flock::lock(f, nix::fcntl::FlockArg::LockExclusive)
@@ -1037,7 +1041,7 @@ impl Drop for Kept {
 /// is alive: its pins and lock outlive the sweep another namespace's new state runs (issue 27
 /// item 10: they were removed, judged by names). The kernel's word decides: its anchor runs.
 #[test]
-fn a_namespace_kept_by_a_bind_mount_keeps_its_pins() {
+fn a_namespace_kept_by_a_bind_mount_keeps_its_state() {
     require_root();
     let x = Netns::new("ila-kept");
     ILA.ok(&x, &format!("xlat add loc_match {LOC_B} loc {SIR_NET}"));
@@ -1045,7 +1049,8 @@ fn a_namespace_kept_by_a_bind_mount_keeps_its_pins() {
     let id = mpt_testkit::netns::id_name(cookie);
     let pins = std::path::PathBuf::from(format!("/sys/fs/bpf/ila/{id}"));
     let lock = std::path::PathBuf::from(format!("/run/ila/{id}.lock"));
-    assert!(pins.exists() && lock.exists(), "pins and lock made");
+    // pinned nowhere, and the lock file goes with its holder (issue 30)
+    assert!(!pins.exists() && !lock.exists(), "pins or a lock file left");
     let kept = Kept {
         path: std::env::temp_dir().join(format!("mpt-kept-{}", std::process::id())),
         cookie,
@@ -1068,8 +1073,6 @@ fn a_namespace_kept_by_a_bind_mount_keeps_its_pins() {
     // another namespace's first state sweeps what dead namespaces left
     let y = Netns::new("ila-sweeper");
     ILA.ok(&y, &format!("xlat add loc_match {LOC_B} loc {SIR_NET}"));
-    assert!(pins.exists(), "the kept namespace's pins were swept");
-    assert!(lock.exists(), "the kept namespace's lock was swept");
     let o = std::process::Command::new("nsenter")
         .arg(format!("--net={}", kept.path.display()))
         .args([ILA.bin, "--backend", "bpf", "-j", "xlat", "show"])
@@ -1278,8 +1281,8 @@ fn a_slow_reader_does_not_hold_the_lock() {
 }
 
 /// Anyone can make `/sys/fs/bpf/ila` first (bpffs is 1777): root's first command in a new
-/// namespace then works without pins and says so once, instead of failing with exit 2 (issue
-/// 27 item 4). In a mount namespace of its own with a bpffs of its own, so that nothing of
+/// namespace still works, instead of failing with exit 2 (issue 27 item 4), and puts nothing
+/// there (issue 30: the state is pinned nowhere). In a mount namespace of its own with a bpffs of its own, so that nothing of
 /// the host's is touched.
 #[test]
 fn a_pin_root_someone_else_made_is_done_without() {
@@ -1303,8 +1306,8 @@ fn a_pin_root_someone_else_made_is_done_without() {
         .lines()
         .filter(|l| l.contains("goes on without pins"))
         .collect();
-    // once per invocation, each of the two says it
-    assert_eq!(notes.len(), 2, "{err}");
-    assert!(notes[0].contains("belongs to uid 65534"), "{err}");
+    // the state pins nothing (issue 30: it dies with its namespace), so nobody's pin root
+    // is neither used nor worth a note
+    assert!(notes.is_empty(), "{err}");
     assert_eq!(ILA.json(&ns, "xlat show").as_array().map(Vec::len), Some(2));
 }

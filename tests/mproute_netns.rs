@@ -753,30 +753,6 @@ fn route_object_word_and_ipv4_append() {
 }
 
 #[test]
-fn a_deleted_namespace_leaves_no_pinned_state() {
-    require_root();
-    let cookie;
-    {
-        let t = TwoPaths::new("pins");
-        MP.ok(&t.r, "add 198.51.100.0/24 nexthop via 10.1.0.2 dev va");
-        cookie = t.r.cookie().expect("cookie");
-        assert!(
-            std::path::Path::new(&format!(
-                "/sys/fs/bpf/mproute/{}/mpt_routes",
-                mpt_testkit::netns::id_name(cookie)
-            ))
-            .exists(),
-            "state is pinned while the namespace lives"
-        );
-    }
-    assert!(!std::path::Path::new(&format!(
-        "/sys/fs/bpf/mproute/{}",
-        mpt_testkit::netns::id_name(cookie)
-    ))
-    .exists());
-}
-
-#[test]
 fn nested_managed_prefixes_each_reach_the_dataplane() {
     require_root();
     let t = TwoPaths::new("nest");
@@ -837,17 +813,26 @@ fn deleting_the_preferred_route_hands_the_dataplane_to_the_next_metric() {
     assert_eq!(sync_changes(&t.r), Vec::<Value>::new(), "nothing to repair");
 }
 
-/// `bpftool` on one pinned state map of `ns` (maps are global: by name it could be another
-/// test's namespace).
+/// The id of one state map of `ns`, as `dataplane show` reports it (maps are global: by name
+/// it could be another test's namespace).
+fn state_map_id(ns: &Netns, map: &str) -> String {
+    let v = MP.json(ns, "dataplane show");
+    v["maps"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|m| m["name"] == map)
+        .and_then(|m| m["id"].as_u64())
+        .unwrap_or_else(|| panic!("no {map} in dataplane show: {v}"))
+        .to_string()
+}
+
+/// `bpftool` on one state map of `ns`, by id.
 fn bpftool_pinned(ns: &Netns, args: &(impl Words + ?Sized), map: &str) -> Value {
-    let cookie = ns.cookie().expect("cookie");
-    let path = format!(
-        "/sys/fs/bpf/mproute/{}/{map}",
-        mpt_testkit::netns::id_name(cookie)
-    );
+    let id = state_map_id(ns, map);
     let mut a = vec!["-j", "map"];
     a.extend(args.words());
-    a.extend(["pinned", path.as_str()]);
+    a.extend(["id", id.as_str()]);
     let out = mpt_testkit::run("bpftool", &a);
     assert!(
         out.status.success(),
@@ -896,12 +881,9 @@ fn counter_slots_are_never_shared_even_when_their_record_is_lost() {
     );
     // The record (slot 0's first copy) wiped, as in a map re-created empty.
     let zero: Vec<String> = std::iter::repeat_n("0".to_string(), 528).collect();
-    let mut a = vec!["map", "update", "pinned"];
-    let path = format!(
-        "/sys/fs/bpf/mproute/{}/mpt_slot_stats",
-        mpt_testkit::netns::id_name(t.r.cookie().expect("cookie"))
-    );
-    a.push(&path);
+    let mut a = vec!["map", "update", "id"];
+    let id = state_map_id(&t.r, "mpt_slot_stats");
+    a.push(&id);
     a.extend(["key", "0", "0", "0", "0", "value"]);
     a.extend(zero.iter().map(String::as_str));
     let out = mpt_testkit::run("bpftool", &a);
@@ -939,15 +921,12 @@ fn counter_slots_are_never_shared_even_when_their_record_is_lost() {
 
     // An LPM entry lost behind mproute's back: sync writes it again (with the lowest free slot)
     // and takes back the slot the lost entry held.
-    let path = format!(
-        "/sys/fs/bpf/mproute/{}/mpt_lpm4",
-        mpt_testkit::netns::id_name(t.r.cookie().expect("cookie"))
-    );
+    let id = state_map_id(&t.r, "mpt_lpm4");
     // struct mpt_lpm4_key: prefixlen 32 + 24 (host order), table 254 (network order), 10.9.3.0
     let key = [
         "56", "0", "0", "0", "0", "0", "0", "254", "10", "9", "3", "0",
     ];
-    let mut a = vec!["map", "delete", "pinned", path.as_str(), "key"];
+    let mut a = vec!["map", "delete", "id", id.as_str(), "key"];
     a.extend(key);
     let out = mpt_testkit::run("bpftool", &a);
     assert!(
@@ -1011,7 +990,7 @@ fn counter_slots_are_never_shared_even_when_their_record_is_lost() {
             .iter()
             .map(|b| b.to_string()),
     );
-    let mut a = vec!["map", "update", "pinned", path.as_str(), "key"];
+    let mut a = vec!["map", "update", "id", id.as_str(), "key"];
     a.extend(key);
     a.push("value");
     a.extend(value.iter().map(String::as_str));
@@ -1134,7 +1113,7 @@ fn defects_of_the_reliability_run_stay_fixed() {
 }
 
 #[test]
-fn a_deleted_namespace_leaves_nothing_once_another_gets_its_state() {
+fn a_deleted_namespace_leaves_nothing() {
     require_root();
     // a namespace deleted as an operator deletes one (testkit's Netns would also remove the
     // tools' files on drop, which is what is under test here)
@@ -1163,44 +1142,25 @@ fn a_deleted_namespace_leaves_nothing_once_another_gets_its_state() {
         "/run/mproute/{}.lock",
         mpt_testkit::netns::id_name(cookie)
     ));
+    // the state is pinned nowhere and the lock file goes with its holder (issue 30): the
+    // namespace's deletion alone frees the maps and leaves no names behind
     assert!(
-        pins.is_dir() && lock.is_file(),
-        "the state's names exist while it lives"
+        !pins.exists() && !lock.exists(),
+        "the state has names outside its namespace"
     );
     mpt_testkit::run_ok("ip", &["netns", "del", &name]);
-    assert!(
-        pins.is_dir(),
-        "deleting the namespace alone leaves its names"
-    );
+    assert!(!pins.exists() && !lock.exists());
+    // another namespace's first state: its own lock is gone with the command too
     let next = Netns::new("next");
     next.ip_ok("link set lo up");
     MP.ok(&next, "add 198.19.101.0/24 nexthop dev lo");
     let c = next.cookie().expect("cookie");
-    if c == cookie {
-        // an inode number named both (kernels before 5.14, see mpt_sys::netns): the name is
-        // the live namespace's now, and so is what it holds, not the dead one's maps
-        let o = mpt_testkit::run(
-            "bpftool",
-            &[
-                "-j",
-                "map",
-                "dump",
-                "pinned",
-                &format!("{}/mpt_routes", pins.display()),
-            ],
-        );
-        let routes: Value = serde_json::from_slice(&o.stdout).expect("bpftool JSON");
-        assert_eq!(routes.as_array().map(Vec::len), Some(1), "{routes}");
-    } else {
-        assert!(!pins.exists(), "{} outlived its namespace", pins.display());
-        assert!(!lock.exists(), "{} outlived its namespace", lock.display());
-    }
-    // the live namespace keeps its own
-    assert!(std::path::Path::new(&format!(
+    assert!(!std::path::Path::new(&format!(
         "/run/mproute/{}.lock",
         mpt_testkit::netns::id_name(c)
     ))
-    .is_file());
+    .exists());
+    assert_eq!(MP.json(&next, "show").as_array().map(Vec::len), Some(1));
     drop(gone);
 }
 
@@ -1295,14 +1255,10 @@ fn check_reports_what_would_change_and_changes_nothing() {
         ]
     );
     assert_eq!(snapshot(ns), before);
-    let cookie = ns.cookie().expect("cookie");
+    let dp = MP.json(ns, "dataplane show");
     assert!(
-        !std::path::Path::new(&format!(
-            "/sys/fs/bpf/mproute/{}",
-            mpt_testkit::netns::id_name(cookie)
-        ))
-        .exists(),
-        "--check created mproute's state"
+        dp["maps"].is_null(),
+        "--check created mproute's state: {dp}"
     );
     // refusals the kernel decides from what is there, predicted in its words
     refused_alike(ns, "add 192.0.2.0/24 nexthop via 10.99.0.1 dev va");

@@ -14,14 +14,16 @@
  *
  * Tracepoints are global, so each loaded copy is for one device of one
  * namespace (load-time constants) and counts only the frames received there,
- * which only our XDP program redirects. User space pins the two links next to
- * the state's maps; detaching the dataplane removes them.
+ * which only our XDP program redirects. User space pins the two links in
+ * /sys/fs/bpf/mproute/<netns-id>/; detaching the dataplane removes them. They
+ * hold mpt_reasons only (reasons.bpf.h), so a deleted namespace's other maps
+ * do not wait for the next sweep of its pins.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 
-#include "maps.bpf.h"
+#include "reasons.bpf.h"
 
 const volatile __u32 mpt_if_index = 0;
 const volatile __u64 mpt_netns_cookie = 0;

@@ -81,11 +81,6 @@ struct {
 	__type(value, struct mpt_pcpu_state);
 } mpt_pcpu SEC(".maps");
 
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, MPT_R_MAX);
-	__type(key, __u32);
-	__type(value, __u64);
-} mpt_reasons SEC(".maps");
+#include "reasons.bpf.h"
 
 #endif /* MPT_MAPS_BPF_H */

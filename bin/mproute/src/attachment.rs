@@ -171,6 +171,17 @@ pub(crate) fn report(
         if let Ok((used, total)) = s.bpf().dp_slots_used() {
             view.counter_slots = Some(CounterSlots { used, total });
         }
+        let maps = s.bpf().pinned.map_info();
+        view.memory_bytes = Some(maps.iter().map(|m| m.memory_bytes).sum());
+        view.maps = maps
+            .into_iter()
+            .map(|m| crate::view::MapRow {
+                name: m.name,
+                id: m.id,
+                max_entries: m.max_entries,
+                memory_bytes: m.memory_bytes,
+            })
+            .collect();
     }
     if !att.is_empty() {
         if verify {

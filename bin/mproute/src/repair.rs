@@ -184,14 +184,6 @@ impl Session {
         if reset {
             let cookie = mpt_sys::netns::cookie()
                 .map_err(|e| Failure::system(format!("sync reset: {e}")))?;
-            if mpt_bpf::pinned::pin_dir(&mpt_bpf::mproute::state::SUITE, cookie).is_none() {
-                // Under ip netns exec the host's bpffs is hidden: the pins would survive and a
-                // later invocation would bring the old state back from them.
-                return Err(Failure::system(
-                    "sync --reset: the host's bpffs is not visible here, so the pinned state cannot be removed",
-                )
-                .hint("run it as \"mproute -n NAME sync --reset\" instead of under ip netns exec"));
-            }
             fx.reset(self, cookie)?;
             rows.push(ActionRow {
                 action: "reset".into(),

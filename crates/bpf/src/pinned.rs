@@ -12,21 +12,28 @@
 //! host's bpffs). The cost is one tcx dispatch of a program that returns `TCX_NEXT` at once,
 //! on loopback ingress only.
 //!
-//! Where the host's bpffs is reachable the maps are also pinned under
-//! `/sys/fs/bpf/<suite>/<netns-id>/` (mode 0700) for operators and bpftool, and a lost
-//! anchor is re-created from those pins. (`<netns-id>`: the namespace's cookie, or `ino-N` on
-//! kernels before 5.14, whose inode numbers come back for new namespaces: there pins without
-//! an anchor are a dead namespace's as likely as this one's, and are removed, not adopted.) The first map of the suite ([`Suite::meta_map`])
+//! The maps are pinned nowhere: a pin in the host's bpffs is a reference the namespace's
+//! deletion does not drop, so pinned maps outlived their namespace until some later command
+//! swept them. Unpinned, they are freed with the anchor, that is when the namespace is
+//! deleted (the kernel tears down `lo` and its tcx attachments; with the dataplane attached,
+//! with its devices). Operators find them by id (`mproute -d dataplane show`, `ila -d
+//! dataplane show`, then `bpftool map show id N`); a detached anchor is lost state, as a
+//! removed pin was before (the routes stay in the FIB; `sync` says what it finds). Pins an
+//! older version left are removed by the first invocation that sees them
+//! ([`Pinned::ensure_pinned`]). The first map of the suite ([`Suite::meta_map`])
 //! starts with the suite's ABI version: a tool that finds another version refuses
 //! ([`ErrorKind::Abi`]) rather than misread the rest.
 //!
 //! Concurrent invocations for one namespace serialize on an flock of
-//! `/run/<suite>/<netns-cookie>.lock` (`/run` is shared by `ip netns exec`).
+//! `/run/<suite>/<netns-cookie>.lock` (`/run` is shared by `ip netns exec`). The holder removes
+//! the file when it lets go with nothing half-written ([`NsLock`]'s drop), so a namespace
+//! leaves no lock file behind either; one that names an invocation killed mid-write stays
+//! until the next invocation repairs it (or, its namespace gone, the next sweep).
 
 use std::collections::BTreeMap;
 use std::fs::{File, OpenOptions};
 use std::io;
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
+use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
@@ -116,19 +123,6 @@ fn say(text: &str) {
     }
 }
 
-/// Said once per process: notes of the state layer (pins not used, and why).
-static SAID: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
-
-fn say_once(text: String) {
-    if let Ok(mut said) = SAID.lock() {
-        if said.contains(&text) {
-            return;
-        }
-        said.push(text.clone());
-    }
-    say(&text);
-}
-
 /// The process holding an flock on the file `dev`:`ino` (from `/proc/locks`), and its command
 /// name as `/proc` gives it: `pid N (CMD)`.
 fn lock_holder(dev: u64, ino: u64) -> Option<String> {
@@ -169,6 +163,20 @@ fn lock_holder(dev: u64, ino: u64) -> Option<String> {
 pub struct NsLock {
     guard: nix::fcntl::Flock<File>,
     interrupted: Option<String>,
+    /// The lock file: removed on drop when its journal is empty.
+    path: PathBuf,
+}
+
+impl Drop for NsLock {
+    fn drop(&mut self) {
+        // Nothing half-written (the journal is empty): the file goes while the lock is still
+        // held, so nothing is left behind when the namespace is deleted. A waiter holding the
+        // removed file finds it is no longer at the path and takes the one there
+        // (`NsLock::take`).
+        if self.guard.metadata().is_ok_and(|m| m.len() == 0) {
+            let _ = std::fs::remove_file(&self.path);
+        }
+    }
 }
 
 /// What the lock file of `suite` for `cookie` says about an invocation that died mid-write,
@@ -246,6 +254,7 @@ impl NsLock {
                         let mut lock = NsLock {
                             guard,
                             interrupted: None,
+                            path: path.clone(),
                         };
                         lock.interrupted = lock.journal();
                         return Ok(lock);
@@ -340,6 +349,43 @@ pub struct Pinned {
     pub anchor_id: u32,
 }
 
+/// One map of a state, as the kernel describes it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MapInfo {
+    /// Its name.
+    pub name: String,
+    /// Its id (`bpftool map show id N`).
+    pub id: u32,
+    /// `BPF_MAP_TYPE_*`.
+    pub map_type: u32,
+    /// Its capacity.
+    pub max_entries: u32,
+    /// The bytes the kernel charges for it (fdinfo `memlock`: on 6.4+ what it uses, before
+    /// that an estimate from its capacity).
+    pub memory_bytes: u64,
+}
+
+impl MapInfo {
+    /// From the kernel's `bpf_map_info` of a map descriptor (id, type, capacity) and its
+    /// `/proc/self/fdinfo` (`memlock`, which `bpf_map_info` does not have).
+    pub fn of(name: &str, fd: std::os::fd::BorrowedFd<'_>) -> Option<MapInfo> {
+        use std::os::fd::AsRawFd;
+        let info = libbpf_rs::MapInfo::new(fd).ok()?.info;
+        let text = std::fs::read_to_string(format!("/proc/self/fdinfo/{}", fd.as_raw_fd())).ok()?;
+        let memlock = text
+            .lines()
+            .find_map(|l| l.strip_prefix("memlock:"))
+            .and_then(|v| v.trim().parse().ok())?;
+        Some(MapInfo {
+            name: name.to_string(),
+            id: info.id,
+            map_type: info.type_,
+            max_entries: info.max_entries,
+            memory_bytes: memlock,
+        })
+    }
+}
+
 /// Refuse a directory that someone other than root could change (see
 /// [`mpt_sys::fs::untrusted`]): [`ErrorKind::Untrusted`] with the reason, `what` naming it.
 pub fn check_trusted(top: &Path, dir: &Path, what: &str) -> Result<(), Error> {
@@ -349,20 +395,6 @@ pub fn check_trusted(top: &Path, dir: &Path, what: &str) -> Result<(), Error> {
             what: format!("refuse {what}"),
             kind: ErrorKind::Untrusted(why),
         }),
-    }
-}
-
-/// Whether the pins of `suite` in `dir` are to be used: not if another user could have made
-/// or changed them (said once; the state works without pins).
-fn trusted_pins(suite: &Suite, dir: &Path) -> bool {
-    match mpt_sys::fs::untrusted(&suite.pin_root(), dir) {
-        None => true,
-        Some(why) => {
-            say_once(format!(
-                "the state goes on without pins: {why} (pins are trusted only where nobody but root can change them)"
-            ));
-            false
-        }
     }
 }
 
@@ -408,31 +440,15 @@ impl Pinned {
         if let Some((id, maps)) = find_anchor(suite)? {
             return Self::from_maps(suite, cookie, id, &maps).map(Some);
         }
-        // No anchor: re-create it from pins if they exist (someone detached it), else create
-        // fresh state if asked to.
-        // pins are trusted only in a directory nobody but root can change
-        // (a pin root another user made, as anyone can in bpffs: the state goes on without
-        // pins, which are only a convenience, and says so once)
-        let mut pins = pin_dir(suite, cookie).filter(|d| trusted_pins(suite, d));
-        pins = pins.filter(|d| d.join(suite.meta_map).exists());
-        if let Some(d) = pins
-            .as_ref()
-            .filter(|_| mpt_sys::netns::is_reusable(cookie))
-        {
-            // an inode number names this namespace and maybe a dead one before it: without an
-            // anchor nothing tells whose pins these are, and a dead namespace's are not ours
-            // to adopt (kernels before 5.14, see mpt_sys::netns)
-            remove_pin_dir(d).map_err(|e| Error::io(format!("remove {}", d.display()), e))?;
-            pins = None;
-        }
-        if pins.is_none() && !create {
+        // No anchor: no state (the maps are pinned nowhere, so that they die with the
+        // namespace; see the module's documentation). Create fresh state if asked to.
+        if !create {
             return Ok(None);
         }
-        if pins.is_none() {
-            // a namespace gets its state: what deleted ones left goes now
-            let _ = sweep_stale(suite, &mpt_sys::netns::reachable_cookies());
-        }
-        let prog = load(pins.as_deref(), cookie)?;
+        // a namespace gets its state: what deleted ones left (pins of older versions, lock
+        // files of invocations killed mid-write) goes now
+        let _ = sweep_stale(suite, &mpt_sys::netns::reachable_cookies());
+        let prog = load(None, cookie)?;
         crate::attach::tcx_attach(
             LO_IFINDEX,
             prog.as_fd(),
@@ -495,15 +511,37 @@ impl Pinned {
         MapHandle::try_from(self.map(name)?).map_err(Error::libbpf(format!("duplicate {name}")))
     }
 
-    /// Pin the maps under `/sys/fs/bpf/<suite>/<cookie>/` if bpffs is reachable and they are
-    /// not pinned yet (a namespace created under `ip netns exec` gets its pins on the first
-    /// invocation that can see the host's bpffs). Best effort: the anchor alone keeps the state.
+    /// Remove the pins an older version made of this state's maps under
+    /// `/sys/fs/bpf/<suite>/<cookie>/` (they would keep the maps alive after the namespace is
+    /// deleted), and the directory once it is empty. Best effort: where bpffs is not in reach
+    /// (under `ip netns exec`) the next invocation that sees it does it.
     pub fn ensure_pinned(&self) {
-        if let Some(dir) = pin_dir(self.suite, self.cookie) {
-            if trusted_pins(self.suite, &dir) && !dir.join(self.suite.meta_map).exists() {
-                let _ = pin_maps(&dir, self.maps.iter().map(|(n, m)| (n.as_str(), m.as_fd())));
-            }
+        let Some(dir) = pin_dir(self.suite, self.cookie) else {
+            return;
+        };
+        if !dir.exists() || mpt_sys::fs::untrusted(&self.suite.pin_root(), &dir).is_some() {
+            return;
         }
+        for name in self.suite.maps {
+            let _ = std::fs::remove_file(dir.join(name));
+        }
+        // fails while other pins (a dataplane's drop counter links) are there
+        let _ = std::fs::remove_dir(&dir);
+    }
+
+    /// Every map of the state as the kernel describes it (`/proc/self/fdinfo` of its
+    /// descriptor: the id `bpftool map show id N` takes, the capacity, and `memlock`, the
+    /// bytes the kernel charges for it), by name.
+    pub fn map_info(&self) -> Vec<MapInfo> {
+        self.maps
+            .iter()
+            .filter_map(|(name, m)| MapInfo::of(name, m.as_fd()))
+            .collect()
+    }
+
+    /// The bytes of memory the kernel charges for the state's maps (`memlock`, summed).
+    pub fn memory_bytes(&self) -> u64 {
+        self.map_info().iter().map(|m| m.memory_bytes).sum()
     }
 
     /// Where the state's pins are, if the host's bpffs is reachable.
@@ -526,28 +564,6 @@ pub fn reuse_pins<'o>(
                 .map_err(Error::libbpf(format!("open pinned {}", path.display())))?;
             m.reuse_fd(h.as_fd())
                 .map_err(Error::libbpf(format!("reuse pinned {name}")))?;
-        }
-    }
-    Ok(())
-}
-
-fn pin_maps<'a>(
-    dir: &Path,
-    maps: impl Iterator<Item = (&'a str, BorrowedFd<'a>)>,
-) -> Result<(), Error> {
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(dir)
-        .map_err(|e| Error::io(format!("create {}", dir.display()), e))?;
-    for (name, fd) in maps {
-        let path = dir.join(name);
-        let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes().to_vec())
-            .map_err(|_| Error::io("pin path", io::Error::from_raw_os_error(libc::EINVAL)))?;
-        // SAFETY: c is a valid NUL-terminated path, fd a map descriptor.
-        let rc = unsafe { libbpf_sys::bpf_obj_pin(fd.as_raw_fd(), c.as_ptr()) };
-        if rc < 0 && -rc != libc::EEXIST {
-            return Err(Error::sys(format!("pin {}", path.display()), rc));
         }
     }
     Ok(())

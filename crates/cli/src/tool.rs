@@ -78,10 +78,15 @@ pub fn main<T: Tool>() -> ! {
     }
     let force = g.force;
     let mut s = T::open(&cli);
+    // the session is dropped before the exit: its state lock removes the lock file as it
+    // lets go (mpt_bpf::pinned::NsLock), so that nothing outlives the namespace
     if let Some(path) = batch {
-        std::process::exit(crate::batch::run_file(T::NAME, &mut s, &path, style, force));
+        let code = crate::batch::run_file(T::NAME, &mut s, &path, style, force);
+        drop(s);
+        std::process::exit(code);
     }
     let r = s.run_one(command.unwrap_or_else(T::default_command), style);
     let fin = s.finish();
+    drop(s);
     exit(T::NAME, r.and(fin));
 }

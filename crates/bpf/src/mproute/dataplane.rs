@@ -237,7 +237,7 @@ pub fn attach_drops(state: &RouteState, ifindex: u32) -> Result<bool, Error> {
             ))
         }
     }
-    reuse_state_maps(state, state_maps!(open.maps))?;
+    reuse_state_maps(state, [("mpt_reasons", &mut open.maps.mpt_reasons)])?;
     let skel = Error::loading("load the drop counter BPF object", || open.load())?;
     let links = [
         skel.progs

@@ -1,0 +1,217 @@
+//! Root tests of what one namespace's BPF state costs and how long it lives (issue 30): the
+//! maps are pinned nowhere, so `ip netns del` alone frees them, with no further command, and
+//! leaves no pin directory or lock file; `dataplane show` reports the maps' ids and the memory
+//! the kernel charges for them. Oracles: `bpftool map show id N` (the kernel's map info, by id)
+//! and the files under `/sys/fs/bpf` and `/run`.
+
+use std::time::{Duration, Instant};
+
+use mpt_testkit::topo::ila_plan::{LOC_B, SIR_NET};
+use mpt_testkit::{require_root, Netns, Tool};
+use serde_json::Value;
+
+const MP: Tool = Tool::new(env!("CARGO_BIN_EXE_mproute"));
+
+/// ila, built next to mproute (`cargo build -p ila`; the test runner builds every binary).
+fn ila() -> Tool {
+    let bin = std::path::Path::new(env!("CARGO_BIN_EXE_mproute")).with_file_name("ila");
+    assert!(
+        bin.exists(),
+        "{} missing: cargo build -p ila",
+        bin.display()
+    );
+    Tool::new(Box::leak(
+        bin.to_string_lossy().into_owned().into_boxed_str(),
+    ))
+}
+
+/// A namespace with a veth pair (both ends inside), two permanent neighbours and `n` managed
+/// two-path routes in 203.0.113.0/24.
+fn router(tag: &str, n: usize) -> Netns {
+    let ns = Netns::new(tag);
+    ns.ip_ok("link set lo up");
+    ns.ip_ok("link add d0 type veth peer name d1");
+    ns.ip_ok("link set d0 up");
+    ns.ip_ok("link set d1 up");
+    ns.ip_ok("addr add 198.18.0.1/24 dev d0");
+    for (ip, mac) in [
+        ("198.18.0.2", "02:00:00:00:00:02"),
+        ("198.18.0.3", "02:00:00:00:00:03"),
+    ] {
+        ns.ip_ok(&format!("neigh add {ip} lladdr {mac} dev d0 nud permanent"));
+    }
+    for i in 0..n {
+        MP.ok(
+            &ns,
+            &format!(
+                "add 203.0.113.{i}/32 nexthop via 198.18.0.2 dev d0 nexthop via 198.18.0.3 dev d0 algo l4-hash"
+            ),
+        );
+    }
+    ns
+}
+
+/// `bpftool -j map show id N`, `None` once the map is gone.
+fn map_show(id: u32) -> Option<Value> {
+    let out = mpt_testkit::run("bpftool", &["-j", "map", "show", "id", &id.to_string()]);
+    if !out.status.success() {
+        return None;
+    }
+    serde_json::from_slice(&out.stdout).ok()
+}
+
+/// Every map the namespace's anchors on `lo` hold (mproute's and ila's), as the kernel lists
+/// them, and the dataplane programs' maps.
+fn state_map_ids(ns: &Netns, prog_ids: &[u64]) -> Vec<u32> {
+    let mut ids: Vec<u32> = ns.run_in_thread(false, || {
+        let mut ids = Vec::new();
+        let progs = mpt_bpf::attach::tcx_query(1, mpt_bpf::attach::TcxDir::Ingress)
+            .expect("query lo's tcx programs");
+        for p in progs {
+            ids.extend(mpt_bpf::prog::info(p).expect("program info").map_ids);
+        }
+        ids
+    });
+    for p in prog_ids {
+        let out = mpt_testkit::run("bpftool", &["-j", "prog", "show", "id", &p.to_string()]);
+        assert!(out.status.success(), "bpftool prog show id {p}");
+        let v: Value = serde_json::from_slice(&out.stdout).expect("bpftool json");
+        for m in v["map_ids"].as_array().into_iter().flatten() {
+            ids.push(m.as_u64().expect("map id") as u32);
+        }
+    }
+    ids.sort_unstable();
+    ids.dedup();
+    ids
+}
+
+/// With 10 routes and the dataplane attached, the state's maps cost at most 4 MiB in the
+/// kernel's own account, and `dataplane show` says what the kernel says, map by map.
+///
+/// Not yet true (issue 30 item 1 is open): the state's hash maps are created with a million
+/// entries' buckets (about 16 MiB each); `cargo test -- --ignored` shows the figure.
+#[test]
+#[ignore = "issue 30 item 1: maps are not sized to what they hold yet (about 50 MiB)"]
+fn ten_routes_and_the_dataplane_cost_at_most_4_mib() {
+    require_root();
+    let ns = router("mem10", 10);
+    MP.ok(&ns, "dataplane attach dev d0");
+    let total = reported_memory(&ns);
+    assert!(
+        total <= 4 << 20,
+        "{total} bytes of map memory for 10 routes"
+    );
+}
+
+/// `dataplane show` reports each state map with the id, capacity and memory the kernel gives
+/// for that id (bpftool), and their sum.
+fn reported_memory(ns: &Netns) -> u64 {
+    let v = MP.json(ns, "dataplane show");
+    let maps = v["maps"].as_array().expect("maps in dataplane show");
+    assert_eq!(maps.len(), 10, "{v}");
+    let mut sum = 0;
+    for m in maps {
+        let id = m["id"].as_u64().expect("id") as u32;
+        let k = map_show(id).unwrap_or_else(|| panic!("map {id} unknown to bpftool: {m}"));
+        assert_eq!(k["name"], m["name"], "{k} / {m}");
+        assert_eq!(k["max_entries"], m["max_entries"], "{k} / {m}");
+        assert_eq!(k["bytes_memlock"], m["memory_bytes"], "{k} / {m}");
+        sum += m["memory_bytes"].as_u64().expect("bytes");
+    }
+    assert_eq!(v["memory_bytes"].as_u64(), Some(sum), "{v}");
+    sum
+}
+
+#[test]
+fn dataplane_show_reports_the_maps_as_the_kernel_does() {
+    require_root();
+    let ns = router("memshow", 3);
+    MP.ok(&ns, "dataplane attach dev d0");
+    let total = reported_memory(&ns);
+    eprintln!("3 routes + dataplane: {} KiB of state maps", total / 1024);
+    let text = MP.ok(&ns, "dataplane show");
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("state memory: ") && l.contains("mpt_routes ")),
+        "{text}"
+    );
+}
+
+/// Deleting the namespace is enough: within 10 s, with no command run after `ip netns del`,
+/// every map of mproute's and ila's state and of the dataplane is freed, and nothing is left
+/// under `/sys/fs/bpf/{mproute,ila}/<netns-id>` or `/run/{mproute,ila}/<netns-id>.lock`.
+#[test]
+fn state_dies_with_its_namespace() {
+    require_root();
+    let ila = ila();
+    let ns = router("life", 10);
+    MP.ok(&ns, "dataplane attach dev d0");
+    ila.ok(
+        &ns,
+        &format!("--backend bpf xlat add loc_match {LOC_B} loc {SIR_NET}"),
+    );
+    let progs: Vec<u64> = MP.json(&ns, "dataplane show")["attachments"]
+        .as_array()
+        .expect("attachments")
+        .iter()
+        .map(|a| a["prog_id"].as_u64().expect("prog_id"))
+        .collect();
+    assert!(!progs.is_empty(), "dataplane attached");
+    let ids = state_map_ids(&ns, &progs);
+    let names: Vec<String> = ids
+        .iter()
+        .map(|id| {
+            map_show(*id).map_or_else(
+                || format!("{id}?"),
+                |m| m["name"].as_str().unwrap_or("").to_string(),
+            )
+        })
+        .collect();
+    for want in ["mpt_routes", "mpt_lpm4", "mpt_groups", "ila_xlat"] {
+        assert!(
+            names.iter().any(|n| n == want),
+            "{want} not among {names:?}"
+        );
+    }
+    let id = mpt_testkit::netns::id_name(ns.cookie().expect("cookie"));
+    let leftovers = || -> Vec<String> {
+        let mut v = Vec::new();
+        for suite in ["mproute", "ila"] {
+            for p in [
+                format!("/sys/fs/bpf/{suite}/{id}"),
+                format!("/run/{suite}/{id}.lock"),
+            ] {
+                if std::path::Path::new(&p).exists() {
+                    v.push(p);
+                }
+            }
+        }
+        v
+    };
+    // nothing of the state is a file, even while the namespace lives (the XDP dataplane's
+    // drop counter links are: not attached here, on a veth the dataplane takes tc)
+    assert_eq!(leftovers(), Vec::<String>::new());
+    let name = ns.name().to_string();
+    let st = std::process::Command::new("ip")
+        .args(["netns", "del", &name])
+        .status()
+        .expect("ip");
+    assert!(st.success(), "ip netns del {name}");
+    let start = Instant::now();
+    let mut alive: Vec<u32> = ids.clone();
+    while !alive.is_empty() && start.elapsed() < Duration::from_secs(10) {
+        std::thread::sleep(Duration::from_millis(100));
+        alive.retain(|id| map_show(*id).is_some());
+    }
+    let took = start.elapsed();
+    assert!(
+        alive.is_empty(),
+        "maps {alive:?} of {ids:?} alive 10 s after ip netns del"
+    );
+    eprintln!(
+        "{} maps freed {:.2} s after ip netns del",
+        ids.len(),
+        took.as_secs_f64()
+    );
+    assert_eq!(leftovers(), Vec::<String>::new());
+}
