@@ -215,3 +215,41 @@ fn state_dies_with_its_namespace() {
     );
     assert_eq!(leftovers(), Vec::<String>::new());
 }
+
+/// A batch of routes with distinct nexthop sets stops at the state's group limit with one line
+/// naming it, exit 2 (issue 30: it said "Argument list too long" with an unrelated hint), and
+/// the line that failed left nothing (the kernel has the routes before it, not that one).
+#[test]
+fn a_full_group_map_names_its_limit() {
+    require_root();
+    let ns = router("groups", 0);
+    let limit = 16_384;
+    let text: String = (0..=limit)
+        .map(|i| {
+            format!(
+                "add 10.{}.{}.{}/32 nexthop via 198.18.0.2 dev d0 weight {} nexthop via 198.18.0.3 dev d0 weight {}\n",
+                (i >> 16) & 255,
+                (i >> 8) & 255,
+                i & 255,
+                1 + i % 128,
+                1 + i / 128
+            )
+        })
+        .collect();
+    let batch = mpt_testkit::BatchFile::new("groups", text);
+    let o = MP.at(&ns, &["-b", batch.path()]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains(&format!(":{}: ", limit + 1))
+            && err.contains(&format!("the state holds at most {limit} nexthop groups")),
+        "{err}"
+    );
+    let routes = ns.ip_json(&["-4", "route", "show", "proto", "mproute"]);
+    assert_eq!(
+        routes.as_array().map(Vec::len),
+        Some(limit),
+        "routes in the kernel"
+    );
+}

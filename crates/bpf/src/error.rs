@@ -50,6 +50,13 @@ pub enum ErrorKind {
     Untrusted(String),
     /// The running kernel lacks what this needs (found by probing it).
     Unsupported(crate::features::Feature),
+    /// A map of the state is full (`E2BIG`): the state holds at most `limit` `things`.
+    Full {
+        /// What the map holds, plural (`groups`).
+        things: &'static str,
+        /// Its capacity.
+        limit: u32,
+    },
 }
 
 impl Error {
@@ -95,6 +102,23 @@ impl Error {
                 },
             }
         })
+    }
+    /// A wrapper for a map write: `E2BIG` (the map is full) becomes [`ErrorKind::Full`], the
+    /// state's limit named, anything else [`ErrorKind::Libbpf`].
+    pub fn full_or_libbpf(
+        what: impl Into<String>,
+        things: &'static str,
+        limit: u32,
+    ) -> impl FnOnce(libbpf_rs::Error) -> Self {
+        let what = what.into();
+        move |e| {
+            let kind = if refused_errno(&e) == Some(libc::E2BIG) {
+                ErrorKind::Full { things, limit }
+            } else {
+                ErrorKind::Libbpf(e)
+            };
+            Error { what, kind }
+        }
     }
     /// An error that says the running kernel lacks `f`, which `what` needs.
     pub fn lacking(what: &str, f: crate::features::Feature) -> Error {
@@ -148,6 +172,7 @@ impl Error {
             | ErrorKind::Abi { .. }
             | ErrorKind::Untrusted(_)
             | ErrorKind::Unsupported(_) => None,
+            ErrorKind::Full { .. } => Some(libc::E2BIG),
         }
     }
 }
@@ -181,6 +206,9 @@ impl fmt::Display for Error {
                 }
             }
             ErrorKind::Untrusted(why) => write!(f, "{what}: {why}"),
+            ErrorKind::Full { things, limit } => {
+                write!(f, "{what}: the state holds at most {limit} {things}")
+            }
             ErrorKind::Unsupported(feat) => write!(
                 f,
                 "{what}: needs Linux {} or later ({}), which this kernel lacks",

@@ -264,13 +264,23 @@ impl Lpm {
     }
 }
 
+/// A failed write of `mpt_groups`: full (`E2BIG`) names the limit (`MPT_MAX_GROUPS`), which
+/// a batch of routes with distinct nexthop sets reaches.
+fn group_full(e: libbpf_rs::Error) -> Error {
+    Error::full_or_libbpf(
+        "write mpt_groups",
+        "nexthop groups (distinct nexthop sets)",
+        super::abi::MAX_GROUPS,
+    )(e)
+}
+
 impl RouteState {
     /// Write a group.
     pub fn dp_put_group(&self, id: u32, nhs: &[DpNexthop]) -> Result<(), Error> {
         let g = build_group(nhs);
         self.map("mpt_groups")?
             .put(&id.to_ne_bytes(), g.as_bytes(), MapFlags::ANY)
-            .map_err(bpf("write mpt_groups"))
+            .map_err(group_full)
     }
 
     /// Whether a group exists.
@@ -317,7 +327,7 @@ impl RouteState {
             {
                 None => {
                     map.put(&id.to_ne_bytes(), want.as_bytes(), MapFlags::NO_EXIST)
-                        .map_err(bpf("write mpt_groups"))?;
+                        .map_err(group_full)?;
                     return Ok((id, true));
                 }
                 Some(v) if v == want.as_bytes() => return Ok((id, false)),
