@@ -907,6 +907,7 @@ fn a_held_lock_is_named_and_waited_for_a_bounded_time() {
     let f = std::fs::OpenOptions::new()
         .write(true)
         .create(true)
+        .truncate(false)
         .mode(0o600)
         .open(&path)
         .expect("the lock file");

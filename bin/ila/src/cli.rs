@@ -39,13 +39,14 @@ BACKENDS
   kernel  The kernel's ILA module (CONFIG_IPV6_ILA): mappings over the generic netlink
           family \"ila\", routes as LWT encap ila (type 3) routes of protocol ila.
   bpf     ila's BPF translator, for kernels without it (the mappings and routes live in
-          pinned BPF maps of the namespace, found again by any invocation, under -n and
-          ip netns exec alike). An ingress program (XDP, or tc on virtual devices as
-          auto chooses) translates ILA to SIR before the stack sees the packet, so early
-          demux still finds the socket bound to the SIR address, and applies hook-type
-          input routes to what is forwarded; a tc egress program applies hook-type output
-          routes. Attach both with \"ila dataplane attach dev DEV\". Each route is also a
-          FIB route of protocol ila for its SIR prefix: via and dev as given, else where
+          BPF maps of the namespace, found again by any invocation, under -n and
+          ip netns exec alike, and freed with it). An ingress program (XDP, or tc on
+          virtual devices as auto chooses) translates ILA to SIR before the stack sees
+          the packet, so early demux still finds the socket bound to the SIR address,
+          and applies hook-type input routes to what is forwarded; a tc egress program
+          applies hook-type output routes. Attach both with \"ila dataplane attach dev
+          DEV\". Each route is also a FIB route of protocol ila for its SIR prefix: via
+          and dev as given, else where
           the kernel routes the route's ILA address (a /128 whose ILA address is on-link
           goes to it as the gateway; a shorter on-link prefix needs via). The translator's
           table is one per namespace: a SIR prefix is in one table only.

@@ -24,14 +24,13 @@ where they are attached.
 would change) and `-n NAME` work as in mproute(8).";
 
 const FILES: &str = "\
-= /sys/fs/bpf/ila/ID/
-The namespace's pinned tables of the bpf backend (mode 0700; ID is the namespace's cookie, or
-ino-N before Linux 5.14): ila_meta (ABI version), ila_xlat, ila_routes, ila_xlat_stats,
-ila_route_stats, ila_slot_stats, ila_reasons. Held by an anchor program on the namespace's
-`lo`, found again under `ip netns exec` too.
 = /run/ila/ID.lock
-The lock (flock) that serializes invocations for one namespace (`--wait`); /proc/locks is read
-to name the holder while waiting.
+The lock (flock) that serializes invocations for one namespace (`--wait`; ID is the namespace's
+cookie, or ino-N before Linux 5.14); /proc/locks is read to name the holder while waiting.
+Removed by its holder when it is done. The bpf backend's tables (ila_meta, ila_xlat,
+ila_routes, ila_xlat_stats, ila_route_stats, ila_slot_stats, ila_reasons) are held by an anchor
+program on the namespace's `lo`, pinned nowhere: found again under `-n` and `ip netns exec`
+alike, freed with the namespace.
 = /etc/iproute2/rt_protos.d/ila.conf
 Written at the first route if missing (`246 ila`), so that `ip route` prints the protocol of
 ila's FIB routes by name.

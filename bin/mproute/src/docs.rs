@@ -29,9 +29,10 @@ between the FIB and mproute's record (see mproute-sync(8)).
 # State
 mproute's record of the routes, their algorithms, LPM tries and counters lives in BPF maps of
 the namespace, held by a small program attached to the ingress of the namespace's `lo` (the
-anchor) and pinned under /sys/fs/bpf/mproute/ where the host's bpffs is mounted. It needs no
-daemon and disappears with the namespace; every invocation finds it again, with `-n NAME` and
-under `ip netns exec NAME` alike.
+anchor), pinned nowhere. It needs no daemon and is freed with the namespace, with no command
+after `ip netns del`; every invocation finds it again, with `-n NAME` and under `ip netns exec
+NAME` alike. `dataplane show` prints each map's id (for `bpftool map show id N`) and the memory
+the kernel charges for it.
 
 # Batches
 `-b FILE` (`-b -` for standard input) reads commands as `ip -batch` does: one a line, quotes,
@@ -58,16 +59,16 @@ keys.";
 
 const FILES: &str = "\
 = /sys/fs/bpf/mproute/ID/
-The namespace's pinned state (mode 0700; ID is the namespace's cookie, or ino-N on kernels
-before 5.14): the maps mpt_meta (ABI version, flags), mpt_routes, mpt_lpm4, mpt_lpm6, mpt_groups,
-mpt_res, mpt_stats, mpt_slot_stats, mpt_pcpu, mpt_reasons, and the links
-drops-IFINDEX-err and drops-IFINDEX-xmit of the drop counters of each attached device. Written
-by the first command that keeps state; removed by `sync --reset`, and by `sync` once its
-namespace is gone. Not reachable under `ip netns exec` (the state is found through the anchor
-on `lo` there).
+The links drops-IFINDEX-err and drops-IFINDEX-xmit of the XDP dataplane's drop counters (mode
+0700; ID is the namespace's cookie, or ino-N on kernels before 5.14), which hold mpt_reasons
+only; removed by `dataplane detach`, and by `sync` once their namespace is gone. The state's
+maps (mpt_meta, mpt_routes, mpt_lpm4, mpt_lpm6, mpt_groups, mpt_res, mpt_stats,
+mpt_slot_stats, mpt_pcpu, mpt_reasons) are not pinned: older versions pinned them here, and
+the first invocation that sees such pins removes them.
 = /run/mproute/ID.lock
 The lock (flock) that serializes invocations for one namespace; `--wait` says how long to wait
-for it. /proc/locks is read to name the holder while waiting.
+for it. /proc/locks is read to name the holder while waiting. Removed by its holder when it is
+done; one left by an invocation killed mid-write names it until the next repairs.
 = /etc/iproute2/rt_protos.d/mproute.conf
 Written at the first change if missing (`245 mproute`), so that `ip route` prints the protocol's
 name.
@@ -210,16 +211,16 @@ A managed route whose dataplane entry was missing (an invocation stopped between
 = reclaimed-counter-slots
 Counter slots recorded as taken that no route holds.
 = removed-stale-state
-State pinned for a namespace that no longer exists.
+What a namespace that no longer exists left: a lock file, drop counter links, pins of an older
+version.
 
 # sync --reset
 Drops mproute's state for the namespace instead: the anchor program on `lo` is detached and
-/sys/fs/bpf/mproute/ID/ removed, with every algorithm, resilient table and counter. The routes
+its maps go, with every algorithm, resilient table and counter. The routes
 stay in the FIB, as plain multipath routes the kernel forwards by its own hash; a later `sync`
 adopts those of protocol mproute again, with l3-hash. Use it when the state was written by
 another version of mproute (commands then refuse with exit 2 and say so) or is beyond repair.
-It does not read the state, so it works on one this version cannot open. Run it with
-`-n NAME`, not under `ip netns exec` (the pins are out of reach there; it refuses).";
+It does not read the state, so it works on one this version cannot open.";
 
 const SYNC_EXAMPLES: &str = "
   mproute sync
