@@ -49,15 +49,24 @@ pub const GUEST_TESTS: &[GuestTests] = &[
     t("hash_parity", ALL, ALL),
     t("pfanout_steer", ALL, ALL),
     t("load", ALL, ALL),
-    // the state: its identity, pins and lock, -n and ip netns exec, the tc hook in use
+    // the state: its identity and lock, -n and ip netns exec, the tc hook in use
     t(
         "mproute_netns",
         &[
             "v4_route_agrees_with_ip_route_in_both_directions",
             "v6_route_and_ip_netns_exec_see_the_same_state",
             "two_namespaces_never_mix_state",
-            "a_deleted_namespace_leaves_nothing_once_another_gets_its_state",
+            "a_deleted_namespace_leaves_nothing",
             "the_tc_hook_in_use_is_the_one_reported",
+        ],
+        ALL,
+    ),
+    // the state's maps freed by ip netns del alone, and reported as the kernel has them
+    t(
+        "state_lifetime",
+        &[
+            "state_dies_with_its_namespace",
+            "dataplane_show_reports_the_maps_as_the_kernel_does",
         ],
         ALL,
     ),
