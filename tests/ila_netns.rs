@@ -721,13 +721,14 @@ fn check_predicts_and_changes_nothing() {
     veth(&ns, "v0", &peer, "eth0");
     ns.ip_ok("link set lo up");
     ns.ip_ok("-6 addr add 2001:db8:a::1/64 dev v0 nodad");
+    // ila's tables exist when their anchor is on lo (they are pinned nowhere: issue 30)
     let pinned = || {
-        let c = ns.cookie().expect("cookie");
-        std::path::Path::new(&format!(
-            "/sys/fs/bpf/ila/{}",
-            mpt_testkit::netns::id_name(c)
-        ))
-        .exists()
+        ns.run_in_thread(false, || {
+            mpt_bpf::attach::tcx_query(1, mpt_bpf::attach::TcxDir::Ingress)
+                .expect("query lo")
+                .into_iter()
+                .any(|id| mpt_bpf::prog::info(id).is_ok_and(|i| i.name == "ila_anchor"))
+        })
     };
     let xlat = ["xlat", "add", "loc_match", LOC_B, "loc", SIR_NET];
     // a fresh namespace: no tables are created
@@ -763,6 +764,7 @@ fn check_predicts_and_changes_nothing() {
     ILA.refused_alike(&ns, &bad);
 
     ILA.ok(&ns, &xlat);
+    assert!(pinned(), "the first real command creates ila's tables");
     ILA.ok(&ns, &route);
     let before = (
         ILA.json(&ns, "xlat show"),
