@@ -9,7 +9,8 @@
  *   0..40  struct mpt_flow_key (ports in network byte order)
  *   40..44 seed, __u32 in host byte order
  *   44     l4 flag (0 or 1)
- *   45..48 padding
+ *   45     padding
+ *   46..48 hash recipe fields, __u16 host order (0: MPT_HF_L4, mpt_flow_hash)
  * Return value (test_run retval): the 31-bit hash, or MPT_HASH_TEST_SHORT
  * (bit 31 set, never a hash) if data_in is too short.
  */
@@ -24,7 +25,8 @@ struct mpt_hash_test_in {
 	struct mpt_flow_key key;
 	__u32 seed;
 	__u8 l4;
-	__u8 pad[3];
+	__u8 pad;
+	__u16 fields;
 };
 
 _Static_assert(sizeof(struct mpt_hash_test_in) == 48, "mpt_hash_test_in size");
@@ -40,6 +42,8 @@ int mpt_hash_test(struct __sk_buff *skb)
 		return (int)MPT_HASH_TEST_SHORT;
 	/* Hash a stack copy, as the dataplane will hash the key it built. */
 	__builtin_memcpy(&in, data, sizeof(in));
+	if (in.fields)
+		return (int)mpt_flow_hash_fields(&in.key, in.l4, in.seed, in.fields);
 	return (int)mpt_flow_hash(&in.key, in.l4, in.seed);
 }
 

@@ -180,8 +180,32 @@ static __always_inline int mpt_flow_is_l4_proto(__u8 proto)
 	return proto == MPT_IPPROTO_TCP || proto == MPT_IPPROTO_UDP || proto == MPT_IPPROTO_SCTP;
 }
 
-/* The 31-bit flow hash of k: see the word layout at the top of this file. */
-static __always_inline __u32 mpt_flow_hash(const struct mpt_flow_key *k, int l4, __u32 seed)
+/*
+ * Hash recipe fields (mpt_dp_route.hash_fields): bits of the kernel's
+ * fib_multipath_hash_fields, as mpt_model::hash::HashFields. Addresses and
+ * ports come in pairs (symmetry). MPT_HF_L3 / MPT_HF_L4 are what l3-hash and
+ * l4-hash hash without a recipe.
+ */
+#define MPT_HF_SRC_IP   0x0001
+#define MPT_HF_DST_IP   0x0002
+#define MPT_HF_IP_PROTO 0x0004
+#define MPT_HF_SRC_PORT 0x0010
+#define MPT_HF_DST_PORT 0x0020
+#define MPT_HF_IPS      (MPT_HF_SRC_IP | MPT_HF_DST_IP)
+#define MPT_HF_PORTS    (MPT_HF_SRC_PORT | MPT_HF_DST_PORT)
+#define MPT_HF_L3       MPT_HF_IPS
+#define MPT_HF_L4       (MPT_HF_IPS | MPT_HF_IP_PROTO | MPT_HF_PORTS)
+
+/*
+ * The 31-bit flow hash of k over a recipe's fields (mpt_model::hash::
+ * flow_words_fields): the address words only if the recipe has the addresses
+ * (and only they then decide the canonical order with the ports; without them
+ * the ports alone do); the two l4 words if l4, the protocol is TCP/UDP/SCTP
+ * and the recipe has ports or protocol, a field left out being a 0 word.
+ * fields == MPT_HF_L4 is the layout at the top of this file.
+ */
+static __always_inline __u32 mpt_flow_hash_fields(const struct mpt_flow_key *k, int l4, __u32 seed,
+						  __u32 fields)
 {
 	__u32 w[MPT_JHASH_MAX_WORDS] = { 0 };
 	const __u8 *lo = k->src, *hi = k->dst;
@@ -189,13 +213,14 @@ static __always_inline __u32 mpt_flow_hash(const struct mpt_flow_key *k, int l4,
 	__u16 dport = mpt_be16_val(&k->dport_be);
 	__u16 lo_port = sport, hi_port = dport;
 	int v6 = k->family == MPT_FAMILY_V6;
+	int use_ip = (fields & MPT_HF_IPS) == MPT_HF_IPS;
 	int cmp = 0, i;
-	__u32 n;
+	__u32 n = 0;
 
 	/* Sign of memcmp(src, dst, v6 ? 16 : 4); no early exit (unrollable). */
 MPT_UNROLL
 	for (i = 0; i < 16; i++) {
-		if (cmp == 0 && (i < 4 || v6) && k->src[i] != k->dst[i])
+		if (use_ip && cmp == 0 && (i < 4 || v6) && k->src[i] != k->dst[i])
 			cmp = k->src[i] < k->dst[i] ? -1 : 1;
 	}
 	if (cmp > 0 || (cmp == 0 && sport > dport)) {
@@ -205,7 +230,7 @@ MPT_UNROLL
 		hi_port = sport;
 	}
 
-	if (v6) {
+	if (use_ip && v6) {
 		w[0] = mpt_be32_at(lo);
 		w[1] = mpt_be32_at(lo + 4);
 		w[2] = mpt_be32_at(lo + 8);
@@ -215,22 +240,34 @@ MPT_UNROLL
 		w[6] = mpt_be32_at(hi + 8);
 		w[7] = mpt_be32_at(hi + 12);
 		n = 8;
-		if (l4 && mpt_flow_is_l4_proto(k->proto)) {
-			w[8] = ((__u32)lo_port << 16) | hi_port;
-			w[9] = k->proto;
-			n = 10;
-		}
-	} else {
+	} else if (use_ip) {
 		w[0] = mpt_be32_at(lo);
 		w[1] = mpt_be32_at(hi);
 		n = 2;
-		if (l4 && mpt_flow_is_l4_proto(k->proto)) {
-			w[2] = ((__u32)lo_port << 16) | hi_port;
-			w[3] = k->proto;
-			n = 4;
+	}
+	if (l4 && (fields & (MPT_HF_PORTS | MPT_HF_IP_PROTO)) && mpt_flow_is_l4_proto(k->proto)) {
+		__u32 pw = (fields & MPT_HF_PORTS) == MPT_HF_PORTS ? ((__u32)lo_port << 16) | hi_port : 0;
+		__u32 tw = (fields & MPT_HF_IP_PROTO) ? k->proto : 0;
+
+		if (n == 8) {
+			w[8] = pw;
+			w[9] = tw;
+		} else if (n == 2) {
+			w[2] = pw;
+			w[3] = tw;
+		} else {
+			w[0] = pw;
+			w[1] = tw;
 		}
+		n += 2;
 	}
 	return mpt_jhash2(w, n, seed) >> 1;
+}
+
+/* The 31-bit flow hash of k: see the word layout at the top of this file. */
+static __always_inline __u32 mpt_flow_hash(const struct mpt_flow_key *k, int l4, __u32 seed)
+{
+	return mpt_flow_hash_fields(k, l4, seed, MPT_HF_L4);
 }
 
 #endif /* MPT_FLOWHASH_H */

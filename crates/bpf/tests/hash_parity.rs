@@ -12,13 +12,23 @@ use std::time::Duration;
 use libbpf_rs::skel::{OpenSkel, SkelBuilder};
 use libbpf_rs::{OpenObject, ProgramInput, ProgramType};
 use mpt_bpf::skel::test::hash_test::HashTestSkelBuilder;
-use mpt_model::hash::{flow_hash, FlowKey};
+use mpt_model::hash::{flow_hash, flow_hash_fields, FlowKey, HashFields};
 use mpt_model::route::threshold::{select, upper_bounds};
 use mpt_model::Family;
 use mpt_testkit::{require_root, XorShift64};
 
 /// Keys checked one test run each.
 const KEYS: usize = 12_000;
+/// Hash recipes checked (bits of `HashFields`).
+const RECIPES: [HashFields; 6] = [
+    HashFields(0x03),
+    HashFields(0x04),
+    HashFields(0x07),
+    HashFields(0x30),
+    HashFields(0x34),
+    HashFields(0x33),
+];
+
 /// `struct mpt_hash_test_in` of hash_test.bpf.c.
 const IN_LEN: usize = 48;
 /// Returned by the program when data_in is too short (never a 31-bit hash).
@@ -82,6 +92,13 @@ fn encode(key: &FlowKey, l4: bool, seed: u32) -> [u8; IN_LEN] {
     b[24..40].copy_from_slice(&key.dst);
     b[40..44].copy_from_slice(&seed.to_ne_bytes());
     b[44] = u8::from(l4);
+    b
+}
+
+/// [`encode`] with a hash recipe's fields (bytes 46..48).
+fn encode_fields(key: &FlowKey, l4: bool, seed: u32, fields: HashFields) -> [u8; IN_LEN] {
+    let mut b = encode(key, l4, seed);
+    b[46..48].copy_from_slice(&fields.0.to_ne_bytes());
     b
 }
 
@@ -152,6 +169,18 @@ fn bpf_flow_hash_matches_model() {
         if i % 8 == 0 {
             let (got_rev, _) = run(&encode(&rev, l4, seed), 1);
             assert_eq!(got_rev, want, "reverse direction of {key:?}");
+        }
+        // Every recipe hashes alike in BPF and Rust, both directions too.
+        let f = RECIPES[i % RECIPES.len()];
+        let want_f = flow_hash_fields(&key, l4, seed, f);
+        let (got_f, _) = run(&encode_fields(&key, l4, seed, f), 1);
+        assert_eq!(
+            got_f, want_f,
+            "recipe {f}: BPF and Rust differ for {key:?} l4={l4}"
+        );
+        if i % 8 == 1 {
+            let (got_rev, _) = run(&encode_fields(&rev, l4, seed, f), 1);
+            assert_eq!(got_rev, want_f, "recipe {f}: reverse direction of {key:?}");
         }
         by[usize::from(key.family == Family::V6)][usize::from(l4)] += 1;
         checked += 1;

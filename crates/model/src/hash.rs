@@ -198,8 +198,28 @@ pub fn is_l4_proto(proto: u8) -> bool {
 /// The words hashed for `key`, in the documented layout (see the module doc); returns the
 /// buffer and how many of its words are used.
 pub fn flow_words(key: &FlowKey, l4: bool) -> ([u32; MAX_FLOW_WORDS], usize) {
+    flow_words_fields(key, l4, HashFields::L4)
+}
+
+/// [`flow_words`] over the fields of a hash recipe (see [`HashFields`]): the addresses when
+/// the recipe has them, and the l4 words (ports, protocol; a field left out is a 0) when it
+/// has any of them and the packet is TCP, UDP or SCTP with `l4`. With [`HashFields::L4`] this
+/// is the l4 layout, with [`HashFields::L3`] (or `l4 = false`) the l3 one, word for word.
+/// The canonical order is decided by the hashed fields only (the addresses, then the ports;
+/// the ports alone when the addresses are left out), so two flows that differ only in a field
+/// left out hash alike, and both directions of a flow hash alike.
+pub fn flow_words_fields(
+    key: &FlowKey,
+    l4: bool,
+    fields: HashFields,
+) -> ([u32; MAX_FLOW_WORDS], usize) {
     let alen = key.addr_len();
-    let (s, d) = (&key.src[..alen], &key.dst[..alen]);
+    let use_ip = fields.has(HashFields::IPS);
+    let (s, d) = if use_ip {
+        (&key.src[..alen], &key.dst[..alen])
+    } else {
+        (&key.src[..0], &key.dst[..0])
+    };
     // memcmp order on the addresses, then the ports: the lower (addr, port) pair first.
     let src_first = (s, key.sport) <= (d, key.dport);
     let (lo, lo_port, hi, hi_port) = if src_first {
@@ -216,12 +236,134 @@ pub fn flow_words(key: &FlowKey, l4: bool) -> ([u32; MAX_FLOW_WORDS], usize) {
             n += 1;
         }
     }
-    if l4 && is_l4_proto(key.proto) {
-        words[n] = (u32::from(lo_port) << 16) | u32::from(hi_port);
-        words[n + 1] = u32::from(key.proto);
+    let l4_fields = fields.0 & (HashFields::PORTS | HashFields::IP_PROTO) != 0;
+    if l4 && l4_fields && is_l4_proto(key.proto) {
+        if fields.has(HashFields::PORTS) {
+            words[n] = (u32::from(lo_port) << 16) | u32::from(hi_port);
+        }
+        if fields.has(HashFields::IP_PROTO) {
+            words[n + 1] = u32::from(key.proto);
+        }
         n += 2;
     }
     (words, n)
+}
+
+/// The fields of a route's hash recipe (`hash-fields`), as bits of the kernel's
+/// `net.ipv4.fib_multipath_hash_fields` (and the names `ip route` documents for it). Only the
+/// outer fields are hashed, in pairs, so that both directions of a flow hash alike whatever
+/// the recipe: `src-ip` with `dst-ip`, `src-port` with `dst-port` (a hash of the source alone
+/// cannot be the same for both directions unless it is the same for every flow). The flow
+/// label and the inner fields are refused by [`HashFields::parse`], each with its reason.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct HashFields(pub u16);
+
+impl HashFields {
+    /// `src-ip`.
+    pub const SRC_IP: u16 = 0x0001;
+    /// `dst-ip`.
+    pub const DST_IP: u16 = 0x0002;
+    /// `ip-proto`.
+    pub const IP_PROTO: u16 = 0x0004;
+    /// `flowlabel` (refused).
+    pub const FLOWLABEL: u16 = 0x0008;
+    /// `src-port`.
+    pub const SRC_PORT: u16 = 0x0010;
+    /// `dst-port`.
+    pub const DST_PORT: u16 = 0x0020;
+    /// Both addresses.
+    pub const IPS: u16 = Self::SRC_IP | Self::DST_IP;
+    /// Both ports.
+    pub const PORTS: u16 = Self::SRC_PORT | Self::DST_PORT;
+    /// What `l3-hash` hashes without a recipe.
+    pub const L3: HashFields = HashFields(Self::IPS);
+    /// What `l4-hash` hashes without a recipe.
+    pub const L4: HashFields = HashFields(Self::IPS | Self::IP_PROTO | Self::PORTS);
+    /// Every field we hash, in the kernel's bit order, with its name.
+    pub const NAMES: [(&'static str, u16); 5] = [
+        ("src-ip", Self::SRC_IP),
+        ("dst-ip", Self::DST_IP),
+        ("ip-proto", Self::IP_PROTO),
+        ("src-port", Self::SRC_PORT),
+        ("dst-port", Self::DST_PORT),
+    ];
+
+    /// Whether every bit of `bits` is set.
+    pub const fn has(self, bits: u16) -> bool {
+        self.0 & bits == bits
+    }
+
+    /// Whether the recipe reads the ports or the protocol (an l4 recipe).
+    pub const fn is_l4(self) -> bool {
+        self.0 & (Self::PORTS | Self::IP_PROTO) != 0
+    }
+
+    /// `F[,F...]` with the kernel's names; one line saying what is wrong otherwise.
+    pub fn parse(s: &str) -> Result<HashFields, String> {
+        let mut bits = 0u16;
+        for f in s.split(',') {
+            let bit = match f {
+                "flowlabel" => {
+                    return Err(
+                        "hash field flowlabel: each direction of a flow carries its own \
+                                label, so hashing it would part the two directions (the hash is \
+                                symmetric)"
+                            .into(),
+                    )
+                }
+                _ if f.starts_with("inner-") => {
+                    return Err(format!(
+                        "hash field {f}: inner fields are not supported (the dataplane does \
+                         not parse encapsulated packets)"
+                    ))
+                }
+                _ => match Self::NAMES.iter().find(|(n, _)| *n == f) {
+                    Some((_, b)) => *b,
+                    None => {
+                        return Err(format!(
+                            "unknown hash field \"{f}\" (expected src-ip, dst-ip, ip-proto, \
+                             src-port, dst-port, separated by commas)"
+                        ))
+                    }
+                },
+            };
+            bits |= bit;
+        }
+        for (pair, a, b) in [
+            (Self::IPS, "src-ip", "dst-ip"),
+            (Self::PORTS, "src-port", "dst-port"),
+        ] {
+            if bits & pair != 0 && bits & pair != pair {
+                return Err(format!(
+                    "hash fields {a} and {b} go together: one without the other would hash the \
+                     two directions of a flow apart (the hash is symmetric)"
+                ));
+            }
+        }
+        Ok(HashFields(bits))
+    }
+
+    /// The names of the fields, comma-separated, in the kernel's bit order.
+    pub fn names(self) -> String {
+        let v: Vec<&str> = Self::NAMES
+            .iter()
+            .filter(|(_, b)| self.0 & b != 0)
+            .map(|(n, _)| *n)
+            .collect();
+        v.join(",")
+    }
+}
+
+impl std::fmt::Display for HashFields {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.names())
+    }
+}
+
+/// [`flow_hash`] over a recipe's fields: `jhash2(flow_words_fields(..), seed) >> 1`.
+pub fn flow_hash_fields(key: &FlowKey, l4: bool, seed: u32, fields: HashFields) -> u32 {
+    let (words, n) = flow_words_fields(key, l4, fields);
+    jhash2(&words[..n], seed) >> 1
 }
 
 /// The 31-bit flow hash of `key`: `jhash2(words, seed) >> 1` over the canonical word layout of
@@ -484,5 +626,107 @@ mod tests {
             seen[nh] += 1;
         }
         assert!(seen.iter().all(|&n| n > 800), "{seen:?}");
+    }
+
+    #[test]
+    fn default_recipes_hash_as_the_algorithms() {
+        let keys = [
+            v4([192, 0, 2, 1], [198, 18, 0, 7], IPPROTO_TCP, 40000, 443),
+            v4([203, 0, 113, 9], [192, 0, 2, 1], 1, 0, 0),
+            v6("2001:db8::1", "2001:db8:1::2", IPPROTO_UDP, 53, 5353),
+        ];
+        for k in keys {
+            for seed in [0, 7, 0xdead_beef] {
+                for l4 in [false, true] {
+                    assert_eq!(
+                        flow_hash_fields(&k, l4, seed, HashFields::L4),
+                        flow_hash(&k, l4, seed)
+                    );
+                    assert_eq!(
+                        flow_hash_fields(&k, l4, seed, HashFields::L3),
+                        flow_hash(&k, false, seed)
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn recipes_are_symmetric_and_ignore_what_they_leave_out() {
+        let recipes = [
+            "src-ip,dst-ip",
+            "src-port,dst-port",
+            "ip-proto",
+            "src-ip,dst-ip,ip-proto",
+            "src-port,dst-port,ip-proto",
+            "src-ip,dst-ip,src-port,dst-port",
+        ];
+        let mut rng = 0x1234_5678u32;
+        let mut next = || {
+            rng ^= rng << 13;
+            rng ^= rng >> 17;
+            rng ^= rng << 5;
+            rng
+        };
+        for r in recipes {
+            let f = HashFields::parse(r).expect("valid recipe");
+            for _ in 0..200 {
+                let a = next().to_be_bytes();
+                let b = next().to_be_bytes();
+                let (sp, dp) = ((next() >> 16) as u16, next() as u16);
+                let proto = [IPPROTO_TCP, IPPROTO_UDP][(next() & 1) as usize];
+                let k = v4(a, b, proto, sp, dp);
+                let h = flow_hash_fields(&k, true, 5, f);
+                assert_eq!(
+                    h,
+                    flow_hash_fields(&reversed(&k), true, 5, f),
+                    "{r}: symmetric"
+                );
+                let mut o = k;
+                if !f.has(HashFields::IPS) {
+                    o.src = v4(next().to_be_bytes(), [0; 4], 0, 0, 0).src;
+                    o.dst = v4(next().to_be_bytes(), [0; 4], 0, 0, 0).src;
+                }
+                if !f.has(HashFields::PORTS) {
+                    o.sport = next() as u16;
+                    o.dport = next() as u16;
+                }
+                if !f.has(HashFields::IP_PROTO) {
+                    o.proto = if proto == IPPROTO_TCP {
+                        IPPROTO_UDP
+                    } else {
+                        IPPROTO_TCP
+                    };
+                }
+                assert_eq!(h, flow_hash_fields(&o, true, 5, f), "{r}: fields left out");
+            }
+        }
+        // and a field kept does count
+        let f = HashFields::parse("src-port,dst-port").expect("valid");
+        let k = v4([192, 0, 2, 1], [198, 18, 0, 7], IPPROTO_TCP, 40000, 443);
+        let mut o = k;
+        o.sport = 40001;
+        assert_ne!(
+            flow_hash_fields(&k, true, 0, f),
+            flow_hash_fields(&o, true, 0, f)
+        );
+    }
+
+    #[test]
+    fn recipe_words() {
+        let f = HashFields::parse("dst-port,src-port,ip-proto").expect("valid");
+        assert_eq!(f.0, 0x34);
+        assert_eq!(f.to_string(), "ip-proto,src-port,dst-port");
+        for bad in [
+            "src-ip",
+            "dst-port,ip-proto",
+            "flowlabel",
+            "inner-src-ip",
+            "src",
+            "",
+        ] {
+            let e = HashFields::parse(bad).expect_err(bad);
+            assert!(!e.contains('\n'), "{e}");
+        }
     }
 }
