@@ -990,6 +990,8 @@ fn counter_slots_are_never_shared_even_when_their_record_is_lost() {
             .iter()
             .map(|b| b.to_string()),
     );
+    // hash_fields, reserved, seed: no recipe
+    value.extend(std::iter::repeat_n("0".to_string(), 8));
     let mut a = vec!["map", "update", "id", id.as_str(), "key"];
     a.extend(key);
     a.push("value");

@@ -409,20 +409,27 @@ static __always_inline int select_nh(struct pkt *p, struct mpt_dp_route *rt, str
 		return -1;
 	switch (rt->algo) {
 	case MPT_ALGO_L3_HASH:
-	case MPT_ALGO_L4_HASH: {
-		struct mpt_meta *m = bpf_map_lookup_elem(&mpt_meta, &zero);
-		__u32 seed = m ? m->hash_seed : 0;
-		__u32 h = mpt_hash(&p->key, rt->algo == MPT_ALGO_L4_HASH && p->l4, seed);
-
-		return mpt_pick_hash(g, h);
-	}
+	case MPT_ALGO_L4_HASH:
 	case MPT_DP_ALGO_L3_RES:
 	case MPT_DP_ALGO_L4_RES: {
-		struct mpt_meta *m = bpf_map_lookup_elem(&mpt_meta, &zero);
-		__u32 seed = m ? m->hash_seed : 0;
-		__u32 h = mpt_hash(&p->key, rt->algo == MPT_DP_ALGO_L4_RES && p->l4, seed);
+		/*
+		 * The route's recipe (hash_fields 0: the algorithm's own fields),
+		 * its seed or the namespace's.
+		 */
+		int l4algo = rt->algo == MPT_ALGO_L4_HASH || rt->algo == MPT_DP_ALGO_L4_RES;
+		__u32 fields = rt->hash_fields ? rt->hash_fields : (l4algo ? MPT_HF_L4 : MPT_HF_L3);
+		__u32 seed = rt->seed;
+		__u32 h;
 
-		return mpt_pick_bucket(&rt->id, g, h);
+		if (!(rt->flags & MPT_DPR_F_SEED)) {
+			struct mpt_meta *m = bpf_map_lookup_elem(&mpt_meta, &zero);
+
+			seed = m ? m->hash_seed : 0;
+		}
+		h = mpt_hash(&p->key, p->l4, seed, fields);
+		if (rt->algo == MPT_DP_ALGO_L3_RES || rt->algo == MPT_DP_ALGO_L4_RES)
+			return mpt_pick_bucket(&rt->id, g, h);
+		return mpt_pick_hash(g, h);
 	}
 	case MPT_ALGO_RANDOM:
 		return mpt_pick_random(g, bpf_get_prandom_u32());

@@ -16,11 +16,11 @@
  * instead of once per call site and path, which keeps the programs far below
  * its complexity limit.
  */
-__noinline __u32 mpt_hash(const struct mpt_flow_key *k, int l4, __u32 seed)
+__noinline __u32 mpt_hash(const struct mpt_flow_key *k, int l4, __u32 seed, __u32 fields)
 {
 	if (!k)
 		return 0;
-	return mpt_flow_hash(k, l4, seed);
+	return mpt_flow_hash_fields(k, l4, seed, fields);
 }
 
 /* Weighted pick of a position in [0, total) over cum_weight. */

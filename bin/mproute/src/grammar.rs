@@ -3,7 +3,8 @@
 //! namespace.
 //!
 //! ```text
-//! PREFIX [table T] [metric M] [proto P] [algo ALGO [resilient [buckets N] [idle-timer S]]] NEXTHOPS
+//! PREFIX [table T] [metric M] [proto P] [algo ALGO [resilient [buckets N] [idle-timer S]]]
+//!        [hash-fields F[,F...]] [seed N] NEXTHOPS
 //! NEXTHOPS := via ADDR [dev DEV] [onlink] | nexthop NH [nexthop NH ...]
 //! NH := [via ADDR] [dev DEV] [weight W] [onlink]
 //! ```
@@ -50,6 +51,8 @@ pub struct RouteSpec {
     /// `resilient [buckets N] [idle-timer S]`: a bucket table between the hash and the
     /// nexthops.
     pub resilient: Option<Resilient>,
+    /// `hash-fields F[,F...]` and `seed N`: the route's hash recipe.
+    pub recipe: mpt_model::hash::HashRecipe,
 }
 
 /// A resilient route's table parameters.
@@ -194,6 +197,7 @@ pub fn parse_route(verb: Verb, args: &[String]) -> Result<RouteSpec, String> {
     let mut resilient = false;
     let mut buckets: Option<u16> = None;
     let mut idle_timer: Option<u32> = None;
+    let mut recipe = mpt_model::hash::HashRecipe::default();
     let mut nhs: Vec<NhSpec> = Vec::new();
     let mut it = args.iter();
     while let Some(w) = it.next() {
@@ -224,6 +228,11 @@ pub fn parse_route(verb: Verb, args: &[String]) -> Result<RouteSpec, String> {
             "idle-timer" | "idle_timer" if !in_nh => {
                 idle_timer = Some(parse_u32(value(&mut it, "idle-timer")?, "idle-timer")?)
             }
+            "hash-fields" | "hash_fields" if !in_nh => {
+                let v = value(&mut it, "hash-fields")?;
+                recipe.fields = Some(mpt_model::hash::HashFields::parse(v)?);
+            }
+            "seed" if !in_nh => recipe.seed = Some(parse_u32(value(&mut it, "seed")?, "seed")?),
             "nexthop" => {
                 if single_used {
                     return Err(
@@ -339,6 +348,27 @@ pub fn parse_route(verb: Verb, args: &[String]) -> Result<RouteSpec, String> {
             algo.map_or("", Algo::name)
         ));
     }
+    if !recipe.is_default() {
+        match (verb, algo) {
+            (Verb::Del, _) => {
+                return Err("\"hash-fields\" and \"seed\" have no meaning for del".into())
+            }
+            (_, None | Some(Algo::L3Hash) | Some(Algo::L4Hash)) => {}
+            (_, Some(a)) => {
+                return Err(format!(
+                    "\"hash-fields\" and \"seed\" are for the hash algorithms (l3-hash, \
+                     l4-hash), not {a}"
+                ))
+            }
+        }
+        if let Some(f) = recipe.fields {
+            if f.is_l4() && algo != Some(Algo::L4Hash) {
+                return Err(format!(
+                    "hash-fields {f}: ports and protocol are hashed by \"algo l4-hash\" only"
+                ));
+            }
+        }
+    }
     let resilient = resilient.then(|| Resilient {
         buckets: buckets.unwrap_or(mpt_model::route::resilient::DEFAULT_BUCKETS),
         idle_timer: idle_timer.unwrap_or(mpt_model::route::resilient::DEFAULT_IDLE_TIMER),
@@ -353,6 +383,7 @@ pub fn parse_route(verb: Verb, args: &[String]) -> Result<RouteSpec, String> {
         nexthops,
         multipath,
         resilient,
+        recipe,
     })
 }
 
@@ -465,6 +496,44 @@ mod tests {
         assert_eq!(r.nexthops[0].dev.as_deref(), Some("eth0"));
         assert!(r.nexthops[1].onlink);
         assert_eq!(r.nexthops[1].weight, 1);
+    }
+
+    #[test]
+    fn hash_recipes() {
+        use mpt_model::hash::{HashFields, HashRecipe};
+        let r = ok(
+            Verb::Add,
+            "10.0.0.0/8 algo l4-hash hash-fields src-port,dst-port seed 7 nexthop via 1.1.1.1",
+        );
+        assert_eq!(
+            r.recipe,
+            HashRecipe {
+                fields: Some(HashFields(0x30)),
+                seed: Some(7)
+            }
+        );
+        let r = ok(Verb::Add, "10.0.0.0/8 hash-fields src-ip,dst-ip nexthop via 1.1.1.1");
+        assert_eq!(r.recipe.fields, Some(HashFields::L3));
+        let r = ok(
+            Verb::Add,
+            "10.0.0.0/8 algo l3-hash resilient seed 0x10 nexthop via 1.1.1.1",
+        );
+        assert_eq!(r.recipe.seed, Some(16));
+        assert!(ok(Verb::Add, "10.0.0.0/8 nexthop via 1.1.1.1").recipe.is_default());
+        for (bad, says) in [
+            ("10.0.0.0/8 hash-fields src-port,dst-port nexthop via 1.1.1.1", "l4-hash"),
+            ("10.0.0.0/8 algo drr seed 1 nexthop via 1.1.1.1", "hash algorithms"),
+            ("10.0.0.0/8 algo l4-hash hash-fields src-ip nexthop via 1.1.1.1", "go together"),
+            ("10.0.0.0/8 algo l4-hash hash-fields flowlabel nexthop via 1.1.1.1", "flowlabel"),
+            ("10.0.0.0/8 algo l4-hash hash-fields inner-src-ip nexthop via 1.1.1.1", "inner"),
+            ("10.0.0.0/8 algo l4-hash hash-fields sport nexthop via 1.1.1.1", "unknown hash field"),
+            ("10.0.0.0/8 seed x nexthop via 1.1.1.1", "invalid seed"),
+            ("10.0.0.0/8 seed 1", "have no meaning for del"),
+        ] {
+            let verb = if bad.ends_with("seed 1") { Verb::Del } else { Verb::Add };
+            let e = parse_route(verb, &words(bad)).expect_err(bad);
+            assert!(e.contains(says) && !e.contains('\n'), "{bad}: {e}");
+        }
     }
 
     #[test]

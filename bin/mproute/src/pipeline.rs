@@ -769,11 +769,15 @@ impl Session {
             if let Some((o, m)) = best {
                 // already the best route's, as it should be (most undone lines): leave it
                 if cur.is_some_and(|c| {
-                    c.id == *o && !c.resilient && c.algo == m.algo && c.group == m.group
+                    c.id == *o
+                        && !c.resilient
+                        && c.algo == m.algo
+                        && c.group == m.group
+                        && c.recipe == m.recipe
                 }) {
                     continue;
                 }
-                raw.dp_put_route(o, m.algo, m.group).map_err(ctx)?;
+                raw.dp_put_route(o, m.algo, m.group, m.recipe).map_err(ctx)?;
             }
         }
         Ok(())

@@ -26,6 +26,8 @@ pub struct Resolved {
     pub algo_given: bool,
     /// `resilient ...`: the route's bucket table.
     pub resilient: Option<crate::grammar::Resilient>,
+    /// `hash-fields ...`, `seed N`.
+    pub recipe: mpt_model::hash::HashRecipe,
 }
 
 /// Table name or number to id (exit 1 if unknown).
@@ -138,5 +140,6 @@ pub fn resolve(spec: &RouteSpec) -> Result<Resolved, Failure> {
         algo: spec.algo.unwrap_or_default(),
         algo_given: spec.algo.is_some(),
         resilient: spec.resilient,
+        recipe: spec.recipe,
     })
 }

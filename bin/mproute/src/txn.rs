@@ -182,6 +182,7 @@ impl RouteTxn<'_> {
             nh_count: r.nexthops.len().min(255) as u8,
             group: known_group.unwrap_or(0),
             protocol,
+            recipe: r.recipe,
         };
         // 1. state (then 2. FIB, 3. undo the state if the FIB refused, in settle()). An add
         // takes a new entry at once (one map update for each line of a batch of adds).
@@ -189,6 +190,10 @@ impl RouteTxn<'_> {
             (None, None)
         } else {
             let old = store.get(&r.key)?;
+            // append adds paths: the route keeps its hash recipe unless one is written
+            if let (Verb::Append, true, Some(o)) = (spec.verb, r.recipe.is_default(), old) {
+                new_state.recipe = o.recipe;
+            }
             let want = want(spec.verb, &r, protocol);
             let mut facts = Facts {
                 s: self,
@@ -198,6 +203,7 @@ impl RouteTxn<'_> {
                 fib: None,
                 state: old,
                 resilient: r.resilient,
+                recipe: new_state.recipe,
             };
             match plan::plan(&want, &mut facts)? {
                 Plan::Unchanged { algo } => {
@@ -244,7 +250,7 @@ impl RouteTxn<'_> {
         };
         // Dataplane maps, before the FIB like the rest of our state.
         let (group, new_private, old_lpm, old_res) =
-            match self.dp_prepare(&r, nh_id, old_state, new_state.algo) {
+            match self.dp_prepare(&r, nh_id, old_state, new_state.algo, new_state.recipe) {
                 Ok(v) => v,
                 Err(f) => {
                     if let Some(s) = self.store(false)? {
@@ -306,6 +312,7 @@ impl RouteTxn<'_> {
         nh_id: Option<u32>,
         old_state: Option<Managed>,
         algo: Algo,
+        recipe: mpt_model::hash::HashRecipe,
     ) -> Result<
         (
             u32,
@@ -374,7 +381,7 @@ impl RouteTxn<'_> {
             }
             None => {}
         }
-        let old = match raw.dp_put_route(&key, algo, group) {
+        let old = match raw.dp_put_route(&key, algo, group, recipe) {
             Ok(o) => o,
             Err(e) => {
                 let _ = restore_res(raw, &key, old_res.as_ref());
@@ -775,6 +782,7 @@ struct Facts<'s> {
     fib: Option<Option<Route>>,
     state: Option<Managed>,
     resilient: Option<crate::grammar::Resilient>,
+    recipe: mpt_model::hash::HashRecipe,
 }
 
 impl plan::Known for Facts<'_> {
@@ -797,7 +805,8 @@ impl plan::Known for Facts<'_> {
         let (Some(m), Some(store)) = (self.state, self.s.store(false)?) else {
             return Ok(false);
         };
-        Ok(group_is_route(store.bpf(), m.group, cur)
+        Ok(m.recipe == self.recipe
+            && group_is_route(store.bpf(), m.group, cur)
             && crate::resilient::same_params(store.bpf(), &self.key, self.resilient)?)
     }
 }

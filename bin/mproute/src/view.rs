@@ -439,6 +439,34 @@ pub struct RouteRow {
     /// A resilient route's bucket table (absent for the others).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub resilient: Option<ResilientRow>,
+    /// The route's `hash-fields`, in the kernel's order (absent: the algorithm's own).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hash_fields: Option<Vec<String>>,
+    /// The route's `seed` (absent: the namespace's).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub seed: Option<u32>,
+}
+
+impl RouteRow {
+    /// Show a managed route's hash recipe (what was written of it).
+    pub fn set_recipe(&mut self, r: &mpt_model::hash::HashRecipe) {
+        self.hash_fields = r
+            .fields
+            .map(|f| f.names().split(',').map(str::to_string).collect());
+        self.seed = r.seed;
+    }
+
+    /// The recipe in the grammar's words (empty without one), with a leading space.
+    fn recipe_words(&self) -> String {
+        let mut s = String::new();
+        if let Some(f) = &self.hash_fields {
+            s.push_str(&format!(" hash-fields {}", f.join(",")));
+        }
+        if let Some(n) = self.seed {
+            s.push_str(&format!(" seed {n}"));
+        }
+        s
+    }
 }
 
 /// A resilient route's table, as shown.
@@ -529,6 +557,8 @@ impl RouteRow {
             },
             enforced_by: enforced_by.map(str::to_string),
             resilient: None,
+            hash_fields: None,
+            seed: None,
         }
     }
 
@@ -567,6 +597,7 @@ impl RouteRow {
                 r.buckets, r.idle_timer
             ));
         }
+        s.push_str(&self.recipe_words());
         if let Some(id) = self.nhid {
             s.push_str(&format!(" nhid {id}"));
         }
@@ -639,8 +670,8 @@ impl TableRow for RouteRow {
             self.metric.to_string(),
             self.protocol.clone(),
             match (&self.algo, &self.resilient) {
-                (Some(a), Some(r)) => format!("{a} resilient/{}", r.buckets),
-                (Some(a), None) => a.clone(),
+                (Some(a), Some(r)) => format!("{a} resilient/{}{}", r.buckets, self.recipe_words()),
+                (Some(a), None) => format!("{a}{}", self.recipe_words()),
                 (None, _) => "-".into(),
             },
             self.enforced_by.clone().unwrap_or_else(|| "-".into()),

@@ -76,6 +76,9 @@ struct mpt_dp_route {
 	__u8 flags;              /* MPT_DPR_F_* */
 	__u16 stats_slot;        /* index of mpt_slot_stats; 0: none, counted in mpt_stats */
 	__u32 group;             /* key of mpt_groups */
+	__u16 hash_fields;       /* hash recipe, MPT_HF_* (mpt/flowhash.h); 0: the algorithm's own */
+	__u16 reserved;          /* 0 */
+	__u32 seed;              /* with MPT_DPR_F_SEED: the route's hash seed */
 };
 
 /*
@@ -101,6 +104,8 @@ struct mpt_dp_route {
  * verification at the end of every mproute change, attach and watch tick.
  */
 #define MPT_DPR_F_DRIFT 0x4
+/* SEED: the hash algorithms use seed, not mpt_meta.hash_seed. */
+#define MPT_DPR_F_SEED 0x8
 
 /* One nexthop of a group. */
 struct mpt_nh {
@@ -191,11 +196,13 @@ MPT__ABI_ASSERT(MPT__OFF(mpt_lpm4_key, table_be) == 4, "mpt_lpm4_key.table_be");
 MPT__ABI_ASSERT(MPT__OFF(mpt_lpm4_key, addr) == 8, "mpt_lpm4_key.addr");
 MPT__ABI_ASSERT(sizeof(struct mpt_lpm6_key) == 24, "sizeof(struct mpt_lpm6_key)");
 MPT__ABI_ASSERT(MPT__OFF(mpt_lpm6_key, addr) == 8, "mpt_lpm6_key.addr");
-MPT__ABI_ASSERT(sizeof(struct mpt_dp_route) == 36, "sizeof(struct mpt_dp_route)");
+MPT__ABI_ASSERT(sizeof(struct mpt_dp_route) == 44, "sizeof(struct mpt_dp_route)");
 MPT__ABI_ASSERT(MPT__OFF(mpt_dp_route, algo) == 28, "mpt_dp_route.algo");
 MPT__ABI_ASSERT(MPT__OFF(mpt_dp_route, flags) == 29, "mpt_dp_route.flags");
 MPT__ABI_ASSERT(MPT__OFF(mpt_dp_route, stats_slot) == 30, "mpt_dp_route.stats_slot");
 MPT__ABI_ASSERT(MPT__OFF(mpt_dp_route, group) == 32, "mpt_dp_route.group");
+MPT__ABI_ASSERT(MPT__OFF(mpt_dp_route, hash_fields) == 36, "mpt_dp_route.hash_fields");
+MPT__ABI_ASSERT(MPT__OFF(mpt_dp_route, seed) == 40, "mpt_dp_route.seed");
 MPT__ABI_ASSERT(sizeof(struct mpt_nh) == 32, "sizeof(struct mpt_nh)");
 MPT__ABI_ASSERT(MPT__OFF(mpt_nh, upper_bound) == 4, "mpt_nh.upper_bound");
 MPT__ABI_ASSERT(MPT__OFF(mpt_nh, cum_weight) == 8, "mpt_nh.cum_weight");

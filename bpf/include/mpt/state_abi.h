@@ -31,7 +31,7 @@
 #endif
 
 /* Bump on ANY layout or semantic change of the structs below. */
-#define MPT_ABI_VERSION 8
+#define MPT_ABI_VERSION 9
 
 /* max_entries of the mpt_routes hash map. */
 #define MPT_MAX_ROUTES (1 << 20)
@@ -88,11 +88,17 @@ struct mpt_route_key {
 /* Value of the mpt_routes hash map. */
 struct mpt_route_val {
 	__u8  algo;      /* MPT_ALGO_* */
-	__u8  flags;     /* reserved for future flags, 0 for now */
+	__u8  flags;     /* MPT_ROUTE_F_* */
 	__u8  nh_count;  /* number of nexthops in the group */
 	__u8  protocol;  /* rtm_protocol the route was installed with (0: not recorded) */
 	__u32 nh_group;  /* kernel nexthop group id */
+	__u16 hash_fields; /* hash recipe, MPT_HF_* (mpt/flowhash.h); 0: the algorithm's own */
+	__u16 reserved;    /* 0 */
+	__u32 seed;        /* with MPT_ROUTE_F_SEED: the route's hash seed */
 };
+
+/* mpt_route_val.flags: the route has its own seed (else mpt_meta.hash_seed). */
+#define MPT_ROUTE_F_SEED 0x1
 
 #define MPT__ABI_ASSERT(cond, msg) _Static_assert(cond, "mpt ABI: " msg)
 #define MPT__OFF(type, field) __builtin_offsetof(struct type, field)
@@ -112,12 +118,14 @@ MPT__ABI_ASSERT(MPT__OFF(mpt_route_key, table) == 4, "mpt_route_key.table offset
 MPT__ABI_ASSERT(MPT__OFF(mpt_route_key, metric) == 8, "mpt_route_key.metric offset");
 MPT__ABI_ASSERT(MPT__OFF(mpt_route_key, dst_be) == 12, "mpt_route_key.dst_be offset");
 
-MPT__ABI_ASSERT(sizeof(struct mpt_route_val) == 8, "sizeof(struct mpt_route_val) != 8");
+MPT__ABI_ASSERT(sizeof(struct mpt_route_val) == 16, "sizeof(struct mpt_route_val) != 16");
 MPT__ABI_ASSERT(MPT__OFF(mpt_route_val, algo) == 0, "mpt_route_val.algo offset");
 MPT__ABI_ASSERT(MPT__OFF(mpt_route_val, flags) == 1, "mpt_route_val.flags offset");
 MPT__ABI_ASSERT(MPT__OFF(mpt_route_val, nh_count) == 2, "mpt_route_val.nh_count offset");
 MPT__ABI_ASSERT(MPT__OFF(mpt_route_val, protocol) == 3, "mpt_route_val.protocol offset");
 MPT__ABI_ASSERT(MPT__OFF(mpt_route_val, nh_group) == 4, "mpt_route_val.nh_group offset");
+MPT__ABI_ASSERT(MPT__OFF(mpt_route_val, hash_fields) == 8, "mpt_route_val.hash_fields offset");
+MPT__ABI_ASSERT(MPT__OFF(mpt_route_val, seed) == 12, "mpt_route_val.seed offset");
 
 #undef MPT__OFF
 #undef MPT__ABI_ASSERT

@@ -188,6 +188,7 @@ impl Dp<'_> {
             flags: mpt_bpf::mproute::abi::DPR_F_VERIFIED,
             stats_slot: 0,
             group: GROUP,
+            ..MptDpRoute::default()
         };
         m.mpt_lpm4
             .update(

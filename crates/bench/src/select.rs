@@ -288,6 +288,7 @@ fn put_route(
         flags,
         stats_slot: slot,
         group: GROUP,
+        ..MptDpRoute::default()
     };
     lpm.update(
         MptLpm4Key::new(TABLE_MAIN, len, net).as_bytes(),

@@ -191,7 +191,10 @@ fn mpt_route_val_matches_btf() {
             flags,
             nh_count,
             protocol,
-            nh_group
+            nh_group,
+            hash_fields,
+            reserved,
+            seed
         }),
     );
 }
@@ -235,7 +238,10 @@ fn mpt_dp_route_matches_btf() {
             algo,
             flags,
             stats_slot,
-            group
+            group,
+            hash_fields,
+            reserved,
+            seed
         }),
     );
 }

@@ -678,6 +678,7 @@ impl<'obj> Fx<'obj> {
                 flags: 0,
                 stats_slot: 0,
                 group: r.group,
+                ..MptDpRoute::default()
             };
             let res = match addr {
                 IpAddr::V4(a) => fx.skel.maps.mpt_lpm4.update(

@@ -165,6 +165,7 @@ fn state_skeleton_loads_and_anchor_references_all_maps() {
         flags: 0,
         stats_slot: 0,
         group: 7,
+        ..MptDpRoute::default()
     };
     let flags = libbpf_rs::MapFlags::ANY;
     skel.maps

@@ -360,6 +360,34 @@ impl std::fmt::Display for HashFields {
     }
 }
 
+/// A route's hash recipe: `hash-fields` and `seed` as written (`None`: the algorithm's fields,
+/// the namespace's seed). The default recipe hashes exactly as a route without one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct HashRecipe {
+    /// `hash-fields F[,F...]`.
+    pub fields: Option<HashFields>,
+    /// `seed N`.
+    pub seed: Option<u32>,
+}
+
+impl HashRecipe {
+    /// Whether nothing was written (today's hash).
+    pub fn is_default(&self) -> bool {
+        self.fields.is_none() && self.seed.is_none()
+    }
+
+    /// The fields hashed for a route whose algorithm hashes the ports (`l4`) or not.
+    pub fn fields_for(&self, l4: bool) -> HashFields {
+        self.fields
+            .unwrap_or(if l4 { HashFields::L4 } else { HashFields::L3 })
+    }
+
+    /// The seed hashed with, given the namespace's.
+    pub fn seed_or(&self, namespace: u32) -> u32 {
+        self.seed.unwrap_or(namespace)
+    }
+}
+
 /// [`flow_hash`] over a recipe's fields: `jhash2(flow_words_fields(..), seed) >> 1`.
 pub fn flow_hash_fields(key: &FlowKey, l4: bool, seed: u32, fields: HashFields) -> u32 {
     let (words, n) = flow_words_fields(key, l4, fields);

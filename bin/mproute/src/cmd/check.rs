@@ -71,7 +71,11 @@ fn ifname(i: u32) -> Option<String> {
 fn row(r: &Route, m: Option<&Managed>) -> RouteRow {
     let mut r = r.clone();
     r.algo = m.map(|m| m.algo);
-    RouteRow::new(&r, m.is_some(), None, &mut ifname)
+    let mut row = RouteRow::new(&r, m.is_some(), None, &mut ifname);
+    if let Some(m) = m {
+        row.set_recipe(&m.recipe);
+    }
+    row
 }
 
 /// `add`, `replace`, `append`, `change`, decided by the planner the real run follows
@@ -100,12 +104,18 @@ fn write(s: &mut Session, spec: &RouteSpec) -> Result<Output, Failure> {
         }
     }
     let want = crate::txn::want(spec.verb, &r, protocol);
+    // as the real run: append keeps the route's recipe unless one is written
+    let recipe = match (spec.verb, r.recipe.is_default(), before_m) {
+        (mpt_model::Verb::Append, true, Some(o)) => o.recipe,
+        _ => r.recipe,
+    };
     let mut facts = Facts {
         s,
         key: r.key,
         fib: before.clone(),
         state: before_m,
         resilient: r.resilient,
+        recipe,
     };
     let (algo, nexthops, alternative) = match plan::plan(&want, &mut facts)? {
         Plan::Unchanged { .. } => {
@@ -148,6 +158,7 @@ fn write(s: &mut Session, spec: &RouteSpec) -> Result<Output, Failure> {
         nh_count: after.nexthops.len().min(255) as u8,
         group: 0,
         protocol,
+        recipe,
     };
     let mut after_row = row(&after, Some(&m));
     after_row.resilient = r.resilient.map(|p| crate::view::ResilientRow {
@@ -178,6 +189,7 @@ struct Facts<'s> {
     fib: Option<Route>,
     state: Option<Managed>,
     resilient: Option<crate::grammar::Resilient>,
+    recipe: mpt_model::hash::HashRecipe,
 }
 
 impl plan::Known for Facts<'_> {
@@ -192,6 +204,9 @@ impl plan::Known for Facts<'_> {
         let Some(m) = self.state else {
             return Ok(false);
         };
+        if m.recipe != self.recipe {
+            return Ok(false);
+        }
         // a route an earlier line wrote is in sync by construction
         let written = self.s.check_state.contains_key(&self.key);
         let Some(st) = self.s.store(false)? else {

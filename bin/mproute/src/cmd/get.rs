@@ -56,8 +56,11 @@ pub fn run(s: &mut Session, g: &GetSpec) -> Result<Output, Failure> {
     let mut bucket = None;
     let nhs = &group[..];
     let (hash, index) = if hash_algo {
-        let l4 = algo == Algo::L4Hash && mpt_model::hash::is_l4_proto(g.proto);
-        let h = mpt_model::hash::flow_hash(&fk, l4, seed);
+        // as the dataplane: the route's recipe (its fields, else the algorithm's; its seed,
+        // else the namespace's), the ports of TCP, UDP and SCTP
+        let fields = rt.recipe.fields_for(algo == Algo::L4Hash);
+        let l4 = mpt_model::hash::is_l4_proto(g.proto);
+        let h = mpt_model::hash::flow_hash_fields(&fk, l4, rt.recipe.seed_or(seed), fields);
         let bounds: Vec<i32> = nhs.iter().map(|n| n.upper_bound).collect();
         let by_threshold = mpt_model::route::threshold::select(h, &bounds);
         // as the dataplane's mpt_pick_bucket: the bucket's nexthop if it is usable

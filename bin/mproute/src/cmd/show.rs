@@ -70,6 +70,9 @@ pub fn run(s: &mut Session, f: &ShowSpec) -> Result<Output, Failure> {
             };
             let mut row = RouteRow::new(&r, is_managed, by, &mut ifname);
             row.set_kernel(&msg, s.opts.details);
+            if let Some(m) = m {
+                row.set_recipe(&m.recipe);
+            }
             if is_managed {
                 if let Some(st) = s.store(false)? {
                     let t = st

@@ -30,7 +30,7 @@ use crate::layout::{assert_layout, impl_bytes, impl_bytes_eq};
 use crate::skel::mproute::state::types as btf;
 
 /// `MPT_ABI_VERSION`: layout version of every struct in this module.
-pub const ABI_VERSION: u32 = 8;
+pub const ABI_VERSION: u32 = 9;
 /// `MPT_MAX_ROUTES`: `max_entries` of the `mpt_routes` map.
 pub const MAX_ROUTES: u32 = 1 << 20;
 
@@ -70,6 +70,10 @@ pub const DPR_F_FOREIGN: u8 = 0x2;
 /// `MPT_DPR_F_DRIFT`: a managed route whose kernel route is no longer the one mproute installed
 /// (gone, or other nexthops): the dataplane leaves its destinations to the kernel FIB.
 pub const DPR_F_DRIFT: u8 = 0x4;
+/// `MPT_DPR_F_SEED`: the route hashes with `MptDpRoute::seed`, not `MptMeta::hash_seed`.
+pub const DPR_F_SEED: u8 = 0x8;
+/// `MPT_ROUTE_F_SEED`: a flag of `MptRouteVal::flags`: the route has its own seed.
+pub const ROUTE_F_SEED: u8 = 0x1;
 
 /// `struct mpt_route_key`: key of the `mpt_routes` hash map and of the per-route maps.
 /// `family` is [`AF_INET`] or [`AF_INET6`], `dst_len` the prefix length, `reserved` must be 0
@@ -314,12 +318,15 @@ assert_layout!(MptRouteKey, btf::mpt_route_key, 28, {
     metric: u32 = 8,
     dst_be: [u8; 16] = 12,
 });
-assert_layout!(MptRouteVal, btf::mpt_route_val, 8, {
+assert_layout!(MptRouteVal, btf::mpt_route_val, 16, {
     algo: u8 = 0,
     flags: u8 = 1,
     nh_count: u8 = 2,
     protocol: u8 = 3,
     nh_group: u32 = 4,
+    hash_fields: u16 = 8,
+    reserved: u16 = 10,
+    seed: u32 = 12,
 });
 
 assert_layout!(MptLpm4Key, btf::mpt_lpm4_key, 12, {
@@ -332,12 +339,15 @@ assert_layout!(MptLpm6Key, btf::mpt_lpm6_key, 24, {
     table_be: [u8; 4] = 4,
     addr: [u8; 16] = 8,
 });
-assert_layout!(MptDpRoute, btf::mpt_dp_route, 36, {
+assert_layout!(MptDpRoute, btf::mpt_dp_route, 44, {
     id: MptRouteKey = 0,
     algo: u8 = 28,
     flags: u8 = 29,
     stats_slot: u16 = 30,
     group: u32 = 32,
+    hash_fields: u16 = 36,
+    reserved: u16 = 38,
+    seed: u32 = 40,
 });
 assert_layout!(MptNh, btf::mpt_nh, 32, {
     ifindex: u32 = 0,
@@ -417,6 +427,9 @@ impl_bytes!(MptRouteVal {
     nh_count: u8,
     protocol: u8,
     nh_group: u32,
+    hash_fields: u16,
+    reserved: u16,
+    seed: u32,
 });
 
 impl_bytes!(MptLpm4Key {
@@ -435,6 +448,9 @@ impl_bytes!(MptDpRoute {
     flags: u8,
     stats_slot: u16,
     group: u32,
+    hash_fields: u16,
+    reserved: u16,
+    seed: u32,
 });
 impl_bytes!(MptNh {
     ifindex: u32,
@@ -687,6 +703,9 @@ mod tests {
             nh_count: 3,
             protocol: 7,
             nh_group: 0x1234_5678,
+            hash_fields: 0x34,
+            reserved: 0,
+            seed: 0x0a0b_0c0d,
         }
     }
 
@@ -694,10 +713,10 @@ mod tests {
     fn sizes() {
         assert_eq!(MptMeta::SIZE, 24);
         assert_eq!(MptRouteKey::SIZE, 28);
-        assert_eq!(MptRouteVal::SIZE, 8);
+        assert_eq!(MptRouteVal::SIZE, 16);
         assert_eq!(meta().as_bytes().len(), 24);
         assert_eq!(key().as_bytes().len(), 28);
-        assert_eq!(val().as_bytes().len(), 8);
+        assert_eq!(val().as_bytes().len(), 16);
     }
 
     #[test]
@@ -746,10 +765,10 @@ mod tests {
         assert_eq!(MptMeta::from_bytes(&[]), None);
         assert_eq!(MptRouteKey::from_bytes(&[0u8; 27]), None);
         assert_eq!(MptRouteKey::from_bytes(&[0u8; 29]), None);
-        assert_eq!(MptRouteVal::from_bytes(&[0u8; 7]), None);
-        assert_eq!(MptRouteVal::from_bytes(&[0u8; 16]), None);
+        assert_eq!(MptRouteVal::from_bytes(&[0u8; 15]), None);
+        assert_eq!(MptRouteVal::from_bytes(&[0u8; 8]), None);
         assert_eq!(
-            MptRouteVal::from_bytes(&[0u8; 8]),
+            MptRouteVal::from_bytes(&[0u8; 16]),
             Some(MptRouteVal::default())
         );
     }
@@ -806,6 +825,9 @@ mod tests {
             flags: 9,
             stats_slot: 0x0302,
             group: 0x0102_0304,
+            hash_fields: 0x33,
+            reserved: 0,
+            seed: 0x1122_3344,
         }
     }
 
@@ -813,7 +835,7 @@ mod tests {
     fn dp_sizes() {
         assert_eq!(MptLpm4Key::SIZE, 12);
         assert_eq!(MptLpm6Key::SIZE, 24);
-        assert_eq!(MptDpRoute::SIZE, 36);
+        assert_eq!(MptDpRoute::SIZE, 44);
         assert_eq!(MptNh::SIZE, 32);
         assert_eq!(MptGroup::SIZE, 8 + 32 * MAX_NH);
         assert_eq!(MptCounter::SIZE, 16);
@@ -912,7 +934,8 @@ mod tests {
     fn dp_from_bytes_rejects_wrong_lengths() {
         assert_eq!(MptLpm4Key::from_bytes(&[0; 11]), None);
         assert_eq!(MptLpm6Key::from_bytes(&[0; 25]), None);
-        assert_eq!(MptDpRoute::from_bytes(&[0; 35]), None);
+        assert_eq!(MptDpRoute::from_bytes(&[0; 43]), None);
+        assert_eq!(MptDpRoute::from_bytes(&[0; 36]), None);
         assert_eq!(MptDpRoute::from_bytes(&[0; 28]), None);
         assert_eq!(MptNh::from_bytes(&[0; 33]), None);
         assert_eq!(MptGroup::from_bytes(&[0; 1031]), None);

@@ -20,6 +20,7 @@ use std::net::IpAddr;
 use std::sync::atomic::Ordering;
 
 use libbpf_rs::{MapCore, MapFlags};
+use mpt_model::hash::HashRecipe;
 use mpt_model::{Algo, RouteKey};
 
 use super::abi::{
@@ -90,6 +91,8 @@ pub struct DpEntry {
     pub flags: DpFlags,
     /// Its nexthop group ([`RouteState::dp_group`]).
     pub group: u32,
+    /// Its hash recipe.
+    pub recipe: HashRecipe,
 }
 
 impl DpEntry {
@@ -106,6 +109,10 @@ impl DpEntry {
             resilient,
             flags: DpFlags::of(r.flags),
             group: r.group,
+            recipe: HashRecipe {
+                fields: (r.hash_fields != 0).then_some(mpt_model::hash::HashFields(r.hash_fields)),
+                seed: (r.flags & super::abi::DPR_F_SEED != 0).then_some(r.seed),
+            },
         })
     }
 }
@@ -182,6 +189,21 @@ impl RouteStats {
             route: Counter::of(&s.route),
             nexthops: s.nh.iter().map(Counter::of).collect(),
         }
+    }
+}
+
+/// The recipe's part of an LPM entry (`hash_fields`, `seed` and `MPT_DPR_F_SEED`); the
+/// rest zero.
+pub fn dp_recipe(recipe: HashRecipe) -> MptDpRoute {
+    MptDpRoute {
+        flags: if recipe.seed.is_some() {
+            super::abi::DPR_F_SEED
+        } else {
+            0
+        },
+        hash_fields: recipe.fields.map_or(0, |f| f.0),
+        seed: recipe.seed.unwrap_or(0),
+        ..MptDpRoute::default()
     }
 }
 
@@ -483,6 +505,7 @@ impl RouteState {
         key: &RouteKey,
         algo: Algo,
         group: u32,
+        recipe: HashRecipe,
     ) -> Result<Option<SavedEntry>, Error> {
         let key = &MptRouteKey::of(key);
         // the algorithm numbers are the wire values (checked in `abi`)
@@ -502,9 +525,10 @@ impl RouteState {
         let v = MptDpRoute {
             id: *key,
             algo,
-            flags: 0,
             stats_slot: kept.unwrap_or_else(|| self.slot_alloc()),
             group,
+            // flags: only the recipe's; VERIFIED and DRIFT are the verification's to set
+            ..dp_recipe(recipe)
         };
         self.lpm_wrote(&l);
         if absent {
@@ -654,6 +678,7 @@ impl RouteState {
                 flags: DPR_F_FOREIGN,
                 stats_slot: 0,
                 group: 0,
+                ..MptDpRoute::default()
             };
             self.lpm_wrote(&Lpm::of(w));
             match map.put(Lpm::of(w).bytes(), v.as_bytes(), MapFlags::NO_EXIST) {

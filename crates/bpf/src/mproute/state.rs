@@ -58,6 +58,8 @@ pub struct RouteRecord {
     pub group: u32,
     /// `rtm_protocol` it was installed with (0: not recorded, an older state).
     pub protocol: u8,
+    /// Its hash recipe (`hash-fields`, `seed`).
+    pub recipe: mpt_model::hash::HashRecipe,
 }
 
 impl RouteRecord {
@@ -67,6 +69,10 @@ impl RouteRecord {
             nh_count: v.nh_count,
             group: v.nh_group,
             protocol: v.protocol,
+            recipe: mpt_model::hash::HashRecipe {
+                fields: (v.hash_fields != 0).then_some(mpt_model::hash::HashFields(v.hash_fields)),
+                seed: (v.flags & super::abi::ROUTE_F_SEED != 0).then_some(v.seed),
+            },
         }
     }
 
@@ -74,10 +80,17 @@ impl RouteRecord {
         MptRouteVal {
             // the algorithm numbers are the wire values (checked in `abi`)
             algo: self.algo.as_u32() as u8,
-            flags: 0,
+            flags: if self.recipe.seed.is_some() {
+                super::abi::ROUTE_F_SEED
+            } else {
+                0
+            },
             nh_count: self.nh_count,
             protocol: self.protocol,
             nh_group: self.group,
+            hash_fields: self.recipe.fields.map_or(0, |f| f.0),
+            reserved: 0,
+            seed: self.recipe.seed.unwrap_or(0),
         }
     }
 }
