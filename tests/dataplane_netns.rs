@@ -1596,3 +1596,152 @@ fn a_route_deleted_behind_our_back_is_not_restored_with_its_object() {
     let objects = t.r.ip_json("nexthop show");
     assert_eq!(objects.as_array().map_or(0, Vec::len), 0, "{objects}");
 }
+
+/// Replace the IPv4 four-way route with `words` between the prefix and the nexthops.
+fn recipe_route(t: &FourPaths, words: &str) {
+    let mut args: Vec<String> = ["replace", "198.51.100.0/24"].map(String::from).to_vec();
+    args.extend(words.split_whitespace().map(String::from));
+    for i in 0..4 {
+        args.extend([
+            "nexthop".into(),
+            "via".into(),
+            FourPaths::nexthop_v4(i),
+            "dev".into(),
+            FourPaths::dev(i),
+        ]);
+    }
+    let a: Vec<&str> = args.iter().map(String::as_str).collect();
+    MP.ok(&t.r, &a);
+}
+
+/// Flows to `dsts` destinations of the managed /24 (198.51.100.1..) times `ports` port pairs:
+/// flow `d * ports + p` goes to destination `d` with the `p`-th port pair.
+fn grid(dsts: usize, ports: usize, base_sport: u16) -> Vec<FlowSpec> {
+    let mut v = Vec::new();
+    for d in 0..dsts {
+        let dst = std::net::IpAddr::V4(std::net::Ipv4Addr::new(198, 51, 100, 1 + d as u8));
+        for p in traffic::flows(ports, false, base_sport) {
+            v.push(FlowSpec { dst, ..p });
+        }
+    }
+    v
+}
+
+/// Send `flows` (UDP) and check the dataplane against `mproute get` on every one; returns the
+/// nexthop each left by.
+fn recipe_flows(t: &FourPaths, flows: &[FlowSpec], what: &str) -> Vec<usize> {
+    let seen = run_flows(t, flows, 1, false);
+    let hit = left_by(&seen, flows);
+    let predicted = predicted_all(t, flows, "udp");
+    let wrong: Vec<_> = flows
+        .iter()
+        .zip(hit.iter().zip(&predicted))
+        .filter(|(_, (h, p))| h != p)
+        .collect();
+    assert!(
+        wrong.is_empty(),
+        "{what}: mproute get disagrees with the dataplane on {} of {} flows, e.g. {:?}",
+        wrong.len(),
+        flows.len(),
+        &wrong[..wrong.len().min(3)]
+    );
+    hit
+}
+
+/// A route's hash recipe with real traffic, in tc and XDP: flows that differ only in a field
+/// the recipe leaves out leave by one nexthop, flows that differ in a field it keeps spread,
+/// `mproute get` (seed included) agrees with the dataplane on every flow, and `show -j`
+/// names the recipe.
+fn hash_recipe_case(mode: &str) {
+    require_root();
+    if dataplane_refused_here() {
+        return;
+    }
+    let t = setup(&format!("hf{mode}"), "l4-hash", [1, 1, 1, 1], mode);
+
+    // Ports and protocol, not the addresses: 24 destinations x 40 port pairs.
+    recipe_route(
+        &t,
+        "algo l4-hash hash-fields ip-proto,src-port,dst-port seed 4242",
+    );
+    let v = MP.json(&t.r, "show 198.51.100.0/24");
+    assert_eq!(
+        v[0]["hash_fields"],
+        serde_json::json!(["ip-proto", "src-port", "dst-port"]),
+        "{v}"
+    );
+    assert_eq!(v[0]["seed"], 4242, "{v}");
+    let (dsts, ports) = (24, 40);
+    let flows = grid(dsts, ports, 21000);
+    let hit = recipe_flows(&t, &flows, "ports recipe");
+    for p in 0..ports {
+        let by: std::collections::BTreeSet<usize> = (0..dsts).map(|d| hit[d * ports + p]).collect();
+        assert_eq!(
+            by.len(),
+            1,
+            "port pair {p}: destinations left by {by:?} (addresses are left out)"
+        );
+    }
+    let used: std::collections::BTreeSet<usize> = hit.iter().copied().collect();
+    assert!(
+        used.len() >= 3,
+        "40 port pairs over 4 nexthops used only {used:?}"
+    );
+
+    // The addresses only, on l4-hash: flows differing only in ports stay together.
+    recipe_route(&t, "algo l4-hash hash-fields src-ip,dst-ip");
+    let v = MP.json(&t.r, "show 198.51.100.0/24");
+    assert_eq!(
+        v[0]["hash_fields"],
+        serde_json::json!(["src-ip", "dst-ip"]),
+        "{v}"
+    );
+    assert!(v[0].get("seed").is_none(), "no seed written: {v}");
+    let (dsts, ports) = (40, 10);
+    let flows = grid(dsts, ports, 22000);
+    let hit = recipe_flows(&t, &flows, "address recipe");
+    for d in 0..dsts {
+        let by: std::collections::BTreeSet<usize> =
+            (0..ports).map(|p| hit[d * ports + p]).collect();
+        assert_eq!(
+            by.len(),
+            1,
+            "destination {d}: ports left by {by:?} (ports are left out)"
+        );
+    }
+    let used: std::collections::BTreeSet<usize> = hit.iter().copied().collect();
+    assert!(
+        used.len() >= 3,
+        "40 destinations over 4 nexthops used only {used:?}"
+    );
+
+    // Back to no recipe: today's l4-hash, which spreads one destination's ports.
+    recipe_route(&t, "algo l4-hash");
+    let v = MP.json(&t.r, "show 198.51.100.0/24");
+    assert!(
+        v[0].get("hash_fields").is_none() && v[0].get("seed").is_none(),
+        "{v}"
+    );
+    let flows = grid(1, 200, 23000);
+    let hit = recipe_flows(&t, &flows, "no recipe");
+    let used: std::collections::BTreeSet<usize> = hit.iter().copied().collect();
+    assert_eq!(
+        used.len(),
+        4,
+        "l4-hash without a recipe spreads ports: {used:?}"
+    );
+    assert!(
+        redirected(&t) >= 1500,
+        "the dataplane forwarded the 1,560 packets, not the kernel"
+    );
+}
+
+#[test]
+fn hash_recipe_tc() {
+    hash_recipe_case("tc");
+}
+
+#[test]
+fn hash_recipe_xdp() {
+    hash_recipe_case("xdp");
+}

@@ -512,25 +512,52 @@ mod tests {
                 seed: Some(7)
             }
         );
-        let r = ok(Verb::Add, "10.0.0.0/8 hash-fields src-ip,dst-ip nexthop via 1.1.1.1");
+        let r = ok(
+            Verb::Add,
+            "10.0.0.0/8 hash-fields src-ip,dst-ip nexthop via 1.1.1.1",
+        );
         assert_eq!(r.recipe.fields, Some(HashFields::L3));
         let r = ok(
             Verb::Add,
             "10.0.0.0/8 algo l3-hash resilient seed 0x10 nexthop via 1.1.1.1",
         );
         assert_eq!(r.recipe.seed, Some(16));
-        assert!(ok(Verb::Add, "10.0.0.0/8 nexthop via 1.1.1.1").recipe.is_default());
+        assert!(ok(Verb::Add, "10.0.0.0/8 nexthop via 1.1.1.1")
+            .recipe
+            .is_default());
         for (bad, says) in [
-            ("10.0.0.0/8 hash-fields src-port,dst-port nexthop via 1.1.1.1", "l4-hash"),
-            ("10.0.0.0/8 algo drr seed 1 nexthop via 1.1.1.1", "hash algorithms"),
-            ("10.0.0.0/8 algo l4-hash hash-fields src-ip nexthop via 1.1.1.1", "go together"),
-            ("10.0.0.0/8 algo l4-hash hash-fields flowlabel nexthop via 1.1.1.1", "flowlabel"),
-            ("10.0.0.0/8 algo l4-hash hash-fields inner-src-ip nexthop via 1.1.1.1", "inner"),
-            ("10.0.0.0/8 algo l4-hash hash-fields sport nexthop via 1.1.1.1", "unknown hash field"),
+            (
+                "10.0.0.0/8 hash-fields src-port,dst-port nexthop via 1.1.1.1",
+                "l4-hash",
+            ),
+            (
+                "10.0.0.0/8 algo drr seed 1 nexthop via 1.1.1.1",
+                "hash algorithms",
+            ),
+            (
+                "10.0.0.0/8 algo l4-hash hash-fields src-ip nexthop via 1.1.1.1",
+                "go together",
+            ),
+            (
+                "10.0.0.0/8 algo l4-hash hash-fields flowlabel nexthop via 1.1.1.1",
+                "flowlabel",
+            ),
+            (
+                "10.0.0.0/8 algo l4-hash hash-fields inner-src-ip nexthop via 1.1.1.1",
+                "inner",
+            ),
+            (
+                "10.0.0.0/8 algo l4-hash hash-fields sport nexthop via 1.1.1.1",
+                "unknown hash field",
+            ),
             ("10.0.0.0/8 seed x nexthop via 1.1.1.1", "invalid seed"),
             ("10.0.0.0/8 seed 1", "have no meaning for del"),
         ] {
-            let verb = if bad.ends_with("seed 1") { Verb::Del } else { Verb::Add };
+            let verb = if bad.ends_with("seed 1") {
+                Verb::Del
+            } else {
+                Verb::Add
+            };
             let e = parse_route(verb, &words(bad)).expect_err(bad);
             assert!(e.contains(says) && !e.contains('\n'), "{bad}: {e}");
         }

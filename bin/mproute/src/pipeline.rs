@@ -777,7 +777,8 @@ impl Session {
                 }) {
                     continue;
                 }
-                raw.dp_put_route(o, m.algo, m.group, m.recipe).map_err(ctx)?;
+                raw.dp_put_route(o, m.algo, m.group, m.recipe)
+                    .map_err(ctx)?;
             }
         }
         Ok(())

@@ -78,8 +78,7 @@ impl SyncFx for Repair {
         raw.dp_put_group(group, &dp_nexthops(&r.nexthops))
             .map_err(ctx)?;
         let recipe = mpt_model::hash::HashRecipe::default();
-        raw.dp_put_route(&r.key, algo, group, recipe)
-            .map_err(ctx)?;
+        raw.dp_put_route(&r.key, algo, group, recipe).map_err(ctx)?;
         st.put(
             &r.key,
             Managed {

@@ -50,7 +50,9 @@ impl Store {
                 .filter(|(o, _)| o.dst == k.dst && o.table == k.table)
                 .min_by_key(|(o, _)| o.metric);
             if let Some((o, m)) = next {
-                self.bpf().dp_put_route(&o, m.algo, m.group, m.recipe).map_err(ctx)?;
+                self.bpf()
+                    .dp_put_route(&o, m.algo, m.group, m.recipe)
+                    .map_err(ctx)?;
             }
         }
         Ok(())
