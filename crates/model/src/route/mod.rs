@@ -6,6 +6,7 @@ use std::net::IpAddr;
 use ipnet::IpNet;
 
 pub mod algo;
+pub mod consistent;
 pub mod drift;
 pub mod plan;
 pub mod resilient;
