@@ -3,7 +3,8 @@
 //! namespace.
 //!
 //! ```text
-//! PREFIX [table T] [metric M] [proto P] [algo ALGO [resilient [buckets N] [idle-timer S]]]
+//! PREFIX [table T] [metric M] [proto P]
+//!        [algo ALGO [resilient [buckets N] [idle-timer S] | consistent [table-size M]]]
 //!        [hash-fields F[,F...]] [seed N] NEXTHOPS
 //! NEXTHOPS := via ADDR [dev DEV] [onlink] | nexthop NH [nexthop NH ...]
 //! NH := [via ADDR] [dev DEV] [weight W] [onlink]
@@ -58,10 +59,12 @@ pub struct RouteSpec {
 /// A resilient route's table parameters.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Resilient {
-    /// `buckets N` (default 128).
+    /// `buckets N` (default 128); of a consistent table, `table-size M` (default 4093).
     pub buckets: u16,
-    /// `idle-timer S` in seconds (default 120).
+    /// `idle-timer S` in seconds (default 120); 0 for a consistent table.
     pub idle_timer: u32,
+    /// `consistent`: a Maglev table computed from the route alone, not from its history.
+    pub consistent: bool,
 }
 
 /// A `show` filter: `ip route show`'s SELECTOR (as ip/iproute.c reads it) and mproute's `algo`.
@@ -198,6 +201,8 @@ pub fn parse_route(verb: Verb, args: &[String]) -> Result<RouteSpec, String> {
     let mut buckets: Option<u16> = None;
     let mut idle_timer: Option<u32> = None;
     let mut recipe = mpt_model::hash::HashRecipe::default();
+    let mut consistent = false;
+    let mut table_size: Option<u16> = None;
     let mut nhs: Vec<NhSpec> = Vec::new();
     let mut it = args.iter();
     while let Some(w) = it.next() {
@@ -227,6 +232,22 @@ pub fn parse_route(verb: Verb, args: &[String]) -> Result<RouteSpec, String> {
             }
             "idle-timer" | "idle_timer" if !in_nh => {
                 idle_timer = Some(parse_u32(value(&mut it, "idle-timer")?, "idle-timer")?)
+            }
+            "consistent" if !in_nh => consistent = true,
+            "table-size" | "table_size" if !in_nh => {
+                use mpt_model::route::consistent::{is_prime, DEFAULT_TABLE_SIZE, MIN_TABLE_SIZE};
+                let v = value(&mut it, "table-size")?;
+                let n = parse_u32(v, "table-size")?;
+                if n < u32::from(MIN_TABLE_SIZE)
+                    || n > u32::from(DEFAULT_TABLE_SIZE)
+                    || !is_prime(n as u16)
+                {
+                    return Err(format!(
+                        "table-size {n}: a consistent table has a prime number of slots, \
+                         {MIN_TABLE_SIZE} to {DEFAULT_TABLE_SIZE}"
+                    ));
+                }
+                table_size = Some(n as u16);
             }
             "hash-fields" | "hash_fields" if !in_nh => {
                 let v = value(&mut it, "hash-fields")?;
@@ -369,9 +390,46 @@ pub fn parse_route(verb: Verb, args: &[String]) -> Result<RouteSpec, String> {
             }
         }
     }
+    if !consistent && table_size.is_some() {
+        return Err("\"table-size\" is an option of \"consistent\"".into());
+    }
+    if consistent {
+        if resilient {
+            return Err("give \"resilient\" or \"consistent\", not both".into());
+        }
+        if verb == Verb::Del {
+            return Err("\"consistent\" has no meaning for del".into());
+        }
+        if !matches!(algo, None | Some(Algo::L3Hash) | Some(Algo::L4Hash)) {
+            return Err(format!(
+                "\"consistent\" is a table for the hash algorithms (l3-hash, l4-hash), not {}",
+                algo.map_or("", Algo::name)
+            ));
+        }
+        // the same table and flow hash on every router: the route's seed, 0 unless written
+        // (the namespace's seed is random)
+        recipe.seed = Some(recipe.seed.unwrap_or(0));
+        return Ok(RouteSpec {
+            verb,
+            dst,
+            table,
+            metric,
+            proto,
+            algo,
+            nexthops,
+            multipath,
+            resilient: Some(Resilient {
+                buckets: table_size.unwrap_or(mpt_model::route::consistent::DEFAULT_TABLE_SIZE),
+                idle_timer: 0,
+                consistent: true,
+            }),
+            recipe,
+        });
+    }
     let resilient = resilient.then(|| Resilient {
         buckets: buckets.unwrap_or(mpt_model::route::resilient::DEFAULT_BUCKETS),
         idle_timer: idle_timer.unwrap_or(mpt_model::route::resilient::DEFAULT_IDLE_TIMER),
+        consistent: false,
     });
     Ok(RouteSpec {
         verb,
@@ -564,6 +622,59 @@ mod tests {
     }
 
     #[test]
+    fn consistent_tables() {
+        let r = ok(
+            Verb::Add,
+            "10.0.0.0/8 algo l4-hash consistent table-size 251 nexthop via 1.1.1.1",
+        );
+        assert_eq!(
+            r.resilient,
+            Some(Resilient {
+                buckets: 251,
+                idle_timer: 0,
+                consistent: true
+            })
+        );
+        assert_eq!(
+            r.recipe.seed,
+            Some(0),
+            "a consistent route's seed is 0 unless written"
+        );
+        let r = ok(
+            Verb::Add,
+            "10.0.0.0/8 consistent seed 9 nexthop via 1.1.1.1",
+        );
+        assert_eq!(r.resilient.map(|p| p.buckets), Some(4093));
+        assert_eq!(r.recipe.seed, Some(9));
+        for (bad, says) in [
+            (
+                "10.0.0.0/8 consistent table-size 256 nexthop via 1.1.1.1",
+                "prime",
+            ),
+            (
+                "10.0.0.0/8 consistent table-size 4099 nexthop via 1.1.1.1",
+                "prime",
+            ),
+            ("10.0.0.0/8 table-size 251 nexthop via 1.1.1.1", "option of"),
+            (
+                "10.0.0.0/8 resilient consistent nexthop via 1.1.1.1",
+                "not both",
+            ),
+            (
+                "10.0.0.0/8 algo drr consistent nexthop via 1.1.1.1",
+                "hash algorithms",
+            ),
+            (
+                "10.0.0.0/8 consistent buckets 8 nexthop via 1.1.1.1",
+                "options of",
+            ),
+        ] {
+            let e = parse_route(Verb::Add, &words(bad)).expect_err(bad);
+            assert!(e.contains(says) && !e.contains('\n'), "{bad}: {e}");
+        }
+    }
+
+    #[test]
     fn resilient_tables() {
         let r = ok(
             Verb::Add,
@@ -574,6 +685,7 @@ mod tests {
             Some(Resilient {
                 buckets: 256,
                 idle_timer: 30
+                consistent: false,
             })
         );
         let r = ok(Verb::Add, "10.0.0.0/8 resilient nexthop via 1.1.1.1");
@@ -582,6 +694,7 @@ mod tests {
             Some(Resilient {
                 buckets: 128,
                 idle_timer: 120
+                consistent: false,
             })
         );
         assert_eq!(

@@ -25,7 +25,11 @@ pub fn table_for(
     key: &RouteKey,
     nexthops: &[Nexthop],
     p: Resilient,
+    seed: u32,
 ) -> Result<ResTable, Failure> {
+    if p.consistent {
+        return Ok(ResTable::consistent(&identities(nexthops), seed, p.buckets));
+    }
     let ctx = |e| Failure::bpf("read dataplane state", e);
     let old = raw.res_get(key).map_err(ctx)?;
     let old_group = match raw.dp_get_route(key).map_err(ctx)? {
@@ -42,6 +46,24 @@ pub fn table_for(
     ))
 }
 
+/// The nexthops as a consistent table names them (gateway, else device name), with weights.
+pub fn identities(nexthops: &[Nexthop]) -> Vec<(Vec<u8>, u16)> {
+    nexthops
+        .iter()
+        .map(|n| {
+            let dev = if n.gateway.is_none() {
+                mpt_sys::iface::name(n.ifindex).unwrap_or_default()
+            } else {
+                String::new()
+            };
+            (
+                mpt_model::route::consistent::identity(n.gateway, &dev),
+                n.weight,
+            )
+        })
+        .collect()
+}
+
 /// Whether route `key`'s table has these parameters (both absent counts as equal).
 pub fn same_params(
     raw: &RouteState,
@@ -53,6 +75,7 @@ pub fn same_params(
         .map_err(|e| Failure::bpf("read dataplane state", e))?;
     Ok(match (t, p) {
         (None, None) => true,
+        (Some(t), Some(p)) if p.consistent => t.is_consistent_of(p.buckets),
         (Some(t), Some(p)) => t.has_params(p.buckets, p.idle_timer),
         _ => false,
     })

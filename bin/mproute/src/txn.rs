@@ -373,7 +373,13 @@ impl RouteTxn<'_> {
         let old_res = raw.res_get(&key).map_err(ctx)?;
         match r.resilient {
             Some(p) => {
-                let t = crate::resilient::table_for(raw, &key, &r.nexthops, p)?;
+                let t = crate::resilient::table_for(
+                    raw,
+                    &key,
+                    &r.nexthops,
+                    p,
+                    recipe.seed.unwrap_or(0),
+                )?;
                 raw.res_put(&key, &t).map_err(ctx)?;
             }
             None if old_res.is_some() => {

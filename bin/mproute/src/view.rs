@@ -445,6 +445,20 @@ pub struct RouteRow {
     /// The route's `seed` (absent: the namespace's).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub seed: Option<u32>,
+    /// A consistent route's table (absent for the others).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub consistent: Option<ConsistentRow>,
+}
+
+/// A consistent route's table, as shown.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct ConsistentRow {
+    /// Slots (a prime).
+    pub table_size: u16,
+    /// With `-d`: each slot's nexthop, by gateway (by device for a device route), so that
+    /// routers can be compared slot by slot.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub table: Option<Vec<String>>,
 }
 
 impl RouteRow {
@@ -480,6 +494,30 @@ pub struct ResilientRow {
 
 /// Fill in a resilient route's table (with `details`: the buckets each nexthop holds).
 pub fn set_resilient(row: &mut RouteRow, t: &mpt_bpf::mproute::resilient::ResTable, details: bool) {
+    if t.is_consistent() {
+        let table = details.then(|| {
+            t.assignment()
+                .iter()
+                .map(|i| {
+                    row.nexthops
+                        .get(usize::from(*i))
+                        .and_then(|n| n.gateway_str().map(str::to_string).or(n.dev.clone()))
+                        .unwrap_or_else(|| "-".into())
+                })
+                .collect()
+        });
+        row.consistent = Some(ConsistentRow {
+            table_size: t.buckets(),
+            table,
+        });
+        if details {
+            let fill = mpt_model::route::resilient::fill(t.assignment(), row.nexthops.len());
+            for (n, f) in row.nexthops.iter_mut().zip(fill) {
+                n.buckets = Some(f);
+            }
+        }
+        return;
+    }
     row.resilient = Some(ResilientRow {
         buckets: t.buckets(),
         idle_timer: t.idle_timer(),
@@ -559,6 +597,7 @@ impl RouteRow {
             resilient: None,
             hash_fields: None,
             seed: None,
+            consistent: None,
         }
     }
 
@@ -596,6 +635,9 @@ impl RouteRow {
                 " resilient buckets {} idle-timer {}",
                 r.buckets, r.idle_timer
             ));
+        }
+        if let Some(c) = &self.consistent {
+            s.push_str(&format!(" consistent table-size {}", c.table_size));
         }
         s.push_str(&self.recipe_words());
         if let Some(id) = self.nhid {
@@ -671,7 +713,10 @@ impl TableRow for RouteRow {
             self.protocol.clone(),
             match (&self.algo, &self.resilient) {
                 (Some(a), Some(r)) => format!("{a} resilient/{}{}", r.buckets, self.recipe_words()),
-                (Some(a), None) => format!("{a}{}", self.recipe_words()),
+                (Some(a), None) => match &self.consistent {
+                    Some(c) => format!("{a} consistent/{}{}", c.table_size, self.recipe_words()),
+                    None => format!("{a}{}", self.recipe_words()),
+                },
                 (None, _) => "-".into(),
             },
             self.enforced_by.clone().unwrap_or_else(|| "-".into()),

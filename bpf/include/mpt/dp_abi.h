@@ -44,6 +44,13 @@
 #define MPT_DP_ALGO_L3_RES 6
 #define MPT_DP_ALGO_L4_RES 7
 
+/*
+ * mpt_res_table.flags: CONSISTENT: a consistent (Maglev) table, computed from
+ * the route alone (its nexthops, weights, seed); user space never moves its
+ * buckets by idle time. The dataplane reads both kinds alike.
+ */
+#define MPT_RES_F_CONSISTENT 0x1
+
 /* Most buckets of a resilient table (mpt_model::route::resilient::MAX_BUCKETS). */
 #define MPT_MAX_BUCKETS 4096
 /* max_entries of mpt_res (one table per resilient route). */
@@ -135,7 +142,7 @@ struct mpt_group {
  */
 struct mpt_res_table {
 	__u16 n_buckets;                /* 1..MPT_MAX_BUCKETS */
-	__u16 reserved;
+	__u16 flags;                    /* MPT_RES_F_* (user space only) */
 	__u32 idle_timer_s;             /* seconds */
 	__u8 nh[MPT_MAX_BUCKETS];       /* bucket -> nexthop index */
 	__u32 used_s[MPT_MAX_BUCKETS];  /* bucket -> last use, seconds */

@@ -161,10 +161,20 @@ fn write(s: &mut Session, spec: &RouteSpec) -> Result<Output, Failure> {
         recipe,
     };
     let mut after_row = row(&after, Some(&m));
-    after_row.resilient = r.resilient.map(|p| crate::view::ResilientRow {
-        buckets: p.buckets,
-        idle_timer: p.idle_timer,
-    });
+    after_row.resilient =
+        r.resilient
+            .filter(|p| !p.consistent)
+            .map(|p| crate::view::ResilientRow {
+                buckets: p.buckets,
+                idle_timer: p.idle_timer,
+            });
+    after_row.consistent =
+        r.resilient
+            .filter(|p| p.consistent)
+            .map(|p| crate::view::ConsistentRow {
+                table_size: p.buckets,
+                table: None,
+            });
     let rep = if alternative {
         CheckReport::route(spec.verb.name(), &r.key, true, None, Some(&after_row))
     } else {

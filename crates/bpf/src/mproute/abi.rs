@@ -155,11 +155,14 @@ pub const MAX_BUCKETS: usize = 4096;
 pub const MAX_RES_ROUTES: u32 = 1 << 16;
 
 /// `struct mpt_res_table`: value of `mpt_res` (key: [`MptRouteKey`]), a resilient route's
-/// bucket table: `n_buckets` (1..=[`MAX_BUCKETS`]), `reserved` (zero), `idle_timer_s` (seconds
+/// bucket table: `n_buckets` (1..=[`MAX_BUCKETS`]), `flags` ([`RES_F_CONSISTENT`]), `idle_timer_s` (seconds
 /// a bucket must be idle before a rebalance moves it), `nh` (bucket -> index into the route's
 /// group), `used_s` (bucket -> CLOCK_MONOTONIC_COARSE second of its last packet, 0: never;
 /// written by the dataplane). Only the first `n_buckets` entries of `nh` and `used_s` count.
 pub type MptResTable = btf::mpt_res_table;
+/// `MPT_RES_F_CONSISTENT`: a flag of `MptResTable::flags`: a consistent (Maglev) table,
+/// computed from the route alone; never rebalanced by idle time.
+pub const RES_F_CONSISTENT: u16 = 0x1;
 
 impl MptResTable {
     /// The meaningful part of `nh`.
@@ -365,7 +368,7 @@ assert_layout!(MptGroup, btf::mpt_group, 8 + 32 * MAX_NH, {
 });
 assert_layout!(MptResTable, btf::mpt_res_table, 8 + 5 * MAX_BUCKETS, {
     n_buckets: u16 = 0,
-    reserved: u16 = 2,
+    flags: u16 = 2,
     idle_timer_s: u32 = 4,
     nh: [u8; MAX_BUCKETS] = 8,
     used_s: [u32; MAX_BUCKETS] = 8 + MAX_BUCKETS,
@@ -463,7 +466,7 @@ impl_bytes!(MptNh {
 });
 impl_bytes!(MptResTable {
     n_buckets: u16,
-    reserved: u16,
+    flags: u16,
     idle_timer_s: u32,
     nh: bytes,
     used_s: u32s,

@@ -8,7 +8,7 @@ use std::net::IpAddr;
 use mpt_model::route::resilient::rebalance;
 use mpt_model::Nexthop;
 
-use super::abi::{MptResTable, MAX_BUCKETS};
+use super::abi::{MptResTable, MAX_BUCKETS, RES_F_CONSISTENT};
 
 /// A resilient route's bucket table (boxed: 20 KiB, and a `Result` of it by value costs a copy
 /// of that size at every `?`).
@@ -44,9 +44,34 @@ impl ResTable {
         self.0.nh.get(b).map(|i| usize::from(*i))
     }
 
-    /// Whether the table has these parameters.
+    /// Whether the table has these parameters (a resilient one: not consistent).
     pub fn has_params(&self, buckets: u16, idle_timer: u32) -> bool {
-        self.0.n_buckets == buckets && self.0.idle_timer_s == idle_timer
+        self.0.n_buckets == buckets && self.0.idle_timer_s == idle_timer && !self.is_consistent()
+    }
+
+    /// Whether it is a consistent (Maglev) table of `size` slots.
+    pub fn is_consistent_of(&self, size: u16) -> bool {
+        self.is_consistent() && self.0.n_buckets == size
+    }
+
+    /// Whether it is a consistent (Maglev) table: computed from the route alone, never
+    /// rebalanced by idle time.
+    pub fn is_consistent(&self) -> bool {
+        self.0.flags & RES_F_CONSISTENT != 0
+    }
+
+    /// The consistent table of `size` slots (prime) for nexthops given as (identity, weight),
+    /// in the route's order ([`mpt_model::route::consistent::table`]).
+    pub fn consistent(nexthops: &[(Vec<u8>, u16)], seed: u32, size: u16) -> ResTable {
+        let size = size.min(MAX_BUCKETS as u16);
+        let table = mpt_model::route::consistent::table(nexthops, seed, size);
+        let mut t = Box::new(MptResTable {
+            n_buckets: size,
+            flags: RES_F_CONSISTENT,
+            ..MptResTable::default()
+        });
+        t.nh[..table.len()].copy_from_slice(&table);
+        ResTable(t)
     }
 
     /// Whether bucket `b` may move now (`now`: CLOCK_MONOTONIC_COARSE seconds, the dataplane's
@@ -102,6 +127,9 @@ impl ResTable {
     /// The buckets a nexthop holds beyond its share (by `weights`, the route's group) moved,
     /// those idle for the table's idle timer; `None` if none moves.
     pub fn settled(&self, weights: &[u16], now: u32) -> Option<ResTable> {
+        if self.is_consistent() {
+            return None;
+        }
         let t = &self.0;
         let n = usize::from(t.n_buckets).min(MAX_BUCKETS);
         let old: Vec<Option<usize>> = t.nh[..n]
