@@ -684,7 +684,7 @@ mod tests {
             r.resilient,
             Some(Resilient {
                 buckets: 256,
-                idle_timer: 30
+                idle_timer: 30,
                 consistent: false,
             })
         );
@@ -693,7 +693,7 @@ mod tests {
             r.resilient,
             Some(Resilient {
                 buckets: 128,
-                idle_timer: 120
+                idle_timer: 120,
                 consistent: false,
             })
         );
