@@ -48,6 +48,19 @@ const GOAL_BALANCE: f64 = 1.03;
 enum Scheme {
     Threshold,
     Resilient,
+    Consistent,
+}
+
+/// Slots of the consistent scheme's table (the default `table-size`).
+const CONSISTENT_SIZE: u16 = mpt_model::route::consistent::DEFAULT_TABLE_SIZE;
+
+/// The consistent table over gateways `gws` (identities: their addresses).
+fn consistent_table(gws: &[usize]) -> Vec<u8> {
+    let ids: Vec<(Vec<u8>, u16)> = gws
+        .iter()
+        .map(|g| (gateway_of(*g, GW).0.octets().to_vec(), 1))
+        .collect();
+    mpt_model::route::consistent::table(&ids, SEED, CONSISTENT_SIZE)
 }
 
 impl Scheme {
@@ -55,6 +68,14 @@ impl Scheme {
         match self {
             Scheme::Threshold => "hash-threshold",
             Scheme::Resilient => "resilient/128",
+            Scheme::Consistent => "consistent/4093",
+        }
+    }
+
+    fn table_size(self) -> u16 {
+        match self {
+            Scheme::Consistent => CONSISTENT_SIZE,
+            _ => DEFAULT_BUCKETS,
         }
     }
 }
@@ -70,8 +91,11 @@ struct State {
 impl State {
     fn new(scheme: Scheme, gws: Vec<usize>) -> State {
         let n = gws.len();
-        let table = (scheme == Scheme::Resilient)
-            .then(|| rebalance(&[], &[], &vec![1; n], DEFAULT_BUCKETS));
+        let table = match scheme {
+            Scheme::Threshold => None,
+            Scheme::Resilient => Some(rebalance(&[], &[], &vec![1; n], DEFAULT_BUCKETS)),
+            Scheme::Consistent => Some(consistent_table(&gws)),
+        };
         State {
             gws,
             usable: vec![true; n],
@@ -83,6 +107,18 @@ impl State {
     /// this one (`idle`: whether buckets may move beyond the removed nexthop's).
     fn replaced(&self, gws: Vec<usize>, idle: bool) -> State {
         let n = gws.len();
+        if self
+            .table
+            .as_ref()
+            .is_some_and(|t| t.len() == usize::from(CONSISTENT_SIZE))
+        {
+            // computed from the new set alone
+            return State {
+                usable: vec![true; n],
+                table: Some(consistent_table(&gws)),
+                gws,
+            };
+        }
         let table = self.table.as_ref().map(|t| {
             let old: Vec<Option<usize>> = t
                 .iter()
@@ -107,7 +143,7 @@ impl State {
         let by_threshold = select(h, &bounds);
         let i = match &self.table {
             Some(t) => {
-                let i = usize::from(t[bucket_of(h, DEFAULT_BUCKETS)]);
+                let i = usize::from(t[bucket_of(h, t.len() as u16)]);
                 if self.usable[i] {
                     Some(i)
                 } else {
@@ -170,7 +206,7 @@ impl Dp<'_> {
         let id = route_id([0; 4], 0);
         if let Some(t) = &st.table {
             let mut r = MptResTable {
-                n_buckets: DEFAULT_BUCKETS,
+                n_buckets: scheme.table_size(),
                 idle_timer_s: 120,
                 ..MptResTable::default()
             };
@@ -183,7 +219,7 @@ impl Dp<'_> {
             id,
             algo: match scheme {
                 Scheme::Threshold => abi_algo(Algo::L4Hash),
-                Scheme::Resilient => DP_ALGO_L4_RES,
+                Scheme::Resilient | Scheme::Consistent => DP_ALGO_L4_RES,
             },
             flags: mpt_bpf::mproute::abi::DPR_F_VERIFIED,
             stats_slot: 0,
@@ -289,7 +325,7 @@ fn measure(ifx: HashMap<String, u32>, nflows: usize) -> Result<(Vec<Moved>, Vec<
         .collect();
     let all: Vec<usize> = (0..GW).collect();
     let mut out = Vec::new();
-    for scheme in [Scheme::Threshold, Scheme::Resilient] {
+    for scheme in [Scheme::Threshold, Scheme::Resilient, Scheme::Consistent] {
         let full = State::new(scheme, all.clone());
         let mut cases: Vec<(String, State, State, f64)> = Vec::new();
         for k in [0usize, 7, 15] {
@@ -348,7 +384,7 @@ fn measure(ifx: HashMap<String, u32>, nflows: usize) -> Result<(Vec<Moved>, Vec<
     }
     // balance over 8
     let mut balance = Vec::new();
-    for scheme in [Scheme::Threshold, Scheme::Resilient] {
+    for scheme in [Scheme::Threshold, Scheme::Resilient, Scheme::Consistent] {
         let st = State::new(scheme, (0..8).collect());
         dp.install(&st, scheme)?;
         let got = dp.run(&flows)?;
@@ -384,8 +420,8 @@ pub fn run(flows: usize) -> Result<bool> {
     println!();
     println!("Flows moved by a change of nexthops (BPF; model in parentheses; ideal: the change's own share)");
     println!(
-        "{:<24}  {:>16}  {:>16}  {:>7}  {:>10}",
-        "change", "hash-threshold", "resilient/128", "ideal", "goal"
+        "{:<24}  {:>16}  {:>16}  {:>16}  {:>7}  {:>10}",
+        "change", "hash-threshold", "resilient/128", "consistent/4093", "ideal", "goal"
     );
     let mut agree = true;
     let mut worst_remove = 0.0f64;
@@ -396,7 +432,11 @@ pub fn run(flows: usize) -> Result<bool> {
         .collect();
     for name in &names {
         let get = |s: Scheme| moved.iter().find(|m| m.scheme == s && &m.scenario == name);
-        let (Some(t), Some(r)) = (get(Scheme::Threshold), get(Scheme::Resilient)) else {
+        let (Some(t), Some(r), Some(c)) = (
+            get(Scheme::Threshold),
+            get(Scheme::Resilient),
+            get(Scheme::Consistent),
+        ) else {
             continue;
         };
         let f = |m: &Moved| {
@@ -413,11 +453,12 @@ pub fn run(flows: usize) -> Result<bool> {
         } else {
             String::new()
         };
-        agree &= t.agree == t.flows && r.agree == r.flows;
+        agree &= t.agree == t.flows && r.agree == r.flows && c.agree == c.flows;
         println!(
-            "{name:<24}  {:>16}  {:>16}  {:>7.4}  {goal:>10}",
+            "{name:<24}  {:>16}  {:>16}  {:>16}  {:>7.4}  {goal:>10}",
             f(t),
             f(r),
+            f(c),
             r.ideal
         );
     }
@@ -428,7 +469,7 @@ pub fn run(flows: usize) -> Result<bool> {
         println!(
             "{:<16} {b:.4} ({m:.4}){}",
             s.name(),
-            if *s == Scheme::Resilient {
+            if *s != Scheme::Threshold {
                 format!("  goal ≤{GOAL_BALANCE:.2} {}", met(*b <= GOAL_BALANCE))
             } else {
                 String::new()
