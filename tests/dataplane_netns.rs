@@ -1869,3 +1869,96 @@ fn consistent_routes_agree_across_routers_and_move_only_a_removed_nexthops_flows
     );
     eprintln!("consistent: removing 1 of 4 moved {others_moved} of {others} other flows");
 }
+
+/// The route's words for nexthops `which` with `weights`.
+fn nexthop_words(which: &[usize], weights: &[u16]) -> String {
+    which
+        .iter()
+        .zip(weights)
+        .map(|(i, w)| {
+            format!(
+                "nexthop via {} dev {} weight {w}",
+                FourPaths::nexthop_v4(*i),
+                FourPaths::dev(*i)
+            )
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// The disruption plan: `--check -j` on a change of a hashed route says which share of the
+/// flow space changes nexthop (`moved`), and real traffic before and after the change agrees
+/// within 0.05, for hash-threshold (a nexthop removed, a weight changed), resilient and
+/// consistent tables (a nexthop removed), and a new seed (everything rehashed).
+#[test]
+fn check_reports_the_share_of_flows_a_change_moves() {
+    require_root();
+    if dataplane_refused_here() {
+        return;
+    }
+    let t = setup("plan", "l4-hash", [1, 1, 1, 1], "tc");
+    let flows = traffic::flows(1200, false, 26000);
+    let cases: [(&str, &str, &str); 6] = [
+        (
+            "algo l4-hash",
+            "algo l4-hash",
+            "hash-threshold, 1 of 4 removed",
+        ),
+        (
+            "algo l4-hash",
+            "algo l4-hash",
+            "hash-threshold, a weight changed",
+        ),
+        (
+            "algo l4-hash resilient buckets 128",
+            "algo l4-hash resilient buckets 128",
+            "resilient, 1 of 4 removed",
+        ),
+        (
+            "algo l4-hash consistent",
+            "algo l4-hash consistent",
+            "consistent, 1 of 4 removed",
+        ),
+        (
+            "algo l4-hash consistent seed 1",
+            "algo l4-hash consistent seed 2",
+            "consistent, another seed",
+        ),
+        (
+            "algo l4-hash",
+            "algo l4-hash hash-fields src-ip,dst-ip",
+            "hash-threshold, other hash fields",
+        ),
+    ];
+    for (k, (from, to, what)) in cases.iter().enumerate() {
+        let all = nexthop_words(&[0, 1, 2, 3], &[1, 1, 1, 1]);
+        let next = match k {
+            1 => nexthop_words(&[0, 1, 2, 3], &[1, 3, 1, 1]),
+            4 | 5 => all.clone(),
+            _ => nexthop_words(&[0, 1, 3], &[1, 1, 1]),
+        };
+        MP.ok(&t.r, &format!("replace 198.51.100.0/24 {from} {all}"));
+        let before = left_by(&run_flows(&t, &flows, 1, false), &flows);
+        let v = MP.json(
+            &t.r,
+            &format!("--check replace 198.51.100.0/24 {to} {next}"),
+        );
+        let planned = v["moved"]
+            .as_f64()
+            .unwrap_or_else(|| panic!("{what}: no moved in {v}"));
+        let text = MP.ok(
+            &t.r,
+            &format!("--check replace 198.51.100.0/24 {to} {next}"),
+        );
+        assert!(text.contains("moved: "), "{what}: {text}");
+        MP.ok(&t.r, &format!("replace 198.51.100.0/24 {to} {next}"));
+        let after = left_by(&run_flows(&t, &flows, 1, false), &flows);
+        let measured =
+            before.iter().zip(&after).filter(|(a, b)| a != b).count() as f64 / flows.len() as f64;
+        eprintln!("plan: {what}: moved {planned:.4}, measured {measured:.4}");
+        assert!(
+            (planned - measured).abs() <= 0.05,
+            "{what}: --check said {planned:.4} of the flows move, {measured:.4} did"
+        );
+    }
+}

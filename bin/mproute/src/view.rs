@@ -158,6 +158,10 @@ pub struct CheckReport {
     pub devs: Option<Vec<String>>,
     /// The object before and after (`null`: absent), as `show -j` prints it.
     pub diff: Diff,
+    /// A hashed route's change: the share of the flow space (0.0-1.0) whose nexthop changes,
+    /// computed from the route's tables (absent where not known or not hashed).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub moved: Option<f64>,
     /// The same, one line each, for the text output.
     #[serde(skip)]
     pub text: (Option<String>, Option<String>),
@@ -197,6 +201,7 @@ impl CheckReport {
                 before: json(before),
                 after: json(after),
             },
+            moved: None,
             text: (
                 before.map(RouteRow::spelling),
                 after.map(RouteRow::spelling),
@@ -231,6 +236,12 @@ impl CheckReport {
             }
             if let Some(a) = &self.text.1 {
                 out.push(format!("  + {a}"));
+            }
+            if let Some(m) = self.moved {
+                out.push(format!(
+                    "  moved: {:.2} % of the flow space would change nexthop",
+                    m * 100.0
+                ));
             }
         }
         out

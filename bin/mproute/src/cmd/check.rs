@@ -160,6 +160,7 @@ fn write(s: &mut Session, spec: &RouteSpec) -> Result<Output, Failure> {
         protocol,
         recipe,
     };
+    let moved = moved_share(s, &r, before_m.as_ref(), &m, &after.nexthops)?;
     let mut after_row = row(&after, Some(&m));
     after_row.resilient =
         r.resilient
@@ -188,7 +189,108 @@ fn write(s: &mut Session, spec: &RouteSpec) -> Result<Output, Failure> {
             Some(&after_row),
         )
     };
+    let mut rep = rep;
+    rep.moved = moved;
     Ok(Output::Check(Box::new(rep)))
+}
+
+/// A nexthop as the disruption plan names it within this router: gateway, else device.
+type NhId = (Option<std::net::IpAddr>, u32);
+
+fn nh_id(gateway: Option<std::net::IpAddr>, ifindex: u32) -> NhId {
+    (gateway, if gateway.is_some() { 0 } else { ifindex })
+}
+
+/// The hash a managed route's flows are spread by: l4 or not, its fields, its seed.
+fn hash_of(m: &Managed, ns_seed: u32) -> Option<(mpt_model::hash::HashFields, u32)> {
+    use mpt_model::Algo;
+    matches!(m.algo, Algo::L3Hash | Algo::L4Hash).then(|| {
+        (
+            m.recipe.fields_for(m.algo == Algo::L4Hash),
+            m.recipe.seed_or(ns_seed),
+        )
+    })
+}
+
+/// The disruption plan of a change of a hashed route: the share of the flow space whose
+/// nexthop changes (`mpt_model::route::spread`), from the dataplane's table or bounds before
+/// and the ones the change writes. `None` where the route is not hashed on either side, or
+/// what the dataplane holds for it is not known (a new route, one an earlier line of the dry
+/// run wrote, no state).
+fn moved_share(
+    s: &mut Session,
+    r: &Resolved,
+    before: Option<&Managed>,
+    after: &Managed,
+    nexthops: &[mpt_model::Nexthop],
+) -> Result<Option<f64>, Failure> {
+    use mpt_model::route::spread::{self, Spread};
+    let (Some(before), false) = (before, s.check_state.contains_key(&r.key)) else {
+        return Ok(None);
+    };
+    let Some(st) = s.store(false)? else {
+        return Ok(None);
+    };
+    let raw = st.bpf();
+    let ctx = |e| Failure::bpf("read the dataplane's tables", e);
+    let ns_seed = raw.hash_seed().map_err(ctx)?;
+    let (Some(hb), Some(ha)) = (hash_of(before, ns_seed), hash_of(after, ns_seed)) else {
+        return Ok(None);
+    };
+    let Some(e) = raw
+        .dp_get_route(&r.key)
+        .map_err(ctx)?
+        .filter(|e| e.id == r.key)
+    else {
+        return Ok(None);
+    };
+    let Some(group) = raw.dp_group(e.group).map_err(ctx)? else {
+        return Ok(None);
+    };
+    let ids: Vec<NhId> = group.iter().map(|n| nh_id(n.gateway, n.ifindex)).collect();
+    let table_spread = |t: &mpt_bpf::mproute::resilient::ResTable, ids: &[NhId]| {
+        Spread::Table(
+            t.assignment()
+                .iter()
+                .map(|i| ids.get(usize::from(*i)).copied().unwrap_or((None, 0)))
+                .collect(),
+        )
+    };
+    let old = match raw.res_get(&r.key).map_err(ctx)? {
+        Some(t) => table_spread(&t, &ids),
+        None => Spread::Threshold(
+            group
+                .iter()
+                .map(|n| (nh_id(n.gateway, n.ifindex), n.upper_bound))
+                .collect(),
+        ),
+    };
+    let new_ids: Vec<NhId> = nexthops
+        .iter()
+        .map(|n| nh_id(n.gateway, n.ifindex))
+        .collect();
+    let new = match r.resilient {
+        Some(p) => {
+            let t = crate::resilient::table_for(
+                raw,
+                &r.key,
+                nexthops,
+                p,
+                after.recipe.seed.unwrap_or(0),
+            )?;
+            table_spread(&t, &new_ids)
+        }
+        None => {
+            let w: Vec<u32> = nexthops.iter().map(|n| u32::from(n.weight)).collect();
+            let b = mpt_model::route::threshold::upper_bounds(&w, &vec![true; w.len()]);
+            Spread::Threshold(new_ids.into_iter().zip(b).collect())
+        }
+    };
+    Ok(Some(if hb == ha {
+        spread::moved(&old, &new)
+    } else {
+        spread::moved_rehashed(&old, &new)
+    }))
 }
 
 /// What is there for the dry run's planner: the FIB and the state with the earlier lines of
@@ -402,5 +504,6 @@ fn attach(
         devs: Some(devs.to_vec()),
         text: (Some(spell(&set_before)), Some(spell(&set_after))),
         diff,
+        moved: None,
     })))
 }

@@ -10,6 +10,7 @@ pub mod consistent;
 pub mod drift;
 pub mod plan;
 pub mod resilient;
+pub mod spread;
 pub mod threshold;
 pub mod verify;
 
