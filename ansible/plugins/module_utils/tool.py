@@ -47,6 +47,8 @@ class Tool:
         changed = bool(plan["changed"]) or extra_changed
         result = dict(changed=changed, before=before, after=after, cmd=self.base + list(args),
                       diff=dict(before=text(before), after=text(after)))
+        if plan.get("moved") is not None:
+            result["moved"] = plan["moved"]
         if changed and not self.module.check_mode:
             done = self.run(args)
             result["changed"] = extra_changed or bool(done and done.get("changed", True))

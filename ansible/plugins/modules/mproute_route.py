@@ -72,6 +72,36 @@ options:
         Unset, mproute's default (120).
     type: int
     version_added: "0.2.0"
+  consistent:
+    description:
+      - With C(l3-hash) or C(l4-hash), a consistent (Maglev) table computed from the route alone
+        (C(mproute ... algo ALGO consistent)), from its nexthops, their weights and the seed, not the
+        order they are listed in nor the route's history, so that routers given the same route
+        send every flow to the same gateway. Removing a nexthop moves its flows and about 1 %
+        of the others'.
+      - Exclusive with O(resilient). The seed is 0 unless O(seed) is given.
+    type: bool
+    default: false
+    version_added: "0.2.0"
+  table_size:
+    description: The consistent table's size, a prime up to 4093. Unset, mproute's default (4093).
+    type: int
+    version_added: "0.2.0"
+  hash_fields:
+    description:
+      - What the hash reads (C(mproute ... hash-fields)), with the names of the kernel's
+        C(fib_multipath_hash_fields). C(src-ip) and C(dst-ip) go together, and so do C(src-port)
+        and C(dst-port), so that both directions of a flow hash alike; ports and protocol need
+        O(algo=l4-hash).
+      - Unset, the algorithm's own (l3-hash the addresses, l4-hash all five).
+    type: list
+    elements: str
+    choices: [src-ip, dst-ip, ip-proto, src-port, dst-port]
+    version_added: "0.2.0"
+  seed:
+    description: The route's hash seed (0 to 4294967295). Unset, the namespace's (random).
+    type: int
+    version_added: "0.2.0"
   nexthops:
     description: The paths, in order. Required with C(state=present).
     type: list
@@ -144,6 +174,17 @@ EXAMPLES = r"""
       - {via: "2001:db8:1::2", dev: eth0}
       - {via: "2001:db8:2::2", dev: eth1}
 
+- name: Every router of the fleet sends a flow to the same gateway (a consistent table, one seed)
+  mpt.net.mproute_route:
+    dst: 203.0.113.0/24
+    algo: l4-hash
+    consistent: true
+    seed: 7
+    hash_fields: [ip-proto, src-port, dst-port]
+    nexthops:
+      - {via: 192.0.2.1, dev: eth0}
+      - {via: 192.0.2.9, dev: eth1}
+
 - name: No mproute route for 203.0.113.0/24 in table 100 of namespace blue
   mpt.net.mproute_route:
     netns: blue
@@ -166,6 +207,13 @@ cmd:
   returned: always
   type: list
   elements: str
+moved:
+  description:
+    - The share of the flow space (0.0 to 1.0) whose nexthop the change moves, from the route's
+      tables before and after (C(mproute --check)'s C(moved)).
+  returned: when a hashed route mproute manages changes
+  type: float
+  version_added: "0.2.0"
 """
 
 from ansible.module_utils.basic import AnsibleModule
@@ -186,6 +234,14 @@ def route_words(p):
             w += ["buckets", str(p["buckets"])]
         if p["idle_timer"] is not None:
             w += ["idle-timer", str(p["idle_timer"])]
+    if p["consistent"]:
+        w.append("consistent")
+        if p["table_size"] is not None:
+            w += ["table-size", str(p["table_size"])]
+    if p["hash_fields"]:
+        w += ["hash-fields", ",".join(p["hash_fields"])]
+    if p["seed"] is not None:
+        w += ["seed", str(p["seed"])]
     for i, nh in enumerate(p["nexthops"] or []):
         if not nh.get("via") and not nh.get("dev"):
             raise ValueError("nexthops[%d]: give via, dev or both" % i)
@@ -221,6 +277,11 @@ def main():
             resilient=dict(type="bool", default=False),
             buckets=dict(type="int"),
             idle_timer=dict(type="int"),
+            consistent=dict(type="bool", default=False),
+            table_size=dict(type="int"),
+            hash_fields=dict(type="list", elements="str",
+                             choices=["src-ip", "dst-ip", "ip-proto", "src-port", "dst-port"]),
+            seed=dict(type="int"),
             nexthops=dict(type="list", elements="dict", options=dict(
                 via=dict(type="str"),
                 dev=dict(type="str"),
@@ -237,6 +298,8 @@ def main():
     p = module.params
     if not p["resilient"] and (p["buckets"] is not None or p["idle_timer"] is not None):
         module.fail_json(msg="buckets and idle_timer are options of resilient: true")
+    if not p["consistent"] and p["table_size"] is not None:
+        module.fail_json(msg="table_size is an option of consistent: true")
     mp = Tool(module, p["mproute"], p["netns"],
               ["--nexthop-objects"] if p["nexthop_objects"] else [])
     if p["state"] == "present":
