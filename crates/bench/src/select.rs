@@ -431,8 +431,50 @@ struct Results {
     /// l4-hash on a route verified at the current FIB generation: no kernel-view lookup.
     verified: Timing,
     algos: Vec<(Algo, Timing)>,
+    /// l4-hash with a hash recipe (fields and seed), and with a consistent table.
+    modes: Vec<(&'static str, Timing)>,
     balance: Vec<Balance>,
     total_runs_s: f64,
+}
+
+/// The timing route as the new modes write it: l4-hash with a recipe (`hash-fields
+/// ip-proto,src-port,dst-port seed 7`), or l4-hash with a consistent table of 4093 slots.
+fn put_mode(dp: &mpt_bpf::skel::mproute::dp::DpMaps, mode: &str) -> Result<()> {
+    let id = route_id(BENCH_NET, 24);
+    let mut v = MptDpRoute {
+        id,
+        algo: abi_algo(Algo::L4Hash),
+        group: GROUP,
+        ..MptDpRoute::default()
+    };
+    if mode == "l4 recipe" {
+        v.hash_fields = 0x34;
+        v.seed = 7;
+        v.flags = mpt_bpf::mproute::abi::DPR_F_SEED;
+    } else {
+        let ids: Vec<(Vec<u8>, u16)> = (0..NH)
+            .map(|i| (gateway(i).0.octets().to_vec(), 1))
+            .collect();
+        let size = mpt_model::route::consistent::DEFAULT_TABLE_SIZE;
+        let t = mpt_model::route::consistent::table(&ids, 7, size);
+        let mut r = mpt_bpf::mproute::abi::MptResTable {
+            n_buckets: size,
+            flags: mpt_bpf::mproute::abi::RES_F_CONSISTENT,
+            ..Default::default()
+        };
+        r.nh[..t.len()].copy_from_slice(&t);
+        dp.mpt_res
+            .update(id.as_bytes(), r.as_bytes(), MapFlags::ANY)
+            .context("write mpt_res")?;
+        v.algo = mpt_bpf::mproute::abi::DP_ALGO_L4_RES;
+    }
+    dp.mpt_lpm4
+        .update(
+            MptLpm4Key::new(TABLE_MAIN, 24, BENCH_NET).as_bytes(),
+            v.as_bytes(),
+            MapFlags::ANY,
+        )
+        .context("write mpt_lpm4")
 }
 
 /// Everything that runs inside the namespace (on the calling thread, which has entered it).
@@ -527,6 +569,10 @@ fn measure(ifx: &HashMap<String, u32>, repeat: u64, runs: u32) -> Result<Results
         fast: Timing::default(),
         verified: Timing::default(),
         algos: ALGOS.iter().map(|a| (*a, Timing::default())).collect(),
+        modes: ["l4 recipe", "l4 consistent"]
+            .iter()
+            .map(|m| (*m, Timing::default()))
+            .collect(),
         balance: Vec::new(),
         total_runs_s: 0.0,
     };
@@ -547,6 +593,13 @@ fn measure(ifx: &HashMap<String, u32>, repeat: u64, runs: u32) -> Result<Results
             }
             t.runs.push(ns);
             line.push_str(&format!(", {algo} {ns:.1}"));
+        }
+        for (mode, t) in res.modes.iter_mut() {
+            put_mode(&dp.maps, mode)?;
+            let ns = timed(dpx, &frame, ingress, repeat)?;
+            t.runs.push(ns);
+            line.push_str(&format!(", {mode} {ns:.1}"));
+            let _ = dp.maps.mpt_res.delete(bench_id.as_bytes());
         }
         // l4-hash again on the route verified (flagged at the recorded generation), with a
         // counter slot as mproute gives its first routes.
@@ -700,6 +753,16 @@ pub fn run(repeat: u64, runs: u32) -> Result<bool> {
             bal
         );
     }
+    for (mode, t) in &r.modes {
+        let med = median(&t.runs);
+        println!(
+            "{:<12}  {:>8.1}  {:>13}  {:>8.2}×",
+            mode,
+            med,
+            spread(&t.runs, 1),
+            med / fwd_med
+        );
+    }
     let ver_med = median(&r.verified.runs);
     let ver_ratio = ver_med / fwd_med;
     println!(
@@ -765,6 +828,17 @@ pub fn run(repeat: u64, runs: u32) -> Result<bool> {
         println!(
             "select: {}, kernel-view lookup per packet: {med:.1} ns/packet = {ratio:.2}× plain forward",
             algo.name()
+        );
+    }
+    let l4_med = ratios
+        .iter()
+        .find(|(a, _, _)| *a == Algo::L4Hash)
+        .map_or(0.0, |x| x.1);
+    for (mode, t) in &r.modes {
+        let med = median(&t.runs);
+        println!(
+            "select: {mode}, kernel-view lookup per packet: {med:.1} ns/packet = {:+.1} ns against l4-hash",
+            med - l4_med
         );
     }
     // The goal is judged on what a managed route costs while the FIB stays as mproute verified
