@@ -154,7 +154,7 @@ mod tests {
     fn primes() {
         assert!(is_prime(4093) && is_prime(2) && is_prime(251));
         assert!(!is_prime(4096) && !is_prime(1) && !is_prime(0) && !is_prime(4095));
-        assert!(DEFAULT_TABLE_SIZE <= crate::route::resilient::MAX_BUCKETS);
+        const { assert!(DEFAULT_TABLE_SIZE <= crate::route::resilient::MAX_BUCKETS) };
         assert!(is_prime(DEFAULT_TABLE_SIZE));
     }
 
