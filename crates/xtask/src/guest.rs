@@ -78,12 +78,7 @@ pub const GUEST_TESTS: &[GuestTests] = &[
     ),
     t(
         "dataplane_netns",
-        &[
-            "resilient_routes_move_only_the_flows_of_a_removed_nexthop",
-            "hash_recipe_tc",
-            "hash_recipe_xdp",
-            "consistent_routes_agree_across_routers_and_move_only_a_removed_nexthops_flows",
-        ],
+        &["resilient_routes_move_only_the_flows_of_a_removed_nexthop"],
         ALL,
     ),
     // TCP through ila's translator in every checksum mode and hook
