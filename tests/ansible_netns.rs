@@ -300,3 +300,68 @@ fn a_playbook_attaches_the_dataplane_and_makes_a_route_resilient() {
     assert!(out.contains("cannot find device \\\"nosuch0\\\""), "{out}");
     assert_eq!((attachments(&t), routes(&t.r)), now);
 }
+
+const CONSISTENT: &str = r#"
+- hosts: localhost
+  gather_facts: false
+  tasks:
+    - name: the same table on every router, one hash recipe
+      mpt.net.mproute_route:
+        mproute: "{{ mproute }}"
+        netns: "{{ ns }}"
+        dst: 198.51.100.0/24
+        algo: l4-hash
+        consistent: true
+        table_size: 251
+        seed: "{{ seed }}"
+        hash_fields: [ip-proto, src-port, dst-port]
+        nexthops:
+          - {via: 10.1.0.2, dev: va}
+          - {via: 10.2.0.2, dev: vb}
+      register: r
+    - name: what the change moved
+      debug:
+        msg: "moved={{ r.moved | default('none') }}"
+"#;
+
+/// `mproute_route` with `consistent`, `table_size`, `hash_fields` and `seed`: written once,
+/// then nothing to change; another seed is a change, and the task returns the share of the
+/// flows it moves (`--check`'s `moved`).
+#[test]
+fn a_playbook_writes_a_consistent_route_with_a_hash_recipe() {
+    require_root();
+    let t = TwoPaths::new("anscs");
+    let repo = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let site = Site::new(&repo, "mproute-cs");
+    let vars = [("mproute", MPROUTE), ("seed", "7")];
+    let (rc, out) = site.play(CONSISTENT, &t.r, &vars, &[]);
+    assert_eq!((rc.changed, rc.failed), (1, 0), "{out}");
+    assert!(
+        out.contains("moved=none"),
+        "a new route moves nothing it had: {out}"
+    );
+    let row = MP.json(&t.r, &["-d", "show", "198.51.100.0/24"]);
+    assert_eq!(row[0]["consistent"]["table_size"], 251, "{row}");
+    assert_eq!(
+        row[0]["consistent"]["table"].as_array().map(Vec::len),
+        Some(251)
+    );
+    assert_eq!(row[0]["seed"], 7, "{row}");
+    assert_eq!(
+        row[0]["hash_fields"],
+        serde_json::json!(["ip-proto", "src-port", "dst-port"])
+    );
+    let (rc, out) = site.play(CONSISTENT, &t.r, &vars, &[]);
+    assert_eq!((rc.changed, rc.failed), (0, 0), "not idempotent:\n{out}");
+    // another seed: every flow rehashed, about half of them land elsewhere (two nexthops)
+    let other = [("mproute", MPROUTE), ("seed", "8")];
+    let (rc, out) = site.play(CONSISTENT, &t.r, &other, &[]);
+    assert_eq!((rc.changed, rc.failed), (1, 0), "{out}");
+    let moved: f64 = out
+        .split("moved=")
+        .nth(1)
+        .and_then(|r| r.split('"').next())
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("no moved figure: {out}"));
+    assert!((moved - 0.5).abs() < 0.01, "{moved}: {out}");
+}
