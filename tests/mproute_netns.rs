@@ -624,11 +624,8 @@ fn batch_across_windows_ends_as_line_by_line() {
                 .all(|l| err.contains(&format!("{f}:{l}:"))),
             "{err}"
         );
-        // (and the note that the multipath routes have no dataplane to enforce them)
         assert_eq!(
-            err.lines()
-                .filter(|l| !l.starts_with("mproute: note: "))
-                .count(),
+            err.lines().count(),
             3,
             "three refused lines, nothing else: {err}"
         );

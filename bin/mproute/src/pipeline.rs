@@ -211,10 +211,14 @@ impl mpt_cli::batch::BatchTool for Session {
         let choice = lines.iter().any(|(_, c)| {
             matches!(c, Ok(Command::Write(s)) if s.nexthops.len() > 1 || s.resilient.is_some())
         });
-        self.batch(lines, emit);
-        // once for the batch, as a lone write says it (asked after the writes, which may have
-        // failed: a batch whose lines all failed has nothing to enforce either way)
-        if choice && !self.opts.check && matches!(self.enforced_by(), Ok("none")) {
+        let mut failed = false;
+        self.batch(lines, &mut |n, r| {
+            failed |= r.is_err();
+            emit(n, r)
+        });
+        // once for the batch, as a lone write says it (asked after the writes); a batch with a
+        // failed line says only what failed, one line each
+        if choice && !failed && !self.opts.check && matches!(self.enforced_by(), Ok("none")) {
             mpt_cli::error::eprint_once("mproute", "note", crate::cmd::write::NOT_ENFORCED);
         }
     }
