@@ -8,7 +8,7 @@
 //! [`DEPTH`]); what was planned or sent on lines that then did not stand is undone (the routes
 //! the kernel took deleted again) and planned again (see [`Worker`]).
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, HashSet, VecDeque};
 
 use mpt_cli::render::Style;
 use mpt_cli::Failure;
@@ -17,6 +17,7 @@ use mpt_netlink::msg::rtnl::route::{self as rmsg, PathForm, RouteRequest};
 
 use crate::cli::Command;
 use crate::session::Session;
+use crate::store::Managed;
 use crate::txn::{Op, Pending, Planned};
 use crate::view::Output;
 
@@ -752,21 +753,27 @@ impl Session {
         let ctx = |e| Failure::bpf("write dataplane state", e);
         let all = s.all()?;
         let raw = s.bpf();
-        let mut done: Vec<(ipnet::IpNet, u32)> = Vec::new();
+        // indexed once: a scan of the state per key made undoing (or repairing) many routes
+        // quadratic
+        let mut best_of: HashMap<(ipnet::IpNet, u32), (RouteKey, Managed)> = HashMap::new();
+        for (o, m) in &all {
+            let e = best_of.entry((o.dst, o.table)).or_insert((*o, *m));
+            if o.metric < e.0.metric {
+                *e = (*o, *m);
+            }
+        }
+        let ids: HashSet<RouteKey> = all.iter().map(|(o, _)| *o).collect();
+        let mut done: HashSet<(ipnet::IpNet, u32)> = HashSet::new();
         for k in keys {
-            if done.contains(&(k.dst, k.table)) {
+            if !done.insert((k.dst, k.table)) {
                 continue;
             }
-            done.push((k.dst, k.table));
-            let best = all
-                .iter()
-                .filter(|(o, _)| o.dst == k.dst && o.table == k.table)
-                .min_by_key(|(o, _)| o.metric);
+            let best = best_of.get(&(k.dst, k.table)).map(|(o, m)| (o, m));
             let cur = raw.dp_get_route(k).map_err(ctx)?;
             // An entry of no managed route (an undone line's) goes first: dp_put_route would
             // keep it if its metric is lower. One of a managed route is folded by the put.
             if let Some(c) = cur {
-                if !all.iter().any(|(o, _)| *o == c.id) {
+                if !ids.contains(&c.id) {
                     raw.dp_delete_route(&c.id).map_err(ctx)?;
                 }
             }

@@ -9,6 +9,8 @@ use std::collections::{HashMap, HashSet};
 use mpt_cli::{names, Failure};
 use mpt_model::{Algo, Route, RouteKey, MPROUTE_PROTO};
 
+use mpt_bpf::mproute::route_table::DpSnapshot;
+
 use crate::session::{dump, Session};
 use crate::store::Managed;
 use crate::txn::{dp_nexthops, key_hash, route_drift};
@@ -24,10 +26,19 @@ pub(crate) trait SyncFx {
     /// Put back the nexthop objects whose links came back: the rows, and the objects whose
     /// routes the FIB does not show yet (only planned).
     fn restore(&mut self, s: &mut Session) -> Result<(Vec<ActionRow>, HashSet<u32>), Failure>;
-    /// Forget a managed route (its state and dataplane entry).
-    fn forget(&mut self, s: &mut Session, k: &RouteKey) -> Result<(), Failure>;
-    /// Take FIB route `r` into the state with `algo`.
-    fn adopt(&mut self, s: &mut Session, r: &Route, algo: Algo) -> Result<(), Failure>;
+    /// Forget managed routes (their state and dataplane entries), all at once: the LPM entry
+    /// of each goes to the next route of its prefix in `managed` (the state as read) that
+    /// is not forgotten too; `snap` (the tries as read) follows.
+    fn forget(
+        &mut self,
+        s: &mut Session,
+        keys: &[RouteKey],
+        managed: &HashMap<RouteKey, Managed>,
+        snap: &mut DpSnapshot,
+    ) -> Result<(), Failure>;
+    /// Take FIB route `r` into the state with `algo`; what was recorded (`None`: dry run).
+    fn adopt(&mut self, s: &mut Session, r: &Route, algo: Algo)
+        -> Result<Option<Managed>, Failure>;
     /// Rewrite the dataplane entries of `broken` (each with the FIB route it is written
     /// from, and its group if that is missing too); returns those that stand now.
     fn repair_dataplane(
@@ -35,8 +46,13 @@ pub(crate) trait SyncFx {
         s: &mut Session,
         broken: &[(RouteKey, Route, Option<u32>)],
     ) -> Result<Vec<RouteKey>, Failure>;
-    /// Reclaim the counter slots no route holds; how many.
-    fn reclaim_slots(&mut self, s: &mut Session) -> Result<usize, Failure>;
+    /// Reclaim the counter slots no route holds; how many. `snap`: the tries, if they are
+    /// as read (else they are read again).
+    fn reclaim_slots(
+        &mut self,
+        s: &mut Session,
+        snap: Option<&DpSnapshot>,
+    ) -> Result<usize, Failure>;
     /// Remove what namespaces that no longer exist left behind; what.
     fn sweep(&mut self, live: &[u64]) -> Vec<std::path::PathBuf>;
 }
@@ -62,10 +78,52 @@ impl SyncFx for Repair {
         // what was put back is in the FIB now
         Ok((s.restore_apply(plan)?, HashSet::new()))
     }
-    fn forget(&mut self, s: &mut Session, k: &RouteKey) -> Result<(), Failure> {
-        s.forget(k, true)
+    fn forget(
+        &mut self,
+        s: &mut Session,
+        keys: &[RouteKey],
+        managed: &HashMap<RouteKey, Managed>,
+        snap: &mut DpSnapshot,
+    ) -> Result<(), Failure> {
+        if keys.is_empty() {
+            return Ok(());
+        }
+        let Some(st) = s.store(false)? else {
+            return Ok(());
+        };
+        let ctx = |e| Failure::bpf("write dataplane state", e);
+        let raw = st.bpf();
+        raw.delete_many(keys)
+            .map_err(|e| Failure::bpf("write state", e))?;
+        let removed = raw.dp_delete_routes(keys, snap).map_err(ctx)?;
+        // A managed route of the same prefix and table with a higher metric was shadowed in
+        // the LPM trie; it is the FIB's choice now. Groups go in finish(), once unused.
+        let gone: HashSet<&RouteKey> = keys.iter().collect();
+        let mut next: HashMap<(ipnet::IpNet, u32), (RouteKey, Managed)> = HashMap::new();
+        let wanted: HashSet<(ipnet::IpNet, u32)> =
+            removed.iter().map(|k| (k.dst, k.table)).collect();
+        for (o, m) in managed {
+            if gone.contains(o) || !wanted.contains(&(o.dst, o.table)) {
+                continue;
+            }
+            let e = next.entry((o.dst, o.table)).or_insert((*o, *m));
+            if o.metric < e.0.metric {
+                *e = (*o, *m);
+            }
+        }
+        let mut promoted = Vec::new();
+        for (o, m) in next.values() {
+            raw.dp_put_route(o, m.algo, m.group).map_err(ctx)?;
+            promoted.push(*o);
+        }
+        raw.dp_snapshot_refresh(snap, &promoted).map_err(ctx)
     }
-    fn adopt(&mut self, s: &mut Session, r: &Route, algo: Algo) -> Result<(), Failure> {
+    fn adopt(
+        &mut self,
+        s: &mut Session,
+        r: &Route,
+        algo: Algo,
+    ) -> Result<Option<Managed>, Failure> {
         let st = s
             .store(true)?
             .ok_or_else(|| Failure::system("sync: cannot create mproute state"))?;
@@ -79,16 +137,15 @@ impl SyncFx for Repair {
             .map_err(ctx)?;
         let recipe = mpt_model::hash::HashRecipe::default();
         raw.dp_put_route(&r.key, algo, group, recipe).map_err(ctx)?;
-        st.put(
-            &r.key,
-            Managed {
-                algo,
-                nh_count: r.nexthops.len().min(255) as u8,
-                group,
-                protocol: r.protocol,
-                recipe,
-            },
-        )
+        let m = Managed {
+            algo,
+            nh_count: r.nexthops.len().min(255) as u8,
+            group,
+            protocol: r.protocol,
+            recipe,
+        };
+        st.put(&r.key, m)?;
+        Ok(Some(m))
     }
     fn repair_dataplane(
         &mut self,
@@ -124,11 +181,16 @@ impl SyncFx for Repair {
         }
         Ok(fixed)
     }
-    fn reclaim_slots(&mut self, s: &mut Session) -> Result<usize, Failure> {
+    fn reclaim_slots(
+        &mut self,
+        s: &mut Session,
+        snap: Option<&DpSnapshot>,
+    ) -> Result<usize, Failure> {
         // best effort: a lost slot only costs speed
-        Ok(match s.store(false)? {
-            Some(st) => st.bpf().dp_rescan_slots().unwrap_or(0),
-            None => 0,
+        Ok(match (s.store(false)?, snap) {
+            (Some(st), Some(snap)) => st.bpf().dp_rescan_slots_in(snap).unwrap_or(0),
+            (Some(st), None) => st.bpf().dp_rescan_slots().unwrap_or(0),
+            (None, _) => 0,
         })
     }
     fn sweep(&mut self, live: &[u64]) -> Vec<std::path::PathBuf> {
@@ -151,11 +213,17 @@ impl SyncFx for DryRepair {
         let plan = s.restore_plan()?;
         Ok((plan.dry_rows(), plan.ids()))
     }
-    fn forget(&mut self, _: &mut Session, _: &RouteKey) -> Result<(), Failure> {
+    fn forget(
+        &mut self,
+        _: &mut Session,
+        _: &[RouteKey],
+        _: &HashMap<RouteKey, Managed>,
+        _: &mut DpSnapshot,
+    ) -> Result<(), Failure> {
         Ok(())
     }
-    fn adopt(&mut self, _: &mut Session, _: &Route, _: Algo) -> Result<(), Failure> {
-        Ok(())
+    fn adopt(&mut self, _: &mut Session, _: &Route, _: Algo) -> Result<Option<Managed>, Failure> {
+        Ok(None)
     }
     fn repair_dataplane(
         &mut self,
@@ -164,7 +232,7 @@ impl SyncFx for DryRepair {
     ) -> Result<Vec<RouteKey>, Failure> {
         Ok(broken.iter().map(|(k, _, _)| *k).collect())
     }
-    fn reclaim_slots(&mut self, _: &mut Session) -> Result<usize, Failure> {
+    fn reclaim_slots(&mut self, _: &mut Session, _: Option<&DpSnapshot>) -> Result<usize, Failure> {
         // found only by taking the slots back
         Ok(0)
     }
@@ -206,7 +274,28 @@ impl Session {
         let (restored, restoring) = fx.restore(self)?;
         rows.extend(restored);
         let waiting = self.waiting_for_link()?;
-        let all = dump(self.sock()?, None, None)?;
+        // The FIB's dump and the state's reads at once, on two threads: the state, its groups
+        // and both LPM tries, each read in batches, then compared in memory (no system call
+        // or search per route where nothing is to repair).
+        self.store(false)?;
+        self.sock()?;
+        let (dumped, read) = {
+            let store = self.store.as_ref();
+            let sock = self
+                .sock
+                .as_mut()
+                .ok_or_else(|| Failure::system("sync: no netlink socket"))?;
+            std::thread::scope(|sc| {
+                let reader = sc.spawn(move || store.map(read_state).transpose());
+                let dumped = dump(sock, None, None);
+                let read = reader
+                    .join()
+                    .unwrap_or_else(|_| Err(Failure::system("sync: the state reader failed")));
+                (dumped, read)
+            })
+        };
+        let all = dumped?;
+        let (managed, groups, mut snap) = read?.unwrap_or_default();
         // the first route of a key: the one the kernel uses (IPv4 alternatives added with
         // append share it)
         let mut fib: HashMap<RouteKey, &Route> = HashMap::new();
@@ -230,11 +319,10 @@ impl Session {
             ),
             None => "route was deleted behind mproute's back".to_string(),
         };
-        let managed = match self.store(false)? {
-            Some(s) => Some(s.all()?),
-            None => None,
-        };
-        for (k, m) in managed.into_iter().flatten() {
+        let ctx = |e| Failure::bpf("read dataplane state", e);
+        let mut forget: Vec<RouteKey> = Vec::new();
+        for (k, m) in &managed {
+            let (k, m) = (*k, *m);
             let Some(r) = fib.get(&k) else {
                 if restoring.contains(&m.group) {
                     continue; // put back with its object (the row above)
@@ -247,7 +335,7 @@ impl Session {
                     ));
                     continue;
                 }
-                fx.forget(self, &k)?;
+                forget.push(k);
                 rows.push(action("forgotten", &k, &gone_why));
                 continue;
             };
@@ -263,11 +351,9 @@ impl Session {
                 Some(_) => continue,
                 None => {
                     // a group gone missing (a crash between two writes) is repaired below
-                    let group = match self.store(false)? {
-                        Some(s) => crate::verify::group_of(s.bpf(), m.group)?,
-                        None => None,
-                    };
-                    let Some((ours, ours_w)) = group else {
+                    let Some((ours, ours_w)) =
+                        groups.get(&m.group).map(|g| crate::verify::weighted(g))
+                    else {
                         continue;
                     };
                     match route_drift(&ours, &ours_w, r) {
@@ -276,7 +362,7 @@ impl Session {
                     }
                 }
             };
-            fx.forget(self, &k)?;
+            forget.push(k);
             if r.protocol == MPROUTE_PROTO {
                 retake.insert(k, m.algo);
             } else {
@@ -290,16 +376,28 @@ impl Session {
                 ));
             }
         }
-        self.gc_needed |= done;
+        let mut now: HashMap<RouteKey, Managed> = managed.into_iter().collect();
+        fx.forget(self, &forget, &now, &mut snap)?;
+        if done {
+            for k in &forget {
+                now.remove(k);
+            }
+        }
+        let mut group_ids: HashSet<u32> = groups.keys().copied().collect();
         // Routes of protocol mproute the state does not have (any more): adopted, or taken
         // again with the algorithm they had.
+        let mut adopted = Vec::new();
         for r in all.iter().filter(|r| r.protocol == MPROUTE_PROTO) {
             let retaken = retake.get(&r.key).copied();
             // the dry run forgot nothing: a retaken route is still in its state
-            if retaken.is_none() && self.managed(&r.key)?.is_some() {
+            if retaken.is_none() && now.contains_key(&r.key) {
                 continue;
             }
-            fx.adopt(self, r, retaken.unwrap_or(Algo::L3Hash))?;
+            if let Some(m) = fx.adopt(self, r, retaken.unwrap_or(Algo::L3Hash))? {
+                now.insert(r.key, m);
+                group_ids.insert(m.group);
+                adopted.push(r.key);
+            }
             let taken = if done { "taken" } else { "would be taken" };
             rows.push(match retaken {
                 Some(a) => action(
@@ -318,9 +416,14 @@ impl Session {
                 ),
             });
         }
+        if let Some(s) = self.store(false)? {
+            s.bpf()
+                .dp_snapshot_refresh(&mut snap, &adopted)
+                .map_err(ctx)?;
+        }
         // Dataplane entries that went missing (a crash between two writes, an old ABI's
         // leftovers): every managed route must have its LPM entry and group.
-        let broken = self.broken_dataplane(&all)?;
+        let broken = broken_dataplane(&fib, &now, &group_ids, &snap);
         let what = if done {
             "its dataplane entry was missing"
         } else {
@@ -330,7 +433,7 @@ impl Session {
             rows.push(action("repaired-dataplane", &k, what));
         }
         // Counter slots recorded as taken that no LPM entry holds (a crash between two writes).
-        let lost = fx.reclaim_slots(self)?;
+        let lost = fx.reclaim_slots(self, broken.is_empty().then_some(&snap))?;
         if lost > 0 {
             rows.push(ActionRow {
                 action: "reclaimed-counter-slots".into(),
@@ -339,6 +442,12 @@ impl Session {
                 metric: None,
                 reason: "recorded as taken, held by no route".into(),
             });
+        }
+        // Nexthop objects and groups no route uses any more, from the dump above (the FIB has
+        // not changed since: sync writes only the state).
+        if done {
+            let referenced: HashSet<u32> = all.iter().filter_map(|r| r.nh_id).collect();
+            self.collect_with(&referenced)?;
         }
         // State pinned for namespaces that no longer exist.
         for path in fx.sweep(&mpt_sys::netns::reachable_cookies()) {
@@ -352,43 +461,58 @@ impl Session {
         }
         Ok(rows)
     }
+}
 
-    /// The managed routes whose dataplane entry is missing or points at a missing group,
-    /// each with the FIB route it is written from and its group if that is missing.
-    #[allow(clippy::type_complexity)]
-    fn broken_dataplane(
-        &mut self,
-        fib: &[Route],
-    ) -> Result<Vec<(RouteKey, Route, Option<u32>)>, Failure> {
-        let Some(s) = self.store(false)? else {
-            return Ok(Vec::new());
-        };
-        let raw = s.bpf();
-        let ctx = |e| Failure::bpf("repair dataplane state", e);
-        let all = s.all()?;
-        let mut broken = Vec::new();
-        for (k, m) in &all {
-            let shadowed = all
-                .iter()
-                .any(|(o, _)| o.dst == k.dst && o.table == k.table && o.metric < k.metric);
-            if shadowed {
-                continue;
-            }
-            let entry_ok = raw
-                .dp_get_route(k)
-                .map_err(ctx)?
-                .is_some_and(|e| e.group == m.group && e.id == *k);
-            let group_ok = raw.dp_has_group(m.group).map_err(ctx)?;
-            if entry_ok && group_ok {
-                continue;
-            }
-            let Some(r) = fib.iter().find(|r| r.key == *k) else {
-                continue;
-            };
-            broken.push((*k, r.clone(), (!group_ok).then_some(m.group)));
-        }
-        Ok(broken)
+/// What `sync` compares with the FIB: the state, its groups, both LPM tries.
+type StateRead = (
+    Vec<(RouteKey, Managed)>,
+    HashMap<u32, Vec<mpt_bpf::mproute::route_table::GroupNexthop>>,
+    DpSnapshot,
+);
+
+fn read_state(s: &crate::store::Store) -> Result<StateRead, Failure> {
+    let ctx = |e| Failure::bpf("read dataplane state", e);
+    Ok((
+        s.all()?,
+        s.bpf().dp_groups().map_err(ctx)?,
+        s.bpf().dp_snapshot().map_err(ctx)?,
+    ))
+}
+
+/// The managed routes whose dataplane entry is missing or points at a missing group, each
+/// with the FIB route it is written from and its group if that is missing; from the state,
+/// group ids and tries as read.
+#[allow(clippy::type_complexity)]
+fn broken_dataplane(
+    fib: &HashMap<RouteKey, &Route>,
+    managed: &HashMap<RouteKey, Managed>,
+    groups: &HashSet<u32>,
+    snap: &DpSnapshot,
+) -> Vec<(RouteKey, Route, Option<u32>)> {
+    // the lowest metric of each prefix and table: the route the LPM entry is for
+    let mut lowest: HashMap<(ipnet::IpNet, u32), u32> = HashMap::new();
+    for k in managed.keys() {
+        let e = lowest.entry((k.dst, k.table)).or_insert(k.metric);
+        *e = (*e).min(k.metric);
     }
+    let mut broken = Vec::new();
+    for (k, m) in managed {
+        if lowest.get(&(k.dst, k.table)).is_some_and(|l| *l < k.metric) {
+            continue; // shadowed
+        }
+        let entry_ok = snap
+            .get(k)
+            .is_some_and(|e| e.group == m.group && e.id == *k);
+        let group_ok = groups.contains(&m.group);
+        if entry_ok && group_ok {
+            continue;
+        }
+        let Some(r) = fib.get(k) else {
+            continue;
+        };
+        broken.push((*k, (*r).clone(), (!group_ok).then_some(m.group)));
+    }
+    broken
 }
 
 impl Session {

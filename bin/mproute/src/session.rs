@@ -227,8 +227,15 @@ impl Session {
             .iter()
             .filter_map(|r| r.nh_id)
             .collect();
+        self.collect_with(&referenced)
+    }
+
+    /// [`Session::collect`], the nexthop objects the FIB's routes reference given (from a dump
+    /// just taken: `sync`'s).
+    pub(crate) fn collect_with(&mut self, referenced: &HashSet<u32>) -> Result<(), Failure> {
+        self.gc_needed = false;
         let collected = self
-            .with_nh(|idx, sock| idx.collect(sock, &referenced))?
+            .with_nh(|idx, sock| idx.collect(sock, referenced))?
             .transpose()?
             .unwrap_or_default();
         if let Some(s) = self.store(false)? {
@@ -244,14 +251,13 @@ impl Session {
             // Dataplane groups no managed route points at any more.
             let used: HashSet<u32> = s.all()?.into_iter().map(|(_, m)| m.group).collect();
             let raw = s.bpf();
-            let ids = raw
+            let unused: Vec<u32> = raw
                 .dp_group_ids()
-                .map_err(|e| Failure::bpf("read dataplane state", e))?;
-            for id in ids {
-                if !used.contains(&id) {
-                    let _ = raw.dp_delete_group(id);
-                }
-            }
+                .map_err(|e| Failure::bpf("read dataplane state", e))?
+                .into_iter()
+                .filter(|id| !used.contains(id))
+                .collect();
+            let _ = raw.dp_delete_groups(&unused);
         }
         self.dp_groups_known.clear();
         self.dp_groups_by_content.clear();

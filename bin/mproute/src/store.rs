@@ -2,6 +2,7 @@
 //! installed them with), kept in the namespace's BPF state (`mpt_bpf::mproute`) and held under
 //! the namespace's lock for the invocation.
 
+use mpt_bpf::mproute::route_table::DpSnapshot;
 use mpt_bpf::mproute::state::{RouteState, META_F_NATIVE, META_F_NATIVE_CHECKED};
 use mpt_bpf::pinned::NsLock;
 use mpt_cli::Failure;
@@ -55,6 +56,22 @@ impl Store {
                     .map_err(ctx)?;
             }
         }
+        Ok(())
+    }
+
+    /// Forget many routes at once, without promoting shadowed ones (`flush`: every route of
+    /// the prefix goes): state and dataplane entries in batches, `snap` (the tries as read
+    /// since their last write) saying which LPM entries are theirs.
+    pub fn forget_many(&self, keys: &[RouteKey], snap: &mut DpSnapshot) -> Result<(), Failure> {
+        if keys.is_empty() {
+            return Ok(());
+        }
+        self.inner
+            .delete_many(keys)
+            .map_err(|e| Failure::bpf("write state", e))?;
+        self.inner
+            .dp_delete_routes(keys, snap)
+            .map_err(|e| Failure::bpf("write dataplane state", e))?;
         Ok(())
     }
 

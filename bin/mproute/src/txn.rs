@@ -605,27 +605,75 @@ impl RouteTxn<'_> {
         Ok(steps)
     }
 
-    /// Carry out a [`RouteTxn::flush_plan`].
+    /// Carry out a [`RouteTxn::flush_plan`]: the kernel's routes first, deleted in pipelined
+    /// windows (several requests per datagram, as `ip route flush` sends them), while another
+    /// thread reads the LPM tries; then what the state has of every route the kernel no longer
+    /// has, in batches. Routes are deleted before their state (a failure in between leaves
+    /// state without a route, which `sync` forgets). The first refusal stops the flush after
+    /// its window, and is the error.
     pub(crate) fn flush(&mut self, steps: &[FlushStep]) -> Result<(), Failure> {
+        let mut gone: Vec<RouteKey> = Vec::with_capacity(steps.len());
+        let mut dels: Vec<&Route> = Vec::new();
         for step in steps {
             match step {
-                FlushStep::Delete(r) => {
-                    let op = op_name(Verb::Del, &r.key);
-                    match self.sock()?.request(&del_request(r), &op) {
-                        Ok(()) => {}
-                        Err(e) if e.errno() == Some(libc::ESRCH) => {}
-                        Err(e) => return Err(Failure::from(e)),
-                    }
-                    // Every owned route in scope goes: no shadowed one to promote (a scan per
-                    // route would make flushing 100,000 routes quadratic).
-                    self.forget(&r.key, false)?;
-                }
-                FlushStep::Forget(k) => self.forget(k, false)?,
+                FlushStep::Delete(r) => dels.push(r),
+                FlushStep::Forget(k) => gone.push(*k),
             }
+        }
+        self.store(false)?;
+        self.sock()?;
+        let sess: &mut Session = self.0;
+        let store = sess.store.as_ref();
+        let sock = sess
+            .sock
+            .as_mut()
+            .ok_or_else(|| Failure::system("flush: no netlink socket"))?;
+        let (refused, snap) = std::thread::scope(|sc| {
+            let reader = sc.spawn(move || {
+                store
+                    .map(|s| s.bpf().dp_snapshot())
+                    .transpose()
+                    .map_err(|e| Failure::bpf("read dataplane state", e))
+            });
+            let mut refused: Result<(), Failure> = Ok(());
+            for chunk in dels.chunks(4096) {
+                let reqs: Vec<_> = chunk
+                    .iter()
+                    .map(|r| (del_request(r), Op::new(Verb::Del, &r.key)))
+                    .collect();
+                let answers = match sock.pipeline(reqs.iter().map(|(r, o)| (r, *o)), 256) {
+                    Ok(a) => a,
+                    Err(e) => {
+                        refused = Err(Failure::from(e));
+                        break;
+                    }
+                };
+                for (r, a) in chunk.iter().zip(answers) {
+                    match a {
+                        Ok(()) => gone.push(r.key),
+                        Err(e) if e.errno == libc::ESRCH => gone.push(r.key),
+                        Err(e) if refused.is_ok() => {
+                            refused = Err(Failure::from(mpt_netlink::Error::Kernel(e)))
+                        }
+                        Err(_) => {}
+                    }
+                }
+                if refused.is_err() {
+                    break;
+                }
+            }
+            let snap = reader
+                .join()
+                .unwrap_or_else(|_| Err(Failure::system("flush: the state reader failed")));
+            (refused, snap)
+        });
+        // Every owned route in scope goes: no shadowed one to promote.
+        if let (Some(st), Some(mut snap)) = (self.store.as_ref(), snap?) {
+            st.forget_many(&gone, &mut snap)?;
         }
         self.fib.clear();
         self.gc_needed = true;
-        Ok(())
+        refused
     }
 }
 

@@ -342,6 +342,11 @@ pub(crate) fn group_of(raw: &RouteState, group: u32) -> Result<Option<Weighted>,
     Ok(g.map(|g| g.iter().map(|n| ((n.ifindex, n.gateway), n.weight)).unzip()))
 }
 
+/// A group's nexthops as read back ([`RouteState::dp_groups`]): paths and weights.
+pub(crate) fn weighted(g: &[mpt_bpf::mproute::route_table::GroupNexthop]) -> Weighted {
+    g.iter().map(|n| ((n.ifindex, n.gateway), n.weight)).unzip()
+}
+
 /// A kernel route's weights, in its paths' order.
 pub(crate) fn weights(r: &mpt_model::route::Route) -> Vec<u16> {
     r.nexthops.iter().map(|n| n.weight).collect()

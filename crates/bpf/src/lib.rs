@@ -18,6 +18,7 @@
 //! the generated skeletons ([`skel`]).
 
 pub mod attach;
+pub mod batch;
 pub mod error;
 pub mod features;
 pub mod ila;

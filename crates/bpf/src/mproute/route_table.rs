@@ -324,16 +324,19 @@ impl RouteState {
         }
     }
 
-    /// Ids of every group.
+    /// Ids of every group (read in batches).
     pub fn dp_group_ids(&self) -> Result<Vec<u32>, Error> {
         Ok(self
-            .map("mpt_groups")?
-            .keys()
-            .filter_map(|k| {
-                k.get(..4)
-                    .map(|b| u32::from_ne_bytes([b[0], b[1], b[2], b[3]]))
-            })
+            .dp_groups_raw()?
+            .into_iter()
+            .map(|(id, _)| id)
             .collect())
+    }
+
+    /// Delete groups (absent ones are fine), in batches.
+    pub fn dp_delete_groups(&self, ids: &[u32]) -> Result<(), Error> {
+        let keys: Vec<u8> = ids.iter().flat_map(|id| id.to_ne_bytes()).collect();
+        crate::batch::delete_some_keys(self.map("mpt_groups")?, &keys, "mpt_groups").map(|_| ())
     }
 
     /// The group holding exactly `nhs`, written if no group has them yet: routes with the same
@@ -617,19 +620,118 @@ impl RouteState {
 
     /// [`RouteState::dp_entries`], as the map has them.
     fn dp_entries_raw(&self, v6: bool) -> Result<Vec<MptDpRoute>, Error> {
-        let map = self.map(if v6 { "mpt_lpm6" } else { "mpt_lpm4" })?;
-        let mut out = Vec::new();
-        for k in map.keys() {
-            if let Some(v) = map
-                .lookup(&k, MapFlags::ANY)
-                .map_err(bpf("read the LPM trie"))?
-            {
-                if let Some(r) = MptDpRoute::from_bytes(&v) {
-                    out.push(r);
+        let name = if v6 { "mpt_lpm6" } else { "mpt_lpm4" };
+        // LPM tries have no batch reads (see crate::batch): two system calls per entry
+        let all = crate::batch::read_all(self.map(name)?, name)?;
+        Ok(all
+            .iter()
+            .filter_map(|(_, v)| MptDpRoute::from_bytes(v))
+            .collect())
+    }
+
+    /// Both LPM tries, read once: the entry of each prefix and table without a lookup each
+    /// (`sync`, `flush`).
+    pub fn dp_snapshot(&self) -> Result<DpSnapshot, Error> {
+        let mut by_prefix = std::collections::HashMap::new();
+        for v6 in [false, true] {
+            for r in self.dp_entries_raw(v6)? {
+                by_prefix.insert(prefix_of(&r.id), r);
+            }
+        }
+        Ok(DpSnapshot { by_prefix })
+    }
+
+    /// Read the entries of `keys`' prefixes again into `snap` (after writes to them).
+    pub fn dp_snapshot_refresh(
+        &self,
+        snap: &mut DpSnapshot,
+        keys: &[RouteKey],
+    ) -> Result<(), Error> {
+        for k in keys {
+            let id = MptRouteKey::of(k);
+            match self.dp_get_raw(&id)? {
+                Some(r) => snap.by_prefix.insert(prefix_of(&id), r),
+                None => snap.by_prefix.remove(&prefix_of(&id)),
+            };
+        }
+        Ok(())
+    }
+
+    /// Every group, read in batches: id and nexthops.
+    pub fn dp_groups(&self) -> Result<std::collections::HashMap<u32, Vec<GroupNexthop>>, Error> {
+        Ok(self
+            .dp_groups_raw()?
+            .into_iter()
+            .map(|(id, g)| (id, g.nexthops().iter().map(GroupNexthop::of).collect()))
+            .collect())
+    }
+
+    fn dp_groups_raw(&self) -> Result<Vec<(u32, MptGroup)>, Error> {
+        let all = crate::batch::read_all(self.map("mpt_groups")?, "mpt_groups")?;
+        Ok(all
+            .iter()
+            .filter_map(|(k, v)| {
+                let id = u32::from_ne_bytes(k.get(..4)?.try_into().ok()?);
+                Some((id, MptGroup::from_bytes(v)?))
+            })
+            .collect())
+    }
+
+    /// [`RouteState::dp_rescan_slots`] from a snapshot taken since the last write of the tries.
+    pub fn dp_rescan_slots_in(&self, snap: &DpSnapshot) -> Result<usize, Error> {
+        let held = slots_held(snap.by_prefix.values());
+        self.rescan_with(held)
+    }
+
+    /// Remove the LPM entries of `keys` that are theirs (a snapshot taken since the last write
+    /// of the tries says which), with their counters (`mpt_stats`, `mpt_pcpu`, `mpt_res`,
+    /// slots), in batches where the map type has them: `flush`'s and `sync`'s many forgets,
+    /// without a lookup per route. Returns the keys whose entry was removed.
+    pub fn dp_delete_routes(
+        &self,
+        keys: &[RouteKey],
+        snap: &mut DpSnapshot,
+    ) -> Result<Vec<RouteKey>, Error> {
+        let mut lpm: [Vec<u8>; 2] = Default::default();
+        let mut ids = Vec::with_capacity(keys.len() * MptRouteKey::SIZE);
+        let mut slots = Vec::new();
+        let mut removed = Vec::new();
+        for k in keys {
+            let id = MptRouteKey::of(k);
+            ids.extend_from_slice(id.as_bytes());
+            let p = prefix_of(&id);
+            if snap.by_prefix.get(&p).is_some_and(|c| c.id == id) {
+                if let Some(cur) = snap.by_prefix.remove(&p) {
+                    let l = Lpm::of(&id);
+                    lpm[usize::from(matches!(l, Lpm::V6(_)))].extend_from_slice(l.bytes());
+                    slots.push(cur.stats_slot);
+                    removed.push(*k);
                 }
             }
         }
-        Ok(out)
+        for (i, name) in ["mpt_lpm4", "mpt_lpm6"].into_iter().enumerate() {
+            crate::batch::delete_keys(self.map(name)?, &lpm[i], name)?;
+        }
+        if !slots.is_empty() {
+            let _ = self.with_slots(|u| {
+                let mut changed = false;
+                for s in slots.iter().filter(|s| **s != 0) {
+                    if let Some(x) = u.get_mut(usize::from(*s)) {
+                        changed |= *x;
+                        *x = false;
+                    }
+                }
+                ((), changed)
+            });
+        }
+        // most routes never counted in these (and few are resilient)
+        for name in ["mpt_stats", "mpt_pcpu"] {
+            crate::batch::delete_some_keys(self.map(name)?, &ids, name)?;
+        }
+        if !self.res_known_empty()? {
+            crate::batch::delete_some_keys(self.map("mpt_res")?, &ids, "mpt_res")?;
+        }
+        Ok(removed)
     }
 
     /// The managed IPv4 routes of the LPM trie (the prefixes the dataplane knows, holes left out).
@@ -800,16 +902,8 @@ impl RouteState {
 
     /// The slots the LPM entries hold, from the tries themselves (slot 0, "none", taken).
     fn scan_slots(&self) -> Result<Vec<bool>, Error> {
-        let mut used = vec![false; STATS_SLOTS as usize];
-        used[0] = true;
-        for v6 in [false, true] {
-            for r in self.dp_entries_raw(v6)? {
-                if let Some(u) = used.get_mut(usize::from(r.stats_slot)) {
-                    *u = true;
-                }
-            }
-        }
-        Ok(used)
+        let (v4, v6) = (self.dp_entries_raw(false)?, self.dp_entries_raw(true)?);
+        Ok(slots_held(v4.iter().chain(&v6)))
     }
 
     /// The slot table as recorded: CPU 0's copy of slot 0, which no route uses, holds it as a
@@ -877,6 +971,10 @@ impl RouteState {
     /// between two writes come back. Returns how many were recorded as taken but held by none.
     pub fn dp_rescan_slots(&self) -> Result<usize, Error> {
         let held = self.scan_slots()?;
+        self.rescan_with(held)
+    }
+
+    fn rescan_with(&self, held: Vec<bool>) -> Result<usize, Error> {
         self.with_slots(|u| {
             let lost = u.iter().zip(&held).filter(|(r, h)| **r && !**h).count();
             let changed = u != held.as_slice();
@@ -995,11 +1093,12 @@ impl RouteState {
     /// object index's reservations all read them here).
     pub fn given_objects(&self) -> Result<Vec<(u32, Vec<mpt_model::Nexthop>)>, Error> {
         let mut given = Vec::new();
-        for id in self.dp_group_ids()? {
+        // one batched read of the groups, not a lookup per group
+        for (id, g) in self.dp_groups_raw()? {
             if id == 0 || id >= PRIVATE_GROUP_BASE {
                 continue;
             }
-            if let Some(g) = self.dp_group_raw(id)? {
+            {
                 let paths: Vec<mpt_model::Nexthop> =
                     g.nh.iter()
                         .take(g.nh_count as usize)
@@ -1031,6 +1130,42 @@ impl RouteState {
             .lookup(&id.to_ne_bytes(), MapFlags::ANY)
             .map_err(bpf("read mpt_groups"))?
             .and_then(|v| MptGroup::from_bytes(&v)))
+    }
+}
+
+/// An LPM entry's place: family, prefix length, table, destination (a route identity without
+/// its metric).
+type Prefix = (u8, u8, u32, [u8; 16]);
+
+fn prefix_of(id: &MptRouteKey) -> Prefix {
+    (id.family, id.dst_len, id.table, id.dst_be)
+}
+
+/// The slots `entries` hold (slot 0, "none", taken).
+fn slots_held<'a>(entries: impl Iterator<Item = &'a MptDpRoute>) -> Vec<bool> {
+    let mut used = vec![false; STATS_SLOTS as usize];
+    used[0] = true;
+    for r in entries {
+        if let Some(u) = used.get_mut(usize::from(r.stats_slot)) {
+            *u = true;
+        }
+    }
+    used
+}
+
+/// Both LPM tries as read by [`RouteState::dp_snapshot`].
+#[derive(Debug, Default)]
+pub struct DpSnapshot {
+    by_prefix: std::collections::HashMap<Prefix, MptDpRoute>,
+}
+
+impl DpSnapshot {
+    /// The entry of exactly this prefix/table (whichever metric it has), as
+    /// [`RouteState::dp_get_route`] answers.
+    pub fn get(&self, key: &RouteKey) -> Option<DpEntry> {
+        self.by_prefix
+            .get(&prefix_of(&MptRouteKey::of(key)))
+            .and_then(DpEntry::of)
     }
 }
 

@@ -542,21 +542,28 @@ impl RouteState {
         }
     }
 
+    /// Delete many routes, in batches; returns how many were there.
+    pub fn delete_many(&self, keys: &[RouteKey]) -> Result<usize, Error> {
+        self.flush()?;
+        let mut ids = Vec::with_capacity(keys.len() * MptRouteKey::SIZE);
+        for k in keys {
+            ids.extend_from_slice(MptRouteKey::of(k).as_bytes());
+        }
+        crate::batch::delete_keys(&self.routes, &ids, "mpt_routes")
+    }
+
     /// Every route in the state (keys that are no route identity left out).
     pub fn entries(&self) -> Result<Vec<(RouteKey, RouteRecord)>, Error> {
         self.flush()?;
-        let mut out = Vec::new();
-        for k in self.routes.keys() {
-            let Some(key) = MptRouteKey::from_bytes(&k) else {
-                continue;
-            };
-            if let Some(v) = self.get_raw(&key)? {
-                if let Some(rk) = key.route_key() {
-                    out.push((rk, v));
-                }
-            }
-        }
-        Ok(out)
+        // one BPF_MAP_LOOKUP_BATCH per 4096 routes, not two system calls per route
+        let all = crate::batch::read_all(&self.routes, "mpt_routes")?;
+        Ok(all
+            .iter()
+            .filter_map(|(k, v)| {
+                let rk = MptRouteKey::from_bytes(k)?.route_key()?;
+                Some((rk, RouteRecord::of(&MptRouteVal::from_bytes(v)?)))
+            })
+            .collect())
     }
 }
 
