@@ -113,7 +113,7 @@ impl SyncFx for Repair {
         }
         let mut promoted = Vec::new();
         for (o, m) in next.values() {
-            raw.dp_put_route(o, m.algo, m.group).map_err(ctx)?;
+            raw.dp_put_route(o, m.algo, m.group, m.recipe).map_err(ctx)?;
             promoted.push(*o);
         }
         raw.dp_snapshot_refresh(snap, &promoted).map_err(ctx)
@@ -502,7 +502,7 @@ fn broken_dataplane(
         }
         let entry_ok = snap
             .get(k)
-            .is_some_and(|e| e.group == m.group && e.id == *k);
+            .is_some_and(|e| e.group == m.group && e.id == *k && e.recipe == m.recipe);
         let group_ok = groups.contains(&m.group);
         if entry_ok && group_ok {
             continue;
