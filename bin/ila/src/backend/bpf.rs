@@ -15,14 +15,15 @@
 //! refuses); delete removes the FIB route, then the entry. What a kill can leave is an entry
 //! without its FIB route, which every later route command removes ([`Bpf::repair`]).
 
+use std::collections::HashMap;
 use std::net::{IpAddr, Ipv6Addr};
 
-use ipnet::IpNet;
+use ipnet::{IpNet, Ipv6Net};
 use mpt_bpf::ila::state::{self as ila_state, IlaState};
 use mpt_bpf::pinned::NsLock;
 use mpt_cli::Failure;
 use mpt_model::ila::plan::{Mode, Outcome, Write};
-use mpt_model::ila::Mapping;
+use mpt_model::ila::{Mapping, RouteSpec};
 use mpt_model::{Verb, ILA_PROTO};
 use mpt_netlink::msg::rtnl::route as rmsg;
 use mpt_netlink::sock::Socket;
@@ -39,6 +40,38 @@ pub struct Bpf {
     repaired: bool,
     /// Entries were deleted: the tables' kind flags may be cleared at the end.
     deleted: bool,
+    /// The FIB's routes of protocol ila by prefix, dumped once per invocation and kept up to
+    /// date by this invocation's own writes (a batch of N route commands dumped the whole IPv6
+    /// FIB N times); `None` until needed, or after a write whose result only the FIB knows.
+    fib: Option<HashMap<Ipv6Net, FibRoute>>,
+}
+
+/// What ila reads of a FIB route: where it sends, its table.
+#[derive(Debug, Clone, Copy)]
+struct FibRoute {
+    via: Option<Ipv6Addr>,
+    ifindex: u32,
+    table: u32,
+}
+
+impl FibRoute {
+    fn of(m: &rmsg::RouteMsg) -> FibRoute {
+        let nh = m.route.nexthops.first();
+        FibRoute {
+            via: super::v6_gateway(nh),
+            ifindex: nh.map_or(0, |n| n.ifindex),
+            table: m.route.key.table,
+        }
+    }
+
+    fn entry(self, spec: RouteSpec) -> RouteEntry {
+        RouteEntry {
+            spec,
+            via: self.via,
+            ifindex: self.ifindex,
+            table: self.table,
+        }
+    }
 }
 
 impl std::fmt::Debug for Bpf {
@@ -88,10 +121,45 @@ impl Bpf {
     }
 
     /// The FIB routes of protocol ila (IPv6, every table).
-    fn fib_routes(&mut self) -> Result<Vec<rmsg::RouteMsg>, Failure> {
-        let mut fib = super::fib_routes(super::rtnl(&mut self.rtnl)?)?;
-        fib.retain(|m| m.route.protocol == ILA_PROTO);
-        Ok(fib)
+    fn fib_routes(&mut self) -> Result<&HashMap<Ipv6Net, FibRoute>, Failure> {
+        let fib = match self.fib.take() {
+            Some(f) => f,
+            None => {
+                let mut by_dst = HashMap::new();
+                for m in super::fib_routes(super::rtnl(&mut self.rtnl)?)? {
+                    if let (ILA_PROTO, IpNet::V6(dst)) = (m.route.protocol, m.route.key.dst) {
+                        // the first of a prefix, as a search of the dump found it
+                        by_dst.entry(dst).or_insert_with(|| FibRoute::of(&m));
+                    }
+                }
+                by_dst
+            }
+        };
+        Ok(self.fib.insert(fib))
+    }
+
+    /// Keep the FIB's routes as read in step with a write of ours (`None`: `r` deleted).
+    fn fib_wrote(&mut self, dst: Ipv6Net, r: Option<&RouteEntry>) {
+        let Some(fib) = self.fib.as_mut() else {
+            return;
+        };
+        match r {
+            // the kernel chose the device: only a dump says which
+            Some(r) if r.ifindex == 0 => self.fib = None,
+            Some(r) => {
+                fib.insert(
+                    dst,
+                    FibRoute {
+                        via: r.via,
+                        ifindex: r.ifindex,
+                        table: r.table,
+                    },
+                );
+            }
+            None => {
+                fib.remove(&dst);
+            }
+        }
     }
 
     /// Remove table entries whose FIB route is gone (a command killed between its two
@@ -101,10 +169,10 @@ impl Bpf {
             return Ok(());
         }
         self.repaired = true;
-        let fib = self.fib_routes()?;
+        let fib: std::collections::HashSet<Ipv6Net> = self.fib_routes()?.keys().copied().collect();
         let s = self.tables()?;
         for r in s.routes().map_err(|e| Failure::bpf("list ILA routes", e))? {
-            if !fib.iter().any(|f| f.route.key.dst == IpNet::V6(r.dst)) {
+            if !fib.contains(&r.dst) {
                 s.delete_route(r.dst)
                     .map_err(|e| Failure::bpf("remove an ILA route without its FIB route", e))?;
             }
@@ -304,7 +372,7 @@ impl Tables for Bpf {
         if self.state(false)?.is_none() {
             return Ok(Vec::new());
         }
-        let fib = self.fib_routes()?;
+        let fib = self.fib_routes()?.clone();
         let Some(s) = self.state(false)? else {
             return Ok(Vec::new());
         };
@@ -312,15 +380,37 @@ impl Tables for Bpf {
         for spec in s.routes().map_err(|e| Failure::bpf("list ILA routes", e))? {
             // an entry without its FIB route (a command killed halfway) is not shown: the next
             // route command removes it
-            let Some(f) = fib.iter().find(|f| f.route.key.dst == IpNet::V6(spec.dst)) else {
+            let Some(f) = fib.get(&spec.dst) else {
                 continue;
             };
             let c = s
                 .route_counter(spec.dst)
                 .map_err(|e| Failure::bpf("read ILA counters", e))?;
-            out.push((super::entry(spec, f), Some(counter(c))));
+            out.push((f.entry(spec), Some(counter(c))));
         }
         Ok(out)
+    }
+
+    fn route_of(
+        &mut self,
+        dst: Ipv6Net,
+        table: Option<u32>,
+    ) -> Result<Option<RouteEntry>, Failure> {
+        if self.state(false)?.is_none() {
+            return Ok(None);
+        }
+        let Some(f) = self.fib_routes()?.get(&dst).copied() else {
+            return Ok(None);
+        };
+        let Some(s) = self.state(false)? else {
+            return Ok(None);
+        };
+        let spec = s
+            .route(dst)
+            .map_err(|e| Failure::bpf("read an ILA route", e))?;
+        Ok(spec
+            .map(|spec| f.entry(spec))
+            .filter(|e| table.is_none_or(|t| t == e.table)))
     }
 
     /// The tables (created if need be, and so locked), repaired.
@@ -354,7 +444,13 @@ impl Tables for Bpf {
             Write::Added => Verb::Add,
             Write::Replaced => Verb::Replace,
         };
-        if let Err(e) = self.fib_request(verb, r, what) {
+        let sent = self.fib_request(verb, r, what);
+        match &sent {
+            Ok(()) => self.fib_wrote(r.spec.dst, Some(r)),
+            // what the FIB holds now is the dump's to say
+            Err(_) => self.fib = None,
+        }
+        if let Err(e) = sent {
             let f = if e.errno() == Some(libc::EEXIST) {
                 // not ila's (ila's own is in its table, seen above): replace would not help
                 Failure::system(format!(
@@ -382,7 +478,12 @@ impl Tables for Bpf {
     /// The FIB route, then the table entry.
     fn remove_route(&mut self, r: &RouteEntry, what: &str) -> Result<(), Failure> {
         self.deleted = true;
-        match self.fib_request(Verb::Del, r, what) {
+        let sent = self.fib_request(Verb::Del, r, what);
+        match &sent {
+            Ok(()) => self.fib_wrote(r.spec.dst, None),
+            Err(_) => self.fib = None,
+        }
+        match sent {
             Ok(()) => {}
             // gone meanwhile: the entry goes too
             Err(e) if e.errno() == Some(libc::ESRCH) => {}

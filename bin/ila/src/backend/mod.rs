@@ -122,6 +122,21 @@ pub trait Tables: std::fmt::Debug {
     /// Every ILA route, with its counter where the backend keeps one.
     fn routes(&mut self) -> Result<Vec<Counted<RouteEntry>>, Failure>;
 
+    /// The ILA route of `dst` (in `table`, or whichever it is in), as [`Tables::routes`] has
+    /// it. A backend that can find one without listing them all says so here: a batch of route
+    /// commands must not list every route for each line.
+    fn route_of(
+        &mut self,
+        dst: Ipv6Net,
+        table: Option<u32>,
+    ) -> Result<Option<RouteEntry>, Failure> {
+        Ok(plan::find_route(
+            self.routes()?.into_iter().map(|(e, _)| e),
+            dst,
+            table,
+        ))
+    }
+
     /// Before a route is put (`create`) or deleted: the lock, and what the backend sets up
     /// first; `false`: there can be no route (nothing created, and `create` is false).
     fn prepare_routes(&mut self, create: bool) -> Result<bool, Failure>;
@@ -177,8 +192,7 @@ pub trait Tables: std::fmt::Debug {
         self.prepare_routes(true)?;
         let want = self.fib_target(r, what)?;
         let table = (self.kind() == Kind::Kernel).then_some(r.table);
-        let routes = self.routes()?.into_iter().map(|(e, _)| e);
-        let old = plan::find_route(routes, r.spec.dst, table);
+        let old = self.route_of(r.spec.dst, table)?;
         match plan::put_route(old.as_ref(), &want, mode) {
             Outcome::Unchanged => Ok(None),
             Outcome::Refuse(x) => Err(refused(x, r.spec.dst, what)),
@@ -197,8 +211,7 @@ pub trait Tables: std::fmt::Debug {
         if !self.prepare_routes(false)? {
             return Ok(None);
         }
-        let routes = self.routes()?.into_iter().map(|(e, _)| e);
-        let Some(old) = plan::find_route(routes, dst, table) else {
+        let Some(old) = self.route_of(dst, table)? else {
             return Ok(None);
         };
         self.remove_route(&old, what)?;

@@ -126,19 +126,12 @@ fn put(s: &mut Session, mode: Mode, entry: &RouteEntry, what: &str) -> Result<Ou
     let dst = entry.spec.dst;
     let before = match check {
         true => b
-            .routes()?
-            .into_iter()
-            .find(|(r, _)| r.spec.dst == dst)
-            .map(|(r, _)| RouteRow::of(&r, None, false, kind)),
+            .route_of(dst, None)?
+            .map(|r| RouteRow::of(&r, None, false, kind)),
         false => None,
     };
     let w = b.put_route(entry, mode, what)?;
-    let shown = b
-        .routes()?
-        .into_iter()
-        .map(|(r, _)| r)
-        .find(|r| r.spec.dst == dst)
-        .unwrap_or(*entry);
+    let shown = b.route_of(dst, None)?.unwrap_or(*entry);
     if kind == Kind::Bpf
         && !check
         && entry.spec.hook_type == HookType::Output
