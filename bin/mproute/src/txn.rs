@@ -580,12 +580,26 @@ impl RouteTxn<'_> {
     /// the state entries whose route is gone already, forgotten. The same list for the real
     /// and the dry run.
     pub(crate) fn flush_plan(&mut self, table: Option<u32>) -> Result<Vec<FlushStep>, Failure> {
-        let managed: Vec<(RouteKey, Managed)> = match self.store(false)? {
-            Some(s) => s.all()?,
-            None => Vec::new(),
-        };
+        // the state read (in batches) on another thread while the FIB is dumped
+        self.store(false)?;
+        self.sock()?;
+        let sess: &mut Session = self.0;
+        let store = sess.store.as_ref();
+        let sock = sess
+            .sock
+            .as_mut()
+            .ok_or_else(|| Failure::system("flush: no netlink socket"))?;
+        let (managed, all) = std::thread::scope(|sc| {
+            let reader = sc.spawn(move || store.map(Store::all).transpose());
+            let all = dump(sock, None, table);
+            let managed = reader
+                .join()
+                .unwrap_or_else(|_| Err(Failure::system("flush: the state reader failed")));
+            (managed, all)
+        });
+        let managed: Vec<(RouteKey, Managed)> = managed?.unwrap_or_default();
+        let all = all?;
         let mut steps = Vec::new();
-        let all = dump(self.sock()?, None, table)?;
         let managed_keys: HashMap<RouteKey, &Managed> =
             managed.iter().map(|(k, m)| (*k, m)).collect();
         let fib_keys: HashSet<RouteKey> = all.iter().map(|r| r.key).collect();
