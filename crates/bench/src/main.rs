@@ -3,6 +3,8 @@
 //! judged against, measured in the same run, and as a ratio:
 //!
 //! - `routes`: installing N two-nexthop routes with `mproute -b` against `ip -batch`;
+//! - `sync`: `mproute sync` and `flush` of a whole table against `ip -j route show` and `ip
+//!   route flush` of it;
 //! - `select`: the per-packet cost of each dataplane algorithm against a plain `bpf_fib_lookup`
 //!   forwarder (`BPF_PROG_TEST_RUN`), and the hash balance of 65,536 flows;
 //! - `forward`: packets per second and TCP throughput through a router namespace over veth, the
@@ -14,6 +16,7 @@ mod ila;
 mod routes;
 mod select;
 mod support;
+mod sync;
 
 use std::process::ExitCode;
 
@@ -36,6 +39,20 @@ enum What {
         #[arg(long, default_value_t = 100_000)]
         count: u32,
         /// Runs per tool.
+        #[arg(long, default_value_t = 3)]
+        runs: u32,
+        /// Every route with its own nexthop set (weights), no two sharing a group (at most
+        /// 16,000), beside ip -batch installing the same.
+        #[arg(long)]
+        distinct: bool,
+    },
+    /// `mproute sync` (nothing to repair, and after drift) and `mproute flush` of N managed
+    /// routes, against `ip -j route show` and `ip route flush proto mproute` of the same table.
+    Sync {
+        /// Managed routes in the table.
+        #[arg(long, default_value_t = 100_000)]
+        count: u32,
+        /// Rounds.
         #[arg(long, default_value_t = 3)]
         runs: u32,
     },
@@ -132,7 +149,12 @@ fn main() -> ExitCode {
 /// Runs a benchmark; `Ok(false)` is a failure that has already been reported.
 fn run(what: What) -> Result<bool> {
     match what {
-        What::Routes { count, runs } => routes::run(count, runs).map(|()| true),
+        What::Routes {
+            count,
+            runs,
+            distinct,
+        } => routes::run(count, runs, distinct).map(|()| true),
+        What::Sync { count, runs } => sync::run(count, runs).map(|()| true),
         What::Select { repeat, runs } => select::run(repeat, runs),
         What::Disrupt { flows } => disrupt::run(flows),
         What::Ila {

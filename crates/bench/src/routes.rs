@@ -30,6 +30,16 @@ fn prefix(i: u32) -> String {
     format!("{}.{}.{}.0/24", 11 + i / 65536, i / 256 % 256, i % 256)
 }
 
+/// Route `i`'s own nexthop set (`--distinct`): the two paths with weights no other route of
+/// the first 65,536 has, so that no two routes share a group.
+fn distinct_nexthops(i: u32) -> String {
+    format!(
+        "nexthop via 10.1.0.2 dev va weight {} nexthop via 10.2.0.2 dev vb weight {}",
+        1 + i % 256,
+        1 + i / 256 % 256
+    )
+}
+
 /// The kernel nexthop objects the nhid calibration run uses (untimed set-up).
 const FLOOR_NH: [&str; 3] = [
     "nexthop add id 901 via 10.1.0.2 dev va",
@@ -47,7 +57,7 @@ struct BatchFiles {
 }
 
 impl BatchFiles {
-    fn write(count: u32) -> Result<Self> {
+    fn write(count: u32, distinct: bool) -> Result<Self> {
         ensure!(
             count <= 245 * 65536,
             "--count too large (max {})",
@@ -64,11 +74,16 @@ impl BatchFiles {
         let mut ip = String::new();
         for i in 0..count {
             let p = prefix(i);
+            let nh = if distinct {
+                distinct_nexthops(i)
+            } else {
+                NEXTHOPS.to_string()
+            };
             // writeln! into a String cannot fail.
-            let _ = writeln!(m, "add {p} {NEXTHOPS}");
+            let _ = writeln!(m, "add {p} {nh}");
             // iproute2 takes everything after the first "nexthop" as nexthops, so the
             // protocol (mproute's 245, for a like-for-like comparison) goes before them.
-            let _ = writeln!(ip, "route add {p} proto 245 {NEXTHOPS}");
+            let _ = writeln!(ip, "route add {p} proto 245 {nh}");
         }
         std::fs::write(&files.mproute, m)
             .with_context(|| format!("write {}", files.mproute.display()))?;
@@ -449,30 +464,43 @@ fn rate(rates: &[(Tool, f64)], tool: Tool) -> f64 {
         .map_or(f64::NAN, |(_, r)| *r)
 }
 
-pub fn run(count: u32, runs: u32) -> Result<()> {
+pub fn run(count: u32, runs: u32, distinct: bool) -> Result<()> {
     support::require_root("bench routes")?;
     ensure!(
         count > 0 && runs > 0,
         "--count and --runs must be at least 1"
     );
+    // each route a group of its own: the state's group map bounds them
+    ensure!(
+        !distinct || count <= 16_000,
+        "--distinct: at most 16,000 routes (one dataplane group each)"
+    );
     let mproute = support::tool("mproute")?;
     support::sweep_stale();
-    let files = BatchFiles::write(count)?;
+    let files = BatchFiles::write(count, distinct)?;
     let tools = [Tool::IpBatch, Tool::Mproute, Tool::MprouteNh];
-    let floors = [
-        Tool::FloorMultipath,
-        Tool::FloorObject,
-        Tool::FloorObjectMaps,
-    ];
+    // the calibrations install one shared nexthop set
+    let floors: &[Tool] = if distinct {
+        &[]
+    } else {
+        &[
+            Tool::FloorMultipath,
+            Tool::FloorObject,
+            Tool::FloorObjectMaps,
+        ]
+    };
 
     // 1. One namespace, interleaved rounds, the table emptied after every run.
-    println!(
-        "bench: {count} two-nexthop IPv4 routes per run, {runs} interleaved rounds in one namespace"
-    );
+    let what = if distinct {
+        "two-nexthop IPv4 routes, each with its own nexthop set (weights),"
+    } else {
+        "two-nexthop IPv4 routes"
+    };
+    println!("bench: {count} {what} per run, {runs} interleaved rounds in one namespace");
     let ns = fresh_ns(0)?;
     let mut same: Vec<(Tool, Vec<f64>)> = tools
         .iter()
-        .chain(&floors)
+        .chain(floors)
         .map(|t| (*t, Vec::new()))
         .collect();
     for round in 1..=runs {
@@ -521,6 +549,16 @@ pub fn run(count: u32, runs: u32) -> Result<()> {
     );
     println!();
     let ip = rate(&s, Tool::IpBatch);
+    if distinct {
+        println!(
+            "distinct nexthop sets: same namespace mproute -b/ip-batch = {:.2}×, --nexthop-objects/ip-batch = {:.2}×; fresh namespace {:.2}× and {:.2}× (run it at N and 10 N to see both grow)",
+            rate(&s, Tool::Mproute) / ip,
+            rate(&s, Tool::MprouteNh) / ip,
+            rate(&f, Tool::Mproute) / rate(&f, Tool::IpBatch),
+            rate(&f, Tool::MprouteNh) / rate(&f, Tool::IpBatch)
+        );
+        return Ok(());
+    }
     println!(
         "same namespace:  mproute -b/ip-batch = {:.2}× (goal 1.0×), --nexthop-objects/ip-batch = {:.2}× (goal 2.0×)",
         rate(&s, Tool::Mproute) / ip,
