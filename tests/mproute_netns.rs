@@ -1669,3 +1669,116 @@ fn attach_says_changed_for_fastpath_and_peer_alone() {
     assert_eq!(changed("dataplane attach dev va peer off"), true);
     assert_eq!(changed("dataplane attach dev va peer off"), false);
 }
+
+/// `sync` of a large table (5,000 managed routes) that drifted every way at once, checked
+/// against `ip -j route show`: routes deleted behind mproute's back (state entries left without
+/// a route) are forgotten, routes of protocol mproute it does not know are adopted, routes
+/// whose nexthops were replaced are taken again with their algorithm, and a shadowed route
+/// whose better one was deleted gets the dataplane entry (no dataplane repair needed after,
+/// nothing left for a second sync). Sync reads the state in batches and compares in memory:
+/// this is the bookkeeping of that comparison at a size where an off-by-one batch shows.
+#[test]
+fn sync_repairs_drift_in_a_large_table() {
+    require_root();
+    let t = TwoPaths::new("bigsync");
+    // /28s of 198.18.0.0/15: i-th is 198.(18 + i / 4096).(i / 16 % 256).(i % 16 * 16)/28
+    let p = |i: u32| format!("198.{}.{}.{}/28", 18 + i / 4096, i / 16 % 256, i % 16 * 16);
+    const N: u32 = 5000;
+    let two = "nexthop via 10.1.0.2 dev va nexthop via 10.2.0.2 dev vb";
+    let mut text = String::new();
+    for i in 0..N {
+        let algo = if i % 7 == 0 { "algo l4-hash " } else { "" };
+        text.push_str(&format!("add {} {algo}{two}\n", p(i)));
+    }
+    // shadowed pairs: metric 10 and metric 20 of the same prefix, the better one to be deleted
+    for i in N..N + 20 {
+        text.push_str(&format!("add {} metric 10 {two}\n", p(i)));
+        text.push_str(&format!("add {} metric 20 {two}\n", p(i)));
+    }
+    let file = BatchFile::new("bigsync", &text);
+    MP.ok(&t.r, &format!("-b {}", file.path()));
+    assert_eq!(sync_changes(&t.r), Vec::<Value>::new(), "nothing to repair");
+
+    // drift, behind mproute's back, with ip -batch
+    let mut ip = String::new();
+    let deleted: Vec<u32> = (0..N).filter(|i| i % 10 == 3).collect(); // 500
+    for i in &deleted {
+        ip.push_str(&format!("route del {}\n", p(*i)));
+    }
+    let replaced: Vec<u32> = (0..N).filter(|i| i % 25 == 7).collect(); // 200
+    for i in &replaced {
+        ip.push_str(&format!(
+            "route replace {} proto 245 nexthop via 10.1.0.2 dev va\n",
+            p(*i)
+        ));
+    }
+    let unknown: Vec<u32> = (N + 100..N + 400).collect(); // 300
+    for i in &unknown {
+        ip.push_str(&format!("route add {} proto 245 {two}\n", p(*i)));
+    }
+    for i in N..N + 20 {
+        ip.push_str(&format!("route del {} metric 10\n", p(i)));
+    }
+    let ipfile = BatchFile::new("bigsyncip", &ip);
+    t.r.ip_ok(&["-batch", ipfile.path()]);
+
+    let rows = sync_changes(&t.r);
+    let count = |a: &str| rows.iter().filter(|r| r["action"] == a).count();
+    assert_eq!(count("forgotten"), deleted.len() + 20, "{rows:?}");
+    assert_eq!(count("adopted"), unknown.len());
+    assert_eq!(count("updated"), replaced.len());
+    assert_eq!(
+        count("repaired-dataplane"),
+        0,
+        "the shadowed routes were promoted"
+    );
+    let forgotten: std::collections::HashSet<String> = rows
+        .iter()
+        .filter(|r| r["action"] == "forgotten")
+        .filter_map(|r| r["dst"].as_str().map(String::from))
+        .collect();
+    for i in &deleted {
+        assert!(forgotten.contains(&p(*i)), "{} forgotten", p(*i));
+    }
+    // one of the replaced keeps its algorithm
+    assert!(rows.iter().any(|r| r["action"] == "updated"
+        && r["dst"] == p(7 * 25 + 7)
+        && r["reason"].as_str().is_some_and(|s| s.contains("l4-hash"))));
+    assert_eq!(
+        sync_changes(&t.r),
+        Vec::<Value>::new(),
+        "a second sync finds nothing"
+    );
+
+    // the oracle: what mproute manages is exactly ip's protocol-mproute routes
+    let ours: std::collections::BTreeSet<(String, u64)> = MP
+        .json(&t.r, "show")
+        .as_array()
+        .expect("rows")
+        .iter()
+        .filter(|r| r["managed"] == true)
+        .map(|r| {
+            (
+                r["dst"].as_str().expect("dst").to_string(),
+                r["metric"].as_u64().unwrap_or(0),
+            )
+        })
+        .collect();
+    let theirs: std::collections::BTreeSet<(String, u64)> =
+        t.r.ip_json("-4 route show proto 245")
+            .as_array()
+            .expect("ip rows")
+            .iter()
+            .map(|r| {
+                (
+                    r["dst"].as_str().expect("dst").to_string(),
+                    r["metric"].as_u64().unwrap_or(0),
+                )
+            })
+            .collect();
+    assert_eq!(ours.len(), N as usize - deleted.len() + unknown.len() + 20);
+    assert_eq!(ours, theirs);
+    // the replaced routes have the FIB's one path now, in mproute's view too
+    let r = row(&t.r, &p(7), "main").expect("row");
+    assert_eq!(r["nexthops"].as_array().map(Vec::len), Some(1), "{r}");
+}

@@ -321,6 +321,8 @@ impl Session {
         };
         let ctx = |e| Failure::bpf("read dataplane state", e);
         let mut forget: Vec<RouteKey> = Vec::new();
+        // each group's paths and weights, made once (routes share groups)
+        let mut weighted: HashMap<u32, Option<crate::verify::Weighted>> = HashMap::new();
         for (k, m) in &managed {
             let (k, m) = (*k, *m);
             let Some(r) = fib.get(&k) else {
@@ -351,12 +353,12 @@ impl Session {
                 Some(_) => continue,
                 None => {
                     // a group gone missing (a crash between two writes) is repaired below
-                    let Some((ours, ours_w)) =
+                    let Some((ours, ours_w)) = weighted.entry(m.group).or_insert_with(|| {
                         groups.get(&m.group).map(|g| crate::verify::weighted(g))
-                    else {
+                    }) else {
                         continue;
                     };
-                    match route_drift(&ours, &ours_w, r) {
+                    match route_drift(ours, ours_w, r) {
                         Some(why) => why,
                         None => continue,
                     }
@@ -447,7 +449,8 @@ impl Session {
         // not changed since: sync writes only the state).
         if done {
             let referenced: HashSet<u32> = all.iter().filter_map(|r| r.nh_id).collect();
-            self.collect_with(&referenced)?;
+            let used: HashSet<u32> = now.values().map(|m| m.group).collect();
+            self.collect_with(&referenced, Some(used))?;
         }
         // State pinned for namespaces that no longer exist.
         for path in fx.sweep(&mpt_sys::netns::reachable_cookies()) {

@@ -46,6 +46,9 @@ pub struct Session {
     /// `--check`: what earlier lines of the dry run would have left in mproute's state (the
     /// FIB's side is in the cache, `fib`): `None` for a route no longer managed.
     pub(crate) check_state: HashMap<RouteKey, Option<Managed>>,
+    /// The nexthop objects the routes a `flush` of every table leaves reference, from its
+    /// plan's dump (taken by the flush that carries the plan out).
+    pub(crate) flush_referenced: Option<HashSet<u32>>,
 }
 
 impl std::fmt::Debug for Session {
@@ -68,6 +71,7 @@ impl Session {
             dp_groups_known: HashSet::new(),
             dp_groups_by_content: FxHashMap::default(),
             use_nh_objects: false,
+            flush_referenced: None,
             arm_needed: false,
             fibgen: None,
             read_only: false,
@@ -227,12 +231,16 @@ impl Session {
             .iter()
             .filter_map(|r| r.nh_id)
             .collect();
-        self.collect_with(&referenced)
+        self.collect_with(&referenced, None)
     }
 
     /// [`Session::collect`], the nexthop objects the FIB's routes reference given (from a dump
-    /// just taken: `sync`'s).
-    pub(crate) fn collect_with(&mut self, referenced: &HashSet<u32>) -> Result<(), Failure> {
+    /// just taken: `sync`'s), and the groups the state's routes use if known (`sync` read it).
+    pub(crate) fn collect_with(
+        &mut self,
+        referenced: &HashSet<u32>,
+        used: Option<HashSet<u32>>,
+    ) -> Result<(), Failure> {
         self.gc_needed = false;
         let collected = self
             .with_nh(|idx, sock| idx.collect(sock, referenced))?
@@ -249,7 +257,10 @@ impl Session {
                 }
             }
             // Dataplane groups no managed route points at any more.
-            let used: HashSet<u32> = s.all()?.into_iter().map(|(_, m)| m.group).collect();
+            let used: HashSet<u32> = match used {
+                Some(u) if collected.is_empty() => u,
+                _ => s.all()?.into_iter().map(|(_, m)| m.group).collect(),
+            };
             let raw = s.bpf();
             let unused: Vec<u32> = raw
                 .dp_group_ids()

@@ -603,14 +603,19 @@ impl RouteTxn<'_> {
         let managed_keys: HashMap<RouteKey, &Managed> =
             managed.iter().map(|(k, m)| (*k, m)).collect();
         let fib_keys: HashSet<RouteKey> = all.iter().map(|r| r.key).collect();
+        // the nexthop objects the routes that stay reference (of every table only)
+        let mut staying: Option<HashSet<u32>> = table.is_none().then(HashSet::new);
         for r in all {
             let in_state = managed_keys
                 .get(&r.key)
                 .is_some_and(|m| installed_as(m, &r));
             if in_state || r.protocol == MPROUTE_PROTO {
                 steps.push(FlushStep::Delete(r));
+            } else if let (Some(s), Some(id)) = (staying.as_mut(), r.nh_id) {
+                s.insert(id);
             }
         }
+        self.flush_referenced = staying;
         for (k, _) in &managed {
             if !(table.is_some_and(|t| t != k.table) || fib_keys.contains(k)) {
                 steps.push(FlushStep::Forget(*k));
@@ -687,6 +692,11 @@ impl RouteTxn<'_> {
         }
         self.fib.clear();
         self.gc_needed = true;
+        // Of every table and all deleted: what the plan's dump left references the objects
+        // still in use, and the collection needs no dump of its own.
+        if let (Some(staying), true) = (self.flush_referenced.take(), refused.is_ok()) {
+            self.collect_with(&staying, None)?;
+        }
         refused
     }
 }

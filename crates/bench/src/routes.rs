@@ -23,10 +23,10 @@ use mpt_testkit::Netns;
 
 use crate::support::{self, median};
 
-const NEXTHOPS: &str = "nexthop via 10.1.0.2 dev va nexthop via 10.2.0.2 dev vb";
+pub(crate) const NEXTHOPS: &str = "nexthop via 10.1.0.2 dev va nexthop via 10.2.0.2 dev vb";
 
 /// The i-th /24: 11.0.0.0/24, 11.0.1.0/24, ... (continuing into 12.0.0.0/8 after 65536).
-fn prefix(i: u32) -> String {
+pub(crate) fn prefix(i: u32) -> String {
     format!("{}.{}.{}.0/24", 11 + i / 65536, i / 256 % 256, i % 256)
 }
 
@@ -99,7 +99,7 @@ impl Drop for BatchFiles {
 }
 
 /// A fresh namespace with lo, va/va2 and vb/vb2 up, 10.1.0.1/24 on va and 10.2.0.1/24 on vb.
-fn fresh_ns(run: usize) -> Result<Netns> {
+pub(crate) fn fresh_ns(run: usize) -> Result<Netns> {
     let ns = support::netns(&run.to_string())?;
     let n = ns.name();
     for (dev, peer, addr) in [("va", "va2", "10.1.0.1/24"), ("vb", "vb2", "10.2.0.1/24")] {
@@ -114,7 +114,7 @@ fn fresh_ns(run: usize) -> Result<Netns> {
 }
 
 /// Number of IPv4 routes in the main table of `ns`.
-fn route_count(ns: &str) -> Result<usize> {
+pub(crate) fn route_count(ns: &str) -> Result<usize> {
     let out = support::ip(["-n", ns, "-j", "-4", "route", "show"])?;
     let v: serde_json::Value =
         serde_json::from_str(&out).context("ip -j route show: output is not JSON")?;
