@@ -113,7 +113,8 @@ impl SyncFx for Repair {
         }
         let mut promoted = Vec::new();
         for (o, m) in next.values() {
-            raw.dp_put_route(o, m.algo, m.group, m.recipe).map_err(ctx)?;
+            raw.dp_put_route(o, m.algo, m.group, m.recipe)
+                .map_err(ctx)?;
             promoted.push(*o);
         }
         raw.dp_snapshot_refresh(snap, &promoted).map_err(ctx)
