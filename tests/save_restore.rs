@@ -1,5 +1,6 @@
 //! `mproute save` and `mproute -b`: what save prints reads back into the same state. In a
-//! throwaway namespace: routes with every algorithm, resilient tables, weights, tables other
+//! throwaway namespace: routes with every algorithm, resilient and consistent tables, hash
+//! recipes, IPv4 alternatives (append), weights, tables other
 //! than main, metrics, protocols, IPv4 and IPv6, and dataplane attachments in two modes;
 //! saved, flushed and detached, restored with `-b`; `ip -j route show table all` (the oracle,
 //! iproute2 itself), `mproute -j show table all` (algorithms, resilient tables) and the
@@ -21,6 +22,10 @@ const ROUTES: &[&str] = &[
     "add 198.18.4.0/24 table 200 algo random via 192.0.2.5 dev v0",
     "add 198.18.5.0/24 algo wrandom nexthop via 192.0.2.6 dev v0 weight 256 nexthop via 203.0.113.6 dev v1 weight 1",
     "add 198.18.6.0/24 algo l3-hash resilient nexthop via 192.0.2.7 dev v0 nexthop via 203.0.113.7 dev v1",
+    "add 198.18.7.0/24 algo l4-hash consistent table-size 251 hash-fields src-ip,dst-ip,src-port,dst-port seed 7 nexthop via 192.0.2.8 dev v0 nexthop via 203.0.113.8 dev v1 weight 3",
+    // an IPv4 alternative: save must append it, not replace the first
+    "add 198.18.8.0/24 via 192.0.2.9 dev v0",
+    "append 198.18.8.0/24 via 203.0.113.9 dev v1",
     "add 2001:db8:100::/48 algo l4-hash nexthop via 2001:db8:1::2 dev v0 weight 2 nexthop via 2001:db8:2::2 dev v1",
     "add 2001:db8:101::/48 table 100 metric 7 proto boot algo drr nexthop via 2001:db8:1::3 dev v0 nexthop via 2001:db8:2::3 dev v1 weight 9",
 ];

@@ -41,19 +41,34 @@ pub fn run(s: &mut Session) -> Result<Output, Failure> {
             r.key.dst,
         )
     });
+    // IPv4 keeps alternatives (`append`): the first of a key is replaced, the others appended
+    let mut seen = std::collections::HashSet::new();
     for r in &routes {
-        let algo = managed.get(&r.key).map(|m| m.algo).unwrap_or_default();
-        let res = match s.store(false)? {
+        let m = managed.get(&r.key);
+        let algo = m.map(|m| m.algo).unwrap_or_default();
+        let recipe = m.map(|m| m.recipe).unwrap_or_default();
+        let table = match s.store(false)? {
             Some(st) => st
                 .bpf()
                 .res_get(&r.key)
                 .map_err(|e| Failure::bpf("read the dataplane's tables", e))?
-                .map(|t| (t.buckets(), t.idle_timer())),
+                .map(|t| {
+                    if t.is_consistent() {
+                        Table::Consistent(t.buckets())
+                    } else {
+                        Table::Resilient(t.buckets(), t.idle_timer())
+                    }
+                }),
             None => None,
         };
-        lines.push(route_line(r, algo.name(), res, &mut |i| {
+        let line = route_line(r, algo.name(), table, recipe, &mut |i| {
             mpt_sys::iface::name(i).unwrap_or_else(|| format!("if{i}"))
-        }));
+        });
+        if seen.insert(r.key) {
+            lines.push(line);
+        } else {
+            lines.push(line.replacen("replace ", "append ", 1));
+        }
     }
     let atts = mpt_bpf::mproute::dataplane::attachments()
         .map_err(|e| Failure::bpf("list dataplane attachments", e))?;
@@ -99,11 +114,21 @@ pub fn run(s: &mut Session) -> Result<Output, Failure> {
     Ok(Output::Lines(lines))
 }
 
-/// One route as a `replace` line. `res`: a resilient table's buckets and idle timer.
+/// The table between a route's hash and its nexthops, as `save` writes it back.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Table {
+    /// `resilient buckets N idle-timer S`.
+    Resilient(u16, u32),
+    /// `consistent table-size M`.
+    Consistent(u16),
+}
+
+/// One route as a `replace` line: its table kind and hash recipe included.
 pub fn route_line(
     r: &Route,
     algo: &str,
-    res: Option<(u16, u32)>,
+    table: Option<Table>,
+    recipe: mpt_model::hash::HashRecipe,
     ifname: &mut dyn FnMut(u32) -> String,
 ) -> String {
     let mut w = vec![
@@ -114,8 +139,18 @@ pub fn route_line(
         format!("proto {}", r.protocol),
         format!("algo {algo}"),
     ];
-    if let Some((buckets, idle)) = res {
-        w.push(format!("resilient buckets {buckets} idle-timer {idle}"));
+    match table {
+        Some(Table::Resilient(buckets, idle)) => {
+            w.push(format!("resilient buckets {buckets} idle-timer {idle}"))
+        }
+        Some(Table::Consistent(size)) => w.push(format!("consistent table-size {size}")),
+        None => {}
+    }
+    if let Some(f) = recipe.fields {
+        w.push(format!("hash-fields {f}"));
+    }
+    if let Some(seed) = recipe.seed {
+        w.push(format!("seed {seed}"));
     }
     let single = r.nexthops.len() == 1 && r.nexthops[0].gateway.is_some();
     for n in &r.nexthops {
@@ -177,7 +212,13 @@ mod tests {
             "198.51.100.0/24",
             &[("192.0.2.1", 3, 2, 0), ("192.0.2.9", 4, 1, 4)],
         );
-        let l = route_line(&r, "l4-hash", Some((64, 0)), &mut dev);
+        let l = route_line(
+            &r,
+            "l4-hash",
+            Some(Table::Resilient(64, 0)),
+            Default::default(),
+            &mut dev,
+        );
         assert_eq!(
             l,
             "replace 198.51.100.0/24 table 100 metric 7 proto 245 algo l4-hash resilient buckets 64 idle-timer 0 nexthop via 192.0.2.1 dev v3 weight 2 nexthop via 192.0.2.9 dev v4 weight 1 onlink"
@@ -189,6 +230,7 @@ mod tests {
             &route("2001:db8::/64", &[("2001:db8:1::1", 2, 1, 0)]),
             "drr",
             None,
+            Default::default(),
             &mut dev,
         );
         assert_eq!(
@@ -197,5 +239,27 @@ mod tests {
         );
         let words: Vec<String> = single.split_whitespace().map(String::from).collect();
         crate::cli::parse_line(words).expect("parses");
+        // a consistent table and a hash recipe
+        let recipe = mpt_model::hash::HashRecipe {
+            fields: Some(mpt_model::hash::HashFields::parse("src-ip,dst-ip").expect("fields")),
+            seed: Some(7),
+        };
+        let c = route_line(
+            &r,
+            "l3-hash",
+            Some(Table::Consistent(251)),
+            recipe,
+            &mut dev,
+        );
+        assert!(
+            c.contains(" algo l3-hash consistent table-size 251 hash-fields src-ip,dst-ip seed 7 "),
+            "{c}"
+        );
+        let words: Vec<String> = c.split_whitespace().map(String::from).collect();
+        let parsed = crate::cli::parse_line(words).expect("parses");
+        assert!(
+            matches!(parsed, crate::cli::Command::Write(_)),
+            "{parsed:?}"
+        );
     }
 }
