@@ -31,6 +31,17 @@ fn verbs_keywords_and_values_in_bash_zsh_and_fish() {
         sorted(shells::fish("mproute", BIN, "mproute dataplane ")),
         sorted(dp.map(String::from).to_vec())
     );
+    // the words before are read as mproute reads them: ip's abbreviations and spelling
+    assert_eq!(shells::bash("mproute", BIN, &["mproute", "da", ""]), dp);
+    assert_eq!(
+        shells::bash("mproute", BIN, &["mproute", "-json", "dp", ""]),
+        dp
+    );
+    let shown = shells::bash("mproute", BIN, &["mproute", "ro", "sh", ""]);
+    assert!(
+        shown.iter().any(|w| w == "proto") && shown.iter().any(|w| w == "exact"),
+        "route show's selector after ro sh: {shown:?}"
+    );
 
     let algos = [
         "l3-hash",

@@ -294,6 +294,8 @@ fn oneline_puts_a_multipath_route_on_one_line() {
     assert_eq!(lines(MP.ok(&ns, "show 198.18.9.0/24")), 2);
     let o = MP.ok(&ns, "-o show 198.18.9.0/24");
     assert_eq!(lines(o.clone()), 1, "{o}");
+    // and no header line: one line per object, as ip -o
+    assert!(!o.contains("DST"), "{o}");
     // ip's -oneline marks the joins with a backslash too
     assert!(o.contains(" \\ "), "{o}");
     assert!(ns.ip_ok("-o route show 198.18.9.0/24").contains('\\'));

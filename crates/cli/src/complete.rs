@@ -479,8 +479,14 @@ complete -c {name} -f -a '(__{fun}_complete)'
 }
 
 /// Handle `TOOL --complete -- WORDS...` before the command line is parsed: print the
-/// candidates and exit 0. Does nothing when the first argument is not `--complete`.
-pub fn handle(cmd: impl FnOnce() -> clap::Command, grammar: &Grammar) {
+/// candidates and exit 0. Does nothing when the first argument is not `--complete`. `words`:
+/// the tool's abbreviations, so that the words before the one being completed are read as the
+/// tool reads them (`mproute ro sh <TAB>` completes as `mproute route show <TAB>`).
+pub fn handle(
+    cmd: impl FnOnce() -> clap::Command,
+    grammar: &Grammar,
+    words_table: Option<&'static crate::abbrev::Level>,
+) {
     let mut args = std::env::args().skip(1);
     if args.next().as_deref() != Some("--complete") {
         return;
@@ -493,6 +499,9 @@ pub fn handle(cmd: impl FnOnce() -> clap::Command, grammar: &Grammar) {
         words.push(String::new());
     }
     let cmd = cmd();
+    if let Some(level) = words_table {
+        words = expanded(&cmd, level, words);
+    }
     let out: String = candidates(&cmd, grammar, &Live, &words)
         .into_iter()
         .map(|c| c + "\n")
@@ -500,6 +509,31 @@ pub fn handle(cmd: impl FnOnce() -> clap::Command, grammar: &Grammar) {
     use std::io::Write;
     let _ = std::io::stdout().lock().write_all(out.as_bytes());
     std::process::exit(crate::EXIT_OK)
+}
+
+/// The words before the last written out as the tool reads them (options as ip spells them,
+/// abbreviated command words); the last, being completed, as it is. Words the tool would refuse
+/// stay as written.
+fn expanded(
+    cmd: &clap::Command,
+    level: &'static crate::abbrev::Level,
+    words: Vec<String>,
+) -> Vec<String> {
+    let Some((last, done)) = words.split_last() else {
+        return words;
+    };
+    let os: Vec<std::ffi::OsString> = done.iter().map(std::ffi::OsString::from).collect();
+    match crate::abbrev::rewrite(cmd.get_name(), os, cmd, level) {
+        Ok(rw) => {
+            let mut v: Vec<String> = rw
+                .into_iter()
+                .map(|o| o.to_string_lossy().into_owned())
+                .collect();
+            v.push(last.clone());
+            v
+        }
+        Err(_) => words,
+    }
 }
 
 #[cfg(test)]

@@ -98,8 +98,8 @@ impl Generate {
 /// `--generate KIND` (print and exit) and `--complete -- WORDS...` ([`crate::complete`]). They
 /// are read here rather than declared to clap so that they stay out of the very completions
 /// and pages they generate. Does nothing when the first argument is neither.
-pub fn handle_tool<C: clap::CommandFactory>(manual: &Manual) {
-    crate::complete::handle(C::command, manual.grammar);
+pub fn handle_tool<C: clap::CommandFactory + crate::abbrev::Abbrev>(manual: &Manual) {
+    crate::complete::handle(C::command, manual.grammar, Some(C::WORDS));
     handle_with(C::command, manual);
 }
 

@@ -28,13 +28,16 @@ pub struct GlobalOpts {
     /// Show statistics (-s -s: more, where a tool has more; ip's -statistics too).
     #[arg(short = 's', long = "stats", alias = "statistics", action = clap::ArgAction::Count, global = true)]
     pub stats: u8,
-    /// One line per object, as ip's -oneline (a multipath route's nexthops on its line).
+    /// One line per object and no header, as ip's -oneline (a cell of several lines, such as
+    /// a multipath route's nexthops, joined with a backslash).
     #[arg(short = 'o', long = "oneline", global = true)]
     pub oneline: bool,
-    /// IPv4 routes only (mproute show and flush), as ip's -4.
+    /// IPv4 only, as ip's -4: mproute's show and flush select IPv4 routes (accepted, without
+    /// effect, by commands that have no address family).
     #[arg(short = '4', global = true, overrides_with_all = ["ipv6", "family"])]
     pub ipv4: bool,
-    /// IPv6 routes only (mproute show and flush), as ip's -6.
+    /// IPv6 only, as ip's -6: mproute's show and flush select IPv6 routes (accepted, without
+    /// effect, by commands that have no address family).
     #[arg(short = '6', global = true, overrides_with_all = ["ipv4", "family"])]
     pub ipv6: bool,
     /// Address family: inet or inet6 (ip's -family; -4 and -6 are its short forms).

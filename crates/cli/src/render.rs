@@ -88,7 +88,9 @@ pub fn rows_to_string<R: TableRow>(rows: &[R], style: Style) -> String {
     }
     let s = t.to_string();
     // comfy-table pads every line; operators grep and diff this output, so trim the ends.
+    // -o: objects only, one a line, as ip -oneline prints them (no header to skip in a loop)
     s.lines()
+        .skip(usize::from(style.oneline))
         .map(|l| l.trim_end().strip_prefix(' ').unwrap_or(l.trim_end()))
         .collect::<Vec<_>>()
         .join("\n")
@@ -319,7 +321,7 @@ mod tests {
             ..Style::default()
         };
         let t = rows_to_string(&rows, one);
-        assert_eq!(t.lines().count(), 2, "{t}");
+        assert_eq!(t.lines().count(), 1, "no header, one line: {t}");
         assert!(t.contains("10.0.0.0/8 \\ second"), "{t}");
         assert_eq!(
             rows_to_string::<R>(
