@@ -8,7 +8,7 @@
 //! usr/share/bash-completion/completions/TOOL        completions/ where Debian's shells look
 //! usr/share/zsh/vendor-completions/_TOOL
 //! usr/share/fish/vendor_completions.d/TOOL.fish
-//! etc/iproute2/rt_protos.d/mproute.conf             a conffile
+//! etc/iproute2/rt_protos.d/{mproute,ila}.conf       conffiles
 //! lib/systemd/system/*                              every unit file in etc/systemd/
 //! usr/lib/mproute/mproute-restore                   the save/restore script of the units
 //! usr/share/ansible/collections/ansible_collections/mpt/net/   the collection (ansible/)
@@ -34,6 +34,11 @@ const UNIT_SUFFIXES: [&str; 6] = [
     ".service", ".timer", ".socket", ".path", ".target", ".mount",
 ];
 const UNIT_DIR: &str = "lib/systemd/system";
+/// The protocol names the package owns (conffiles).
+const PROTOS: [&str; 2] = [
+    "etc/iproute2/rt_protos.d/mproute.conf",
+    "etc/iproute2/rt_protos.d/ila.conf",
+];
 
 /// Build the tools in release mode and the package; its path.
 pub fn build(root: &Path) -> Result<PathBuf> {
@@ -107,10 +112,12 @@ pub fn build(root: &Path) -> Result<PathBuf> {
             copy(&comp.join(from), &mkdir(&stage, dir)?.join(to))?;
         }
     }
-    // the protocol name, a conffile
-    let protos = "etc/iproute2/rt_protos.d/mproute.conf";
+    // the protocol names, conffiles (mproute's 245, ila's 246: the tools write them at first
+    // use where missing, the package owns them)
     mkdir(&stage, "etc/iproute2/rt_protos.d")?;
-    copy(&root.join(protos), &stage.join(protos))?;
+    for protos in PROTOS {
+        copy(&root.join(protos), &stage.join(protos))?;
+    }
     // the units, all of them, and the script they run
     let units = mkdir(&stage, UNIT_DIR)?;
     let mut unit_names = Vec::new();
@@ -211,10 +218,8 @@ fn control(stage: &Path, units: &[String]) -> Result<()> {
             arch.trim()
         ),
     )?;
-    std::fs::write(
-        dir.join("conffiles"),
-        "/etc/iproute2/rt_protos.d/mproute.conf\n",
-    )?;
+    let conffiles: String = PROTOS.iter().map(|p| format!("/{p}\n")).collect();
+    std::fs::write(dir.join("conffiles"), conffiles)?;
     let reload =
         "if [ -d /run/systemd/system ]; then systemctl daemon-reload >/dev/null || true; fi\n";
     script(
@@ -223,6 +228,13 @@ fn control(stage: &Path, units: &[String]) -> Result<()> {
             "#!/bin/sh\nset -e\n# units: {}\nmkdir -p /var/lib/mproute\n{reload}",
             units.join(" ")
         ),
+    )?;
+    // on remove, the running watchers and the metrics timer stop before their binaries go
+    script(
+        &dir.join("prerm"),
+        "#!/bin/sh\nset -e\nif [ \"$1\" = remove ] && [ -d /run/systemd/system ]; then\n  \
+         systemctl stop 'mproute-watch@*.service' mproute-metrics.timer mproute-metrics.service \
+         >/dev/null 2>&1 || true\nfi\n",
     )?;
     script(&dir.join("postrm"), &format!("#!/bin/sh\nset -e\n{reload}"))?;
     Ok(())
