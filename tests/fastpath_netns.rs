@@ -366,7 +366,11 @@ fn recv_datagrams(s: &UdpSocket, n: usize, within: Duration) -> Vec<Vec<u8>> {
         }
         match s.recv_from(&mut buf) {
             Ok((len, _)) => got.push(buf[..len].to_vec()),
-            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {}
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted
+                ) => {}
             Err(e) => panic!("recv UDP: {e}"),
         }
     }
