@@ -98,21 +98,28 @@ fn save_then_batch_restores_routes_and_attachments() {
     for r in ROUTES {
         MPROUTE.ok(&ns, r);
     }
-    MPROUTE.ok(&ns, "dataplane attach dev v0 tc");
-    MPROUTE.ok(&ns, "dataplane attach dev v1 xdp-generic fastpath off");
+    // a kernel that refuses the dataplane (5.10, checked to refuse in one line): routes alone
+    let dp = !mpt_testkit::matrix::dataplane_refused_here(&MPROUTE);
+    if dp {
+        MPROUTE.ok(&ns, "dataplane attach dev v0 tc");
+        MPROUTE.ok(&ns, "dataplane attach dev v1 xdp-generic fastpath off");
+    }
     let before = state(&ns);
     assert_eq!(before.1.len(), ROUTES.len(), "{:?}", before.1);
-    assert_eq!(
-        before.2,
-        [
+    let want: Vec<(String, String)> = if dp {
+        vec![
             ("v0".to_string(), "tc".to_string()),
             ("v1".into(), "tc fastpath off".into()),
-            ("v1".into(), "xdp-generic fastpath off".into())
+            ("v1".into(), "xdp-generic fastpath off".into()),
         ]
-    );
+    } else {
+        Vec::new()
+    };
+    assert_eq!(before.2, want);
     let saved = MPROUTE.ok(&ns, "save");
-    assert!(
+    assert_eq!(
         saved.contains("dataplane attach dev v1 xdp-generic fastpath off"),
+        dp,
         "{saved}"
     );
     assert!(saved.starts_with("# mproute save "), "{saved}");
@@ -128,7 +135,9 @@ fn save_then_batch_restores_routes_and_attachments() {
 
     // everything gone
     MPROUTE.ok(&ns, "flush table all");
-    MPROUTE.ok(&ns, "dataplane detach dev v0 dev v1");
+    if dp {
+        MPROUTE.ok(&ns, "dataplane detach dev v0 dev v1");
+    }
     let empty = state(&ns);
     assert!(
         empty.0.is_empty() && empty.1.is_empty() && empty.2.is_empty(),

@@ -257,6 +257,9 @@ pub fn delete_keys(map: &MapHandle, keys: &[u8], what: &str) -> Result<usize, Er
                     at += count as usize + 1;
                     deleted += count as usize;
                 }
+                // a map type without batch operations (an LPM trie before 6.x) is refused
+                // before anything is done, `count` left as asked: key by key from here
+                e if e == ENOTSUPP || e == libc::EOPNOTSUPP => batched = false,
                 e if unsupported(e) && count == 0 => batched = false,
                 e => {
                     return Err(Error::io(
