@@ -94,15 +94,19 @@ static __always_inline void count_xlat(const struct ila_xlat_key *k,
 				       const struct ila_xlat_val *v, __u32 len)
 {
 	struct ila_counter zero = {}, *c = slot_counter(v->stats_slot);
+	void *stats;
 
 	if (c) {
 		count(c, len);
 		return;
 	}
-	c = bpf_map_lookup_elem(&ila_xlat_stats, k);
+	stats = MPT_INNER(ila_xlat_stats);
+	if (!stats)
+		return;
+	c = bpf_map_lookup_elem(stats, k);
 	if (!c) {
-		bpf_map_update_elem(&ila_xlat_stats, k, &zero, BPF_NOEXIST);
-		c = bpf_map_lookup_elem(&ila_xlat_stats, k);
+		bpf_map_update_elem(stats, k, &zero, BPF_NOEXIST);
+		c = bpf_map_lookup_elem(stats, k);
 	}
 	count(c, len);
 }
@@ -111,6 +115,7 @@ static __always_inline void count_route(const struct ila_route_val *v, __u32 len
 {
 	struct ila_route_key k = { .prefixlen = v->prefix_len };
 	struct ila_counter zero = {}, *c = slot_counter(v->stats_slot);
+	void *stats;
 
 	if (c) {
 		count(c, len);
@@ -118,10 +123,13 @@ static __always_inline void count_route(const struct ila_route_val *v, __u32 len
 	}
 
 	__builtin_memcpy(k.addr, v->prefix, 16);
-	c = bpf_map_lookup_elem(&ila_route_stats, &k);
+	stats = MPT_INNER(ila_route_stats);
+	if (!stats)
+		return;
+	c = bpf_map_lookup_elem(stats, &k);
 	if (!c) {
-		bpf_map_update_elem(&ila_route_stats, &k, &zero, BPF_NOEXIST);
-		c = bpf_map_lookup_elem(&ila_route_stats, &k);
+		bpf_map_update_elem(stats, &k, &zero, BPF_NOEXIST);
+		c = bpf_map_lookup_elem(stats, &k);
 	}
 	count(c, len);
 }
@@ -143,17 +151,20 @@ static __always_inline struct ila_xlat_val *find_mapping(const __u8 *daddr, __u3
 							 struct ila_xlat_key *k, __u32 flags)
 {
 	struct ila_xlat_val *v;
+	void *xlat = MPT_INNER(ila_xlat);
 
+	if (!xlat)
+		return 0;
 	__builtin_memset(k, 0, sizeof(*k));
 	__builtin_memcpy(k->locator_match, daddr, 8);
 	if (flags & ILA_META_F_DEV_MAPPINGS) {
 		k->ifindex = ifindex;
-		v = bpf_map_lookup_elem(&ila_xlat, k);
+		v = bpf_map_lookup_elem(xlat, k);
 		if (v)
 			return v;
 		k->ifindex = 0;
 	}
-	return bpf_map_lookup_elem(&ila_xlat, k);
+	return bpf_map_lookup_elem(xlat, k);
 }
 
 /* The route a destination falls in, if it is of hook type hook (and there may be any). */

@@ -22,13 +22,12 @@ int ila_anchor(struct __sk_buff *skb)
 {
 	if (skb->mark == ILA_ANCHOR_MARK) {
 		__u32 k = 0;
-		struct ila_xlat_key xk = {};
 		struct ila_route_key rk = {};
 
-		if (bpf_map_lookup_elem(&ila_meta, &k) && bpf_map_lookup_elem(&ila_xlat, &xk) &&
+		if (bpf_map_lookup_elem(&ila_meta, &k) && bpf_map_lookup_elem(&ila_xlat, &k) &&
 		    bpf_map_lookup_elem(&ila_routes, &rk) &&
-		    bpf_map_lookup_elem(&ila_xlat_stats, &xk) &&
-		    bpf_map_lookup_elem(&ila_route_stats, &rk) &&
+		    bpf_map_lookup_elem(&ila_xlat_stats, &k) &&
+		    bpf_map_lookup_elem(&ila_route_stats, &k) &&
 		    bpf_map_lookup_elem(&ila_slot_stats, &k) &&
 		    bpf_map_lookup_elem(&ila_reasons, &k))
 			return TCX_NEXT;

@@ -9,6 +9,7 @@
 #define ILA_MAPS_BPF_H
 
 #include "mpt/ila_abi.h"
+#include "mpt/lib/grow.h"
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -17,13 +18,7 @@ struct {
 	__type(value, struct ila_meta);
 } ila_meta SEC(".maps");
 
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, ILA_MAX_MAPPINGS);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__type(key, struct ila_xlat_key);
-	__type(value, struct ila_xlat_val);
-} ila_xlat SEC(".maps");
+MPT_GROWABLE(ila_xlat, BPF_MAP_TYPE_HASH, ILA_TABLE_START, struct ila_xlat_key, struct ila_xlat_val);
 
 struct {
 	__uint(type, BPF_MAP_TYPE_LPM_TRIE);
@@ -40,21 +35,9 @@ struct {
 	__type(value, struct ila_counter);
 } ila_slot_stats SEC(".maps");
 
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
-	__uint(max_entries, ILA_MAX_MAPPINGS);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__type(key, struct ila_xlat_key);
-	__type(value, struct ila_counter);
-} ila_xlat_stats SEC(".maps");
+MPT_GROWABLE(ila_xlat_stats, BPF_MAP_TYPE_PERCPU_HASH, ILA_TABLE_START, struct ila_xlat_key, struct ila_counter);
 
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
-	__uint(max_entries, ILA_MAX_ROUTES);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__type(key, struct ila_route_key);
-	__type(value, struct ila_counter);
-} ila_route_stats SEC(".maps");
+MPT_GROWABLE(ila_route_stats, BPF_MAP_TYPE_PERCPU_HASH, ILA_TABLE_START, struct ila_route_key, struct ila_counter);
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);

@@ -403,6 +403,7 @@ static __always_inline int select_nh(struct pkt *p, struct mpt_dp_route *rt, str
 {
 	__u32 total = g->total_weight;
 	struct mpt_pcpu_state *st;
+	void *pcpu;
 	__u32 zero = 0;
 
 	if (g->nh_count == 0 || total == 0)
@@ -441,10 +442,13 @@ static __always_inline int select_nh(struct pkt *p, struct mpt_dp_route *rt, str
 	default:
 		return -1;
 	}
-	st = bpf_map_lookup_elem(&mpt_pcpu, &rt->id);
+	pcpu = MPT_INNER(mpt_pcpu);
+	if (!pcpu)
+		return -1;
+	st = bpf_map_lookup_elem(pcpu, &rt->id);
 	if (!st) {
-		bpf_map_update_elem(&mpt_pcpu, &rt->id, (void *)&mpt_zero_pcpu, BPF_NOEXIST);
-		st = bpf_map_lookup_elem(&mpt_pcpu, &rt->id);
+		bpf_map_update_elem(pcpu, &rt->id, (void *)&mpt_zero_pcpu, BPF_NOEXIST);
+		st = bpf_map_lookup_elem(pcpu, &rt->id);
 		if (!st)
 			return -1;
 	}
@@ -461,6 +465,7 @@ static __always_inline int select_nh(struct pkt *p, struct mpt_dp_route *rt, str
 static __always_inline void count_route(struct mpt_dp_route *rt, __u32 hit_slot, int nh, __u32 len)
 {
 	struct mpt_route_stats *s;
+	void *stats;
 
 	if (!rt && !hit_slot)
 		return; /* fast path: no managed route to count for */
@@ -472,13 +477,16 @@ static __always_inline void count_route(struct mpt_dp_route *rt, __u32 hit_slot,
 		if (!s)
 			return;
 	} else {
-		s = bpf_map_lookup_elem(&mpt_stats, &rt->id);
-	}
-	if (!s) {
-		bpf_map_update_elem(&mpt_stats, &rt->id, (void *)&mpt_zero_stats, BPF_NOEXIST);
-		s = bpf_map_lookup_elem(&mpt_stats, &rt->id);
-		if (!s)
+		stats = MPT_INNER(mpt_stats);
+		if (!stats)
 			return;
+		s = bpf_map_lookup_elem(stats, &rt->id);
+		if (!s) {
+			bpf_map_update_elem(stats, &rt->id, (void *)&mpt_zero_stats, BPF_NOEXIST);
+			s = bpf_map_lookup_elem(stats, &rt->id);
+			if (!s)
+				return;
+		}
 	}
 	s->route.packets++;
 	s->route.bytes += len;

@@ -10,6 +10,7 @@
 
 #include "mpt/state_abi.h"
 #include "mpt/dp_abi.h"
+#include "mpt/lib/grow.h"
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -18,13 +19,7 @@ struct {
 	__type(value, struct mpt_meta);
 } mpt_meta SEC(".maps");
 
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, MPT_MAX_ROUTES);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__type(key, struct mpt_route_key);
-	__type(value, struct mpt_route_val);
-} mpt_routes SEC(".maps");
+MPT_GROWABLE(mpt_routes, BPF_MAP_TYPE_HASH, MPT_ROUTES_START, struct mpt_route_key, struct mpt_route_val);
 
 struct {
 	__uint(type, BPF_MAP_TYPE_LPM_TRIE);
@@ -50,21 +45,9 @@ struct {
 	__type(value, struct mpt_group);
 } mpt_groups SEC(".maps");
 
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
-	__uint(max_entries, MPT_MAX_DP_ROUTES);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__type(key, struct mpt_route_key);
-	__type(value, struct mpt_route_stats);
-} mpt_stats SEC(".maps");
+MPT_GROWABLE(mpt_stats, BPF_MAP_TYPE_PERCPU_HASH, MPT_ROUTES_START, struct mpt_route_key, struct mpt_route_stats);
 
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, MPT_MAX_RES_ROUTES);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__type(key, struct mpt_route_key);
-	__type(value, struct mpt_res_table);
-} mpt_res SEC(".maps");
+MPT_GROWABLE(mpt_res, BPF_MAP_TYPE_HASH, MPT_RES_START, struct mpt_route_key, struct mpt_res_table);
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -73,13 +56,7 @@ struct {
 	__type(value, struct mpt_route_stats);
 } mpt_slot_stats SEC(".maps");
 
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
-	__uint(max_entries, MPT_MAX_DP_ROUTES);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__type(key, struct mpt_route_key);
-	__type(value, struct mpt_pcpu_state);
-} mpt_pcpu SEC(".maps");
+MPT_GROWABLE(mpt_pcpu, BPF_MAP_TYPE_PERCPU_HASH, MPT_ROUTES_START, struct mpt_route_key, struct mpt_pcpu_state);
 
 #include "reasons.bpf.h"
 

@@ -66,12 +66,16 @@ __noinline int mpt_pick_bucket(const struct mpt_route_key *id, const struct mpt_
 	struct mpt_res_table *t;
 	struct mpt_route_key key;
 	__u32 n, b, idx, now;
+	void *res;
 
 	if (!id || !g)
 		return -1;
 	/* a key on the stack: before 6.3 (or so) a global function's pointer argument cannot be one */
 	__builtin_memcpy(&key, id, sizeof(key));
-	t = bpf_map_lookup_elem(&mpt_res, &key);
+	res = MPT_INNER(mpt_res);
+	if (!res)
+		return mpt_pick_hash(g, h);
+	t = bpf_map_lookup_elem(res, &key);
 	if (!t)
 		return mpt_pick_hash(g, h);
 	n = t->n_buckets;

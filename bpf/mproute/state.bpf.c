@@ -29,18 +29,17 @@ int mpt_anchor(struct __sk_buff *skb)
 	if (skb->mark == MPT_ANCHOR_MARK) {
 		__u32 k = 0;
 		struct mpt_meta *m = bpf_map_lookup_elem(&mpt_meta, &k);
-		struct mpt_route_key rk = {};
 		struct mpt_lpm4_key k4 = {};
 		struct mpt_lpm6_key k6 = {};
 
-		if (m && bpf_map_lookup_elem(&mpt_routes, &rk) &&
+		if (m && bpf_map_lookup_elem(&mpt_routes, &k) &&
 		    bpf_map_lookup_elem(&mpt_lpm4, &k4) &&
 		    bpf_map_lookup_elem(&mpt_lpm6, &k6) &&
 		    bpf_map_lookup_elem(&mpt_groups, &k) &&
-		    bpf_map_lookup_elem(&mpt_stats, &rk) &&
-		    bpf_map_lookup_elem(&mpt_res, &rk) &&
+		    bpf_map_lookup_elem(&mpt_stats, &k) &&
+		    bpf_map_lookup_elem(&mpt_res, &k) &&
 		    bpf_map_lookup_elem(&mpt_slot_stats, &k) &&
-		    bpf_map_lookup_elem(&mpt_pcpu, &rk) &&
+		    bpf_map_lookup_elem(&mpt_pcpu, &k) &&
 		    bpf_map_lookup_elem(&mpt_reasons, &k))
 			return TCX_NEXT;
 	}

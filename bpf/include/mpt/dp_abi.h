@@ -53,7 +53,8 @@
 
 /* Most buckets of a resilient table (mpt_model::route::resilient::MAX_BUCKETS). */
 #define MPT_MAX_BUCKETS 4096
-/* max_entries of mpt_res (one table per resilient route). */
+/* Capacity of mpt_res (one table per resilient route, growable) at first, and at most. */
+#define MPT_RES_START (1 << 8)
 #define MPT_MAX_RES_ROUTES (1 << 16)
 
 /* mpt_nh.flags */

@@ -24,11 +24,16 @@
 #endif
 
 /* Bump on ANY layout or semantic change of the structs below. */
-#define ILA_ABI_VERSION 3
+#define ILA_ABI_VERSION 4
 
-/* max_entries of the tables and their counters. */
-#define ILA_MAX_MAPPINGS (1 << 16)
-#define ILA_MAX_ROUTES (1 << 16)
+/*
+ * The most mappings and routes a namespace holds (max_entries of the route trie;
+ * ila_xlat and the counter hashes are growable maps, mpt/lib/grow.h, created with
+ * ILA_TABLE_START entries and grown up to these).
+ */
+#define ILA_MAX_MAPPINGS (1 << 20)
+#define ILA_MAX_ROUTES (1 << 20)
+#define ILA_TABLE_START (1 << 12)
 /*
  * Slots of ila_slot_stats, the per-CPU array the first mappings and routes count
  * in (slot 0 is none: such an entry counts in ila_xlat_stats or ila_route_stats, a

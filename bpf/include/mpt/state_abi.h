@@ -31,9 +31,13 @@
 #endif
 
 /* Bump on ANY layout or semantic change of the structs below. */
-#define MPT_ABI_VERSION 9
+#define MPT_ABI_VERSION 10
 
-/* max_entries of the mpt_routes hash map. */
+/*
+ * Capacity of the per-route hash maps (mpt_routes, mpt_stats, mpt_pcpu: growable
+ * maps, mpt/lib/grow.h) when the state is created, and the most they grow to.
+ */
+#define MPT_ROUTES_START (1 << 12)
 #define MPT_MAX_ROUTES (1 << 20)
 
 /* Multipath selection algorithms (struct mpt_route_val.algo). */

@@ -211,7 +211,7 @@ impl Dp<'_> {
                 ..MptResTable::default()
             };
             r.nh[..t.len()].copy_from_slice(t);
-            m.mpt_res
+            m.mpt_res_in
                 .update(id.as_bytes(), r.as_bytes(), MapFlags::ANY)
                 .context("write mpt_res")?;
         }

@@ -539,7 +539,7 @@ fn test_run_costs(b: &Netns, tx_ns: f64) -> Result<()> {
             mv.stats_slot = 1;
             let mut rv = IlaRouteVal::of(&r);
             rv.stats_slot = 2;
-            maps.ila_xlat
+            maps.ila_xlat_in
                 .update(IlaXlatKey::of(&m).as_bytes(), mv.as_bytes(), MapFlags::ANY)?;
             maps.ila_routes.update(
                 IlaRouteKey::of(r.dst).as_bytes(),

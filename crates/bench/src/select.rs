@@ -463,7 +463,7 @@ fn put_mode(dp: &mpt_bpf::skel::mproute::dp::DpMaps, mode: &str) -> Result<()> {
             ..Default::default()
         };
         r.nh[..t.len()].copy_from_slice(&t);
-        dp.mpt_res
+        dp.mpt_res_in
             .update(id.as_bytes(), r.as_bytes(), MapFlags::ANY)
             .context("write mpt_res")?;
         v.algo = mpt_bpf::mproute::abi::DP_ALGO_L4_RES;
@@ -584,9 +584,9 @@ fn measure(ifx: &HashMap<String, u32>, repeat: u64, runs: u32) -> Result<Results
         for (algo, t) in res.algos.iter_mut() {
             put_route(&dp.maps.mpt_lpm4, BENCH_NET, 24, *algo, 0, 0)?;
             // Fresh per-nexthop counters for this algorithm.
-            let _ = dp.maps.mpt_stats.delete(bench_id.as_bytes());
+            let _ = dp.maps.mpt_stats_in.delete(bench_id.as_bytes());
             let ns = timed(dpx, &frame, ingress, repeat)?;
-            let c = nh_packets(&dp.maps.mpt_stats, &bench_id)?;
+            let c = nh_packets(&dp.maps.mpt_stats_in, &bench_id)?;
             let acc = t.nh.get_or_insert([0; NH]);
             for (a, b) in acc.iter_mut().zip(c) {
                 *a += b;
@@ -599,7 +599,7 @@ fn measure(ifx: &HashMap<String, u32>, repeat: u64, runs: u32) -> Result<Results
             let ns = timed(dpx, &frame, ingress, repeat)?;
             t.runs.push(ns);
             line.push_str(&format!(", {mode} {ns:.1}"));
-            let _ = dp.maps.mpt_res.delete(bench_id.as_bytes());
+            let _ = dp.maps.mpt_res_in.delete(bench_id.as_bytes());
         }
         // l4-hash again on the route verified (flagged at the recorded generation), with a
         // counter slot as mproute gives its first routes.

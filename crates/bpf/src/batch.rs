@@ -280,6 +280,71 @@ pub fn delete_keys(map: &MapHandle, keys: &[u8], what: &str) -> Result<usize, Er
     Ok(deleted)
 }
 
+/// Write every entry of `entries` (as [`read_all`] read them, per-CPU values included) into
+/// `map`: one `BPF_MAP_UPDATE_BATCH` per [`BATCH`] entries, or an update per entry where the
+/// kernel has no batch update for the map type.
+pub fn write_all(map: &MapHandle, entries: &Entries, what: &str) -> Result<(), Error> {
+    let (ks, vs) = (entries.key_size, entries.value_size);
+    if entries.is_empty() || ks == 0 || vs == 0 {
+        return Ok(());
+    }
+    let fd = map.as_fd().as_raw_fd();
+    let opts = libbpf_sys::bpf_map_batch_opts {
+        sz: std::mem::size_of::<libbpf_sys::bpf_map_batch_opts>() as _,
+        ..Default::default()
+    };
+    let fail = |e: i32| {
+        Error::io(
+            format!("write {what}"),
+            std::io::Error::from_raw_os_error(e),
+        )
+    };
+    let n = entries.len();
+    let mut at = 0;
+    let mut batched = true;
+    while at < n {
+        let take = (n - at).min(BATCH as usize);
+        if batched {
+            let mut count = take as u32;
+            // SAFETY: the buffers hold `take` whole keys and values from `at` on.
+            let ret = unsafe {
+                libbpf_sys::bpf_map_update_batch(
+                    fd,
+                    entries.keys[at * ks..].as_ptr().cast(),
+                    entries.vals[at * vs..].as_ptr().cast(),
+                    &mut count,
+                    &opts,
+                )
+            };
+            if ret == 0 {
+                at += take;
+                continue;
+            }
+            let e = errno(ret);
+            if !(unsupported(e) && count == 0) {
+                return Err(fail(e));
+            }
+            batched = false;
+        }
+        for i in at..at + take {
+            // SAFETY: one whole key and value (all CPUs' for a per-CPU map) at entry `i`.
+            let ret = unsafe {
+                libbpf_sys::bpf_map_update_elem(
+                    fd,
+                    entries.keys[i * ks..].as_ptr().cast(),
+                    entries.vals[i * vs..].as_ptr().cast(),
+                    0,
+                )
+            };
+            if ret < 0 {
+                return Err(fail(errno(ret)));
+            }
+        }
+        at += take;
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

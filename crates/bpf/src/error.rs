@@ -222,7 +222,7 @@ impl fmt::Display for Error {
 }
 
 /// The errno libbpf's error carries, if any.
-fn refused_errno(e: &libbpf_rs::Error) -> Option<i32> {
+pub(crate) fn refused_errno(e: &libbpf_rs::Error) -> Option<i32> {
     let io: Option<&io::Error> = std::error::Error::source(e).and_then(|s| s.downcast_ref());
     io.and_then(io::Error::raw_os_error).or_else(|| {
         // libbpf-rs keeps the errno in its message: "... (os error 22)"

@@ -21,6 +21,7 @@ pub mod attach;
 pub mod batch;
 pub mod error;
 pub mod features;
+pub mod grow;
 pub mod ila;
 mod layout;
 pub mod log;

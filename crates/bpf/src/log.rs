@@ -103,6 +103,15 @@ fn trace_write(map: &std::ffi::OsStr, op: &str, key: &[u8], flags: libbpf_rs::Ma
     ));
 }
 
+/// `-v`: growable map `name` was replaced by one of `to` entries (it had `from`, `n` held).
+pub(crate) fn note_grow(name: &str, from: u32, to: u32, n: usize) {
+    if mpt_sys::trace::on() {
+        mpt_sys::trace::line(format_args!(
+            "map {name}: grown from {from} to {to} entries ({n} copied)"
+        ));
+    }
+}
+
 /// Take (and forget) the warnings libbpf gave since the last call.
 pub fn take() -> Vec<String> {
     WARNINGS

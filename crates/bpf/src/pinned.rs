@@ -341,8 +341,10 @@ impl NsLock {
 pub struct Pinned {
     /// The suite.
     pub suite: &'static Suite,
-    /// Every map of the state, by name.
+    /// Every map of the state, by name (of a growable map, the map inside it).
     pub maps: BTreeMap<String, MapHandle>,
+    /// The outer arrays of the growable maps, by name.
+    pub outers: BTreeMap<String, MapHandle>,
     /// The namespace's cookie.
     pub cookie: u64,
     /// Id of the anchor program.
@@ -370,7 +372,10 @@ impl MapInfo {
     /// `/proc/self/fdinfo` (`memlock`, which `bpf_map_info` does not have).
     pub fn of(name: &str, fd: std::os::fd::BorrowedFd<'_>) -> Option<MapInfo> {
         use std::os::fd::AsRawFd;
-        let info = libbpf_rs::MapInfo::new(fd).ok()?.info;
+        let full = libbpf_rs::MapInfo::new(fd).ok()?;
+        // the kernel's name (a growable map's inner map is `NAME_in`), else the state's
+        let name = full.name().ok().filter(|n| !n.is_empty()).unwrap_or(name);
+        let info = full.info;
         let text = std::fs::read_to_string(format!("/proc/self/fdinfo/{}", fd.as_raw_fd())).ok()?;
         let memlock = text
             .lines()
@@ -471,10 +476,19 @@ impl Pinned {
         ids: &[u32],
     ) -> Result<Pinned, Error> {
         let mut maps = BTreeMap::new();
+        let mut outers = BTreeMap::new();
         for id in ids {
             let m = MapHandle::from_map_id(*id).map_err(Error::libbpf(format!("open map {id}")))?;
             if let Some(name) = m.name().to_str() {
                 maps.insert(name.to_string(), m);
+            }
+        }
+        // a growable map (`crate::grow`) is known by its outer array's name; the tool reads and
+        // writes the map inside it
+        for (name, m) in maps.iter_mut() {
+            if m.map_type() == libbpf_rs::MapType::ArrayOfMaps {
+                let inner = crate::grow::inner(m, name)?;
+                outers.insert(name.clone(), std::mem::replace(m, inner));
             }
         }
         // The ABI version comes first: an older anchor may lack maps this version needs.
@@ -496,9 +510,32 @@ impl Pinned {
         Ok(Pinned {
             suite,
             maps,
+            outers,
             cookie,
             anchor_id,
         })
+    }
+
+    /// The map an object that declares the state's maps reuses for `name`: the outer array
+    /// of a growable map, the map itself otherwise.
+    pub fn reusable(&self, name: &str) -> Result<&MapHandle, Error> {
+        match self.outers.get(name) {
+            Some(o) => Ok(o),
+            None => self.map(name),
+        }
+    }
+
+    /// Grow the growable map `name` to room for at least `at_least` entries (see
+    /// [`crate::grow::grow`]); the handle [`Pinned::map`] gives names the new map afterwards.
+    pub fn grow(
+        &self,
+        name: &str,
+        at_least: u32,
+        limit: crate::grow::Limit,
+        counters: bool,
+    ) -> Result<u32, Error> {
+        let outer = self.outers.get(name).ok_or_else(|| self.suite.abi(0))?;
+        crate::grow::grow(outer, self.map(name)?, name, at_least, limit, counters)
     }
 
     /// One map of the state.

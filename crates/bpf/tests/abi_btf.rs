@@ -354,11 +354,11 @@ fn map_definitions_match_abi() {
             flags: 0,
         },
         MapDef {
-            name: "mpt_routes",
+            name: "mpt_routes_in",
             ty: MapType::Hash,
             key_size: MptRouteKey::SIZE,
             value_size: MptRouteVal::SIZE,
-            max_entries: abi::MAX_ROUTES,
+            max_entries: abi::ROUTES_START,
             flags: BPF_F_NO_PREALLOC,
         },
         // LPM tries must be BPF_F_NO_PREALLOC (the kernel refuses them otherwise).
@@ -387,19 +387,19 @@ fn map_definitions_match_abi() {
             flags: BPF_F_NO_PREALLOC,
         },
         MapDef {
-            name: "mpt_stats",
+            name: "mpt_stats_in",
             ty: MapType::PercpuHash,
             key_size: MptRouteKey::SIZE,
             value_size: MptRouteStats::SIZE,
-            max_entries: abi::MAX_DP_ROUTES,
+            max_entries: abi::ROUTES_START,
             flags: BPF_F_NO_PREALLOC,
         },
         MapDef {
-            name: "mpt_res",
+            name: "mpt_res_in",
             ty: MapType::Hash,
             key_size: MptRouteKey::SIZE,
             value_size: abi::MptResTable::SIZE,
-            max_entries: abi::MAX_RES_ROUTES,
+            max_entries: abi::RES_START,
             flags: BPF_F_NO_PREALLOC,
         },
         MapDef {
@@ -411,11 +411,11 @@ fn map_definitions_match_abi() {
             flags: 0,
         },
         MapDef {
-            name: "mpt_pcpu",
+            name: "mpt_pcpu_in",
             ty: MapType::PercpuHash,
             key_size: MptRouteKey::SIZE,
             value_size: MptPcpuState::SIZE,
-            max_entries: abi::MAX_DP_ROUTES,
+            max_entries: abi::ROUTES_START,
             flags: BPF_F_NO_PREALLOC,
         },
         // Arrays cannot be BPF_F_NO_PREALLOC.
@@ -439,6 +439,21 @@ fn map_definitions_match_abi() {
 
 /// The maps of an object are exactly `expected`, and its programs `progs`.
 fn check_maps(obj: &'static [u8], header: &str, expected: &[MapDef], progs: &[&str]) {
+    // a growable map `X` (mpt/lib/grow.h): `X_in`, its first inner map, and `X`, an array of
+    // one map
+    let outers: Vec<MapDef> = expected
+        .iter()
+        .filter_map(|d| d.name.strip_suffix("_in"))
+        .map(|name| MapDef {
+            name,
+            ty: MapType::ArrayOfMaps,
+            key_size: size_of::<u32>(),
+            value_size: size_of::<u32>(),
+            max_entries: 1,
+            flags: 0,
+        })
+        .collect();
+    let expected: Vec<&MapDef> = expected.iter().chain(outers.iter()).collect();
     let obj = ObjectBuilder::default()
         .open_memory(obj)
         .expect("libbpf could not open the BPF object");
@@ -452,7 +467,7 @@ fn check_maps(obj: &'static [u8], header: &str, expected: &[MapDef], progs: &[&s
     want.sort_unstable();
     assert_eq!(names, want, "maps of the state object (from {header})");
 
-    for d in expected {
+    for d in expected.iter().copied() {
         let m = maps
             .iter()
             .find(|m| m.name() == d.name)
@@ -727,11 +742,11 @@ fn ila_map_definitions_match_abi() {
             flags: 0,
         },
         MapDef {
-            name: "ila_xlat",
+            name: "ila_xlat_in",
             ty: MapType::Hash,
             key_size: IlaXlatKey::SIZE,
             value_size: IlaXlatVal::SIZE,
-            max_entries: ila::MAX_MAPPINGS,
+            max_entries: ila::TABLE_START,
             flags: BPF_F_NO_PREALLOC,
         },
         MapDef {
@@ -751,19 +766,19 @@ fn ila_map_definitions_match_abi() {
             flags: 0,
         },
         MapDef {
-            name: "ila_xlat_stats",
+            name: "ila_xlat_stats_in",
             ty: MapType::PercpuHash,
             key_size: IlaXlatKey::SIZE,
             value_size: IlaCounter::SIZE,
-            max_entries: ila::MAX_MAPPINGS,
+            max_entries: ila::TABLE_START,
             flags: BPF_F_NO_PREALLOC,
         },
         MapDef {
-            name: "ila_route_stats",
+            name: "ila_route_stats_in",
             ty: MapType::PercpuHash,
             key_size: IlaRouteKey::SIZE,
             value_size: IlaCounter::SIZE,
-            max_entries: ila::MAX_ROUTES,
+            max_entries: ila::TABLE_START,
             flags: BPF_F_NO_PREALLOC,
         },
         MapDef {
@@ -784,7 +799,10 @@ fn ila_map_definitions_match_abi() {
     // the state suite names exactly these maps
     let mut suite: Vec<&str> = mpt_bpf::ila::state::STATE_MAPS.to_vec();
     suite.sort_unstable();
-    let mut want: Vec<&str> = expected.iter().map(|d| d.name).collect();
+    let mut want: Vec<&str> = expected
+        .iter()
+        .map(|d| d.name.strip_suffix("_in").unwrap_or(d.name))
+        .collect();
     want.sort_unstable();
     assert_eq!(suite, want);
 }

@@ -775,7 +775,7 @@ impl<'obj> Fx<'obj> {
         let key = self.route_key(prefix);
         self.skel
             .maps
-            .mpt_stats
+            .mpt_stats_in
             .lookup_percpu(key.as_bytes(), MapFlags::ANY)
             .expect("read mpt_stats")
             .map(|v| MptRouteStats::sum_percpu(&v).expect("mpt_stats value size"))
@@ -3062,7 +3062,7 @@ fn resilient_buckets_choose_as_the_model_says() {
             let id = fx.routes[prefix];
             fx.skel
                 .maps
-                .mpt_res
+                .mpt_res_in
                 .update(id.as_bytes(), t.as_bytes(), MapFlags::ANY)
                 .expect("write mpt_res");
         }
@@ -3117,7 +3117,7 @@ fn resilient_buckets_choose_as_the_model_says() {
                     let v = fx
                         .skel
                         .maps
-                        .mpt_res
+                        .mpt_res_in
                         .lookup(id.as_bytes(), MapFlags::ANY)
                         .expect("read mpt_res")
                         .expect("the table");

@@ -178,8 +178,8 @@ impl Fx<'_> {
     /// `ila_slot_stats` (mappings first), as the tool gives the first entries.
     fn set_with(&self, mappings: &[Mapping], routes: &[RouteSpec], slotted: bool) {
         let m = &self.skel.maps;
-        for k in m.ila_xlat.keys().collect::<Vec<_>>() {
-            m.ila_xlat.delete(&k).expect("clear ila_xlat");
+        for k in m.ila_xlat_in.keys().collect::<Vec<_>>() {
+            m.ila_xlat_in.delete(&k).expect("clear ila_xlat");
         }
         for k in m.ila_routes.keys().collect::<Vec<_>>() {
             m.ila_routes.delete(&k).expect("clear ila_routes");
@@ -213,7 +213,7 @@ impl Fx<'_> {
         for x in mappings {
             let mut v = IlaXlatVal::of(x);
             v.stats_slot = next();
-            m.ila_xlat
+            m.ila_xlat_in
                 .update(IlaXlatKey::of(x).as_bytes(), v.as_bytes(), MapFlags::ANY)
                 .expect("write ila_xlat");
         }
@@ -262,7 +262,7 @@ impl Fx<'_> {
     fn mapping_counter(&self, m: &Mapping) -> IlaCounter {
         self.skel
             .maps
-            .ila_xlat_stats
+            .ila_xlat_stats_in
             .lookup_percpu(IlaXlatKey::of(m).as_bytes(), MapFlags::ANY)
             .expect("read ila_xlat_stats")
             .map(|v| mpt_bpf::ila::abi::sum_percpu(&v))
@@ -272,7 +272,7 @@ impl Fx<'_> {
     fn route_counter(&self, r: &RouteSpec) -> IlaCounter {
         self.skel
             .maps
-            .ila_route_stats
+            .ila_route_stats_in
             .lookup_percpu(IlaRouteKey::of(r.dst).as_bytes(), MapFlags::ANY)
             .expect("read ila_route_stats")
             .map(|v| mpt_bpf::ila::abi::sum_percpu(&v))

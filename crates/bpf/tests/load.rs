@@ -127,6 +127,17 @@ fn state_skeleton_loads_and_anchor_references_all_maps() {
     // and carry the ABI sizes.
     let meta = MapHandle::from_map_id(meta_id).expect("open mpt_meta by id");
     assert_eq!(meta.value_size() as usize, MptMeta::SIZE);
+    // a growable map (mpt/lib/grow.h): the anchor holds the outer array, whose one element
+    // is the first inner map libbpf created from `NAME_in`
+    for (outer, inner) in [
+        (routes_id, map_id(&maps.mpt_routes_in)),
+        (stats_id, map_id(&maps.mpt_stats_in)),
+        (map_id(&maps.mpt_res), map_id(&maps.mpt_res_in)),
+        (map_id(&maps.mpt_pcpu), map_id(&maps.mpt_pcpu_in)),
+    ] {
+        assert_eq!(mpt_bpf::grow::inner_id(outer), Some(inner));
+    }
+    let (routes_id, stats_id) = (map_id(&maps.mpt_routes_in), map_id(&maps.mpt_stats_in));
     let routes = MapHandle::from_map_id(routes_id).expect("open mpt_routes by id");
     assert_eq!(routes.key_size() as usize, MptRouteKey::SIZE);
     assert_eq!(routes.value_size() as usize, MptRouteVal::SIZE);

@@ -21,17 +21,19 @@ use crate::layout::{assert_layout, impl_bytes, impl_bytes_eq};
 use crate::skel::ila::ila_state::types as btf;
 
 /// `ILA_ABI_VERSION`.
-pub const ABI_VERSION: u32 = 3;
+pub const ABI_VERSION: u32 = 4;
 /// `ILA_META_F_DEV_MAPPINGS`: the mappings may include one for a single receiving device.
 pub const META_F_DEV_MAPPINGS: u32 = 1;
 /// `ILA_META_F_INPUT_ROUTES`: the routes may include one of hook type input.
 pub const META_F_INPUT_ROUTES: u32 = 2;
 /// `ILA_META_F_OUTPUT_ROUTES`: the routes may include one of hook type output.
 pub const META_F_OUTPUT_ROUTES: u32 = 4;
-/// `ILA_MAX_MAPPINGS`.
-pub const MAX_MAPPINGS: u32 = 1 << 16;
+/// `ILA_MAX_MAPPINGS`: the most mappings the state holds (its growable maps grow up to it).
+pub const MAX_MAPPINGS: u32 = 1 << 20;
 /// `ILA_MAX_ROUTES`.
-pub const MAX_ROUTES: u32 = 1 << 16;
+pub const MAX_ROUTES: u32 = 1 << 20;
+/// `ILA_TABLE_START`: the growable maps' capacity when the state is created.
+pub const TABLE_START: u32 = 1 << 12;
 /// `ILA_STATS_SLOTS`: slots of `ila_slot_stats` (slot 0: none).
 pub const STATS_SLOTS: u32 = 8192;
 

@@ -164,8 +164,17 @@ fn load<'o>(
         ("ila_route_stats", &mut m.ila_route_stats),
         ("ila_reasons", &mut m.ila_reasons),
     ] {
-        map.reuse_fd(state.map(name)?.as_fd())
+        map.reuse_fd(state.pinned.reusable(name)?.as_fd())
             .map_err(Error::libbpf(format!("reuse {name}")))?;
+    }
+    // the first inner maps of the growable maps: the state's are in place already
+    for map in [
+        &mut m.ila_xlat_in,
+        &mut m.ila_xlat_stats_in,
+        &mut m.ila_route_stats_in,
+    ] {
+        map.set_autocreate(false)
+            .map_err(Error::libbpf("leave out a first inner map"))?;
     }
     Error::loading("load the ILA translator BPF object", || open.load())
 }

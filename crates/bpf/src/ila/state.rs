@@ -335,7 +335,20 @@ impl IlaState {
             val.stats_slot = raw.map_or(0, |r| r.stats_slot);
             MapFlags::EXIST
         };
-        match self.xlat.put(key.as_bytes(), val.as_bytes(), flags) {
+        let put = loop {
+            match self.xlat.put(key.as_bytes(), val.as_bytes(), flags) {
+                Err(e) if crate::grow::is_full(&e) => {
+                    if let Err(g) = self.grow_mappings() {
+                        if write == Write::Added {
+                            self.free_slot(val.stats_slot);
+                        }
+                        return Err(g);
+                    }
+                }
+                r => break r,
+            }
+        };
+        match put {
             Ok(()) => Ok(Outcome::Write(write)),
             // another writer got there first (commands hold the namespace lock: only a tool
             // that does not)
@@ -348,6 +361,57 @@ impl IlaState {
                     self.free_slot(val.stats_slot);
                 }
                 Err(Error::libbpf("write ila_xlat")(e))
+            }
+        }
+    }
+
+    /// Make room for more mappings: grow `ila_xlat` ([`crate::grow`]) and, to the same
+    /// capacity, `ila_xlat_stats` (one entry per mapping at most).
+    fn grow_mappings(&self) -> Result<(), Error> {
+        let limit = crate::grow::Limit {
+            things: "mappings",
+            most: super::abi::MAX_MAPPINGS,
+        };
+        let cap = self.grow(&self.xlat, "ila_xlat", 0, limit, false)?;
+        if crate::grow::capacity(&self.xlat_stats, "ila_xlat_stats")? < cap {
+            self.grow(&self.xlat_stats, "ila_xlat_stats", cap, limit, true)?;
+        }
+        Ok(())
+    }
+
+    /// Grow the growable map `name`, of which `held` is this state's descriptor.
+    fn grow(
+        &self,
+        held: &MapHandle,
+        name: &str,
+        at_least: u32,
+        limit: crate::grow::Limit,
+        counters: bool,
+    ) -> Result<u32, Error> {
+        let cap = self.pinned.grow(name, at_least, limit, counters)?;
+        crate::grow::redirect(held, self.pinned.map(name)?, name)?;
+        Ok(cap)
+    }
+
+    /// A zero counter for `key` in the counter map `map` (`name`), grown when full.
+    fn make_counter(&self, map: &MapHandle, name: &str, key: &[u8]) -> Result<(), Error> {
+        let zero = vec![0u8; map.value_size() as usize];
+        loop {
+            match map.update_percpu(
+                key,
+                &vec![zero.clone(); libbpf_rs::num_possible_cpus().unwrap_or(1)],
+                MapFlags::NO_EXIST,
+            ) {
+                Ok(()) => return Ok(()),
+                Err(e) if e.kind() == libbpf_rs::ErrorKind::AlreadyExists => return Ok(()),
+                Err(e) if crate::grow::is_full(&e) => {
+                    let limit = crate::grow::Limit {
+                        things: "routes",
+                        most: super::abi::MAX_ROUTES,
+                    };
+                    self.grow(map, name, 0, limit, true)?;
+                }
+                Err(e) => return Err(Error::libbpf(format!("write {name}"))(e)),
             }
         }
     }
@@ -458,6 +522,11 @@ impl IlaState {
             val.stats_slot = raw.map_or(0, |r| r.stats_slot);
             MapFlags::EXIST
         };
+        if write == Write::Added && val.stats_slot == 0 {
+            // no counter slot left: its counters are an entry of ila_route_stats, made here
+            // so that a full map grows (the translator cannot grow it)
+            self.make_counter(&self.route_stats, "ila_route_stats", key.as_bytes())?;
+        }
         match self.routes.put(key.as_bytes(), val.as_bytes(), flags) {
             Ok(()) => Ok(Outcome::Write(write)),
             Err(e) if e.kind() == libbpf_rs::ErrorKind::AlreadyExists => {

@@ -30,9 +30,11 @@ use crate::layout::{assert_layout, impl_bytes, impl_bytes_eq};
 use crate::skel::mproute::state::types as btf;
 
 /// `MPT_ABI_VERSION`: layout version of every struct in this module.
-pub const ABI_VERSION: u32 = 9;
-/// `MPT_MAX_ROUTES`: `max_entries` of the `mpt_routes` map.
+pub const ABI_VERSION: u32 = 10;
+/// `MPT_MAX_ROUTES`: the most routes the state holds (the per-route maps grow up to it).
 pub const MAX_ROUTES: u32 = 1 << 20;
+/// `MPT_ROUTES_START`: the per-route maps' capacity when the state is created.
+pub const ROUTES_START: u32 = 1 << 12;
 
 /// `MPT_ALGO_L3_HASH`.
 pub const ALGO_L3_HASH: u8 = 0;
@@ -151,8 +153,10 @@ pub const DP_ALGO_L3_RES: u8 = 6;
 pub const DP_ALGO_L4_RES: u8 = 7;
 /// `MPT_MAX_BUCKETS`: most buckets of a resilient table.
 pub const MAX_BUCKETS: usize = 4096;
-/// `MPT_MAX_RES_ROUTES`: `max_entries` of `mpt_res`.
+/// `MPT_MAX_RES_ROUTES`: the most resilient tables `mpt_res` grows to.
 pub const MAX_RES_ROUTES: u32 = 1 << 16;
+/// `MPT_RES_START`: `mpt_res`'s capacity when the state is created.
+pub const RES_START: u32 = 1 << 8;
 
 /// `struct mpt_res_table`: value of `mpt_res` (key: [`MptRouteKey`]), a resilient route's
 /// bucket table: `n_buckets` (1..=[`MAX_BUCKETS`]), `flags` ([`RES_F_CONSISTENT`]), `idle_timer_s` (seconds

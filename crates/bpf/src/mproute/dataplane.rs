@@ -91,7 +91,7 @@ fn reuse_state_maps<'a, 'o: 'a>(
     maps: impl IntoIterator<Item = (&'static str, &'a mut libbpf_rs::OpenMapMut<'o>)>,
 ) -> Result<(), Error> {
     for (name, map) in maps {
-        let h = state.map(name)?;
+        let h = state.pinned.reusable(name)?;
         map.reuse_fd(h.as_fd()).map_err(bpf("reuse a state map"))?;
     }
     Ok(())
@@ -357,6 +357,16 @@ fn load_dp<'o>(
             .map_err(bpf("leave out the tc program's peer map"))?;
     }
     reuse_state_maps(state, state_maps!(open.maps))?;
+    // the first inner maps of the growable maps: the state's are in place already
+    for m in [
+        &mut open.maps.mpt_routes_in,
+        &mut open.maps.mpt_stats_in,
+        &mut open.maps.mpt_res_in,
+        &mut open.maps.mpt_pcpu_in,
+    ] {
+        m.set_autocreate(false)
+            .map_err(bpf("leave out a first inner map"))?;
+    }
     if crate::log::verbose() {
         // the verifier's statistics (insns processed, states) in -v's log
         open.progs.mpt_dp_tc.set_log_level(4);

@@ -452,9 +452,26 @@ impl RouteState {
 
     /// Write a route's bucket table (before its LPM entry names a resilient algorithm).
     pub fn res_put(&self, key: &RouteKey, t: &ResTable) -> Result<(), Error> {
-        self.map("mpt_res")?
-            .put(MptRouteKey::of(key).as_bytes(), t.as_bytes(), MapFlags::ANY)
-            .map_err(bpf("write mpt_res"))?;
+        let k = MptRouteKey::of(key);
+        loop {
+            match self
+                .map("mpt_res")?
+                .put(k.as_bytes(), t.as_bytes(), MapFlags::ANY)
+            {
+                // full: a larger copy (`crate::grow`), up to MPT_MAX_RES_ROUTES
+                Err(e) if crate::grow::is_full(&e) => {
+                    let limit = crate::grow::Limit {
+                        things: "resilient routes",
+                        most: super::abi::MAX_RES_ROUTES,
+                    };
+                    self.pinned.grow("mpt_res", 0, limit, false)?;
+                }
+                r => {
+                    r.map_err(bpf("write mpt_res"))?;
+                    break;
+                }
+            }
+        }
         self.res_any.store(2, Ordering::Relaxed);
         Ok(())
     }

@@ -236,16 +236,22 @@ impl Batch {
                 {
                     ONE_BY_ONE.store(true, std::sync::atomic::Ordering::Relaxed);
                 }
-                Err(e) => return Err(Error::libbpf(what)(e)),
+                Err(e) => return Err(full_or(what, e)),
             }
         }
         let n = self.n as usize;
         let (ks, vs) = (self.keys.len() / n.max(1), self.vals.len() / n.max(1));
         for (k, v) in self.keys.chunks_exact(ks).zip(self.vals.chunks_exact(vs)) {
-            map.put(k, v, MapFlags::ANY).map_err(Error::libbpf(what))?;
+            map.put(k, v, MapFlags::ANY).map_err(|e| full_or(what, e))?;
         }
         Ok(())
     }
+}
+
+/// `e` of a write `what`: a full map ([`crate::grow::FULL`]) as [`crate::error::ErrorKind::Full`]
+/// (which the writer answers by growing the map), anything else as libbpf's.
+fn full_or(what: &'static str, e: libbpf_rs::Error) -> Error {
+    Error::full_or_libbpf(what, "routes", super::abi::MAX_ROUTES)(e)
 }
 
 /// The errno in a libbpf-rs error, if it carries one.
@@ -379,7 +385,12 @@ impl RouteState {
             let mut g = self.deferred.lock().unwrap_or_else(|e| e.into_inner());
             std::mem::take(&mut *g)
         };
-        routes.write(&self.routes, "write mpt_routes")?;
+        loop {
+            match routes.write(&self.routes, "write mpt_routes") {
+                Err(e) if e.errno() == Some(crate::grow::FULL) => self.grow_routes(routes.n)?,
+                r => break r?,
+            }
+        }
         if lpm4.n == 0 && lpm6.n == 0 {
             return Ok(None);
         }
@@ -489,9 +500,43 @@ impl RouteState {
         {
             set.insert(set_key(key.as_bytes()));
         }
-        self.routes
-            .put(key.as_bytes(), val.as_bytes(), MapFlags::ANY)
-            .map_err(Error::libbpf("write mpt_routes"))
+        loop {
+            match self
+                .routes
+                .put(key.as_bytes(), val.as_bytes(), MapFlags::ANY)
+            {
+                Err(e) if crate::grow::is_full(&e) => self.grow_routes(0)?,
+                r => return r.map_err(Error::libbpf("write mpt_routes")),
+            }
+        }
+    }
+
+    /// Make room for `more` routes besides those `mpt_routes` holds: grow it (see
+    /// [`crate::grow`]) and the per-route maps the dataplane fills (`mpt_stats`, `mpt_pcpu`:
+    /// one entry per route at most) to the same capacity. [`crate::error::ErrorKind::Full`]
+    /// at [`super::abi::MAX_ROUTES`].
+    fn grow_routes(&self, more: u32) -> Result<(), Error> {
+        let limit = crate::grow::Limit {
+            things: "routes",
+            most: super::abi::MAX_ROUTES,
+        };
+        let cap = crate::grow::capacity(&self.routes, "mpt_routes")?;
+        let cap = self
+            .pinned
+            .grow("mpt_routes", cap.saturating_add(more), limit, false)?;
+        // `routes` is a descriptor of its own: it names the new map too
+        crate::grow::redirect(&self.routes, self.pinned.map("mpt_routes")?, "mpt_routes")?;
+        for (name, counters) in [("mpt_stats", true), ("mpt_pcpu", false)] {
+            if crate::grow::capacity(self.pinned.map(name)?, name)? < cap {
+                self.pinned.grow(name, cap, limit, counters)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The capacity of the per-route maps now (they grow with the table).
+    pub fn route_capacity(&self) -> Result<u32, Error> {
+        crate::grow::capacity(&self.routes, "mpt_routes")
     }
 
     /// Insert a route that must not exist yet; `false` (and nothing written) if it exists.
@@ -522,13 +567,16 @@ impl RouteState {
             }
         }
         self.flush()?;
-        match self
-            .routes
-            .put(key.as_bytes(), val.as_bytes(), MapFlags::NO_EXIST)
-        {
-            Ok(()) => Ok(true),
-            Err(e) if e.kind() == libbpf_rs::ErrorKind::AlreadyExists => Ok(false),
-            Err(e) => Err(Error::libbpf("write mpt_routes")(e)),
+        loop {
+            match self
+                .routes
+                .put(key.as_bytes(), val.as_bytes(), MapFlags::NO_EXIST)
+            {
+                Ok(()) => return Ok(true),
+                Err(e) if e.kind() == libbpf_rs::ErrorKind::AlreadyExists => return Ok(false),
+                Err(e) if crate::grow::is_full(&e) => self.grow_routes(0)?,
+                Err(e) => return Err(Error::libbpf("write mpt_routes")(e)),
+            }
         }
     }
 

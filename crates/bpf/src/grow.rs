@@ -1,0 +1,220 @@
+//! Growable maps (`bpf/include/mpt/lib/grow.h`): a state's hash maps start small and are
+//! replaced by larger copies when full, so that a namespace's BPF memory follows what its
+//! tables hold instead of what they could hold.
+//!
+//! A hash map's bucket array is allocated for its capacity when it is created, 16 bytes a
+//! bucket whatever it holds (`BPF_F_NO_PREALLOC` spares the elements, not the buckets): the
+//! million-route maps of earlier versions were 16 MiB each while empty. A growable map is an
+//! array of one map (`BPF_MAP_TYPE_ARRAY_OF_MAPS`, the name the state and the skeletons
+//! know) whose element, the inner map, holds the entries; programs look the inner map up
+//! on every use (a few instructions the verifier inlines). Growing it ([`grow`]) creates a
+//! map of twice the capacity, copies every entry with batch operations, puts it in the
+//! array (atomically for the programs: a packet sees the old map or the new one, both
+//! whole) and makes the handle the tool holds name the new map (`dup3` over its
+//! descriptor), so every borrower of the handle writes into the new map from then on. The
+//! old map is freed by the kernel when its last reader is done.
+//!
+//! Counters the programs add to while the copy is made are carried over afterwards (the
+//! difference between the old map's final values and the copied ones is added to the new
+//! map), so a packet counted during a growth is counted once.
+//!
+//! Writers hold the namespace's lock ([`crate::pinned::NsLock`]), so no other invocation
+//! writes the map while it is copied.
+
+use std::os::fd::{AsFd, AsRawFd};
+
+use libbpf_rs::{libbpf_sys, MapCore, MapFlags, MapHandle};
+
+use crate::batch::{self, Entries};
+use crate::error::{Error, ErrorKind};
+
+/// The errno a full hash map answers a write of a new key with.
+pub const FULL: i32 = libc::E2BIG;
+
+/// Whether a map write failed because the map is full ([`FULL`]).
+pub fn is_full(e: &libbpf_rs::Error) -> bool {
+    crate::error::refused_errno(e) == Some(FULL)
+}
+
+/// The inner map of growable map `outer` (named `name` in errors), opened by its id.
+pub fn inner(outer: &MapHandle, name: &str) -> Result<MapHandle, Error> {
+    let id = outer
+        .lookup(&0u32.to_ne_bytes(), MapFlags::ANY)
+        .map_err(Error::libbpf(format!("read {name}")))?
+        .and_then(|v| {
+            v.get(..4)
+                .map(|b| u32::from_ne_bytes([b[0], b[1], b[2], b[3]]))
+        })
+        .ok_or_else(|| {
+            Error::io(
+                format!("find the map inside {name}"),
+                std::io::Error::from_raw_os_error(libc::ENOENT),
+            )
+        })?;
+    MapHandle::from_map_id(id).map_err(Error::libbpf(format!("open {name} (map {id})")))
+}
+
+/// The id of the map inside map `id`, if that is a growable map's outer array.
+pub fn inner_id(id: u32) -> Option<u32> {
+    let m = MapHandle::from_map_id(id).ok()?;
+    if m.map_type() != libbpf_rs::MapType::ArrayOfMaps {
+        return None;
+    }
+    let inner = inner(&m, "a growable map").ok()?;
+    libbpf_rs::MapInfo::new(inner.as_fd())
+        .ok()
+        .map(|i| i.info.id)
+}
+
+/// The capacity (`max_entries`) the kernel gives `map` now.
+pub fn capacity(map: &MapHandle, name: &str) -> Result<u32, Error> {
+    libbpf_rs::MapInfo::new(map.as_fd())
+        .map(|i| i.info.max_entries)
+        .map_err(Error::libbpf(format!("read {name}'s capacity")))
+}
+
+/// What a growable map holds, for the error when it can grow no more.
+#[derive(Debug, Clone, Copy)]
+pub struct Limit {
+    /// What its entries are, plural (`routes`).
+    pub things: &'static str,
+    /// The most entries it grows to.
+    pub most: u32,
+}
+
+/// Replace `inner`, the map inside the growable map `outer` (`name`), by a copy with room for
+/// at least `at_least` entries (at least twice its capacity, a power of two, at most
+/// `limit.most`). `counters`: the map holds counters (`u64`s only) that programs add to, so
+/// what they added during the copy is carried over. Afterwards `inner` names the new map.
+/// Returns the new capacity; [`ErrorKind::Full`] when the map is at its limit already.
+pub fn grow(
+    outer: &MapHandle,
+    inner: &MapHandle,
+    name: &str,
+    at_least: u32,
+    limit: Limit,
+    counters: bool,
+) -> Result<u32, Error> {
+    let info = libbpf_rs::MapInfo::new(inner.as_fd())
+        .map_err(Error::libbpf(format!("read {name}'s capacity")))?
+        .info;
+    let cap = info.max_entries;
+    if cap >= limit.most {
+        return Err(Error {
+            what: format!("grow {name}"),
+            kind: ErrorKind::Full {
+                things: limit.things,
+                limit: limit.most,
+            },
+        });
+    }
+    let want = cap.saturating_mul(2).max(at_least);
+    let new_cap = want
+        .checked_next_power_of_two()
+        .unwrap_or(limit.most)
+        .min(limit.most);
+    let opts = libbpf_sys::bpf_map_create_opts {
+        sz: std::mem::size_of::<libbpf_sys::bpf_map_create_opts>() as _,
+        map_flags: info.map_flags,
+        ..Default::default()
+    };
+    // the kernel's name of the map it replaces (`NAME_in`, as libbpf named the first)
+    let kname = libbpf_rs::MapInfo::new(inner.as_fd())
+        .ok()
+        .and_then(|i| i.name().ok().map(str::to_string))
+        .unwrap_or_else(|| name.to_string());
+    let fresh = MapHandle::create(
+        inner.map_type(),
+        Some(&kname),
+        info.key_size,
+        info.value_size,
+        new_cap,
+        &opts,
+    )
+    .map_err(Error::libbpf(format!(
+        "create a larger {name} ({new_cap} entries)"
+    )))?;
+    let copied = batch::read_all(inner, name)?;
+    batch::write_all(&fresh, &copied, name)?;
+    // the old map, for what the programs count while it is replaced
+    let old = counters
+        .then(|| MapHandle::try_from(inner))
+        .transpose()
+        .map_err(Error::libbpf(format!("keep the old {name}")))?;
+    let fd = u32::try_from(fresh.as_fd().as_raw_fd()).unwrap_or(u32::MAX);
+    outer
+        .update(&0u32.to_ne_bytes(), &fd.to_ne_bytes(), MapFlags::ANY)
+        .map_err(Error::libbpf(format!("put the larger {name} in place")))?;
+    crate::log::note_grow(name, cap, new_cap, copied.len());
+    redirect(inner, &fresh, name)?;
+    if let Some(old) = old {
+        carry_counts(&old, inner, &copied, name)?;
+    }
+    Ok(new_cap)
+}
+
+/// Make the descriptor of `handle` name the map `to` names (`dup3`): every borrower of
+/// `handle` reads and writes `to`'s map from then on.
+pub fn redirect(handle: &MapHandle, to: &MapHandle, name: &str) -> Result<(), Error> {
+    let (from, dst) = (to.as_fd().as_raw_fd(), handle.as_fd().as_raw_fd());
+    if from == dst {
+        return Ok(());
+    }
+    // SAFETY: both descriptors are open and owned by live handles; `dst` keeps its number and
+    // names `from`'s map (dup3 closes what it named first, one reference of the old map).
+    if unsafe { libc::dup3(from, dst, libc::O_CLOEXEC) } < 0 {
+        return Err(Error::io(
+            format!("reopen {name}"),
+            std::io::Error::last_os_error(),
+        ));
+    }
+    Ok(())
+}
+
+/// Add to `new` what the programs added to `old` after `copied` was read from it.
+fn carry_counts(
+    old: &MapHandle,
+    new: &MapHandle,
+    copied: &Entries,
+    name: &str,
+) -> Result<(), Error> {
+    let late = batch::read_all(old, name)?;
+    let before: rustc_hash::FxHashMap<&[u8], &[u8]> = copied.iter().collect();
+    let fd = new.as_fd().as_raw_fd();
+    for (k, v) in late.iter() {
+        let was = before.get(k).copied();
+        if was == Some(v) {
+            continue;
+        }
+        let mut cur = vec![0u8; v.len()];
+        // SAFETY: `k` is a whole key, `cur` holds a whole value (every CPU's).
+        let ret = unsafe {
+            libbpf_sys::bpf_map_lookup_elem(fd, k.as_ptr().cast(), cur.as_mut_ptr().cast())
+        };
+        if ret < 0 {
+            cur.fill(0);
+        }
+        for (i, c) in cur.chunks_exact_mut(8).enumerate() {
+            let at = i * 8..i * 8 + 8;
+            let word = |b: Option<&[u8]>| {
+                b.and_then(|b| b.get(at.clone()))
+                    .and_then(|b| <[u8; 8]>::try_from(b).ok())
+                    .map_or(0, u64::from_ne_bytes)
+            };
+            let add = word(Some(v)).wrapping_sub(word(was));
+            let sum = word(Some(c)).wrapping_add(add);
+            c.copy_from_slice(&sum.to_ne_bytes());
+        }
+        // SAFETY: as above.
+        let ret = unsafe {
+            libbpf_sys::bpf_map_update_elem(fd, k.as_ptr().cast(), cur.as_ptr().cast(), 0)
+        };
+        if ret < 0 {
+            return Err(Error::io(
+                format!("carry {name}'s counters over"),
+                std::io::Error::last_os_error(),
+            ));
+        }
+    }
+    Ok(())
+}
