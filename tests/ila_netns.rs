@@ -1314,3 +1314,85 @@ fn a_pin_root_someone_else_made_is_done_without() {
     assert!(notes.is_empty(), "{err}");
     assert_eq!(ILA.json(&ns, "xlat show").as_array().map(Vec::len), Some(2));
 }
+
+/// `bpftool -j map show id N`.
+fn bpftool_map(id: u64) -> Value {
+    let out = mpt_testkit::run("bpftool", &["-j", "map", "show", "id", &id.to_string()]);
+    assert!(out.status.success(), "bpftool map show id {id}");
+    serde_json::from_slice(&out.stdout).expect("bpftool json")
+}
+
+/// The translator's tables start small and grow with their entries (issue 30 item 1). With the
+/// translator attached and 10 mappings, the state's maps and the translator's own cost at most
+/// 4 MiB in the kernel's account, and `dataplane show` reports each state map as bpftool does;
+/// 5,000 more mappings in one batch grow `ila_xlat` (the table the translator reads per packet)
+/// past its first capacity, every mapping is there, and one added after the growth translates
+/// (its counter counts the echo requests A sent).
+#[test]
+fn tables_grow_with_their_entries() {
+    let p = Pair::new("ila-grow");
+    ILA.ok(&p.b, "dataplane attach dev vb ingress");
+    for i in 0..10 {
+        ILA.ok(
+            &p.b,
+            &format!("xlat add loc_match 2001:db8:aaaa:{i:x} loc {SIR_NET}"),
+        );
+    }
+    let v = ILA.json(&p.b, "dataplane show");
+    let maps = v["maps"].as_array().expect("maps").clone();
+    let mut state = 0;
+    for m in &maps {
+        let k = bpftool_map(m["id"].as_u64().expect("id"));
+        assert_eq!(k["name"], m["name"], "{k} / {m}");
+        assert_eq!(k["max_entries"], m["max_entries"], "{k} / {m}");
+        assert_eq!(k["bytes_memlock"], m["memory_bytes"], "{k} / {m}");
+        state += m["memory_bytes"].as_u64().expect("bytes");
+    }
+    assert_eq!(v["memory_bytes"].as_u64(), Some(state), "{v}");
+    let programs = v["dataplane_memory_bytes"]
+        .as_u64()
+        .expect("translator's maps");
+    eprintln!(
+        "10 mappings + translator: {} KiB state, {} KiB the translator's maps",
+        state / 1024,
+        programs / 1024
+    );
+    assert!(state + programs <= 4 << 20, "{v}");
+    let first = maps
+        .iter()
+        .find(|m| m["name"] == "ila_xlat_in")
+        .and_then(|m| m["max_entries"].as_u64())
+        .expect("ila_xlat_in");
+
+    let n = 5_000;
+    assert!(first < n, "ila_xlat starts at {first}");
+    let text: String = (10..n)
+        .map(|i| format!("xlat add loc_match 2001:db8:aaaa:{i:x} loc {SIR_NET}\n"))
+        .collect();
+    let batch = mpt_testkit::BatchFile::new("ila-grow", text);
+    ILA.ok(&p.b, &["-b", batch.path()]);
+    ILA.ok(&p.b, &format!("xlat add loc_match {LOC_B} loc {SIR_NET}"));
+    let v = ILA.json(&p.b, "dataplane show");
+    let xlat = v["maps"]
+        .as_array()
+        .expect("maps")
+        .iter()
+        .find(|m| m["name"] == "ila_xlat_in")
+        .cloned()
+        .expect("ila_xlat_in");
+    let k = bpftool_map(xlat["id"].as_u64().expect("id"));
+    assert!(k["max_entries"].as_u64().expect("max_entries") > n, "{k}");
+    assert_eq!(
+        ILA.json(&p.b, "xlat show").as_array().map(Vec::len),
+        Some(n as usize + 1)
+    );
+    let _ = p.a.exec("ping", &format!("-6 -c 3 -i 0.2 -W 1 {ILA_B}"));
+    let shown = ILA.json(&p.b, "-s xlat show");
+    let it = shown
+        .as_array()
+        .expect("mappings")
+        .iter()
+        .find(|m| m["locator_match"] == LOC_B)
+        .unwrap_or_else(|| panic!("{LOC_B} not shown"));
+    assert_eq!(it["packets"].as_u64(), Some(3), "{it}");
+}

@@ -1618,7 +1618,7 @@ fn verbose_says_each_request_and_map_write() {
     );
     assert!(
         err.lines()
-            .any(|l| l.starts_with("mproute: map mpt_routes: update")),
+            .any(|l| l.starts_with("mproute: map mpt_routes_in: update")),
         "the state map write is named: {err}"
     );
     assert!(!err.contains("libbpf:"), "libbpf's log is -vv's: {err}");

@@ -254,6 +254,10 @@ pub struct DataplaneView {
     pub attachments: Vec<AttachmentRow>,
     /// What the programs did with the packets they saw, by reason (name -> packets).
     pub counters: Counters,
+    /// What the state's maps and the translator's own cost (`memory_bytes`, `maps`,
+    /// `dataplane_memory_bytes`), when there is state (bpf backend).
+    #[serde(flatten, skip_serializing_if = "Option::is_none")]
+    pub memory: Option<mpt_cli::render::StateMemory>,
     /// A dry run (`--check`): nothing was attached or detached.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub check: bool,
@@ -424,6 +428,9 @@ pub fn print(out: &Output, style: Style) {
             print_rows(&v.attachments, style);
             if let Some(l) = v.counters.line() {
                 print_line(&l);
+            }
+            if let Some(m) = &v.memory {
+                print_line(&m.line());
             }
         }
         Output::Change(r) => {

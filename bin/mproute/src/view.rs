@@ -62,17 +62,8 @@ pub fn print(out: &Output, style: Style) {
                 if let Some(c) = &v.counter_slots {
                     print_line(&c.line());
                 }
-                if let Some(b) = v.memory_bytes {
-                    let ids: Vec<String> = v
-                        .maps
-                        .iter()
-                        .map(|m| format!("{} {}", m.name, m.id))
-                        .collect();
-                    print_line(&format!(
-                        "state memory: {} KiB; map ids: {}",
-                        b.div_ceil(1024),
-                        ids.join(", ")
-                    ));
+                if let Some(m) = &v.memory {
+                    print_line(&m.line());
                 }
                 print_line(&format!(
                     "tc hook: {}: {}",
@@ -994,12 +985,10 @@ pub struct DataplaneView {
     /// Managed routes whose counters are in the per-CPU array (the rest use a hash map).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub counter_slots: Option<CounterSlots>,
-    /// Bytes the kernel charges for the state's maps (fdinfo `memlock`, summed).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub memory_bytes: Option<u64>,
-    /// The state's maps: name, id (`bpftool map show id N`), capacity, bytes.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub maps: Vec<MapRow>,
+    /// What the state's maps and the dataplane programs' own maps cost (`memory_bytes`,
+    /// `maps`, `dataplane_memory_bytes`), when there is state.
+    #[serde(flatten, skip_serializing_if = "Option::is_none")]
+    pub memory: Option<mpt_cli::render::StateMemory>,
     /// How tc programs (the state's anchor, mode tc) are attached: `tcx` or `classic`.
     pub tc_hook: &'static str,
     /// Why.
@@ -1008,19 +997,6 @@ pub struct DataplaneView {
     /// linkdown setting; absent for `show`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub changed: Option<bool>,
-}
-
-/// One map of the state in `dataplane show`.
-#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
-pub struct MapRow {
-    /// Its name.
-    pub name: String,
-    /// Its id.
-    pub id: u32,
-    /// Its capacity.
-    pub max_entries: u32,
-    /// Bytes the kernel charges for it.
-    pub memory_bytes: u64,
 }
 
 /// How many of the per-CPU counter slots managed routes hold.
@@ -1085,8 +1061,7 @@ impl DataplaneView {
             notes,
             fib_check: None,
             counter_slots: None,
-            memory_bytes: None,
-            maps: Vec::new(),
+            memory: None,
             changed: None,
             tc_hook: match mpt_bpf::attach::tc_backend() {
                 mpt_bpf::attach::TcBackend::Tcx => "tcx",

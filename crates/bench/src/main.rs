@@ -13,6 +13,7 @@
 mod disrupt;
 mod forward;
 mod ila;
+mod memory;
 mod routes;
 mod select;
 mod support;
@@ -55,6 +56,13 @@ enum What {
         /// Rounds.
         #[arg(long, default_value_t = 3)]
         runs: u32,
+    },
+    /// What one namespace's BPF state costs (10 routes + dataplane, --count routes) beside
+    /// the kernel's FIB for the same routes, and how long its maps outlive `ip netns del`.
+    Memory {
+        /// Routes in the large namespace.
+        #[arg(long, default_value_t = 100_000)]
+        count: u32,
     },
     /// Per-packet cost of each dataplane algorithm against a plain bpf_fib_lookup forward
     /// (BPF_PROG_TEST_RUN), and the hash balance of 65,536 flows over 8 nexthops.
@@ -155,6 +163,7 @@ fn run(what: What) -> Result<bool> {
             distinct,
         } => routes::run(count, runs, distinct).map(|()| true),
         What::Sync { count, runs } => sync::run(count, runs).map(|()| true),
+        What::Memory { count } => memory::run(count).map(|()| true),
         What::Select { repeat, runs } => select::run(repeat, runs),
         What::Disrupt { flows } => disrupt::run(flows),
         What::Ila {

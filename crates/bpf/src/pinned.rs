@@ -576,6 +576,35 @@ impl Pinned {
             .collect()
     }
 
+    /// The bytes the kernel charges for the maps of programs `prog_ids` that are not the
+    /// state's (a dataplane's caches and device maps), each map once.
+    pub fn programs_memory_bytes(&self, prog_ids: &[u32]) -> u64 {
+        let mut seen: std::collections::BTreeSet<u32> = crate::prog::info(self.anchor_id)
+            .map(|i| i.map_ids)
+            .unwrap_or_default()
+            .into_iter()
+            .chain(self.map_info().iter().map(|m| m.id))
+            .collect();
+        let mut sum = 0;
+        for p in prog_ids {
+            let Ok(info) = crate::prog::info(*p) else {
+                continue;
+            };
+            for id in info.map_ids {
+                if !seen.insert(id) {
+                    continue;
+                }
+                if let Some(m) = MapHandle::from_map_id(id)
+                    .ok()
+                    .and_then(|h| MapInfo::of("", h.as_fd()))
+                {
+                    sum += m.memory_bytes;
+                }
+            }
+        }
+        sum
+    }
+
     /// The bytes of memory the kernel charges for the state's maps (`memlock`, summed).
     pub fn memory_bytes(&self) -> u64 {
         self.map_info().iter().map(|m| m.memory_bytes).sum()

@@ -261,6 +261,54 @@ pub fn print_json<T: Serialize>(v: &T, pretty: bool) {
     emit(&format!("{}\n", to_json(v, pretty)));
 }
 
+/// What a tool's BPF state costs in `dataplane show` (`-j` keys `memory_bytes`, `maps`,
+/// `dataplane_memory_bytes`): the state's maps, each as the kernel describes it, and the
+/// attached programs' own maps (caches, device maps), by the kernel's account (`memlock`).
+#[derive(Debug, Clone, Default, Serialize, PartialEq, Eq)]
+pub struct StateMemory {
+    /// Bytes the kernel charges for the state's maps, summed.
+    pub memory_bytes: u64,
+    /// The state's maps.
+    pub maps: Vec<MapRow>,
+    /// Bytes of the attached programs' own maps (absent: nothing attached).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dataplane_memory_bytes: Option<u64>,
+}
+
+/// One map of a tool's state.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct MapRow {
+    /// Its name, as the kernel has it (a growable map's inner map is `NAME_in`).
+    pub name: String,
+    /// Its id (`bpftool map show id N`).
+    pub id: u32,
+    /// Its capacity now.
+    pub max_entries: u32,
+    /// Bytes the kernel charges for it.
+    pub memory_bytes: u64,
+}
+
+impl StateMemory {
+    /// `state memory: N KiB; map ids: NAME ID, ...` and, with programs attached,
+    /// `; dataplane programs' maps: N KiB`.
+    pub fn line(&self) -> String {
+        let ids: Vec<String> = self
+            .maps
+            .iter()
+            .map(|m| format!("{} {}", m.name, m.id))
+            .collect();
+        let mut l = format!(
+            "state memory: {} KiB; map ids: {}",
+            self.memory_bytes.div_ceil(1024),
+            ids.join(", ")
+        );
+        if let Some(d) = self.dataplane_memory_bytes {
+            l += &format!("; dataplane programs' maps: {} KiB", d.div_ceil(1024));
+        }
+        l
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

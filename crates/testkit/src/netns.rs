@@ -160,6 +160,18 @@ impl Netns {
     pub fn cookie(&self) -> Option<u64> {
         netns_cookie(&self.name)
     }
+
+    /// Delete the namespace now with `ip netns del` and nothing else (what a test of what the
+    /// deletion alone does needs; dropping also removes what the tools left).
+    pub fn delete(self) -> Result<(), String> {
+        let me = std::mem::ManuallyDrop::new(self);
+        let o = run("ip", &["netns", "del", &me.name]);
+        if o.status.success() {
+            Ok(())
+        } else {
+            Err(String::from_utf8_lossy(&o.stderr).trim_end().to_string())
+        }
+    }
 }
 
 impl Drop for Netns {

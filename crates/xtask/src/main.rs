@@ -82,7 +82,7 @@ enum Task {
         #[arg(long)]
         install: bool,
     },
-    /// Benchmarks (setup, then the mpt-bench package in release mode): routes, select, disrupt, forward, ila;
+    /// Benchmarks (setup, then the mpt-bench package in release mode): routes, sync, memory, select, disrupt, forward, ila;
     /// `cargo xtask bench help` lists their options.
     #[command(disable_help_flag = true)]
     Bench {

@@ -14,14 +14,35 @@ use crate::session::Session;
 use crate::view::{AttachmentRow, DataplaneView, Diff, Output};
 
 fn view(changed: Option<bool>, s: &mut Session) -> Result<Output, Failure> {
-    let attachments = dp::attachments()
+    let attachments: Vec<AttachmentRow> = dp::attachments()
         .map_err(|e| Failure::bpf("dataplane show", e))?
         .iter()
         .map(AttachmentRow::of)
         .collect();
     let mut counters = Vec::new();
+    let mut memory = None;
     if let Some(b) = s.backend()?.bpf() {
         if let Some(st) = b.state(false)? {
+            let maps = st.pinned.map_info();
+            let progs: Vec<u32> = attachments
+                .iter()
+                .flat_map(|a| [a.ingress_prog_id, a.egress_prog_id])
+                .flatten()
+                .collect();
+            memory = Some(mpt_cli::render::StateMemory {
+                memory_bytes: maps.iter().map(|m| m.memory_bytes).sum(),
+                maps: maps
+                    .into_iter()
+                    .map(|m| mpt_cli::render::MapRow {
+                        name: m.name,
+                        id: m.id,
+                        max_entries: m.max_entries,
+                        memory_bytes: m.memory_bytes,
+                    })
+                    .collect(),
+                dataplane_memory_bytes: (!progs.is_empty())
+                    .then(|| st.pinned.programs_memory_bytes(&progs)),
+            });
             counters = st
                 .reasons()
                 .map_err(|e| Failure::bpf("dataplane show", e))?
@@ -34,6 +55,7 @@ fn view(changed: Option<bool>, s: &mut Session) -> Result<Output, Failure> {
         changed,
         attachments,
         counters: counters.into(),
+        memory,
         check: false,
         diff: None,
     }))
