@@ -105,7 +105,9 @@ pub fn run(count: u32) -> Result<()> {
     let (s10, d10, ids) = reported(&mproute, small.name())?;
 
     // the maps after `ip netns del`, no command after it
-    small.delete().map_err(|e| anyhow::anyhow!("ip netns del: {e}"))?;
+    small
+        .delete()
+        .map_err(|e| anyhow::anyhow!("ip netns del: {e}"))?;
     let start = Instant::now();
     let alive = |id: &u64| {
         Command::new("bpftool")
@@ -123,7 +125,6 @@ pub fn run(count: u32) -> Result<()> {
         left.is_empty(),
         "maps {left:?} alive 30 s after ip netns del"
     );
-    drop(small);
 
     // the kernel's FIB for `count` routes, then mproute's state for the same
     let k = fresh_ns(1)?;
