@@ -106,8 +106,13 @@ demux still finds the socket bound to the SIR address; on egress (tc) the output
 `ingress` or `egress` attaches or detaches one side only. Attachments outlive ila and are found
 again by the next invocation.
 
-`show` prints DEV, INGRESS (the mode), EGRESS and PROG_IDS, then the packets by verdict; `-j`:
-attachments (dev, ingress, ingress_prog_id, egress, egress_prog_id) and counters.
+`show` prints DEV, INGRESS (the mode), EGRESS and PROG_IDS, the packets by verdict, and what
+the tables cost: each state map's id (for `bpftool map show id N`) and the memory the kernel
+charges for the state and for the translator's own maps; `-j`: attachments (dev, ingress,
+ingress_prog_id, egress, egress_prog_id), counters, maps, memory_bytes, dataplane_memory_bytes.
+The tables' hash maps start at 4096 entries and are replaced by copies of twice the size as
+they fill, up to 1048576 mappings and as many routes; a write past that fails in one line
+naming the limit, exit 2.
 
 Debian 12's `bpftool net` and `tc filter show` do not list tcx attachments: `ila dataplane
 show` does, and `bpftool prog` lists the programs.";
