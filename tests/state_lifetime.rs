@@ -156,10 +156,17 @@ fn the_route_maps_grow_with_the_table() {
     use mpt_testkit::traffic::{self, FlowCounter};
     require_root();
     let t = FourPaths::new("grow");
-    for n in &t.n {
-        MP.ok(n, "dataplane attach dev eth0 xdp");
+    // before 5.12 the dataplane refuses in one line: the state grows all the same
+    let o = MP.at(&t.r, "dataplane attach dev vc tc");
+    let dp = o.status.success();
+    if dp {
+        for n in &t.n {
+            MP.ok(n, "dataplane attach dev eth0 xdp");
+        }
+    } else {
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(err.contains("needs Linux 5.12"), "{err}");
     }
-    MP.ok(&t.r, "dataplane attach dev vc tc");
     let first: u64 = MP.json(&t.r, "dataplane show")["maps"]
         .as_array()
         .expect("maps")
@@ -207,6 +214,9 @@ fn the_route_maps_grow_with_the_table() {
     }
     let check = MP.ok(&t.r, "sync --check");
     assert!(check.contains("nothing would change"), "{check}");
+    if !dp {
+        return;
+    }
 
     let flows = traffic::flows(200, false, 36000);
     let counters: Vec<FlowCounter> = t.n.iter().map(|n| FlowCounter::start(n, "eth0")).collect();

@@ -61,12 +61,14 @@ pub const GUEST_TESTS: &[GuestTests] = &[
         ],
         ALL,
     ),
-    // the state's maps freed by ip netns del alone, and reported as the kernel has them
+    // the state's maps freed by ip netns del alone, reported as the kernel has them, and grown
+    // (an inner hash map of another capacity: accepted since 5.10)
     t(
         "state_lifetime",
         &[
             "state_dies_with_its_namespace",
             "dataplane_show_reports_the_maps_as_the_kernel_does",
+            "the_route_maps_grow_with_the_table",
         ],
         ALL,
     ),
@@ -84,7 +86,10 @@ pub const GUEST_TESTS: &[GuestTests] = &[
     // TCP through ila's translator in every checksum mode and hook
     t(
         "ila_netns",
-        &["traffic_through_the_translator_in_every_mode"],
+        &[
+            "traffic_through_the_translator_in_every_mode",
+            "tables_grow_with_their_entries",
+        ],
         ALL,
     ),
     // the kernel's own ILA: its tables by ila's kernel backend with TCP, on each kernel; ila's
