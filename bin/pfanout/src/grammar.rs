@@ -34,8 +34,12 @@ pub struct RunCmd {
     pub workers: u32,
     /// A TPACKET_V3 ring per worker instead of copies.
     pub ring: bool,
-    /// One pcap file per worker in this directory.
+    /// One pcap file per worker in this directory; `-`: the one worker's pcap stream on
+    /// standard output.
     pub write: Option<PathBuf>,
+    /// Each worker's pcap stream into the standard input of its own instance of this shell
+    /// command (`%i`: the worker's index).
+    pub exec: Option<String>,
     /// Stop after this long.
     pub duration: Option<Duration>,
     /// Stop after this many packets (all workers together).
@@ -48,6 +52,34 @@ pub struct RunCmd {
     pub protocol: u16,
     /// Receive buffer of each socket in bytes.
     pub rcvbuf: Option<u32>,
+}
+
+impl RunCmd {
+    /// Whether the pcap stream goes to standard output (`write -`).
+    pub fn stdout_stream(&self) -> bool {
+        self.write.as_deref() == Some(std::path::Path::new("-"))
+    }
+
+    /// The command of worker `i`'s reader: `exec`'s, `%i` replaced by the index (`%%`: `%`).
+    pub fn exec_for(&self, i: u32) -> Option<String> {
+        let cmd = self.exec.as_ref()?;
+        let mut out = String::with_capacity(cmd.len() + 4);
+        let mut it = cmd.chars().peekable();
+        while let Some(c) = it.next() {
+            match (c, it.peek()) {
+                ('%', Some('i')) => {
+                    it.next();
+                    out.push_str(&i.to_string());
+                }
+                ('%', Some('%')) => {
+                    it.next();
+                    out.push('%');
+                }
+                _ => out.push(c),
+            }
+        }
+        Some(out)
+    }
 }
 
 /// `pfanout bench ...`: the rollover experiment.
@@ -176,6 +208,7 @@ pub fn parse_run(words: &[String]) -> Result<RunCmd, SyntaxError> {
         workers: 2,
         ring: false,
         write: None,
+        exec: None,
         duration: None,
         count: None,
         per_worker: None,
@@ -203,7 +236,20 @@ pub fn parse_run(words: &[String]) -> Result<RunCmd, SyntaxError> {
                 c.workers = n;
             }
             "ring" => c.ring = true,
-            "write" => c.write = Some(PathBuf::from(w.value(k)?)),
+            "write" => {
+                let v = w.value(k)?;
+                if v.is_empty() {
+                    return Err("write needs a directory (or - for standard output)".into());
+                }
+                c.write = Some(PathBuf::from(v));
+            }
+            "exec" => {
+                let v = w.value(k)?;
+                if v.trim().is_empty() {
+                    return Err("exec needs a command (one word: quote it)".into());
+                }
+                c.exec = Some(v.to_string());
+            }
             "duration" => c.duration = Some(seconds(k, w.value(k)?)?),
             "count" => {
                 let v = w.value(k)?;
@@ -230,13 +276,24 @@ pub fn parse_run(words: &[String]) -> Result<RunCmd, SyntaxError> {
             "rcvbuf" => c.rcvbuf = Some(positive(k, w.value(k)?)?),
             other => {
                 return Err(format!(
-                    "unknown word \"{other}\" (run takes dev, group, mode, flags, workers, ring, write, duration, count, per-worker, max-members, proto, rcvbuf)"
+                    "unknown word \"{other}\" (run takes dev, group, mode, flags, workers, ring, write, exec, duration, count, per-worker, max-members, proto, rcvbuf)"
                 ))
             }
         }
     }
     c.dev = dev.ok_or("\"dev DEV\" is required")?;
     c.mode = mode.ok_or_else(|| format!("\"mode MODE\" is required ({})", Mode::names()))?;
+    if c.write.is_some() && c.exec.is_some() {
+        return Err(
+            "write and exec cannot go together (each takes the workers' pcap streams)".into(),
+        );
+    }
+    if c.stdout_stream() && c.workers != 1 {
+        return Err(format!(
+            "write - takes one worker (workers {}): standard output holds one pcap stream",
+            c.workers
+        ));
+    }
     Ok(c)
 }
 
@@ -286,6 +343,38 @@ mod tests {
         assert_eq!(c.group, Some(42));
         assert_eq!(c.duration, Some(Duration::from_millis(1500)));
         assert_eq!(c.count, Some(10));
+    }
+
+    #[test]
+    fn exec_and_write_words() {
+        let c = parse_run(&[
+            "dev".into(),
+            "x".into(),
+            "mode".into(),
+            "hash".into(),
+            "workers".into(),
+            "3".into(),
+            "exec".into(),
+            "tcpdump -r - -w /d/w%i.pcap # 100%% %x".into(),
+        ])
+        .expect("ok");
+        assert_eq!(
+            c.exec_for(2).as_deref(),
+            Some("tcpdump -r - -w /d/w2.pcap # 100% %x")
+        );
+        assert!(parse_run(&w("dev x mode hash workers 2 write -"))
+            .expect_err("two workers on stdout")
+            .contains("one worker"));
+        let c = parse_run(&w("dev x mode hash workers 1 write -")).expect("ok");
+        assert!(c.stdout_stream());
+        assert!(parse_run(&w("dev x mode hash write /d exec cat"))
+            .expect_err("both")
+            .contains("cannot go together"));
+        assert!(
+            parse_run(&["dev", "x", "mode", "hash", "exec", " "].map(String::from))
+                .expect_err("empty")
+                .contains("needs a command")
+        );
     }
 
     #[test]

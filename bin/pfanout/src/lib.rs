@@ -17,6 +17,7 @@ pub mod grammar;
 pub mod group;
 pub mod session;
 pub mod show;
+pub mod tap;
 pub mod view;
 
 pub use cli::Cli;

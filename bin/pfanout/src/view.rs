@@ -4,6 +4,7 @@
 use mpt_cli::render::{self, Style, TableRow};
 use serde::Serialize;
 
+use crate::cmd::run::Rate;
 use crate::show::{flags_words, GroupView, SocketView};
 
 /// A command's output.
@@ -170,6 +171,10 @@ pub fn sum(w: &[WorkerStats]) -> WorkerStats {
         t.rollover_all += s.rollover_all;
         t.rollover_huge += s.rollover_huge;
         t.rollover_failed += s.rollover_failed;
+        t.streamed += s.streamed;
+        t.pipe_dropped += s.pipe_dropped;
+        t.reader_gone += s.reader_gone;
+        t.stream_cut |= s.stream_cut;
     }
     t
 }
@@ -179,6 +184,7 @@ pub fn sum(w: &[WorkerStats]) -> WorkerStats {
 struct WorkerRow {
     label: String,
     s: WorkerStats,
+    rate: Option<Rate>,
 }
 
 impl TableRow for WorkerRow {
@@ -201,20 +207,107 @@ impl TableRow for WorkerRow {
     }
 }
 
-/// The worker table, with a total line.
-pub fn worker_table(w: &[WorkerStats]) -> String {
+/// The live table's row: rates first.
+struct LiveRow<'a>(&'a WorkerRow);
+
+impl TableRow for LiveRow<'_> {
+    fn headers() -> Vec<&'static str> {
+        vec![
+            "WORKER", "PKTS/S", "DROPS/S", "PACKETS", "DROPS", "ROLLOVER", "HUGE", "FAILED",
+        ]
+    }
+    fn cells(&self) -> Vec<String> {
+        let (s, r) = (&self.0.s, self.0.rate.unwrap_or_default());
+        let mut drops = format!("{:.0}", r.drops);
+        if r.pipe_drops > 0.0 {
+            drops = format!("{drops} (+{:.0} pipe)", r.pipe_drops);
+        }
+        vec![
+            self.0.label.clone(),
+            format!("{:.0}", r.packets),
+            drops,
+            s.packets.to_string(),
+            s.drops.to_string(),
+            s.rollover_all.to_string(),
+            s.rollover_huge.to_string(),
+            s.rollover_failed.to_string(),
+        ]
+    }
+}
+
+impl Serialize for LiveRow<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        self.0.serialize(s)
+    }
+}
+
+fn worker_rows(w: &[WorkerStats], rates: Option<&[Rate]>) -> Vec<WorkerRow> {
     let mut rows: Vec<WorkerRow> = w
         .iter()
-        .map(|s| WorkerRow {
+        .enumerate()
+        .map(|(i, s)| WorkerRow {
             label: s.worker.map_or_else(|| "-".to_string(), |w| w.to_string()),
-            s: *s,
+            s: s.clone(),
+            rate: rates.and_then(|r| r.get(i).copied()),
         })
         .collect();
+    let total = rates.map(|r| {
+        r.iter().fold(Rate::default(), |a, b| Rate {
+            packets: a.packets + b.packets,
+            drops: a.drops + b.drops,
+            pipe_drops: a.pipe_drops + b.pipe_drops,
+        })
+    });
     rows.push(WorkerRow {
         label: "total".into(),
         s: sum(w),
+        rate: total,
     });
-    render::rows_to_string(&rows, Style::default())
+    rows
+}
+
+/// The worker table, with a total line.
+pub fn worker_table(w: &[WorkerStats]) -> String {
+    render::rows_to_string(&worker_rows(w, None), Style::default())
+}
+
+/// The live table: per second rates, then the counts so far.
+pub fn live_table(w: &[WorkerStats], rates: &[Rate]) -> String {
+    let rows = worker_rows(w, Some(rates));
+    let live: Vec<LiveRow<'_>> = rows.iter().map(LiveRow).collect();
+    render::rows_to_string(&live, Style::default())
+}
+
+/// The readers of `exec`, one line each: how it ended, what it did not get.
+fn reader_lines(w: &[WorkerStats]) -> Vec<String> {
+    w.iter()
+        .filter_map(|s| {
+            let r = s.reader.as_ref()?;
+            let how = r.ended.clone().unwrap_or_else(|| "running".into());
+            let mut line = format!(
+                "worker {} reader pid {} \"{}\": {how}{}; {} packets streamed",
+                s.worker.unwrap_or(0),
+                r.pid,
+                r.command,
+                if r.killed_by_pfanout {
+                    " (ended by pfanout: it did not exit after its stream closed)"
+                } else {
+                    ""
+                },
+                s.streamed
+            );
+            if s.pipe_dropped > 0 {
+                line.push_str(&format!(", {} dropped (pipe full)", s.pipe_dropped));
+            }
+            if s.reader_gone > 0 {
+                line.push_str(&format!(", {} lost (reader gone)", s.reader_gone));
+            }
+            if s.stream_cut {
+                line.push_str(", the stream's end was cut (the reader did not take it)");
+            }
+            Some(line)
+        })
+        .collect()
 }
 
 fn head(i: &GroupInfo) -> String {
@@ -252,34 +345,96 @@ fn print_summary(s: &RunSummary, style: Style) {
         }
     ));
     render::print_line(&worker_table(&s.per_worker));
+    for l in reader_lines(&s.per_worker) {
+        render::print_line(&l);
+    }
+    let t = &s.total;
+    if s.per_worker.iter().all(|w| w.reader.is_none()) && (t.pipe_dropped > 0 || t.stream_cut) {
+        render::print_line(&format!(
+            "stream: {} packets dropped (its reader was slow){}",
+            t.pipe_dropped,
+            if t.stream_cut {
+                ", its end was cut"
+            } else {
+                ""
+            }
+        ));
+    }
 }
 
 /// One live line of `-j run`.
 #[derive(Debug, Serialize)]
 struct Interval<'a> {
     r#type: &'static str,
+    /// Wall-clock time of the line (RFC 3339, UTC, milliseconds).
+    time: String,
     group: u16,
     seconds: f64,
-    per_worker: &'a [WorkerStats],
-    total: WorkerStats,
+    per_worker: Vec<IntervalWorker<'a>>,
+    total: IntervalWorker<'a>,
 }
 
-/// Print the live view: a JSON line, or a table redrawn in place on a terminal.
-pub fn live(info: &GroupInfo, elapsed: f64, w: &[WorkerStats], table: bool, drawn: &mut usize) {
-    if !table {
+/// A worker's counts so far and rates over the last interval.
+#[derive(Debug, Serialize)]
+struct IntervalWorker<'a> {
+    #[serde(flatten)]
+    s: std::borrow::Cow<'a, WorkerStats>,
+    packets_per_second: f64,
+    dropped_per_second: f64,
+    pipe_dropped_per_second: f64,
+}
+
+/// Print the live view: a JSON line, a table redrawn in place on a terminal, or (not a
+/// terminal) the table appended.
+pub fn live(
+    info: &GroupInfo,
+    elapsed: f64,
+    w: &[WorkerStats],
+    rates: &[Rate],
+    mode: LiveMode,
+    drawn: &mut usize,
+) {
+    if mode == LiveMode::Json {
+        fn iw(s: std::borrow::Cow<'_, WorkerStats>, r: Rate) -> IntervalWorker<'_> {
+            IntervalWorker {
+                s,
+                packets_per_second: r.packets,
+                dropped_per_second: r.drops,
+                pipe_dropped_per_second: r.pipe_drops,
+            }
+        }
+        let total = rates.iter().fold(Rate::default(), |a, b| Rate {
+            packets: a.packets + b.packets,
+            drops: a.drops + b.drops,
+            pipe_drops: a.pipe_drops + b.pipe_drops,
+        });
         render::print_json(
             &Interval {
                 r#type: "interval",
+                time: mpt_sys::time::rfc3339_now(),
                 group: info.group,
                 seconds: elapsed,
-                per_worker: w,
-                total: sum(w),
+                per_worker: w
+                    .iter()
+                    .enumerate()
+                    .map(|(i, s)| {
+                        iw(
+                            std::borrow::Cow::Borrowed(s),
+                            rates.get(i).copied().unwrap_or_default(),
+                        )
+                    })
+                    .collect(),
+                total: iw(std::borrow::Cow::Owned(sum(w)), total),
             },
             false,
         );
         return;
     }
-    let text = format!("{} ({elapsed:.0} s)\n{}", head(info), worker_table(w));
+    let text = format!("{} ({elapsed:.0} s)\n{}", head(info), live_table(w, rates));
+    if mode == LiveMode::Appended {
+        render::print_line(&text);
+        return;
+    }
     let mut controls = String::new();
     if *drawn > 0 {
         controls = format!("\x1b[{}A\x1b[J", *drawn);
@@ -288,8 +443,35 @@ pub fn live(info: &GroupInfo, elapsed: f64, w: &[WorkerStats], table: bool, draw
     render::print_redrawn(&controls, &text);
 }
 
+/// How the live view is printed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LiveMode {
+    /// A JSON line each second.
+    Json,
+    /// A table redrawn in place (a terminal).
+    InPlace,
+    /// A table appended each second (not a terminal).
+    Appended,
+}
+
+/// A worker's reader (`exec`): its process and how it ended.
+#[derive(Debug, Clone, Default, Serialize, PartialEq, Eq)]
+pub struct ReaderEnd {
+    /// Its process id (the shell's).
+    pub pid: u32,
+    /// The command (`%i` replaced).
+    pub command: String,
+    /// Its exit code, or 128 + the signal that killed it, as a shell says; none while it
+    /// runs.
+    pub exit: Option<i32>,
+    /// How it ended in words (`exit 0`, `killed by signal 9`).
+    pub ended: Option<String>,
+    /// pfanout ended it: it had not exited 5 s after its stream was closed.
+    pub killed_by_pfanout: bool,
+}
+
 /// One worker's figures.
-#[derive(Debug, Clone, Copy, Default, Serialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, Serialize, PartialEq, Eq)]
 pub struct WorkerStats {
     /// Worker number (none in a total).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -310,6 +492,18 @@ pub struct WorkerStats {
     pub rollover_huge: u64,
     /// Packets that found no member with room (tp_failed).
     pub rollover_failed: u64,
+    /// Packets handed to its pcap stream (`write`, `exec`).
+    pub streamed: u64,
+    /// Packets its stream dropped because the reader's pipe was full (the reader was slow).
+    pub pipe_dropped: u64,
+    /// Packets its reader did not get because it was gone.
+    pub reader_gone: u64,
+    /// Whether the end of its stream was cut: the reader did not take it in time.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub stream_cut: bool,
+    /// Its reader (`exec`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reader: Option<ReaderEnd>,
 }
 
 /// Why a run ended.

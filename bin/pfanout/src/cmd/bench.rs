@@ -135,6 +135,7 @@ fn measure(cmd: &BenchCmd, abort: &Arc<AtomicBool>) -> Result<Vec<BenchRow>, Fai
             workers: cmd.workers,
             ring: false,
             write: None,
+            exec: None,
             duration: None,
             count: None,
             per_worker: Some(cmd.per_worker),

@@ -21,8 +21,8 @@ pub fn run(opts: &GlobalOpts, c: &Command) -> Result<Output, Failure> {
         Command::Bench(b) if opts.check => Ok(Output::Check(check::bench(b))),
         Command::Run(r) => {
             let mut drawn = 0usize;
-            let s = run::run(r, opts.json, |running, w, table| {
-                view::live(&running.info, running.elapsed(), w, table, &mut drawn)
+            let s = run::run(r, opts.json, |running, w, rates, mode| {
+                view::live(&running.info, running.elapsed(), w, rates, mode, &mut drawn)
             })?;
             Ok(Output::Run(s))
         }

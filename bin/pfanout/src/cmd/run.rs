@@ -2,8 +2,8 @@
 //! writing it to pcap files), the kernel's counters of each socket sampled by its own worker,
 //! a live line or table once a second, a summary at the end.
 
-use std::fs::File;
-use std::io::{BufWriter, IsTerminal, Write};
+use std::io::{IsTerminal, Write};
+use std::os::fd::{FromRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -11,12 +11,12 @@ use std::time::{Duration, Instant};
 
 use mpt_cli::Failure;
 use mpt_sys::packet::PacketSocket;
-use pcap_file::pcap::{PcapHeader, PcapPacket, PcapWriter};
 use pcap_file::DataLink;
 
 use crate::grammar::RunCmd;
 use crate::group::Group;
-use crate::view::{Ended, GroupInfo, WorkerStats};
+use crate::tap::{self, Reader, Stream, SNAPLEN};
+use crate::view::{Ended, GroupInfo, LiveMode, ReaderEnd, WorkerStats};
 
 /// How long a worker waits for a packet before it looks at the stop flag again.
 const POLL: Duration = Duration::from_millis(50);
@@ -24,8 +24,8 @@ const POLL: Duration = Duration::from_millis(50);
 const SAMPLE: Duration = Duration::from_millis(50);
 /// Most packets a worker still reads from its queue once told to stop.
 const DRAIN: usize = 1 << 16;
-/// Bytes copied per packet (and the pcap files' snap length).
-const SNAPLEN: usize = 65535;
+/// How long a worker whose reader has bytes waiting sleeps before it tries the pipe again.
+const PIPE_RETRY: Duration = Duration::from_millis(2);
 
 /// Counters of one worker, shared with the main thread.
 #[derive(Debug, Default)]
@@ -37,6 +37,10 @@ struct Counters {
     roll_all: AtomicU64,
     roll_huge: AtomicU64,
     roll_failed: AtomicU64,
+    streamed: AtomicU64,
+    backpressure: AtomicU64,
+    reader_gone: AtomicU64,
+    stream_cut: AtomicBool,
 }
 
 impl Counters {
@@ -51,7 +55,18 @@ impl Counters {
             rollover_all: l(&self.roll_all),
             rollover_huge: l(&self.roll_huge),
             rollover_failed: l(&self.roll_failed),
+            streamed: l(&self.streamed),
+            pipe_dropped: l(&self.backpressure),
+            reader_gone: l(&self.reader_gone),
+            stream_cut: self.stream_cut.load(Ordering::Relaxed),
+            reader: None,
         }
+    }
+
+    fn tally(&self, t: &tap::Tally) {
+        self.streamed.store(t.streamed, Ordering::Relaxed);
+        self.backpressure.store(t.backpressure, Ordering::Relaxed);
+        self.reader_gone.store(t.reader_gone, Ordering::Relaxed);
     }
 
     fn sample(&self, s: &PacketSocket) -> Result<(), mpt_sys::Error> {
@@ -119,26 +134,25 @@ pub struct Running {
     started: Instant,
     /// The device's index (0: every device).
     ifindex: u32,
+    /// The readers of `exec`, worker 0 first.
+    readers: Vec<Reader>,
+    /// Readers already reported as ended mid-run.
+    reported: Vec<bool>,
 }
 
-fn pcap_writer(
-    dir: &File,
+fn pcap_file(
+    dir: &std::fs::File,
     dir_path: &Path,
     i: u32,
     link: DataLink,
     made: &mut Vec<PathBuf>,
-) -> Result<PcapWriter<BufWriter<File>>, Failure> {
+) -> Result<Stream, Failure> {
     let name = format!("worker-{i}.pcap");
     let path: PathBuf = dir_path.join(&name);
     let f = mpt_sys::fs::create_private(dir, &name)
         .map_err(|e| Failure::system(format!("create {}: {e}", path.display())))?;
     made.push(path.clone());
-    let header = PcapHeader {
-        datalink: link,
-        snaplen: SNAPLEN as u32,
-        ..PcapHeader::default()
-    };
-    PcapWriter::with_header(BufWriter::new(f), header)
+    tap::file_stream(f, link, path.display().to_string())
         .map_err(|e| Failure::system(format!("write {}: {e}", path.display())))
 }
 
@@ -153,14 +167,66 @@ fn link_type(ifindex: u32) -> DataLink {
     }
 }
 
-/// The pcap files of `cmd.write`, one per worker; on a failure, what was made is removed.
-fn pcap_writers(
+/// The workers' streams: none, the pcap files of `write DIR` (on a failure, what was made is
+/// removed), standard output (`write -`), or the readers of `exec` (on a failure, those
+/// started are ended).
+#[allow(clippy::type_complexity)]
+fn streams(
     cmd: &RunCmd,
     ifindex: u32,
-) -> Result<Vec<Option<PcapWriter<BufWriter<File>>>>, Failure> {
+    json: bool,
+) -> Result<(Vec<Option<Stream>>, Vec<Reader>), Failure> {
+    let link = link_type(ifindex);
+    if let Some(template) = &cmd.exec {
+        let mut readers: Vec<Reader> = Vec::new();
+        let mut out = Vec::new();
+        for i in 0..cmd.workers {
+            let command = cmd.exec_for(i).unwrap_or_else(|| template.clone());
+            match tap::spawn_reader(command.clone(), i, link, json) {
+                Ok((r, s)) => {
+                    readers.push(r);
+                    out.push(Some(s));
+                }
+                Err(e) => {
+                    drop(out);
+                    let end = Instant::now() + Duration::from_secs(1);
+                    for r in &mut readers {
+                        r.wait(end);
+                    }
+                    return Err(Failure::system(format!(
+                        "start worker {i}'s reader \"{command}\": {e}"
+                    )));
+                }
+            }
+        }
+        return Ok((out, readers));
+    }
     let Some(dir) = &cmd.write else {
-        return Ok((0..cmd.workers).map(|_| None).collect());
+        return Ok(((0..cmd.workers).map(|_| None).collect(), Vec::new()));
     };
+    if cmd.stdout_stream() {
+        if std::io::stdout().is_terminal() {
+            return Err(Failure::usage(
+                "write -: standard output is a terminal (a pcap stream is for a pipe or a file)",
+            ));
+        }
+        let _ = std::io::stdout().flush();
+        // the stream takes standard output's descriptor; what pfanout prints goes to
+        // standard error from now on
+        // SAFETY: dup/dup2 on the process's own standard descriptors, integers only.
+        let fd = unsafe { libc::fcntl(1, libc::F_DUPFD_CLOEXEC, 3) };
+        if fd < 0 || unsafe { libc::dup2(2, 1) } < 0 {
+            return Err(Failure::system(format!(
+                "write -: {}",
+                std::io::Error::last_os_error()
+            )));
+        }
+        // SAFETY: fd is a new descriptor that nothing else owns.
+        let owned = unsafe { OwnedFd::from_raw_fd(fd) };
+        let s = Stream::new(owned, tap::Kind::Pipe, link, "standard output".into())
+            .map_err(|e| Failure::system(format!("write -: {e}")))?;
+        return Ok((vec![Some(s)], Vec::new()));
+    }
     // Captured traffic is for root's eyes, and root writes only where no one else can make it
     // write elsewhere: a directory another user owns or can write is refused (as the tools'
     // /run and bpffs directories are), and each file is created through the directory's
@@ -181,10 +247,9 @@ fn pcap_writers(
     let dir_fd = mpt_sys::fs::open_dir(dir)
         .map_err(|e| Failure::system(format!("open {}: {e}", dir.display())))?;
     let mut made = Vec::new();
-    let link = link_type(ifindex);
     let mut out = Vec::new();
     for i in 0..cmd.workers {
-        match pcap_writer(&dir_fd, dir, i, link, &mut made) {
+        match pcap_file(&dir_fd, dir, i, link, &mut made) {
             Ok(w) => out.push(Some(w)),
             Err(f) => {
                 drop(out);
@@ -198,15 +263,26 @@ fn pcap_writers(
             }
         }
     }
-    Ok(out)
+    Ok((out, Vec::new()))
 }
 
 impl Running {
     /// Open the group and start its workers. `stop` ends them (a signal handler sets it).
     pub fn start(cmd: &RunCmd, stop: Arc<AtomicBool>) -> Result<Running, Failure> {
-        // the group first: a refused join leaves no files either
+        Running::start_with(cmd, stop, false, None)
+    }
+
+    /// [`Running::start`], with `json` (the readers' standard output goes to standard error)
+    /// and an observer that sees every packet a worker processes.
+    pub fn start_with(
+        cmd: &RunCmd,
+        stop: Arc<AtomicBool>,
+        json: bool,
+        observer: Option<Arc<dyn Observer>>,
+    ) -> Result<Running, Failure> {
+        // the group first: a refused join leaves no files (and starts no reader) either
         let group = Group::open(cmd)?;
-        let writers = pcap_writers(cmd, group.ifindex)?;
+        let (writers, mut readers) = streams(cmd, group.ifindex, json)?;
         let info = GroupInfo {
             group: group.id,
             mode: group.mode.to_string(),
@@ -225,8 +301,10 @@ impl Running {
             let c = Arc::new(Counters::default());
             counters.push(Arc::clone(&c));
             let job = Job {
+                index: i as u32,
+                observer: observer.clone(),
                 sock,
-                pcap: w,
+                stream: w,
                 counters: c,
                 stop: Arc::clone(&stop),
                 error: Arc::clone(&error),
@@ -245,6 +323,10 @@ impl Running {
                     for t in threads {
                         let _ = t.join();
                     }
+                    let end = Instant::now() + tap::CLOSE_WAIT;
+                    for r in &mut readers {
+                        r.wait(end);
+                    }
                     return Err(Failure::system(format!("start worker {i}: {e}")));
                 }
             }
@@ -259,16 +341,39 @@ impl Running {
             error,
             started: Instant::now(),
             ifindex,
+            reported: vec![false; readers.len()],
+            readers,
         })
+    }
+
+    /// Readers that ended since the last call (while the run goes on): worker, pid, how.
+    pub fn readers_ended(&mut self) -> Vec<(u32, u32, String)> {
+        let mut out = Vec::new();
+        for (i, r) in self.readers.iter_mut().enumerate() {
+            if !self.reported[i] && r.poll() {
+                self.reported[i] = true;
+                let how = r
+                    .status
+                    .as_ref()
+                    .map_or_else(String::new, tap::status_words);
+                out.push((i as u32, r.pid(), how));
+            }
+        }
+        out
     }
 
     /// Every worker's figures now.
     pub fn snapshot(&self) -> Vec<WorkerStats> {
-        self.counters
+        let mut v: Vec<WorkerStats> = self
+            .counters
             .iter()
             .enumerate()
             .map(|(i, c)| c.read(i as u32))
-            .collect()
+            .collect();
+        for (w, r) in v.iter_mut().zip(&self.readers) {
+            w.reader = Some(reader_end(r));
+        }
+        v
     }
 
     /// Whether the workers stopped (count reached, or an error).
@@ -282,22 +387,21 @@ impl Running {
     }
 
     /// Stop the workers, wait for them, and give their last figures (or a worker's error).
-    pub fn finish(self) -> Result<(Vec<WorkerStats>, f64), Failure> {
+    pub fn finish(mut self) -> Result<(Vec<WorkerStats>, f64), Failure> {
         self.stop.store(true, Ordering::Relaxed);
         let secs = self.elapsed();
-        for t in self.threads {
+        for t in std::mem::take(&mut self.threads) {
             let _ = t.join();
+        }
+        // every stream is closed now: a reader ends at its end of file
+        let end = Instant::now() + tap::CLOSE_WAIT;
+        for r in &mut self.readers {
+            r.wait(end);
         }
         if let Some(e) = self.error.lock().ok().and_then(|mut g| g.take()) {
             return Err(Failure::system(e));
         }
-        let stats = self
-            .counters
-            .iter()
-            .enumerate()
-            .map(|(i, c)| c.read(i as u32))
-            .collect();
-        Ok((stats, secs))
+        Ok((self.snapshot(), secs))
     }
 
     /// Whether the device the group is bound to is gone (deleted, or moved to another
@@ -326,8 +430,10 @@ impl Running {
 
 /// A worker's thread.
 struct Job {
+    index: u32,
+    observer: Option<Arc<dyn Observer>>,
     sock: PacketSocket,
-    pcap: Option<PcapWriter<BufWriter<File>>>,
+    stream: Option<Stream>,
     counters: Arc<Counters>,
     stop: Arc<AtomicBool>,
     error: Arc<Mutex<Option<String>>>,
@@ -367,10 +473,12 @@ impl Job {
         self.counters
             .bytes
             .fetch_add(orig_len as u64, Ordering::Relaxed);
-        if let Some(w) = self.pcap.as_mut() {
-            let p = PcapPacket::new(ts, orig_len as u32, data);
-            if let Err(e) = w.write_packet(&p) {
-                self.fail(format!("write pcap: {e}"));
+        if let Some(o) = &self.observer {
+            o.packet(self.index, data);
+        }
+        if let Some(w) = self.stream.as_mut() {
+            if let Err(e) = w.packet(data, orig_len, ts) {
+                self.fail(e.to_string());
                 return false;
             }
         }
@@ -401,10 +509,10 @@ impl Job {
         // the ring's frames are counted once it is handed back: the socket is borrowed
         // while it is walked (their bytes are kept only for a pcap file)
         let mut frames: Vec<(Vec<u8>, usize, Duration)> = Vec::new();
-        let pcap = self.pcap.is_some();
+        let keep = self.stream.is_some() || self.observer.is_some();
         let n = self.sock.ring_poll(timeout, blocks, &mut |f| {
             frames.push((
-                if pcap { f.data.to_vec() } else { Vec::new() },
+                if keep { f.data.to_vec() } else { Vec::new() },
                 f.orig_len,
                 f.ts,
             ));
@@ -432,12 +540,43 @@ impl Job {
         }
     }
 
+    /// Write what the reader's pipe takes now; keep the counts where the main thread sees
+    /// them.
+    fn flush_stream(&mut self) {
+        let mut failed = None;
+        if let Some(w) = self.stream.as_mut() {
+            if w.pending() {
+                if let Err(e) = w.flush() {
+                    failed = Some(e.to_string());
+                }
+            }
+            let t = w.tally;
+            self.counters.tally(&t);
+        }
+        if let Some(e) = failed {
+            self.fail(e);
+        }
+    }
+
+    /// How long to wait for a packet: briefly while the reader's pipe holds back bytes.
+    fn wait_time(&self) -> Duration {
+        match &self.stream {
+            Some(w) if w.pending() => PIPE_RETRY,
+            _ => POLL,
+        }
+    }
+
     fn run(mut self) {
         let mut buf = vec![0u8; SNAPLEN];
         let mut sampled = Instant::now();
         while !self.stop.load(Ordering::Relaxed) {
             if let Some(b) = self.bucket.as_mut() {
-                if !b.wait(POLL) {
+                let max = match &self.stream {
+                    Some(w) if w.pending() => PIPE_RETRY,
+                    _ => POLL,
+                };
+                if !b.wait(max) {
+                    self.flush_stream();
                     if sampled.elapsed() >= SAMPLE {
                         sampled = Instant::now();
                         if let Err(e) = self.counters.sample(&self.sock) {
@@ -448,7 +587,8 @@ impl Job {
                 }
             }
             let blocks = if self.bucket.is_some() { 1 } else { 8 };
-            match self.receive(&mut buf, POLL, blocks) {
+            let wait = self.wait_time();
+            match self.receive(&mut buf, wait, blocks) {
                 Ok(_) => {}
                 Err(e) if link_down(&e) => {}
                 Err(e) => {
@@ -456,6 +596,7 @@ impl Job {
                     break;
                 }
             }
+            self.flush_stream();
             if sampled.elapsed() >= SAMPLE {
                 sampled = Instant::now();
                 if let Err(e) = self.counters.sample(&self.sock) {
@@ -467,12 +608,33 @@ impl Job {
             self.drain(&mut buf);
         }
         let _ = self.counters.sample(&self.sock);
-        if let Some(w) = self.pcap.take() {
-            let mut inner = w.into_writer();
-            if let Err(e) = inner.flush() {
-                self.fail(format!("write pcap: {e}"));
+        if let Some(w) = self.stream.take() {
+            let t = w.tally;
+            self.counters.tally(&t);
+            // the end of the stream: what is buffered, then end of file for the reader
+            match w.close(Instant::now() + tap::CLOSE_WAIT) {
+                Ok(true) => {}
+                Ok(false) => self.counters.stream_cut.store(true, Ordering::Relaxed),
+                Err(e) => self.fail(e.to_string()),
             }
         }
+    }
+}
+
+/// Sees every packet a worker processes (the bench's flow bookkeeping).
+pub trait Observer: Send + Sync + std::fmt::Debug {
+    /// Worker `worker` processed `data` (from the link-layer header on).
+    fn packet(&self, worker: u32, data: &[u8]);
+}
+
+/// How worker's reader stands: running, or how it ended.
+fn reader_end(r: &Reader) -> ReaderEnd {
+    ReaderEnd {
+        pid: r.pid(),
+        command: r.command.clone(),
+        exit: r.status.as_ref().map(tap::status_code),
+        ended: r.status.as_ref().map(tap::status_words),
+        killed_by_pfanout: r.killed,
     }
 }
 
@@ -487,9 +649,15 @@ fn link_down(e: &mpt_sys::Error) -> bool {
     }
 }
 
-/// Whether the live view is a table (standard output is a terminal, not JSON).
-pub fn live_table(json: bool) -> bool {
-    !json && std::io::stdout().is_terminal()
+/// How the live view is printed: JSON lines, a table in place on a terminal, else appended.
+pub fn live_mode(json: bool) -> LiveMode {
+    if json {
+        LiveMode::Json
+    } else if std::io::stdout().is_terminal() {
+        LiveMode::InPlace
+    } else {
+        LiveMode::Appended
+    }
 }
 
 /// SIGINT, SIGTERM and SIGHUP set a flag while this lives; dropped, they act as before again.
@@ -523,21 +691,56 @@ pub fn stop_on_signals(stop: &Arc<AtomicBool>) -> Result<SignalFlag, Failure> {
     Ok(f)
 }
 
-/// Run until duration, count, a signal or an error; print the live view on the way.
+/// Packets and drops per second of each worker between two snapshots `secs` apart.
+pub fn rates(before: &[WorkerStats], now: &[WorkerStats], secs: f64) -> Vec<Rate> {
+    let per = |a: u64, b: u64| {
+        if secs > 0.0 {
+            b.saturating_sub(a) as f64 / secs
+        } else {
+            0.0
+        }
+    };
+    now.iter()
+        .enumerate()
+        .map(|(i, n)| {
+            let b = before.get(i).cloned().unwrap_or_default();
+            Rate {
+                packets: per(b.packets, n.packets),
+                drops: per(b.drops, n.drops),
+                pipe_drops: per(
+                    b.pipe_dropped + b.reader_gone,
+                    n.pipe_dropped + n.reader_gone,
+                ),
+            }
+        })
+        .collect()
+}
+
+/// Run until duration, count, a signal or an error; print the live view on the way
+/// (`live(running, figures, rates, in place)`: once a second).
 pub fn run(
     cmd: &RunCmd,
     json: bool,
-    mut live: impl FnMut(&Running, &[WorkerStats], bool),
+    mut live: impl FnMut(&Running, &[WorkerStats], &[Rate], LiveMode),
 ) -> Result<crate::view::RunSummary, Failure> {
     let stop = Arc::new(AtomicBool::new(false));
     let signalled = Arc::new(AtomicBool::new(false));
     let _signals = stop_on_signals(&signalled)?;
-    let running = Running::start(cmd, Arc::clone(&stop))?;
-    let table = live_table(json);
+    let mut running = Running::start_with(cmd, Arc::clone(&stop), json, None)?;
+    // after the start: `write -` gave standard output to the stream
+    let table = live_mode(json);
     let mut next = Instant::now() + Duration::from_secs(1);
     let deadline = cmd.duration.map(|d| Instant::now() + d);
+    let mut last = (running.snapshot(), Instant::now());
     let ended = loop {
         std::thread::sleep(Duration::from_millis(20));
+        for (w, pid, how) in running.readers_ended() {
+            // said at once (the summary says it again): the others go on
+            eprintln!(
+                "pfanout: worker {w}'s reader (pid {pid}) ended mid-run: {how}; its packets are \
+                 counted as lost to it, the other workers go on"
+            );
+        }
         if signalled.load(Ordering::Relaxed) {
             break Ended::Signal;
         }
@@ -556,13 +759,25 @@ pub fn run(
         if Instant::now() >= next {
             next += Duration::from_secs(1);
             let s = running.snapshot();
-            if json || table {
-                live(&running, &s, table);
-            }
+            let now = Instant::now();
+            let r = rates(&last.0, &s, now.duration_since(last.1).as_secs_f64());
+            live(&running, &s, &r, table);
+            last = (s, now);
         }
     };
     let info = running.info.clone();
     let (workers, seconds) = running.finish()?;
     let _ = std::io::stdout().flush();
     Ok(crate::view::RunSummary::new(info, workers, seconds, ended))
+}
+
+/// One worker's rates over the last interval.
+#[derive(Debug, Clone, Copy, Default, serde::Serialize, PartialEq)]
+pub struct Rate {
+    /// Packets the worker read per second.
+    pub packets: f64,
+    /// Packets the kernel dropped per second (the socket's queue was full).
+    pub drops: f64,
+    /// Packets per second its reader did not get (its pipe full, or the reader gone).
+    pub pipe_drops: f64,
 }
