@@ -93,7 +93,12 @@ pub struct BenchCmd {
     pub per_worker: u32,
     /// Measured seconds per mode.
     pub seconds: u32,
+    /// UDP flows the generator sends, round robin (1: the 2013 experiment's one flow).
+    pub flows: u32,
 }
+
+/// Most flows the bench's generator sends (one source port each).
+pub const MAX_BENCH_FLOWS: u32 = 60000;
 
 impl Default for BenchCmd {
     fn default() -> Self {
@@ -102,6 +107,7 @@ impl Default for BenchCmd {
             rate: 0,
             per_worker: 5000,
             seconds: 3,
+            flows: 1,
         }
     }
 }
@@ -314,9 +320,16 @@ pub fn parse_bench(words: &[String]) -> Result<BenchCmd, SyntaxError> {
             "rate" => c.rate = positive(k, w.value(k)?)?,
             "per-worker" => c.per_worker = positive(k, w.value(k)?)?,
             "seconds" => c.seconds = positive(k, w.value(k)?)?,
+            "flows" => {
+                let n = positive(k, w.value(k)?)?;
+                if n > MAX_BENCH_FLOWS {
+                    return Err(format!("flows {n}: the bench sends at most {MAX_BENCH_FLOWS}"));
+                }
+                c.flows = n;
+            }
             other => {
                 return Err(format!(
-                    "unknown word \"{other}\" (bench takes workers N, rate PPS, per-worker PPS, seconds S)"
+                    "unknown word \"{other}\" (bench takes workers N, rate PPS, per-worker PPS, seconds S, flows N)"
                 ))
             }
         }

@@ -548,8 +548,49 @@ pub struct BenchRow {
     pub dropped: f64,
     /// Packets rolled over to another worker.
     pub rolled_over: f64,
+    /// Packets the kernel queued to the group's sockets, drops included.
+    pub received: f64,
     /// Workers that processed packets.
     pub busy_workers: u32,
+    /// Flows of which packets were processed (while measured).
+    pub flows_seen: u64,
+    /// Of those, flows whose packets reached more than one worker.
+    pub flows_split: u64,
+    /// flows_split / flows_seen: rollover's price in flow affinity.
+    pub split_share: f64,
+    /// Packets processed after a later packet of their flow had been (by any worker).
+    pub out_of_order: u64,
+    /// out_of_order / packets processed (while measured).
+    pub out_of_order_share: f64,
+}
+
+/// The generator against the one of 2013.
+#[derive(Debug, Clone, Serialize)]
+pub struct GeneratorReport {
+    /// How it sends.
+    pub method: &'static str,
+    /// The rate asked for.
+    pub asked: u32,
+    /// What it sent, per second.
+    pub offered: f64,
+    /// Share of one core its thread used (user + system time against wall time).
+    pub cpu_share: f64,
+    /// sendmmsg calls the kernel refused.
+    pub refused_calls: u64,
+    /// 2013: workers.
+    pub seed_workers: u32,
+    /// 2013: packets each worker processed per second.
+    pub seed_per_worker: u32,
+    /// 2013: packets offered per second.
+    pub seed_offered: f64,
+    /// 2013: packets processed per second (with rollover).
+    pub seed_processed: f64,
+    /// offered / 2013's.
+    pub offered_vs_seed: f64,
+    /// The best mode's processed / 2013's.
+    pub processed_vs_seed: f64,
+    /// What held the rates below what was asked (empty: nothing did).
+    pub limits: Vec<String>,
 }
 
 /// A ratio of two modes.
@@ -563,6 +604,8 @@ pub struct Ratio {
     pub goal: f64,
     /// Whether the goal is met.
     pub met: bool,
+    /// Whether the goal applies (hash's is one flow's: more flows spread by hash alone).
+    pub applies: bool,
 }
 
 /// The bench's report.
@@ -578,29 +621,48 @@ pub struct BenchReport {
     pub offered: f64,
     /// Measured seconds per mode.
     pub seconds: u32,
+    /// UDP flows offered.
+    pub flows: u32,
     /// One row per mode.
     pub modes: Vec<BenchRow>,
     /// Rollover against none.
     pub ratios: Vec<Ratio>,
+    /// The generator, against 2013's.
+    pub generator: GeneratorReport,
 }
 
 impl TableRow for BenchRow {
     fn headers() -> Vec<&'static str> {
         vec![
             "MODE",
+            "RECEIVED/S",
             "PROCESSED/S",
             "DROPPED/S",
             "ROLLED/S",
             "BUSY WORKERS",
+            "FLOWS SPLIT",
+            "OUT OF ORDER",
         ]
     }
     fn cells(&self) -> Vec<String> {
         vec![
             self.mode.clone(),
+            format!("{:.0}", self.received),
             format!("{:.0}", self.processed),
             format!("{:.0}", self.dropped),
             format!("{:.0}", self.rolled_over),
             self.busy_workers.to_string(),
+            format!(
+                "{}/{} ({:.0}%)",
+                self.flows_split,
+                self.flows_seen,
+                100.0 * self.split_share
+            ),
+            format!(
+                "{} ({:.2}%)",
+                self.out_of_order,
+                100.0 * self.out_of_order_share
+            ),
         ]
     }
 }
@@ -612,11 +674,31 @@ fn print_bench(r: &BenchReport, style: Style) {
         return;
     }
     render::print_line(&format!(
-        "{} workers of {} packets/s each, one UDP flow offered at {:.0} packets/s, {} s per mode",
-        r.workers, r.per_worker, r.offered, r.seconds
+        "{} workers of {} packets/s each, {} offered at {:.0} packets/s (asked {}), {} s per mode",
+        r.workers,
+        r.per_worker,
+        if r.flows == 1 {
+            "one UDP flow".to_string()
+        } else {
+            format!("{} UDP flows", r.flows)
+        },
+        r.offered,
+        r.rate,
+        r.seconds
     ));
     render::print_line(&render::rows_to_string(&r.modes, Style::default()));
+    render::print_line(
+        "FLOWS SPLIT: flows whose packets reached more than one worker; OUT OF ORDER: packets \
+         processed after a later packet of their flow",
+    );
     for x in &r.ratios {
+        if !x.applies {
+            render::print_line(&format!(
+                "{}: {:.2} (no goal: hash spreads {} flows by itself)",
+                x.what, x.ratio, r.flows
+            ));
+            continue;
+        }
         render::print_line(&format!(
             "{}: {:.2} (goal >= {:.2}: {})",
             x.what,
@@ -624,5 +706,26 @@ fn print_bench(r: &BenchReport, style: Style) {
             x.goal,
             if x.met { "met" } else { "missed" }
         ));
+    }
+    let g = &r.generator;
+    render::print_line(&format!(
+        "generator: {}: {:.0} packets/s offered of {} asked, {:.0}% of a core",
+        g.method,
+        g.offered,
+        g.asked,
+        100.0 * g.cpu_share
+    ));
+    render::print_line(&format!(
+        "2013: {} workers of {} packets/s, {:.0} offered, {:.0} processed; here {:.2}x its \
+         offered rate, {:.2}x its processed rate",
+        g.seed_workers,
+        g.seed_per_worker,
+        g.seed_offered,
+        g.seed_processed,
+        g.offered_vs_seed,
+        g.processed_vs_seed
+    ));
+    for l in &g.limits {
+        render::print_line(&format!("held back by {l}"));
     }
 }
