@@ -386,3 +386,86 @@ fn write_dash_streams_one_worker_to_standard_output() {
     assert_eq!(n, 50, "the stream holds every packet");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `show -s`: the rollover counters of every member whose counters can be read, another
+/// program's (this test's own sockets, borrowed with pidfd_getfd) included, equal to what the
+/// owner reads itself; a caller who cannot borrow them (the user nobody, who cannot see root's
+/// descriptors) is told why, per socket.
+#[test]
+fn show_s_reads_rollover_counters_of_other_programs_or_says_why_not() {
+    let l = link("pfw");
+    // two members of group 84, hash with rollover, that never read: one flow fills the
+    // first, the rest rolls over to the second
+    let socks = in_netns(&l.rx, || {
+        let idx = mpt_sys::iface::index("pr").expect("pr");
+        (0..2)
+            .map(|_| {
+                let s = PacketSocket::open(idx, mpt_sys::packet::ETH_P_ALL).expect("socket");
+                s.join_fanout(84, 0x1000, 0).expect("join");
+                s
+            })
+            .collect::<Vec<_>>()
+    });
+    let batch: Vec<Vec<u8>> = (0..600).map(|_| frame(7000, 1000)).collect();
+    l.send(&batch);
+    let own: Vec<(u64, u64, u64)> = socks
+        .iter()
+        .map(|s| {
+            let r = s.rollover_stats().expect("stats").expect("rollover state");
+            (r.all, r.huge, r.failed)
+        })
+        .collect();
+    assert!(
+        own.iter().map(|r| r.0).sum::<u64>() > 0,
+        "nothing rolled over: {own:?}"
+    );
+    let g = PF.json(&l.rx, &["-s", "show", "group", "84"]);
+    let members = g[0]["sockets"].as_array().expect("sockets").clone();
+    assert_eq!(members.len(), 2, "{g}");
+    let mut theirs: Vec<(u64, u64, u64)> = members
+        .iter()
+        .map(|m| {
+            let r = &m["rollover"];
+            assert!(r.is_object(), "not read: {m}");
+            (num(r, "all"), num(r, "huge"), num(r, "failed"))
+        })
+        .collect();
+    let mut mine = own.clone();
+    theirs.sort();
+    mine.sort();
+    assert_eq!(theirs, mine, "{g}");
+    // the user nobody sees the sockets (sock_diag) but not root's descriptors
+    let dir = tmpdir("nobody");
+    std::fs::set_permissions(&dir, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+        .expect("chmod");
+    let bin = dir.join("pfanout");
+    std::fs::copy(PF.bin, &bin).expect("copy");
+    let o = Command::new("ip")
+        .args(["netns", "exec", l.rx.name(), "setpriv"])
+        .args(["--reuid", "65534", "--regid", "65534", "--clear-groups"])
+        .arg(&bin)
+        .args(["-s", "-j", "show", "group", "84"])
+        .output()
+        .expect("setpriv");
+    assert!(o.status.success(), "{o:?}");
+    let v: Value = serde_json::from_slice(&o.stdout).expect("json");
+    for m in v[0]["sockets"].as_array().expect("sockets") {
+        assert!(m["rollover"].is_null(), "{m}");
+        let why = m["rollover_unread"].as_str().unwrap_or_default();
+        assert!(why.contains("no process holding it"), "{m}");
+    }
+    let o = Command::new("ip")
+        .args(["netns", "exec", l.rx.name(), "setpriv"])
+        .args(["--reuid", "65534", "--regid", "65534", "--clear-groups"])
+        .arg(&bin)
+        .args(["-s", "show", "group", "84"])
+        .output()
+        .expect("setpriv");
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        text.contains("rollover counters not read: no process holding it"),
+        "{text}"
+    );
+    drop(socks);
+    let _ = std::fs::remove_dir_all(&dir);
+}

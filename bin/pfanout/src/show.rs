@@ -77,6 +77,76 @@ pub struct SocketView {
     pub drops: Option<u32>,
     /// Its fanout flags where known (from the socket itself).
     pub flags: Option<Vec<&'static str>>,
+    /// The user that opened it (packet_diag).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub uid: Option<u32>,
+    /// Its rollover counters (`PACKET_ROLLOVER_STATS`), read with `-s` where they can be.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rollover: Option<RolloverView>,
+    /// Why its rollover counters were not read (with `-s`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rollover_unread: Option<String>,
+}
+
+/// A member's rollover counters.
+#[derive(Debug, Clone, Copy, Serialize, PartialEq, Eq)]
+pub struct RolloverView {
+    /// Packets moved to another member (`tp_all`).
+    pub all: u64,
+    /// Of those, of a huge flow while this socket was low on room (`tp_huge`).
+    pub huge: u64,
+    /// Packets no member had room for (`tp_failed`).
+    pub failed: u64,
+}
+
+/// Read the rollover counters of every member of `groups`, through a duplicate of a
+/// descriptor of its owner (`pidfd_getfd`: ≥ 5.6, root or the owner's user, ptrace allowed),
+/// or say why they could not be read: no owner visible in this pid namespace, not permitted,
+/// a kernel without pidfd_getfd. A socket whose group has no rollover has none to read.
+pub fn read_rollover(groups: &mut [GroupView]) {
+    for g in groups.iter_mut().filter(|g| g.id.is_some()) {
+        for s in &mut g.sockets {
+            if s.owners.is_empty() {
+                s.rollover_unread = Some(format!(
+                    "no process holding it is visible here (uid {})",
+                    s.uid.map_or_else(|| "?".to_string(), |u| u.to_string())
+                ));
+                continue;
+            }
+            let mut why = Vec::new();
+            for o in &s.owners {
+                match mpt_sys::packet::rollover_stats_of(o.pid, o.fd, u64::from(s.inode)) {
+                    Ok(Some(r)) => {
+                        s.rollover = Some(RolloverView {
+                            all: r.all,
+                            huge: r.huge,
+                            failed: r.failed,
+                        });
+                        why.clear();
+                        break;
+                    }
+                    // no rollover in its group's mode and flags: nothing to read ("-")
+                    Ok(None) => {
+                        why.clear();
+                        break;
+                    }
+                    Err(e) => why.push(match e.errno() {
+                        Some(libc::ENOSYS) => {
+                            "the kernel has no pidfd_getfd (Linux 5.6 or later needed)".to_string()
+                        }
+                        Some(libc::EPERM) | Some(libc::EACCES) => format!(
+                            "not permitted to borrow fd {} of pid {} (ptrace rights needed)",
+                            o.fd, o.pid
+                        ),
+                        _ => e.to_string(),
+                    }),
+                }
+            }
+            if !why.is_empty() {
+                s.rollover_unread = Some(why.join("; "));
+            }
+        }
+    }
 }
 
 /// One fanout group (or, with `id` None, the sockets in no group).
@@ -201,6 +271,9 @@ fn socket_view(s: &PacketSock, owners: &[Owner]) -> SocketView {
         rcvbuf: s.meminfo.map(|m| m[meminfo::RCVBUF]),
         drops: s.meminfo.map(|m| m[meminfo::DROPS]),
         flags,
+        uid: s.uid,
+        rollover: None,
+        rollover_unread: None,
     }
 }
 

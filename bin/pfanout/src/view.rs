@@ -59,6 +59,27 @@ struct MemberRow<'a> {
     bytes: bool,
 }
 
+/// A member's row with `-s`: its rollover counters too.
+#[derive(Debug, Serialize)]
+struct StatsRow<'a>(MemberRow<'a>);
+
+impl TableRow for StatsRow<'_> {
+    fn headers() -> Vec<&'static str> {
+        let mut h = MemberRow::headers();
+        h.push("ROLLOVER ALL/HUGE/FAILED");
+        h
+    }
+    fn cells(&self) -> Vec<String> {
+        let mut c = self.0.cells();
+        c.push(match (&self.0.s.rollover, &self.0.s.rollover_unread) {
+            (Some(r), _) => format!("{}/{}/{}", r.all, r.huge, r.failed),
+            (None, Some(_)) => "?".into(),
+            (None, None) => "-".into(),
+        });
+        c
+    }
+}
+
 impl TableRow for MemberRow<'_> {
     fn headers() -> Vec<&'static str> {
         vec!["INODE", "PID", "PROCESS", "RING", "FILL", "DROPS"]
@@ -115,8 +136,23 @@ fn print_groups(groups: &[GroupView], stats: bool, style: Style) {
             .iter()
             .map(|s| MemberRow { s, bytes: stats })
             .collect();
-        let table = render::rows_to_string(&rows, Style::default());
-        let body: Vec<String> = table.lines().map(|l| format!("    {l}")).collect();
+        let table = if stats && g.id.is_some() {
+            let rows: Vec<StatsRow<'_>> = rows.into_iter().map(StatsRow).collect();
+            render::rows_to_string(&rows, Style::default())
+        } else {
+            render::rows_to_string(&rows, Style::default())
+        };
+        let mut body: Vec<String> = table.lines().map(|l| format!("    {l}")).collect();
+        if stats {
+            for s in &g.sockets {
+                if let Some(why) = &s.rollover_unread {
+                    body.push(format!(
+                        "    socket {}: rollover counters not read: {why}",
+                        s.inode
+                    ));
+                }
+            }
+        }
         out.push(format!("{head}\n{}", body.join("\n")));
     }
     if !out.is_empty() {

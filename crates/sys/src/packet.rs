@@ -523,25 +523,7 @@ impl PacketSocket {
     /// `PACKET_ROLLOVER_STATS`; `Ok(None)` when the kernel answers EINVAL: the socket has no
     /// rollover state (it is not in a group of mode rollover or with the rollover flag).
     pub fn rollover_stats(&self) -> Result<Option<RolloverStats>, Error> {
-        let zero = libc::tpacket_rollover_stats {
-            tp_all: 0,
-            tp_huge: 0,
-            tp_failed: 0,
-        };
-        match getopt(
-            self.as_fd(),
-            libc::SOL_PACKET,
-            libc::PACKET_ROLLOVER_STATS,
-            zero,
-        ) {
-            Ok((r, _)) => Ok(Some(RolloverStats {
-                all: r.tp_all,
-                huge: r.tp_huge,
-                failed: r.tp_failed,
-            })),
-            Err(e) if e.raw_os_error() == Some(libc::EINVAL) => Ok(None),
-            Err(e) => Err(Error::io("getsockopt PACKET_ROLLOVER_STATS", e)),
-        }
+        rollover_value(self.as_fd()).map_err(|e| Error::io("getsockopt PACKET_ROLLOVER_STATS", e))
     }
 
     /// Send one whole frame (link-layer header included) out of the bound device; the socket
@@ -820,11 +802,11 @@ impl AsRawFd for PacketSocket {
     }
 }
 
-/// The fanout value (as [`PacketSocket::fanout`]) of socket `fd` of process `pid`:
-/// `pidfd_open(pid)` and `pidfd_getfd(fd)` (≥ 5.6; needs ptrace rights over the process,
-/// CAP_SYS_PTRACE for another user's), then `getsockopt(PACKET_FANOUT)` on the duplicate,
-/// which is closed again. Errors name the pid and fd.
-pub fn fanout_of(pid: u32, fd: i32, inode: u64) -> Result<Option<u32>, Error> {
+/// A duplicate of socket `fd` of process `pid`: `pidfd_open(pid)` and `pidfd_getfd(fd)`
+/// (≥ 5.6; needs ptrace rights over the process, CAP_SYS_PTRACE for another user's), checked
+/// to be socket `inode` still (the pid or the descriptor may have been reused since they were
+/// found). Closed when dropped; the process's own descriptor is not touched.
+fn borrow(pid: u32, fd: i32, inode: u64) -> Result<OwnedFd, Error> {
     let pid_t = libc::pid_t::try_from(pid).map_err(|_| {
         Error::io(
             format!("pidfd_open of pid {pid}"),
@@ -853,7 +835,6 @@ pub fn fanout_of(pid: u32, fd: i32, inode: u64) -> Result<Option<u32>, Error> {
     }
     // SAFETY: `raw` is a new descriptor that nothing else owns; dropping it closes it.
     let dup = unsafe { OwnedFd::from_raw_fd(raw as RawFd) };
-    // the pid or the descriptor may have been reused since they were found
     let st = nix::sys::stat::fstat(dup.as_raw_fd())
         .map_err(|e| Error::io(format!("fstat fd {fd} of pid {pid}"), e.into()))?;
     if st.st_ino != inode {
@@ -861,12 +842,51 @@ pub fn fanout_of(pid: u32, fd: i32, inode: u64) -> Result<Option<u32>, Error> {
             "fd {fd} of pid {pid} is no longer socket {inode}"
         )));
     }
+    Ok(dup)
+}
+
+/// The fanout value (as [`PacketSocket::fanout`]) of socket `fd` of process `pid`, through a
+/// duplicate of it ([`borrow`]: ≥ 5.6, ptrace rights over the process). Errors name the pid
+/// and fd.
+pub fn fanout_of(pid: u32, fd: i32, inode: u64) -> Result<Option<u32>, Error> {
+    let dup = borrow(pid, fd, inode)?;
     fanout_value(dup.as_fd()).map_err(|e| {
         Error::io(
             format!("getsockopt PACKET_FANOUT on fd {fd} of pid {pid}"),
             e,
         )
     })
+}
+
+/// The rollover counters (as [`PacketSocket::rollover_stats`]) of socket `fd` of process
+/// `pid`, through a duplicate of it ([`borrow`]); `Ok(None)` when the socket has no rollover
+/// state (its group's mode is not rollover and has no rollover flag).
+pub fn rollover_stats_of(pid: u32, fd: i32, inode: u64) -> Result<Option<RolloverStats>, Error> {
+    let dup = borrow(pid, fd, inode)?;
+    rollover_value(dup.as_fd()).map_err(|e| {
+        Error::io(
+            format!("getsockopt PACKET_ROLLOVER_STATS on fd {fd} of pid {pid}"),
+            e,
+        )
+    })
+}
+
+/// `getsockopt(PACKET_ROLLOVER_STATS)` on any descriptor; EINVAL (no rollover state) is None.
+fn rollover_value(fd: BorrowedFd<'_>) -> io::Result<Option<RolloverStats>> {
+    let zero = libc::tpacket_rollover_stats {
+        tp_all: 0,
+        tp_huge: 0,
+        tp_failed: 0,
+    };
+    match getopt(fd, libc::SOL_PACKET, libc::PACKET_ROLLOVER_STATS, zero) {
+        Ok((r, _)) => Ok(Some(RolloverStats {
+            all: r.tp_all,
+            huge: r.tp_huge,
+            failed: r.tp_failed,
+        })),
+        Err(e) if e.raw_os_error() == Some(libc::EINVAL) => Ok(None),
+        Err(e) => Err(e),
+    }
 }
 
 /// A classic BPF instruction (`struct sock_filter`), as the kernel's `BPF_STMT`/`BPF_JUMP`.

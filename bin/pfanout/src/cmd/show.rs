@@ -8,8 +8,9 @@ use crate::view::Output;
 
 /// The groups, with their counters if `-s`.
 pub fn run(opts: &GlobalOpts, s: &ShowCmd) -> Result<Output, Failure> {
-    Ok(Output::Groups(
-        crate::show::run(s, opts.details)?,
-        opts.stats > 0,
-    ))
+    let mut groups = crate::show::run(s, opts.details)?;
+    if opts.stats > 0 {
+        crate::show::read_rollover(&mut groups);
+    }
+    Ok(Output::Groups(groups, opts.stats > 0))
 }
