@@ -58,10 +58,15 @@ SHOW
   DROPS is the socket's drop counter. -d also lists sockets in no group; -s prints bytes.
 
 RUN
-  Workers, one socket and thread each, join one group bound to DEV. On a terminal a table
-  is printed once a second: packets and bytes the workers read, the kernel's drops
-  (PACKET_STATISTICS) and rollovers (PACKET_ROLLOVER_STATS: all, huge, failed); with -j a
-  JSON line each second. Ctrl-C, SIGTERM, SIGHUP, duration or count end the run with a summary.
+  Workers, one socket and thread each, join one group bound to DEV. Once a second a table
+  (redrawn in place on a terminal, appended otherwise): packets/s and drops/s per worker, the
+  packets the workers read, the kernel's drops (PACKET_STATISTICS) and rollovers
+  (PACKET_ROLLOVER_STATS: all, huge, failed); with -j a JSON line each second stamped with
+  the wall-clock time. Ctrl-C, SIGTERM, SIGHUP, duration or count end the run with a summary.
+  exec CMD gives each worker's packets, as a pcap stream, to its own reader (tcpdump, zeek,
+  tshark: libpcap cannot join a fanout group itself); a slow reader costs its worker dropped
+  packets (counted), never the others; the streams are closed at the end and the readers'
+  exit codes are in the summary.
 
 ",
     short_help!()
@@ -94,14 +99,14 @@ pub enum Obj {
     Show(Words),
     /// Run a fanout group of worker sockets and count what each receives.
     #[command(
-        override_usage = "pfanout run dev DEV [group ID] mode MODE [flags FLAG[,FLAG...]] [workers N] [ring] [write DIR]\n                   [duration S] [count N] [per-worker PPS] [max-members N] [proto PROTO] [rcvbuf BYTES]",
-        after_help = "MODE  := hash | lb | cpu | rollover | rnd | qm | cbpf | ebpf\nFLAG  := rollover | defrag | uniqueid | ignore-outgoing\nPROTO := all (default) | ip | ipv6 | arp | NUMBER\nworkers defaults to 2; per-worker limits each worker to PPS packets a second (a slow consumer);\nwrite DIR writes DIR/worker-N.pcap for each worker."
+        override_usage = "pfanout run dev DEV [group ID] mode MODE [flags FLAG[,FLAG...]] [workers N] [ring]\n                   [write DIR|- | exec CMD] [duration S] [count N] [per-worker PPS] [max-members N]\n                   [proto PROTO] [rcvbuf BYTES]",
+        after_help = "MODE  := hash | lb | cpu | rollover | rnd | qm | cbpf | ebpf\nFLAG  := rollover | defrag | uniqueid | ignore-outgoing\nPROTO := all (default) | ip | ipv6 | arp | NUMBER\nworkers defaults to 2; per-worker limits each worker to PPS packets a second (a slow consumer);\nwrite DIR writes DIR/worker-N.pcap for each worker; write - the one worker's pcap stream to\nstandard output (pfanout's own output goes to standard error); exec CMD pipes each worker's\npcap stream into its own `sh -c CMD`, %i replaced by the worker's index, e.g.\nexec 'tcpdump -n -r - -w /data/w%i.pcap'."
     )]
     Run(Words),
     /// The rollover experiment between two throwaway namespaces.
     #[command(
-        override_usage = "pfanout bench [workers N] [rate PPS] [per-worker PPS] [seconds S]",
-        after_help = "N workers (default 4) each process at most per-worker packets a second (default 5000, by a\ntoken bucket that sleeps); one UDP flow at rate PPS (default twice what the workers take\ntogether) comes from a generator in the peer namespace. For hash, hash+rollover, rollover,\ncpu and cpu+rollover: packets processed, dropped and rolled over per second; then the\nratios with and without rollover."
+        override_usage = "pfanout bench [workers N] [rate PPS] [per-worker PPS] [seconds S] [flows N]",
+        after_help = "N workers (default 4) each process at most per-worker packets a second (default 5000, by a\ntoken bucket that sleeps); UDP (one flow, or flows N round robin) at rate PPS (default twice\nwhat the workers take together) comes from an AF_PACKET generator (sendmmsg, qdisc bypass)\nin the peer namespace. For hash, hash+rollover, rollover, cpu and cpu+rollover: packets\nreceived, processed, dropped and rolled over per second, flows split over workers and\npackets processed out of their flow's order; then the ratios with and without rollover, and\nthe generator's rate against the 2013 experiment's (9 x 32000/s, 500000/s offered)."
     )]
     Bench(Words),
     /// Print the fanout groups, their members and drops in the Prometheus text format, for

@@ -26,6 +26,7 @@ const RUN: Node = Node::verb(
         Key::once("workers", Value::Any),
         Key::flag("ring"),
         Key::once("write", Value::File),
+        Key::once("exec", Value::Any),
         Key::once("duration", Value::Any),
         Key::once("count", Value::Any),
         Key::once("per-worker", Value::Any),
@@ -41,6 +42,7 @@ const BENCH: Node = Node::verb(
         Key::once("rate", Value::Any),
         Key::once("per-worker", Value::Any),
         Key::once("seconds", Value::Any),
+        Key::once("flows", Value::Any),
     ],
 );
 
@@ -84,6 +86,6 @@ mod tests {
         assert_eq!(c("run dev eth0 mode h"), ["hash"]);
         assert_eq!(c("run dev "), ["eth0", "lo"]);
         assert_eq!(c("run dev eth0 write /tmp/"), ["/tmp/cap/"]);
-        assert_eq!(c("bench workers 4 "), ["rate", "per-worker", "seconds"]);
+        assert_eq!(c("bench workers 4 "), ["rate", "per-worker", "seconds", "flows"]);
     }
 }
