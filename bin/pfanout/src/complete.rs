@@ -86,6 +86,9 @@ mod tests {
         assert_eq!(c("run dev eth0 mode h"), ["hash"]);
         assert_eq!(c("run dev "), ["eth0", "lo"]);
         assert_eq!(c("run dev eth0 write /tmp/"), ["/tmp/cap/"]);
-        assert_eq!(c("bench workers 4 "), ["rate", "per-worker", "seconds", "flows"]);
+        assert_eq!(
+            c("bench workers 4 "),
+            ["rate", "per-worker", "seconds", "flows"]
+        );
     }
 }

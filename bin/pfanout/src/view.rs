@@ -584,6 +584,10 @@ pub struct BenchRow {
     pub dropped: f64,
     /// Packets rolled over to another worker.
     pub rolled_over: f64,
+    /// Packets the generator sent while the mode was measured.
+    pub offered: f64,
+    /// Share of a core the generator's thread used meanwhile.
+    pub generator_cpu: f64,
     /// Packets the kernel queued to the group's sockets, drops included.
     pub received: f64,
     /// Workers that processed packets.
@@ -621,7 +625,11 @@ pub struct GeneratorReport {
     pub seed_offered: f64,
     /// 2013: packets processed per second (with rollover).
     pub seed_processed: f64,
-    /// offered / 2013's.
+    /// The most it sent while a mode was measured, per second.
+    pub best_offered: f64,
+    /// What it sends per second of one core's time (offered / CPU share, at best).
+    pub per_core: f64,
+    /// best_offered / 2013's.
     pub offered_vs_seed: f64,
     /// The best mode's processed / 2013's.
     pub processed_vs_seed: f64,
@@ -671,6 +679,7 @@ impl TableRow for BenchRow {
     fn headers() -> Vec<&'static str> {
         vec![
             "MODE",
+            "OFFERED/S",
             "RECEIVED/S",
             "PROCESSED/S",
             "DROPPED/S",
@@ -683,6 +692,7 @@ impl TableRow for BenchRow {
     fn cells(&self) -> Vec<String> {
         vec![
             self.mode.clone(),
+            format!("{:.0}", self.offered),
             format!("{:.0}", self.received),
             format!("{:.0}", self.processed),
             format!("{:.0}", self.dropped),
@@ -745,15 +755,18 @@ fn print_bench(r: &BenchReport, style: Style) {
     }
     let g = &r.generator;
     render::print_line(&format!(
-        "generator: {}: {:.0} packets/s offered of {} asked, {:.0}% of a core",
+        "generator: {}: {:.0} packets/s offered of {} asked over the bench ({:.0} at most in a \
+         mode), {:.0}% of a core; about {:.0} packets/s per core of its time",
         g.method,
         g.offered,
         g.asked,
-        100.0 * g.cpu_share
+        g.best_offered,
+        100.0 * g.cpu_share,
+        g.per_core
     ));
     render::print_line(&format!(
         "2013: {} workers of {} packets/s, {:.0} offered, {:.0} processed; here {:.2}x its \
-         offered rate, {:.2}x its processed rate",
+         offered rate (the best mode's), {:.2}x its processed rate",
         g.seed_workers,
         g.seed_per_worker,
         g.seed_offered,

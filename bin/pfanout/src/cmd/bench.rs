@@ -321,7 +321,11 @@ fn configs() -> Vec<(Mode, Flags, &'static str)> {
     ]
 }
 
-fn measure(cmd: &BenchCmd, abort: &Arc<AtomicBool>) -> Result<Vec<BenchRow>, Failure> {
+fn measure(
+    cmd: &BenchCmd,
+    abort: &Arc<AtomicBool>,
+    gen: &GenStats,
+) -> Result<Vec<BenchRow>, Failure> {
     let mut rows = Vec::new();
     for (mode, flags, label) in configs() {
         if abort.load(Ordering::Relaxed) {
@@ -352,12 +356,18 @@ fn measure(cmd: &BenchCmd, abort: &Arc<AtomicBool>) -> Result<Vec<BenchRow>, Fai
         )?;
         std::thread::sleep(WARMUP);
         book.armed.store(true, Ordering::Relaxed);
+        let (sent0, cpu0) = (
+            gen.sent.load(Ordering::Relaxed),
+            gen.cpu_us.load(Ordering::Relaxed),
+        );
         let a = r.snapshot();
         let t0 = Instant::now();
         std::thread::sleep(Duration::from_secs(u64::from(cmd.seconds)));
         let b = r.snapshot();
         book.armed.store(false, Ordering::Relaxed);
         let secs = t0.elapsed().as_secs_f64();
+        let offered = gen.sent.load(Ordering::Relaxed).saturating_sub(sent0) as f64 / secs;
+        let gen_cpu = gen.cpu_us.load(Ordering::Relaxed).saturating_sub(cpu0) as f64 / 1e6 / secs;
         r.finish()?;
         let (flows_seen, flows_split, late, seen) = book.result();
         let (sa, sb) = (sum(&a), sum(&b));
@@ -373,6 +383,8 @@ fn measure(cmd: &BenchCmd, abort: &Arc<AtomicBool>) -> Result<Vec<BenchRow>, Fai
             dropped: (sb.drops.saturating_sub(sa.drops)) as f64 / secs,
             rolled_over: (sb.rollover_all.saturating_sub(sa.rollover_all)) as f64 / secs,
             received: (sb.kernel_packets.saturating_sub(sa.kernel_packets)) as f64 / secs,
+            offered,
+            generator_cpu: gen_cpu,
             busy_workers: busy,
             flows_seen,
             flows_split,
@@ -421,7 +433,8 @@ pub fn run(cmd: &BenchCmd) -> Result<BenchReport, Failure> {
     let c2 = c.clone();
     let cmd2 = cmd.clone();
     let abort2 = Arc::clone(&abort);
-    let rows = mpt_sys::netns::run_in(&c2, move || measure(&cmd2, &abort2));
+    let g2 = Arc::clone(&gstats);
+    let rows = mpt_sys::netns::run_in(&c2, move || measure(&cmd2, &abort2, &g2));
     stop.store(true, Ordering::Relaxed);
     let _ = gen.join();
     let wall = started.elapsed().as_secs_f64();
@@ -467,6 +480,14 @@ pub fn run(cmd: &BenchCmd) -> Result<BenchReport, Failure> {
     })
 }
 
+/// The 1-minute load average (`/proc/loadavg`), as text.
+fn load_average() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .ok()
+        .and_then(|s| s.split_whitespace().next().map(str::to_string))
+        .unwrap_or_else(|| "?".to_string())
+}
+
 /// What the generator offered against what was asked and against 2013, and what held it
 /// back.
 fn generator_report(
@@ -479,9 +500,16 @@ fn generator_report(
 ) -> GeneratorReport {
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
     let best_processed = modes.iter().map(|r| r.processed).fold(0.0, f64::max);
+    let best_offered = modes.iter().map(|r| r.offered).fold(offered, f64::max);
+    // what one core of this machine sends, from the mode where the generator had the most
+    let per_core = modes
+        .iter()
+        .filter(|r| r.generator_cpu > 0.05)
+        .map(|r| r.offered / r.generator_cpu)
+        .fold(0.0, f64::max);
     let capacity = f64::from(cmd.workers) * f64::from(cmd.per_worker);
     let mut limits = Vec::new();
-    if offered < 0.95 * f64::from(rate) {
+    if best_offered < 0.95 * f64::from(rate) {
         if cpu >= 0.85 {
             limits.push(format!(
                 "the generator's CPU: its one core was {:.0}% busy (it sends, and the receive \
@@ -495,8 +523,10 @@ fn generator_report(
         } else {
             limits.push(format!(
                 "CPU time: the generator got {:.0}% of a core on a machine of {cpus} CPUs \
-                 shared with other work",
-                100.0 * cpu
+                 shared with the workers and other work (load average {}); at a whole core it \
+                 sends about {per_core:.0} packets/s",
+                100.0 * cpu,
+                load_average()
             ));
         }
     }
@@ -518,7 +548,9 @@ fn generator_report(
         seed_per_worker: SEED_PER_WORKER,
         seed_offered: SEED_OFFERED,
         seed_processed: SEED_PROCESSED,
-        offered_vs_seed: offered / SEED_OFFERED,
+        best_offered,
+        per_core,
+        offered_vs_seed: best_offered / SEED_OFFERED,
         processed_vs_seed: best_processed / SEED_PROCESSED,
         limits,
     }
