@@ -903,6 +903,34 @@ fn live_view_each_second_on_a_terminal_and_as_json_lines() {
     assert!(lines[0]["per_worker"]
         .as_array()
         .is_some_and(|w| w.len() == 2));
+    // issue 32: each interval line is stamped with the wall-clock time (RFC 3339, UTC, ms)
+    // and carries each worker's rates
+    let time = lines[0]["time"].as_str().unwrap_or_default();
+    assert!(
+        time.len() == 24 && time.ends_with('Z') && time.as_bytes()[10] == b'T',
+        "{time}"
+    );
+    assert!(
+        lines[0]["per_worker"][0]["packets_per_second"].is_number()
+            && lines[0]["per_worker"][0]["dropped_per_second"].is_number(),
+        "{:?}",
+        lines[0]
+    );
+    // not a terminal, not JSON: the live table appended each second, then the summary
+    let o = PF.at(
+        &l.rx,
+        &[
+            "run", "dev", "pr", "mode", "lb", "workers", "2", "duration", "2.5",
+        ],
+    );
+    assert!(o.status.success(), "{o:?}");
+    let t = String::from_utf8_lossy(&o.stdout);
+    assert!(t.matches("PKTS/S").count() >= 2, "{t}");
+    assert!(
+        !t.contains("\x1b["),
+        "no terminal controls in a pipe: {t:?}"
+    );
+    assert!(t.contains("ended by duration"), "{t}");
     // on a terminal (script(1) gives it one): the table, redrawn in place
     let cmd = format!(
         "{} -n {} run dev pr mode lb workers 2 duration 2.5",

@@ -635,6 +635,22 @@ pub struct GeneratorReport {
     pub processed_vs_seed: f64,
     /// What held the rates below what was asked (empty: nothing did).
     pub limits: Vec<String>,
+    /// The AF_PACKET generator and the UDP socket one, each at full speed for a second on
+    /// CPU 0 before the modes are measured.
+    pub side_by_side: Vec<GeneratorRun>,
+    /// AF_PACKET's packets per second over the UDP socket's.
+    pub ratio: f64,
+}
+
+/// One generator at full speed.
+#[derive(Debug, Clone, Serialize)]
+pub struct GeneratorRun {
+    /// Which.
+    pub generator: &'static str,
+    /// Packets per second.
+    pub pps: f64,
+    /// Share of a core its thread used.
+    pub cpu_share: f64,
 }
 
 /// A ratio of two modes.
@@ -776,5 +792,24 @@ fn print_bench(r: &BenchReport, style: Style) {
     ));
     for l in &g.limits {
         render::print_line(&format!("held back by {l}"));
+    }
+    let runs: Vec<String> = g
+        .side_by_side
+        .iter()
+        .map(|r| {
+            format!(
+                "{} {:.0}/s ({:.0}% of a core)",
+                r.generator,
+                r.pps,
+                100.0 * r.cpu_share
+            )
+        })
+        .collect();
+    if !runs.is_empty() {
+        render::print_line(&format!(
+            "generators side by side at full speed, 1 s each on CPU 0: {}: {:.2}x",
+            runs.join(", "),
+            g.ratio
+        ));
     }
 }

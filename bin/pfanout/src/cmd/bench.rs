@@ -26,7 +26,7 @@ use mpt_testkit::Netns;
 
 use crate::cmd::run::{Observer, Running};
 use crate::grammar::{BenchCmd, RunCmd};
-use crate::view::{sum, BenchReport, BenchRow, GeneratorReport, Ratio};
+use crate::view::{sum, BenchReport, BenchRow, GeneratorReport, GeneratorRun, Ratio};
 
 /// Seconds each mode runs before it is measured.
 const WARMUP: Duration = Duration::from_millis(1000);
@@ -34,6 +34,11 @@ const GEN_DEV: &str = "pfb0";
 const CAP_DEV: &str = "pfb1";
 const GEN_ADDR: &str = "198.18.0.1";
 const CAP_ADDR: &str = "198.18.0.2";
+/// An address of the link that resolves (a permanent neighbour entry) to the foreign MAC:
+/// the UDP generator of the side-by-side comparison sends to it.
+const FOREIGN_ADDR: &str = "198.18.0.5";
+/// How long each generator of the side-by-side comparison sends at full speed.
+const COMPARE: Duration = Duration::from_secs(1);
 /// The generator's frames: to a MAC address no one has, from one of ours.
 const FOREIGN_MAC: [u8; 6] = [0x02, 0, 0, 0, 0, 0x99];
 const GEN_MAC: [u8; 6] = [0x02, 0, 0, 0, 0, 0x01];
@@ -75,10 +80,84 @@ fn setup(g: &str, c: &str) -> Result<(), Failure> {
         mpt_sys::netns::run_in(ns, move || -> Result<(), Failure> {
             mpt_sys::sysctl::write(&key, "1").map_err(|e| Failure::system(e.to_string()))
         })?;
-        ip(&["-n", ns, "addr", "add", &format!("{addr}/30"), "dev", dev])?;
+        ip(&["-n", ns, "addr", "add", &format!("{addr}/29"), "dev", dev])?;
         ip(&["-n", ns, "link", "set", dev, "up"])?;
     }
+    ip(&[
+        "-n",
+        g,
+        "neigh",
+        "add",
+        FOREIGN_ADDR,
+        "lladdr",
+        "02:00:00:00:00:99",
+        "dev",
+        GEN_DEV,
+        "nud",
+        "permanent",
+    ])?;
     Ok(())
+}
+
+/// The two generators: an AF_PACKET socket (`sendmmsg`, qdisc bypass) and, as the bench had
+/// before, a UDP socket with one `send` a packet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum GenKind {
+    Packet,
+    Udp,
+}
+
+/// Send at full speed from `ns`, pinned to CPU 0, for `COMPARE`, with no group bound on the
+/// other side (the frames go to the foreign MAC either way, and are dropped at once there):
+/// packets per second and the share of a core used.
+fn full_speed(ns: &str, kind: GenKind) -> Result<(f64, f64), Failure> {
+    let ns = ns.to_string();
+    std::thread::spawn(move || -> Result<(f64, f64), String> {
+        mpt_sys::netns::enter(&ns).map_err(|e| e.to_string())?;
+        let mut set = nix::sched::CpuSet::new();
+        let _ = set.set(0);
+        let _ = nix::sched::sched_setaffinity(nix::unistd::Pid::from_raw(0), &set);
+        let cpu0 = thread_cpu_us();
+        let start = Instant::now();
+        let mut n: u64 = 0;
+        match kind {
+            GenKind::Packet => {
+                let idx = mpt_sys::iface::index(GEN_DEV).map_err(|e| e.to_string())?;
+                let s = PacketSocket::open(idx, 0).map_err(|e| e.to_string())?;
+                s.set_qdisc_bypass().map_err(|e| e.to_string())?;
+                let mut batch: Vec<Vec<u8>> = vec![template(0); BATCH];
+                while start.elapsed() < COMPARE {
+                    for f in batch.iter_mut() {
+                        f[SEQ_AT..SEQ_AT + 8].copy_from_slice(&n.to_be_bytes());
+                        n += 1;
+                    }
+                    let frames: Vec<&[u8]> = batch.iter().map(Vec::as_slice).collect();
+                    let sent = s.send_many(&frames).unwrap_or(0);
+                    n -= (BATCH - sent) as u64;
+                }
+            }
+            GenKind::Udp => {
+                let s = std::net::UdpSocket::bind((GEN_ADDR, 40001)).map_err(|e| e.to_string())?;
+                s.connect((FOREIGN_ADDR, 9)).map_err(|e| e.to_string())?;
+                let mut payload = [0x5au8; PAYLOAD];
+                payload[..4].copy_from_slice(&MAGIC);
+                while start.elapsed() < COMPARE {
+                    for _ in 0..BATCH {
+                        payload[8..16].copy_from_slice(&n.to_be_bytes());
+                        if s.send(&payload).is_ok() {
+                            n += 1;
+                        }
+                    }
+                }
+            }
+        }
+        let secs = start.elapsed().as_secs_f64();
+        let cpu = thread_cpu_us().saturating_sub(cpu0) as f64 / 1e6 / secs;
+        Ok((n as f64 / secs, cpu))
+    })
+    .join()
+    .map_err(|_| Failure::system("the generator comparison failed"))?
+    .map_err(|e| Failure::system(format!("generator comparison: {e}")))
 }
 
 /// One frame of flow `flow` (a template: the sequence number is written per packet).
@@ -425,6 +504,9 @@ pub fn run(cmd: &BenchCmd) -> Result<BenchReport, Failure> {
         ns.push(Netns::try_named(n).map_err(Failure::system)?);
     }
     setup(&g, &c)?;
+    // the generators side by side, before any group listens
+    let (packet_pps, packet_cpu) = full_speed(&g, GenKind::Packet)?;
+    let (udp_pps, udp_cpu) = full_speed(&g, GenKind::Udp)?;
     let rate = cmd.effective_rate();
     let stop = Arc::new(AtomicBool::new(false));
     let gstats = Arc::new(GenStats::default());
@@ -466,7 +548,24 @@ pub fn run(cmd: &BenchCmd) -> Result<BenchReport, Failure> {
         ratio("rollover", "hash"),
         ratio("cpu flags rollover", "cpu"),
     ];
-    let generator = generator_report(cmd, rate, offered, gen_cpu, refused, &modes);
+    let mut generator = generator_report(cmd, rate, offered, gen_cpu, refused, &modes);
+    generator.side_by_side = vec![
+        GeneratorRun {
+            generator: "AF_PACKET sendmmsg",
+            pps: packet_pps,
+            cpu_share: packet_cpu,
+        },
+        GeneratorRun {
+            generator: "UDP socket send",
+            pps: udp_pps,
+            cpu_share: udp_cpu,
+        },
+    ];
+    generator.ratio = if udp_pps > 0.0 {
+        packet_pps / udp_pps
+    } else {
+        0.0
+    };
     Ok(BenchReport {
         workers: cmd.workers,
         per_worker: cmd.per_worker,
@@ -530,6 +629,22 @@ fn generator_report(
             ));
         }
     }
+    for m in modes
+        .iter()
+        .filter(|m| m.offered < 0.95 * f64::from(rate) && best_offered >= 0.95 * f64::from(rate))
+    {
+        limits.push(format!(
+            "CPU time in mode {}: {:.0} packets/s offered ({:.0}% of the rate asked), the \
+             generator at {:.0}% of a core while the workers processed {:.0} packets/s, on \
+             {cpus} CPUs (load average {})",
+            m.mode,
+            m.offered,
+            100.0 * m.offered / f64::from(rate),
+            100.0 * m.generator_cpu,
+            m.processed,
+            load_average()
+        ));
+    }
     if best_processed < 0.9 * capacity.min(offered) {
         limits.push(format!(
             "the workers' CPU: {best_processed:.0} packets/s processed at most of {:.0} they \
@@ -553,5 +668,7 @@ fn generator_report(
         offered_vs_seed: best_offered / SEED_OFFERED,
         processed_vs_seed: best_processed / SEED_PROCESSED,
         limits,
+        side_by_side: Vec::new(),
+        ratio: 0.0,
     }
 }

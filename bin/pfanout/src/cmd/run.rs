@@ -205,11 +205,6 @@ fn streams(
         return Ok(((0..cmd.workers).map(|_| None).collect(), Vec::new()));
     };
     if cmd.stdout_stream() {
-        if std::io::stdout().is_terminal() {
-            return Err(Failure::usage(
-                "write -: standard output is a terminal (a pcap stream is for a pipe or a file)",
-            ));
-        }
         let _ = std::io::stdout().flush();
         // the stream takes standard output's descriptor; what pfanout prints goes to
         // standard error from now on
@@ -280,6 +275,11 @@ impl Running {
         json: bool,
         observer: Option<Arc<dyn Observer>>,
     ) -> Result<Running, Failure> {
+        if cmd.stdout_stream() && std::io::stdout().is_terminal() {
+            return Err(Failure::usage(
+                "write -: standard output is a terminal (a pcap stream is for a pipe or a file)",
+            ));
+        }
         // the group first: a refused join leaves no files (and starts no reader) either
         let group = Group::open(cmd)?;
         let (writers, mut readers) = streams(cmd, group.ifindex, json)?;
