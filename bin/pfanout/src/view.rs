@@ -627,7 +627,8 @@ pub struct GeneratorReport {
     pub seed_processed: f64,
     /// The most it sent while a mode was measured, per second.
     pub best_offered: f64,
-    /// What it sends per second of one core's time (offered / CPU share, at best).
+    /// What it sends per second of one core's time (the full-speed run's rate over its CPU
+    /// share).
     pub per_core: f64,
     /// best_offered / 2013's.
     pub offered_vs_seed: f64,
@@ -772,7 +773,7 @@ fn print_bench(r: &BenchReport, style: Style) {
     let g = &r.generator;
     render::print_line(&format!(
         "generator: {}: {:.0} packets/s offered of {} asked over the bench ({:.0} at most in a \
-         mode), {:.0}% of a core; about {:.0} packets/s per core of its time",
+         mode), {:.0}% of a core; at full speed about {:.0} packets/s per core of its time",
         g.method,
         g.offered,
         g.asked,

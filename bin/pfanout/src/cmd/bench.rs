@@ -548,7 +548,15 @@ pub fn run(cmd: &BenchCmd) -> Result<BenchReport, Failure> {
         ratio("rollover", "hash"),
         ratio("cpu flags rollover", "cpu"),
     ];
-    let mut generator = generator_report(cmd, rate, offered, gen_cpu, refused, &modes);
+    let mut generator = generator_report(
+        cmd,
+        rate,
+        offered,
+        gen_cpu,
+        refused,
+        &modes,
+        (packet_pps, packet_cpu),
+    );
     generator.side_by_side = vec![
         GeneratorRun {
             generator: "AF_PACKET sendmmsg",
@@ -596,16 +604,17 @@ fn generator_report(
     cpu: f64,
     refused: u64,
     modes: &[BenchRow],
+    full_speed: (f64, f64),
 ) -> GeneratorReport {
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
     let best_processed = modes.iter().map(|r| r.processed).fold(0.0, f64::max);
     let best_offered = modes.iter().map(|r| r.offered).fold(offered, f64::max);
-    // what one core of this machine sends, from the mode where the generator had the most
-    let per_core = modes
-        .iter()
-        .filter(|r| r.generator_cpu > 0.05)
-        .map(|r| r.offered / r.generator_cpu)
-        .fold(0.0, f64::max);
+    // what one core of this machine sends: the full-speed run's rate over its CPU share
+    let per_core = if full_speed.1 > 0.05 {
+        full_speed.0 / full_speed.1
+    } else {
+        0.0
+    };
     let capacity = f64::from(cmd.workers) * f64::from(cmd.per_worker);
     let mut limits = Vec::new();
     if best_offered < 0.95 * f64::from(rate) {
