@@ -200,7 +200,10 @@ fn exec_tcpdump_per_worker_and_a_killed_reader() {
     let dir = tmpdir("exec");
     let cmd = format!("tcpdump -n -r - -w {}/w%i.pcap", dir.display());
     let child = l.run(
-        &["group", "81", "mode", "hash", "workers", "4", "exec", &cmd],
+        // queues of 4 MiB: a worker descheduled for a while on a busy machine drops nothing
+        &[
+            "group", "81", "mode", "hash", "workers", "4", "rcvbuf", "4194304", "exec", &cmd,
+        ],
         81,
         4,
     );
