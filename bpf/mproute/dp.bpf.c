@@ -883,8 +883,11 @@ static __always_inline int managed_path(void *ctx, struct pkt *p, struct mpt_dp_
 {
 	struct mpt_group *g;
 	int keep = 0, nh, r;
+	void *groups = MPT_INNER(mpt_groups);
 
-	g = bpf_map_lookup_elem(&mpt_groups, &rt->group);
+	if (!groups)
+		return -MPT_R_NO_NEXTHOP;
+	g = bpf_map_lookup_elem(groups, &rt->group);
 	if (!g)
 		return -MPT_R_NO_NEXTHOP;
 	/* cache: IPv4 with the generation read (the only family it covers) */

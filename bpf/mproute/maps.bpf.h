@@ -37,13 +37,7 @@ struct {
 	__type(value, struct mpt_dp_route);
 } mpt_lpm6 SEC(".maps");
 
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, MPT_MAX_GROUPS);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__type(key, __u32);
-	__type(value, struct mpt_group);
-} mpt_groups SEC(".maps");
+MPT_GROWABLE(mpt_groups, BPF_MAP_TYPE_HASH, MPT_GROUPS_START, __u32, struct mpt_group);
 
 MPT_GROWABLE(mpt_stats, BPF_MAP_TYPE_PERCPU_HASH, MPT_ROUTES_START, struct mpt_route_key, struct mpt_route_stats);
 

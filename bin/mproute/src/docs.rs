@@ -32,7 +32,7 @@ the namespace, held by a small program attached to the ingress of the namespace'
 anchor), pinned nowhere. It needs no daemon and is freed with the namespace, with no command
 after `ip netns del`; every invocation finds it again, with `-n NAME` and under `ip netns exec
 NAME` alike. Its hash maps start small (4096 routes) and are replaced by copies of twice the
-size as the table grows, up to 1048576 routes (65536 resilient ones, 16384 distinct nexthop
+size as the table grows, up to 1048576 routes (65536 resilient ones, 1048576 distinct nexthop
 sets); a write past a limit fails in one line naming it, exit 2. `dataplane show` prints each
 map's id (for `bpftool map show id N`), the memory the kernel charges for the state and for the
 dataplane programs' own maps (`-j`: `maps`, `memory_bytes`, `dataplane_memory_bytes`).

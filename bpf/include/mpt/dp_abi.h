@@ -22,8 +22,9 @@
 #define MPT_MAX_NH 32
 /* max_entries of the LPM tries and of the per-route maps. */
 #define MPT_MAX_DP_ROUTES (1 << 20)
-/* max_entries of the nexthop group map. */
-#define MPT_MAX_GROUPS (1 << 14)
+/* Capacity of the nexthop group map (growable) at first, and at most. */
+#define MPT_GROUPS_START (1 << 10)
+#define MPT_MAX_GROUPS (1 << 20)
 /*
  * max_entries of mpt_slot_stats: per-CPU counters in an array, for the first
  * routes (slot 0 is never used: 0 means "no slot"). An array element is found

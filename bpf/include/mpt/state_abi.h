@@ -31,7 +31,7 @@
 #endif
 
 /* Bump on ANY layout or semantic change of the structs below. */
-#define MPT_ABI_VERSION 10
+#define MPT_ABI_VERSION 11
 
 /*
  * Capacity of the per-route hash maps (mpt_routes, mpt_stats, mpt_pcpu: growable

@@ -196,7 +196,7 @@ impl Dp<'_> {
             });
         }
         let m = &self.skel.maps;
-        m.mpt_groups
+        m.mpt_groups_in
             .update(
                 &GROUP.to_ne_bytes(),
                 build_group(&nhs).as_bytes(),

@@ -541,7 +541,7 @@ fn measure(ifx: &HashMap<String, u32>, repeat: u64, runs: u32) -> Result<Results
         });
     }
     dp.maps
-        .mpt_groups
+        .mpt_groups_in
         .update(
             &GROUP.to_ne_bytes(),
             build_group(&nhs).as_bytes(),

@@ -379,11 +379,11 @@ fn map_definitions_match_abi() {
             flags: BPF_F_NO_PREALLOC,
         },
         MapDef {
-            name: "mpt_groups",
+            name: "mpt_groups_in",
             ty: MapType::Hash,
             key_size: u32_size,
             value_size: MptGroup::SIZE,
-            max_entries: abi::MAX_GROUPS,
+            max_entries: abi::GROUPS_START,
             flags: BPF_F_NO_PREALLOC,
         },
         MapDef {

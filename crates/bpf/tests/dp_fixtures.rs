@@ -645,7 +645,7 @@ impl<'obj> Fx<'obj> {
             let group = build_group(&nhs);
             fx.skel
                 .maps
-                .mpt_groups
+                .mpt_groups_in
                 .update(&g.id.to_ne_bytes(), group.as_bytes(), MapFlags::ANY)
                 .expect("write mpt_groups");
             fx.groups.insert(g.id, group);

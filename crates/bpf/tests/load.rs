@@ -130,6 +130,7 @@ fn state_skeleton_loads_and_anchor_references_all_maps() {
     // a growable map (mpt/lib/grow.h): the anchor holds the outer array, whose one element
     // is the first inner map libbpf created from `NAME_in`
     for (outer, inner) in [
+        (groups_id, map_id(&maps.mpt_groups_in)),
         (routes_id, map_id(&maps.mpt_routes_in)),
         (stats_id, map_id(&maps.mpt_stats_in)),
         (map_id(&maps.mpt_res), map_id(&maps.mpt_res_in)),
@@ -137,7 +138,11 @@ fn state_skeleton_loads_and_anchor_references_all_maps() {
     ] {
         assert_eq!(mpt_bpf::grow::inner_id(outer), Some(inner));
     }
-    let (routes_id, stats_id) = (map_id(&maps.mpt_routes_in), map_id(&maps.mpt_stats_in));
+    let (routes_id, stats_id, groups_id) = (
+        map_id(&maps.mpt_routes_in),
+        map_id(&maps.mpt_stats_in),
+        map_id(&maps.mpt_groups_in),
+    );
     let routes = MapHandle::from_map_id(routes_id).expect("open mpt_routes by id");
     assert_eq!(routes.key_size() as usize, MptRouteKey::SIZE);
     assert_eq!(routes.value_size() as usize, MptRouteVal::SIZE);

@@ -30,7 +30,7 @@ use crate::layout::{assert_layout, impl_bytes, impl_bytes_eq};
 use crate::skel::mproute::state::types as btf;
 
 /// `MPT_ABI_VERSION`: layout version of every struct in this module.
-pub const ABI_VERSION: u32 = 10;
+pub const ABI_VERSION: u32 = 11;
 /// `MPT_MAX_ROUTES`: the most routes the state holds (the per-route maps grow up to it).
 pub const MAX_ROUTES: u32 = 1 << 20;
 /// `MPT_ROUTES_START`: the per-route maps' capacity when the state is created.
@@ -96,8 +96,10 @@ pub const MAX_NH: usize = 32;
 /// `MPT_MAX_DP_ROUTES`: `max_entries` of the LPM tries and per-route maps
 /// (`mpt_lpm4`, `mpt_lpm6`, `mpt_stats`, `mpt_pcpu`).
 pub const MAX_DP_ROUTES: u32 = 1 << 20;
-/// `MPT_MAX_GROUPS`: `max_entries` of the `mpt_groups` map.
-pub const MAX_GROUPS: u32 = 1 << 14;
+/// `MPT_MAX_GROUPS`: the most nexthop groups `mpt_groups` grows to.
+pub const MAX_GROUPS: u32 = 1 << 20;
+/// `MPT_GROUPS_START`: `mpt_groups`'s capacity when the state is created.
+pub const GROUPS_START: u32 = 1 << 10;
 /// `MPT_STATS_SLOTS`: `max_entries` of the `mpt_slot_stats` per-CPU array; slot 0 means none.
 pub const STATS_SLOTS: u32 = 256;
 /// `MPT_NH_F_ONLINK` (`RTNH_F_ONLINK`): a flag of `MptNh::flags`.

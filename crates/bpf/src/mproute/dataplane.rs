@@ -359,6 +359,7 @@ fn load_dp<'o>(
     reuse_state_maps(state, state_maps!(open.maps))?;
     // the first inner maps of the growable maps: the state's are in place already
     for m in [
+        &mut open.maps.mpt_groups_in,
         &mut open.maps.mpt_routes_in,
         &mut open.maps.mpt_stats_in,
         &mut open.maps.mpt_res_in,

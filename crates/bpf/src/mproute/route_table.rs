@@ -286,23 +286,39 @@ impl Lpm {
     }
 }
 
-/// A failed write of `mpt_groups`: full (`E2BIG`) names the limit (`MPT_MAX_GROUPS`), which
-/// a batch of routes with distinct nexthop sets reaches.
-fn group_full(e: libbpf_rs::Error) -> Error {
-    Error::full_or_libbpf(
-        "write mpt_groups",
-        "nexthop groups (distinct nexthop sets)",
-        super::abi::MAX_GROUPS,
-    )(e)
-}
+/// What `mpt_groups` holds and the most it grows to (`MPT_MAX_GROUPS`), which a batch of
+/// routes with distinct nexthop sets can reach.
+const GROUPS: crate::grow::Limit = crate::grow::Limit {
+    things: "nexthop groups (distinct nexthop sets)",
+    most: super::abi::MAX_GROUPS,
+};
 
 impl RouteState {
+    /// Write group `id` with `flags`; a full map grows (see [`crate::grow`]) up to
+    /// [`GROUPS`], past which the error names the limit.
+    fn put_group(&self, id: u32, g: &MptGroup, flags: MapFlags) -> Result<(), Error> {
+        loop {
+            match self
+                .map("mpt_groups")?
+                .put(&id.to_ne_bytes(), g.as_bytes(), flags)
+            {
+                Err(e) if crate::grow::is_full(&e) => {
+                    self.pinned.grow("mpt_groups", 0, GROUPS, false)?;
+                }
+                r => {
+                    return r.map_err(Error::full_or_libbpf(
+                        "write mpt_groups",
+                        GROUPS.things,
+                        GROUPS.most,
+                    ))
+                }
+            }
+        }
+    }
+
     /// Write a group.
     pub fn dp_put_group(&self, id: u32, nhs: &[DpNexthop]) -> Result<(), Error> {
-        let g = build_group(nhs);
-        self.map("mpt_groups")?
-            .put(&id.to_ne_bytes(), g.as_bytes(), MapFlags::ANY)
-            .map_err(group_full)
+        self.put_group(id, &build_group(nhs), MapFlags::ANY)
     }
 
     /// Whether a group exists.
@@ -351,8 +367,7 @@ impl RouteState {
                 .map_err(bpf("read mpt_groups"))?
             {
                 None => {
-                    map.put(&id.to_ne_bytes(), want.as_bytes(), MapFlags::NO_EXIST)
-                        .map_err(group_full)?;
+                    self.put_group(id, &want, MapFlags::NO_EXIST)?;
                     return Ok((id, true));
                 }
                 Some(v) if v == want.as_bytes() => return Ok((id, false)),
