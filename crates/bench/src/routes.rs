@@ -33,11 +33,16 @@ pub(crate) fn prefix(i: u32) -> String {
 /// Route `i`'s own nexthop set (`--distinct`): the two paths with weights no other route of
 /// the first 65,536 has, so that no two routes share a group.
 fn distinct_nexthops(i: u32) -> String {
-    format!(
+    let mut nh = format!(
         "nexthop via 10.1.0.2 dev va weight {} nexthop via 10.2.0.2 dev vb weight {}",
         1 + i % 256,
         1 + i / 256 % 256
-    )
+    );
+    // past the 65,536 weight pairs, a third nexthop with its own weight
+    if i >= 65_536 {
+        let _ = write!(nh, " nexthop via 10.2.0.3 dev vb weight {}", i / 65_536);
+    }
+    nh
 }
 
 /// The kernel nexthop objects the nhid calibration run uses (untimed set-up).
@@ -472,8 +477,8 @@ pub fn run(count: u32, runs: u32, distinct: bool) -> Result<()> {
     );
     // each route a group of its own: the state's group map bounds them
     ensure!(
-        !distinct || count <= 16_000,
-        "--distinct: at most 16,000 routes (one dataplane group each)"
+        !distinct || count <= 1_000_000,
+        "--distinct: at most 1,000,000 routes (one dataplane group each)"
     );
     let mproute = support::tool("mproute")?;
     support::sweep_stale();
@@ -551,12 +556,13 @@ pub fn run(count: u32, runs: u32, distinct: bool) -> Result<()> {
     let ip = rate(&s, Tool::IpBatch);
     if distinct {
         println!(
-            "distinct nexthop sets: same namespace mproute -b/ip-batch = {:.2}×, --nexthop-objects/ip-batch = {:.2}×; fresh namespace {:.2}× and {:.2}× (run it at N and 10 N to see both grow)",
+            "distinct nexthop sets: same namespace mproute -b/ip-batch = {:.2}×, --nexthop-objects/ip-batch = {:.2}×; fresh namespace {:.2}× and {:.2}×",
             rate(&s, Tool::Mproute) / ip,
             rate(&s, Tool::MprouteNh) / ip,
             rate(&f, Tool::Mproute) / rate(&f, Tool::IpBatch),
             rate(&f, Tool::MprouteNh) / rate(&f, Tool::IpBatch)
         );
+        linearity(count, &mproute, &fresh)?;
         return Ok(());
     }
     println!(
@@ -581,6 +587,73 @@ pub fn run(count: u32, runs: u32, distinct: bool) -> Result<()> {
         "fresh namespace: mproute -b/ip-batch = {:.2}×, --nexthop-objects/ip-batch = {:.2}×",
         rate(&f, Tool::Mproute) / ip,
         rate(&f, Tool::MprouteNh) / ip
+    );
+    Ok(())
+}
+
+/// Whether a batch costs in proportion to its length (issue 30: no quadratic path): the same
+/// `count` distinct routes as ten batches of `count / 10` lines, one after another into a
+/// fresh namespace, for mproute and ip -batch, beside `fresh`'s one batch of `count` lines
+/// (the fresh-namespace runs above). Both tables end the same; a batch quadratic in its
+/// length takes far longer as one batch than as ten.
+fn linearity(count: u32, mproute: &Path, fresh: &[(Tool, Vec<f64>)]) -> Result<()> {
+    if count < 10 {
+        return Ok(());
+    }
+    let tenth = count / 10;
+    let dir = std::env::temp_dir().join(format!("xtask-bench-lin-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).with_context(|| format!("create {}", dir.display()))?;
+    let mut parts = Vec::new();
+    for k in 0..10 {
+        let (mut m, mut ip) = (String::new(), String::new());
+        for i in k * tenth..(k + 1) * tenth {
+            let (p, nh) = (prefix(i), distinct_nexthops(i));
+            let _ = writeln!(m, "add {p} {nh}");
+            let _ = writeln!(ip, "route add {p} proto 245 {nh}");
+        }
+        let (mf, ipf) = (dir.join(format!("m{k}")), dir.join(format!("ip{k}")));
+        std::fs::write(&mf, m).with_context(|| format!("write {}", mf.display()))?;
+        std::fs::write(&ipf, ip).with_context(|| format!("write {}", ipf.display()))?;
+        parts.push((mf, ipf));
+    }
+    let mut tens = Vec::new();
+    for (i, tool) in [Tool::IpBatch, Tool::Mproute].into_iter().enumerate() {
+        let ns = fresh_ns(1000 + i)?;
+        let start = std::time::Instant::now();
+        for (mf, ipf) in &parts {
+            let mut c = if tool == Tool::IpBatch {
+                let mut c = Command::new("ip");
+                c.args(["-n", ns.name(), "-batch"]).arg(ipf);
+                c
+            } else {
+                let mut c = Command::new(mproute);
+                c.args(["-n", ns.name(), "-b"]).arg(mf);
+                c
+            };
+            support::output(&mut c)?;
+        }
+        tens.push(start.elapsed().as_secs_f64());
+        let have = route_count(ns.name())?;
+        ensure!(
+            have == 10 * tenth as usize + 2,
+            "{}: {have} routes after ten batches",
+            tool.label()
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    let one = |t: Tool| {
+        fresh
+            .iter()
+            .find(|(x, _)| *x == t)
+            .map_or(f64::NAN, |(_, v)| support::median(v))
+    };
+    let (ip1, m1) = (one(Tool::IpBatch), one(Tool::Mproute));
+    println!(
+        "linearity: one batch of {count} lines against ten of {tenth} (fresh namespace each): mproute {m1:.2} s vs {:.2} s = {:.2}× (goal ≤ 2×), ip -batch {ip1:.2} s vs {:.2} s = {:.2}×",
+        tens[1],
+        m1 / tens[1],
+        tens[0],
+        ip1 / tens[0]
     );
     Ok(())
 }
