@@ -48,6 +48,16 @@ pub const GUEST_TESTS: &[GuestTests] = &[
     t("ila_fixtures", ALL, ALL),
     t("hash_parity", ALL, ALL),
     t("pfanout_steer", ALL, ALL),
+    // a fanout group's workers streaming pcap into tcpdump, a reader killed mid-run; the
+    // rollover counters of another program's sockets (pidfd_getfd, 5.6+)
+    t(
+        "pfanout_tap",
+        &[
+            "exec_tcpdump_per_worker_and_a_killed_reader",
+            "show_s_reads_rollover_counters_of_other_programs_or_says_why_not",
+        ],
+        ALL,
+    ),
     t("load", ALL, ALL),
     // the state: its identity and lock, -n and ip netns exec, the tc hook in use
     t(
