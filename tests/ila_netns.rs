@@ -1357,7 +1357,9 @@ fn tables_grow_with_their_entries() {
         state / 1024,
         programs / 1024
     );
-    assert!(state + programs <= 4 << 20, "{v}");
+    if mpt_testkit::matrix::memlock_is_usage() {
+        assert!(state + programs <= 4 << 20, "{v}");
+    }
     let first = maps
         .iter()
         .find(|m| m["name"] == "ila_xlat_in")

@@ -127,10 +127,13 @@ fn ten_routes_and_the_dataplane_cost_at_most_4_mib() {
         state / 1024
     );
     assert!(total >= state, "{total} < {state}");
-    assert!(
-        total <= 4 << 20,
-        "{total} bytes of map memory for 10 routes"
-    );
+    // before 6.4 the kernel's figure is an estimate from the capacity
+    if mpt_testkit::matrix::memlock_is_usage() {
+        assert!(
+            total <= 4 << 20,
+            "{total} bytes of map memory for 10 routes"
+        );
+    }
 }
 
 /// The attached dataplane programs' ids (`dataplane show`).

@@ -111,7 +111,7 @@ the tables cost: each state map's id (for `bpftool map show id N`) and the memor
 charges for the state and for the translator's own maps; `-j`: attachments (dev, ingress,
 ingress_prog_id, egress, egress_prog_id), counters, maps, memory_bytes, dataplane_memory_bytes.
 The tables' hash maps start at 4096 entries and are replaced by copies of twice the size as
-they fill, up to 1048576 mappings and as many routes; a write past that fails in one line
+they fill, up to 1048576 mappings (65536 routes); a write past that fails in one line
 naming the limit, exit 2.
 
 Debian 12's `bpftool net` and `tc filter show` do not list tcx attachments: `ila dataplane

@@ -27,12 +27,13 @@
 #define ILA_ABI_VERSION 4
 
 /*
- * The most mappings and routes a namespace holds (max_entries of the route trie;
- * ila_xlat and the counter hashes are growable maps, mpt/lib/grow.h, created with
- * ILA_TABLE_START entries and grown up to these).
+ * The most mappings and routes a namespace holds (ILA_MAX_ROUTES: max_entries of the
+ * route trie, which before 6.4 the kernel charges by capacity; ila_xlat and the counter
+ * hashes are growable maps, mpt/lib/grow.h, created with ILA_TABLE_START entries and grown
+ * up to these).
  */
 #define ILA_MAX_MAPPINGS (1 << 20)
-#define ILA_MAX_ROUTES (1 << 20)
+#define ILA_MAX_ROUTES (1 << 16)
 #define ILA_TABLE_START (1 << 12)
 /*
  * Slots of ila_slot_stats, the per-CPU array the first mappings and routes count

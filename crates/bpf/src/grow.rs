@@ -14,9 +14,12 @@
 //! descriptor), so every borrower of the handle writes into the new map from then on. The
 //! old map is freed by the kernel when its last reader is done.
 //!
-//! Counters the programs add to while the copy is made are carried over afterwards (the
-//! difference between the old map's final values and the copied ones is added to the new
-//! map), so a packet counted during a growth is counted once.
+//! Counters the programs add to while the copy is made are carried over afterwards: after a
+//! grace period (no program still runs on the old map), the difference between the old map's
+//! final values and the copied ones is added to the new map, so a packet counted during a
+//! growth is counted once (an increment that races the read-modify-write of its own key in
+//! that pass, a few microseconds, can be lost). The copy is made in the tool's memory (the
+//! whole map, twice for counters): a growth of a map of N entries costs that once.
 //!
 //! Writers hold the namespace's lock ([`crate::pinned::NsLock`]), so no other invocation
 //! writes the map while it is copied.
@@ -38,20 +41,15 @@ pub fn is_full(e: &libbpf_rs::Error) -> bool {
 
 /// The inner map of growable map `outer` (named `name` in errors), opened by its id.
 pub fn inner(outer: &MapHandle, name: &str) -> Result<MapHandle, Error> {
-    let id = outer
-        .lookup(&0u32.to_ne_bytes(), MapFlags::ANY)
-        .map_err(Error::libbpf(format!("read {name}")))?
-        .and_then(|v| {
-            v.get(..4)
-                .map(|b| u32::from_ne_bytes([b[0], b[1], b[2], b[3]]))
-        })
-        .ok_or_else(|| {
-            Error::io(
-                format!("find the map inside {name}"),
-                std::io::Error::from_raw_os_error(libc::ENOENT),
-            )
-        })?;
-    MapHandle::from_map_id(id).map_err(Error::libbpf(format!("open {name} (map {id})")))
+    // a map replaced between the lookup and the open is gone: look again (once)
+    let id = inner_id_of(outer, name)?;
+    match MapHandle::from_map_id(id) {
+        Ok(m) => Ok(m),
+        Err(_) => {
+            let id = inner_id_of(outer, name)?;
+            MapHandle::from_map_id(id).map_err(Error::libbpf(format!("open {name} (map {id})")))
+        }
+    }
 }
 
 /// The id of the map inside map `id`, if that is a growable map's outer array.
@@ -98,6 +96,18 @@ pub fn grow(
     let info = libbpf_rs::MapInfo::new(inner.as_fd())
         .map_err(Error::libbpf(format!("read {name}'s capacity")))?
         .info;
+    // the handle must name the map the array holds now: a handle opened before another
+    // invocation grew the map would copy stale entries over its writes
+    let current = inner_id_of(outer, name)?;
+    if current != info.id {
+        return Err(Error::io(
+            format!(
+                "grow {name}: another invocation replaced it (map {current}, not {}); run the command again",
+                info.id
+            ),
+            std::io::Error::from_raw_os_error(libc::ESTALE),
+        ));
+    }
     let cap = info.max_entries;
     if cap >= limit.most {
         return Err(Error {
@@ -113,9 +123,38 @@ pub fn grow(
         .checked_next_power_of_two()
         .unwrap_or(limit.most)
         .min(limit.most);
+    // the map's BTF too: from 5.15 to 6.1 the kernel refuses an inner map whose value layout
+    // (`timer_off`, known from BTF) differs from the first one's, which libbpf created with BTF
+    let btf = if info.btf_id != 0 {
+        // SAFETY: a plain system call; the descriptor it returns is ours.
+        let fd = unsafe { libbpf_sys::bpf_btf_get_fd_by_id(info.btf_id) };
+        if fd < 0 {
+            return Err(Error::io(
+                format!("read {name}'s BTF (id {})", info.btf_id),
+                std::io::Error::from_raw_os_error(-fd),
+            ));
+        }
+        // SAFETY: `fd` was just opened for us.
+        Some(unsafe { <std::os::fd::OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(fd) })
+    } else {
+        None
+    };
     let opts = libbpf_sys::bpf_map_create_opts {
         sz: std::mem::size_of::<libbpf_sys::bpf_map_create_opts>() as _,
         map_flags: info.map_flags,
+        btf_fd: btf
+            .as_ref()
+            .map_or(0, |f| u32::try_from(f.as_raw_fd()).unwrap_or(0)),
+        btf_key_type_id: if btf.is_some() {
+            info.btf_key_type_id
+        } else {
+            0
+        },
+        btf_value_type_id: if btf.is_some() {
+            info.btf_value_type_id
+        } else {
+            0
+        },
         ..Default::default()
     };
     // the kernel's name of the map it replaces (`NAME_in`, as libbpf named the first)
@@ -148,9 +187,37 @@ pub fn grow(
     crate::log::note_grow(name, cap, new_cap, copied.len());
     redirect(inner, &fresh, name)?;
     if let Some(old) = old {
-        carry_counts(&old, inner, &copied, name)?;
+        // after a grace period no program still adds to the old map (tc and XDP programs run
+        // in RCU read-side sections; membarrier's global command waits for one)
+        // SAFETY: a plain system call without pointers.
+        let r = unsafe { libc::syscall(libc::SYS_membarrier, MEMBARRIER_CMD_GLOBAL, 0, 0) };
+        if r < 0 {
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        // best effort: the map has grown whatever happens to a late count
+        let _ = carry_counts(&old, inner, &copied, name);
     }
     Ok(new_cap)
+}
+
+/// `MEMBARRIER_CMD_GLOBAL` (`synchronize_rcu()` in the kernel).
+const MEMBARRIER_CMD_GLOBAL: libc::c_long = 1;
+
+/// The id of the map the outer array `outer` holds now.
+fn inner_id_of(outer: &MapHandle, name: &str) -> Result<u32, Error> {
+    outer
+        .lookup(&0u32.to_ne_bytes(), MapFlags::ANY)
+        .map_err(Error::libbpf(format!("read {name}")))?
+        .and_then(|v| {
+            v.get(..4)
+                .map(|b| u32::from_ne_bytes([b[0], b[1], b[2], b[3]]))
+        })
+        .ok_or_else(|| {
+            Error::io(
+                format!("find the map inside {name}"),
+                std::io::Error::from_raw_os_error(libc::ENOENT),
+            )
+        })
 }
 
 /// Make the descriptor of `handle` name the map `to` names (`dup3`): every borrower of

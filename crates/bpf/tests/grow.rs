@@ -119,3 +119,38 @@ fn per_cpu_counters_are_copied_for_every_cpu() {
         .expect("copied");
     assert_eq!(got, vals);
 }
+
+/// The state skeleton's own growable map (its first inner map created by libbpf, with BTF):
+/// the copy is accepted by the kernel as the array's element (5.15 to 6.1 compare the value
+/// layout BTF gives, which a copy without BTF would fail), holds every entry, and the
+/// skeleton's outer array names it.
+#[test]
+fn the_state_skeletons_map_grows() {
+    use libbpf_rs::skel::{OpenSkel, SkelBuilder};
+    require_root();
+    let mut obj = std::mem::MaybeUninit::uninit();
+    let open = mpt_bpf::skel::mproute::state::StateSkelBuilder::default()
+        .open(&mut obj)
+        .expect("open the state object");
+    let skel = open.load().expect("load the state object");
+    let outer = MapHandle::try_from(&skel.maps.mpt_groups).expect("outer");
+    let inner = MapHandle::try_from(&skel.maps.mpt_groups_in).expect("inner");
+    let cap = grow::capacity(&inner, "mpt_groups").expect("capacity");
+    let value = vec![0u8; inner.value_size() as usize];
+    for k in 0..cap {
+        inner
+            .update(&k.to_ne_bytes(), &value, MapFlags::ANY)
+            .expect("fill");
+    }
+    let limit = Limit {
+        things: "groups",
+        most: 1 << 20,
+    };
+    let grown = grow::grow(&outer, &inner, "mpt_groups", 0, limit, false).expect("grow");
+    assert_eq!(grown, 2 * cap);
+    assert_eq!(grow::inner_id(id_of(&outer)), Some(id_of(&inner)));
+    assert_eq!(inner.keys().count() as u32, cap);
+    inner
+        .update(&cap.to_ne_bytes(), &value, MapFlags::ANY)
+        .expect("room after growing");
+}

@@ -14,6 +14,13 @@ pub fn series_in(list: &[&str]) -> bool {
     series().is_some_and(|s| list.contains(&s.as_str()))
 }
 
+/// Whether the kernel's `memlock` figure of a map (fdinfo, bpftool's `bytes_memlock`) is what
+/// the map uses: from 6.4 on; the matrix's 5.10 and 6.1 charge an estimate from the capacity
+/// (an LPM trie of a million entries "costs" 96 MiB there, empty).
+pub fn memlock_is_usage() -> bool {
+    !series_in(&["5.10", "6.1"])
+}
+
 /// On a kernel of the matrix that lacks what mproute's dataplane needs (Debian 11's 5.10:
 /// global BPF functions with pointer arguments, 5.12), `dataplane attach` must refuse in one
 /// line naming the release and leave nothing attached: true there, after checking it.

@@ -59,6 +59,9 @@ pub const GUEST_TESTS: &[GuestTests] = &[
         ALL,
     ),
     t("load", ALL, ALL),
+    // growable maps: a larger copy the kernel accepts as the array's element (5.15-6.1
+    // compare the value layout their BTF gives)
+    t("grow", ALL, ALL),
     // the state: its identity and lock, -n and ip netns exec, the tc hook in use
     t(
         "mproute_netns",

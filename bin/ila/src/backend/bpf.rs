@@ -106,6 +106,10 @@ impl Bpf {
                 NsLock::take(&ila_state::SUITE, c)
                     .map_err(|e| Failure::bpf("lock the ILA tables", e))?,
             );
+            // opened before the lock, the tables may have grown since (another invocation
+            // replaced a map by a larger copy): open them again under the lock
+            self.state = None;
+            self.checked = false;
         }
         if self.state.is_none() && (create || !self.checked) {
             self.checked = true;
@@ -290,7 +294,10 @@ impl Tables for Bpf {
             NsLock::take(&ila_state::SUITE, c)
                 .map_err(|e| Failure::bpf("lock the ILA tables", e))?,
         );
-        Ok(())
+        // what was opened before the lock may name maps replaced since: open again
+        self.state = None;
+        self.checked = false;
+        self.state(false).map(|_| ())
     }
 
     /// Every mapping and its counter.

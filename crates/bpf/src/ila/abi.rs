@@ -31,7 +31,7 @@ pub const META_F_OUTPUT_ROUTES: u32 = 4;
 /// `ILA_MAX_MAPPINGS`: the most mappings the state holds (its growable maps grow up to it).
 pub const MAX_MAPPINGS: u32 = 1 << 20;
 /// `ILA_MAX_ROUTES`.
-pub const MAX_ROUTES: u32 = 1 << 20;
+pub const MAX_ROUTES: u32 = 1 << 16;
 /// `ILA_TABLE_START`: the growable maps' capacity when the state is created.
 pub const TABLE_START: u32 = 1 << 12;
 /// `ILA_STATS_SLOTS`: slots of `ila_slot_stats` (slot 0: none).
