@@ -18,32 +18,12 @@ use std::time::{Duration, Instant};
 use mpt_sys::packet::PacketSocket;
 use mpt_testkit::packet::{eth, udp, Ip4};
 use mpt_testkit::traffic::in_netns;
-use mpt_testkit::{require_root, veth, Netns, Tool};
+
 use serde_json::Value;
 
-const PF: Tool = Tool::new(env!("CARGO_BIN_EXE_pfanout"));
-const FOREIGN_MAC: [u8; 6] = [0x02, 0, 0, 0, 0, 0x99];
-const TX_MAC: [u8; 6] = [0x02, 0, 0, 0, 0, 0x01];
-
-struct Link {
-    tx: Netns,
-    rx: Netns,
-}
-
-fn link(tag: &str) -> Link {
-    require_root();
-    let tx = Netns::new(&format!("{tag}t"));
-    let rx = Netns::new(&format!("{tag}r"));
-    for ns in [&tx, &rx] {
-        ns.try_sysctl(&[
-            ("net.ipv6.conf.all.disable_ipv6", "1"),
-            ("net.ipv6.conf.default.disable_ipv6", "1"),
-        ])
-        .expect("sysctl");
-    }
-    veth(&tx, "pt", &rx, "pr");
-    Link { tx, rx }
-}
+#[path = "helpers/fanout_link.rs"]
+mod fanout_link;
+use fanout_link::{link, Link, FOREIGN_MAC, PF, TX_MAC};
 
 /// A UDP frame of flow 192.0.2.1:sport -> 192.0.2.2:53 with `n` payload bytes.
 fn frame(sport: u16, n: usize) -> Vec<u8> {

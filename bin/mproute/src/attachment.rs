@@ -171,23 +171,8 @@ pub(crate) fn report(
         if let Ok((used, total)) = s.bpf().dp_slots_used() {
             view.counter_slots = Some(CounterSlots { used, total });
         }
-        let pinned = &s.bpf().pinned;
-        let maps = pinned.map_info();
         let progs: Vec<u32> = view.attachments.iter().map(|a| a.prog_id).collect();
-        view.memory = Some(mpt_cli::render::StateMemory {
-            memory_bytes: maps.iter().map(|m| m.memory_bytes).sum(),
-            maps: maps
-                .into_iter()
-                .map(|m| mpt_cli::render::MapRow {
-                    name: m.name,
-                    id: m.id,
-                    max_entries: m.max_entries,
-                    memory_bytes: m.memory_bytes,
-                })
-                .collect(),
-            dataplane_memory_bytes: (!progs.is_empty())
-                .then(|| pinned.programs_memory_bytes(&progs)),
-        });
+        view.memory = Some(mpt_cli::render::StateMemory::of(&s.bpf().pinned, &progs));
     }
     if !att.is_empty() {
         if verify {

@@ -289,6 +289,26 @@ pub struct MapRow {
 }
 
 impl StateMemory {
+    /// What the kernel says of the state `pinned` and of the maps of the attached programs
+    /// `progs` that are not the state's.
+    pub fn of(pinned: &mpt_bpf::pinned::Pinned, progs: &[u32]) -> StateMemory {
+        let maps = pinned.map_info();
+        StateMemory {
+            memory_bytes: maps.iter().map(|m| m.memory_bytes).sum(),
+            maps: maps
+                .into_iter()
+                .map(|m| MapRow {
+                    name: m.name,
+                    id: m.id,
+                    max_entries: m.max_entries,
+                    memory_bytes: m.memory_bytes,
+                })
+                .collect(),
+            dataplane_memory_bytes: (!progs.is_empty())
+                .then(|| pinned.programs_memory_bytes(progs)),
+        }
+    }
+
     /// `state memory: N KiB; map ids: NAME ID, ...` and, with programs attached,
     /// `; dataplane programs' maps: N KiB`.
     pub fn line(&self) -> String {

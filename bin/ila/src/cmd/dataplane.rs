@@ -23,26 +23,12 @@ fn view(changed: Option<bool>, s: &mut Session) -> Result<Output, Failure> {
     let mut memory = None;
     if let Some(b) = s.backend()?.bpf() {
         if let Some(st) = b.state(false)? {
-            let maps = st.pinned.map_info();
             let progs: Vec<u32> = attachments
                 .iter()
                 .flat_map(|a| [a.ingress_prog_id, a.egress_prog_id])
                 .flatten()
                 .collect();
-            memory = Some(mpt_cli::render::StateMemory {
-                memory_bytes: maps.iter().map(|m| m.memory_bytes).sum(),
-                maps: maps
-                    .into_iter()
-                    .map(|m| mpt_cli::render::MapRow {
-                        name: m.name,
-                        id: m.id,
-                        max_entries: m.max_entries,
-                        memory_bytes: m.memory_bytes,
-                    })
-                    .collect(),
-                dataplane_memory_bytes: (!progs.is_empty())
-                    .then(|| st.pinned.programs_memory_bytes(&progs)),
-            });
+            memory = Some(mpt_cli::render::StateMemory::of(&st.pinned, &progs));
             counters = st
                 .reasons()
                 .map_err(|e| Failure::bpf("dataplane show", e))?
