@@ -34,6 +34,20 @@ pub struct Entries {
 }
 
 impl Entries {
+    /// Keep only the entries whose key `keep` accepts.
+    pub fn retain(&mut self, keep: impl Fn(&[u8]) -> bool) {
+        let (ks, vs) = (self.key_size.max(1), self.value_size.max(1));
+        let (mut keys, mut vals) = (Vec::new(), Vec::new());
+        for (k, v) in self.keys.chunks_exact(ks).zip(self.vals.chunks_exact(vs)) {
+            if keep(k) {
+                keys.extend_from_slice(k);
+                vals.extend_from_slice(v);
+            }
+        }
+        self.keys = keys;
+        self.vals = vals;
+    }
+
     /// How many entries.
     pub fn len(&self) -> usize {
         self.keys.len().checked_div(self.key_size).unwrap_or(0)

@@ -93,6 +93,20 @@ pub fn grow(
     limit: Limit,
     counters: bool,
 ) -> Result<u32, Error> {
+    grow_keeping(outer, inner, name, at_least, limit, counters, &|_| true)
+}
+
+/// [`grow`], copying only the entries whose key `keep` accepts (a map the programs fill, whose
+/// entries of deleted keys a packet in flight may have made again after their deletion).
+pub fn grow_keeping(
+    outer: &MapHandle,
+    inner: &MapHandle,
+    name: &str,
+    at_least: u32,
+    limit: Limit,
+    counters: bool,
+    keep: &dyn Fn(&[u8]) -> bool,
+) -> Result<u32, Error> {
     let info = libbpf_rs::MapInfo::new(inner.as_fd())
         .map_err(Error::libbpf(format!("read {name}'s capacity")))?
         .info;
@@ -173,7 +187,8 @@ pub fn grow(
     .map_err(Error::libbpf(format!(
         "create a larger {name} ({new_cap} entries)"
     )))?;
-    let copied = batch::read_all(inner, name)?;
+    let mut copied = batch::read_all(inner, name)?;
+    copied.retain(keep);
     batch::write_all(&fresh, &copied, name)?;
     // the old map, for what the programs count while it is replaced
     let old = counters
@@ -195,7 +210,7 @@ pub fn grow(
             std::thread::sleep(std::time::Duration::from_millis(50));
         }
         // best effort: the map has grown whatever happens to a late count
-        let _ = carry_counts(&old, inner, &copied, name);
+        let _ = carry_counts(&old, inner, &copied, name, keep);
     }
     Ok(new_cap)
 }
@@ -244,11 +259,12 @@ fn carry_counts(
     new: &MapHandle,
     copied: &Entries,
     name: &str,
+    keep: &dyn Fn(&[u8]) -> bool,
 ) -> Result<(), Error> {
     let late = batch::read_all(old, name)?;
     let before: rustc_hash::FxHashMap<&[u8], &[u8]> = copied.iter().collect();
     let fd = new.as_fd().as_raw_fd();
-    for (k, v) in late.iter() {
+    for (k, v) in late.iter().filter(|(k, _)| keep(k)) {
         let was = before.get(k).copied();
         if was == Some(v) {
             continue;

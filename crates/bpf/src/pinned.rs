@@ -534,8 +534,29 @@ impl Pinned {
         limit: crate::grow::Limit,
         counters: bool,
     ) -> Result<u32, Error> {
+        self.grow_keeping(name, at_least, limit, counters, &|_| true)
+    }
+
+    /// [`Pinned::grow`], copying only the entries whose key `keep` accepts (see
+    /// [`crate::grow::grow_keeping`]).
+    pub fn grow_keeping(
+        &self,
+        name: &str,
+        at_least: u32,
+        limit: crate::grow::Limit,
+        counters: bool,
+        keep: &dyn Fn(&[u8]) -> bool,
+    ) -> Result<u32, Error> {
         let outer = self.outers.get(name).ok_or_else(|| self.suite.abi(0))?;
-        crate::grow::grow(outer, self.map(name)?, name, at_least, limit, counters)
+        crate::grow::grow_keeping(
+            outer,
+            self.map(name)?,
+            name,
+            at_least,
+            limit,
+            counters,
+            keep,
+        )
     }
 
     /// One map of the state.

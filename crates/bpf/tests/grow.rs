@@ -154,3 +154,29 @@ fn the_state_skeletons_map_grows() {
         .update(&cap.to_ne_bytes(), &value, MapFlags::ANY)
         .expect("room after growing");
 }
+
+/// A map the programs fill is copied without the entries of keys its table no longer has
+/// (`grow_keeping`): what a packet in flight made again after a route's deletion is dropped.
+#[test]
+fn entries_left_behind_are_not_copied() {
+    require_root();
+    let (outer, inner) = growable(MapType::Hash, 8, 4);
+    for k in 0u32..4 {
+        inner
+            .update(&k.to_ne_bytes(), &1u64.to_ne_bytes(), MapFlags::ANY)
+            .expect("fill");
+    }
+    let limit = Limit {
+        things: "counters",
+        most: 64,
+    };
+    let keep = |k: &[u8]| k != 2u32.to_ne_bytes();
+    grow::grow_keeping(&outer, &inner, "t", 0, limit, true, &keep).expect("grow");
+    let mut keys: Vec<Vec<u8>> = inner.keys().collect();
+    keys.sort();
+    let want: Vec<Vec<u8>> = [0u32, 1, 3]
+        .iter()
+        .map(|k| k.to_ne_bytes().to_vec())
+        .collect();
+    assert_eq!(keys, want);
+}

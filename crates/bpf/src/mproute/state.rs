@@ -526,9 +526,19 @@ impl RouteState {
             .grow("mpt_routes", cap.saturating_add(more), limit, false)?;
         // `routes` is a descriptor of its own: it names the new map too
         crate::grow::redirect(&self.routes, self.pinned.map("mpt_routes")?, "mpt_routes")?;
+        // their entries of routes that are gone (a packet in flight can make one again just
+        // after the route's deletion) are left behind
+        let mut routes: Option<rustc_hash::FxHashSet<Vec<u8>>> = None;
         for (name, counters) in [("mpt_stats", true), ("mpt_pcpu", false)] {
             if crate::grow::capacity(self.pinned.map(name)?, name)? < cap {
-                self.pinned.grow(name, cap, limit, counters)?;
+                if routes.is_none() {
+                    let all = crate::batch::read_all(&self.routes, "mpt_routes")?;
+                    routes = Some(all.iter().map(|(k, _)| k.to_vec()).collect());
+                }
+                let held = routes.as_ref();
+                let keep = |k: &[u8]| held.is_none_or(|r| r.contains(k));
+                self.pinned
+                    .grow_keeping(name, cap, limit, counters, &keep)?;
             }
         }
         Ok(())
