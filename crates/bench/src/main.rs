@@ -129,10 +129,13 @@ enum What {
         /// always run: every figure is against them), e.g. `--only unmanaged`.
         #[arg(long, value_name = "WORD")]
         only: Vec<String>,
-        /// Flows of the generator (UDP source ports), a power of two up to 32768: more flows
+        /// Flows of the generator (UDP port pairs), a power of two up to 262144: more flows
         /// than the fast path's flow cache holds show what its misses cost.
         #[arg(long, default_value_t = forward::FLOWS)]
         flows: u32,
+        /// UDP/IPv6 frames (routes and addresses of both families are always set up).
+        #[arg(long, conflicts_with = "zero_udp_checksum")]
+        ipv6: bool,
         /// Leave out the TCP throughput part.
         #[arg(long, conflicts_with = "tcp_only")]
         no_tcp: bool,
@@ -189,10 +192,12 @@ fn run(what: What) -> Result<bool> {
             xdp_forward,
             only,
             flows,
+            ipv6,
             no_tcp,
             tcp_only,
         } => forward::run(&forward::Opts {
             flows,
+            ipv6,
             xdp_forward,
             only,
             seconds,

@@ -2,7 +2,7 @@
 //! counters, take R back to nothing.
 
 use std::collections::BTreeMap;
-use std::net::Ipv4Addr;
+use std::net::IpAddr;
 use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
@@ -13,7 +13,9 @@ use mpt_bpf::skel::bench::bench_fwd::BenchFwdSkel;
 use super::generator::generate;
 use super::stats::{count, cpu_ticks, prog_stats};
 use super::topology::{attach_xdp, on_this_thread_in, Topology};
-use super::{Mproute, H2_ADDR, MANAGED_DST, SLOT_DROP, SLOT_PASS, SLOT_SINK};
+use super::{
+    Mproute, H2_ADDR, H2_ADDR6, MANAGED_DST, MANAGED_DST6, SLOT_DROP, SLOT_PASS, SLOT_SINK,
+};
 use crate::support;
 
 /// What runs on R's `vin`.
@@ -72,14 +74,27 @@ impl Case {
         }
     }
 
-    pub(super) fn dst(self) -> Ipv4Addr {
-        match self {
-            Case::XdpManaged
-            | Case::XdpManagedChecked
-            | Case::AutoManaged
-            | Case::TcNeighManaged => MANAGED_DST,
-            _ => H2_ADDR,
+    /// The destination of the generator's frames, IPv6 with `v6`.
+    pub(super) fn dst(self, v6: bool) -> IpAddr {
+        let managed = matches!(
+            self,
+            Case::XdpManaged | Case::XdpManagedChecked | Case::AutoManaged | Case::TcNeighManaged
+        );
+        match (managed, v6) {
+            (true, false) => MANAGED_DST.into(),
+            (true, true) => MANAGED_DST6.into(),
+            (false, false) => H2_ADDR.into(),
+            (false, true) => H2_ADDR6.into(),
         }
+    }
+
+    /// Measured with `--ipv6`: not the minimal forwarders (IPv4 only), nor the managed case
+    /// with the FIB check forced per packet (IPv6 has it per packet always).
+    pub(super) fn has_ipv6(self) -> bool {
+        !matches!(
+            self,
+            Case::Minimal | Case::MinimalTc | Case::XdpManagedChecked
+        )
     }
 
     /// `mproute dataplane attach dev vin` words after the device: the mode and options.
@@ -159,6 +174,8 @@ pub(super) struct Bench<'a, 'o> {
     pub(super) udp_csum: bool,
     /// The generator's flows (`--flows`).
     pub(super) flows: u32,
+    /// UDP/IPv6 (`--ipv6`).
+    pub(super) ipv6: bool,
     pub(super) seconds: u32,
     pub(super) threads: u32,
     /// xdp-forward's binary (`--xdp-forward`).
@@ -237,10 +254,13 @@ impl Bench<'_, '_> {
                 support::ip(["-n", rn, "route", verb, "192.0.2.0/24", "via", "10.20.0.2"])?;
             }
         }
-        if matches!(
-            case,
-            Case::XdpManaged | Case::XdpManagedChecked | Case::AutoManaged
-        ) {
+        // IPv4 only: an IPv6 managed packet is always checked against the kernel's FIB
+        if !self.ipv6
+            && matches!(
+                case,
+                Case::XdpManaged | Case::XdpManagedChecked | Case::AutoManaged
+            )
+        {
             let v: serde_json::Value =
                 serde_json::from_str(&self.mproute.run(&["-j", "dataplane", "show"])?)
                     .context("mproute -j dataplane show: not JSON")?;
@@ -274,7 +294,7 @@ impl Bench<'_, '_> {
         let (d0, p0, c0) = (count(cnt, slot)?, count(cnt, SLOT_PASS)?, cpu_ticks()?);
         let elapsed = generate(
             self.topo,
-            case.dst(),
+            case.dst(self.ipv6),
             self.udp_csum,
             self.flows,
             self.seconds,

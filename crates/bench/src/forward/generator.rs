@@ -1,10 +1,11 @@
 //! The packet generator: `mpt_bench_gen` run by `BPF_PROG_TEST_RUN` with live frames on
-//! threads inside H1, its template frame (testkit's [`Udp4Frame`]), the check of what it
-//! writes, and the signal that ends each thread's one long call.
+//! threads inside H1, its template frame (testkit's [`Udp4Frame`], or a UDP/IPv6 frame of the
+//! same length), the check of what it writes, and the signal that ends each thread's one long
+//! call.
 
 use std::fs::File;
 use std::mem::MaybeUninit;
-use std::net::Ipv4Addr;
+use std::net::IpAddr;
 use std::os::unix::thread::JoinHandleExt;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Barrier};
@@ -12,46 +13,93 @@ use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, ensure, Context, Result};
 use libbpf_rs::skel::{OpenSkel, SkelBuilder};
-use libbpf_rs::{ErrorKind, OpenObject, ProgramInput};
+use libbpf_rs::{ErrorKind, MapCore, MapFlags, OpenObject, ProgramInput};
 use mpt_bpf::skel::bench::gen::{GenSkel, GenSkelBuilder};
-use mpt_testkit::packet::{csum_ok, l4_csum_verdict, Udp4Frame};
+use mpt_testkit::packet::{
+    csum_ok, eth, l4_csum_verdict, parse_ethernet, udp, Ip6, Udp4Frame, ETH_P_IPV6, IPPROTO_UDP,
+};
 use nix::sched::{sched_setaffinity, setns, CloneFlags, CpuSet};
 use nix::sys::pthread::pthread_kill;
 use nix::sys::signal::{sigaction, SaFlags, SigAction, SigHandler, SigSet, Signal};
 use nix::unistd::Pid;
 
 use super::topology::Topology;
-use super::{BPF_F_TEST_XDP_LIVE_FRAMES, DPORT, FRAME, H1_ADDR, REPEAT, SPORT_BASE, TTL, XDP_TX};
+use super::{
+    BPF_F_TEST_XDP_LIVE_FRAMES, DPORT, FRAME, H1_ADDR, H1_ADDR6, REPEAT, SPORT_BASE, TTL, XDP_TX,
+};
 
-/// The generator's template frame (the UDP source port is the program's): UDP/IPv4 from H1
-/// to `dst`, with a valid UDP checksum or none (0).
+/// Flow bits in the UDP source port; the ones above go to the destination port (`GEN_PORT_LOW_BITS`
+/// in gen.bpf.c).
+pub(super) const PORT_LOW_BITS: u32 = 15;
+
+/// The generator's template frame (the UDP ports are the program's): UDP/IPv4 or UDP/IPv6
+/// (by `dst`) from H1 to `dst`, with a valid UDP checksum or, IPv4 only, none (0).
 pub(super) fn frame(
     src_mac: [u8; 6],
     dst_mac: [u8; 6],
-    dst: Ipv4Addr,
+    dst: IpAddr,
     udp_csum: bool,
 ) -> [u8; FRAME] {
-    Udp4Frame {
-        dst_mac,
-        src_mac,
-        src: H1_ADDR,
-        dst,
-        sport: SPORT_BASE,
-        dport: DPORT,
-        ttl: TTL,
-        udp_csum,
+    match dst {
+        IpAddr::V4(dst) => Udp4Frame {
+            dst_mac,
+            src_mac,
+            src: H1_ADDR,
+            dst,
+            sport: SPORT_BASE,
+            dport: DPORT,
+            ttl: TTL,
+            udp_csum,
+        }
+        .bytes(),
+        IpAddr::V6(dst) => {
+            // 14 Ethernet + 40 IPv6 + 8 UDP + 2 payload; Ip6 fills the UDP checksum in
+            let ip = Ip6 {
+                src: H1_ADDR6.octets(),
+                dst: dst.octets(),
+                nh: IPPROTO_UDP,
+                hop: TTL,
+                payload: udp(SPORT_BASE, DPORT, FRAME - 14 - 40 - 8),
+            };
+            let mut f = [0u8; FRAME];
+            f.copy_from_slice(&eth(dst_mac, src_mac, ETH_P_IPV6, &ip.bytes()));
+            f
+        }
     }
-    .bytes()
 }
 
-/// Runs the generator three times without live frames and checks what it wrote: the
-/// template, source ports from the counter, both checksums valid.
+/// Whether a template frame is UDP/IPv6.
+fn is_v6(tmpl: &[u8; FRAME]) -> bool {
+    u16::from_be_bytes([tmpl[12], tmpl[13]]) == ETH_P_IPV6
+}
+
+/// Offset of the template's UDP header.
+pub(super) fn udp_off(tmpl: &[u8; FRAME]) -> usize {
+    if is_v6(tmpl) {
+        14 + 40
+    } else {
+        14 + 20
+    }
+}
+
+/// The ports of flow `n` (the generator's counter masked by flows - 1).
+pub(super) fn flow_ports(n: u32) -> (u16, u16) {
+    let low = n & ((1 << PORT_LOW_BITS) - 1);
+    // flows stay below 2^18: both fit (see MAX_FLOWS)
+    (SPORT_BASE + low as u16, DPORT + (n >> PORT_LOW_BITS) as u16)
+}
+
+/// Runs the generator without live frames and checks what it wrote: three frames, then
+/// (with the per-CPU counter set to it) the last flow's: the template, ports from the counter,
+/// the checksums valid, and an independent parser's reading of the addresses and ports.
 pub(super) fn check_gen(tmpl: &[u8; FRAME], udp_csum: bool, flows: u32) -> Result<()> {
     let mut obj = MaybeUninit::<OpenObject>::uninit();
     let skel = open_gen(&mut obj, tmpl, udp_csum, flows)?;
     let prog = &skel.progs.mpt_bench_gen;
     let zeros = [0u8; FRAME];
-    for i in 0..3u16 {
+    let u = udp_off(tmpl);
+    let (tmpl_flow, _) = parse_ethernet(tmpl).context("the template does not parse")?;
+    let run = |n: u32| -> Result<()> {
         let mut out = [0u8; FRAME];
         let rv = prog
             .test_run(ProgramInput {
@@ -61,24 +109,52 @@ pub(super) fn check_gen(tmpl: &[u8; FRAME], udp_csum: bool, flows: u32) -> Resul
             })
             .context("BPF_PROG_TEST_RUN of the generator")?
             .return_value;
-        let sport = u16::from_be_bytes([out[34], out[35]]);
+        let (sport, dport) = flow_ports(n);
+        let got = (
+            u16::from_be_bytes([out[u], out[u + 1]]),
+            u16::from_be_bytes([out[u + 2], out[u + 3]]),
+        );
         let udp_ok = if udp_csum {
             l4_csum_verdict(&out, false) == Some(true)
         } else {
-            out[40..42] == [0, 0]
+            out[u + 6..u + 8] == [0, 0]
         };
+        let l3_ok = is_v6(tmpl) || csum_ok(&out[14..34]);
+        let parsed = parse_ethernet(&out).map(|(f, _)| f);
+        let parsed_ok = parsed.as_ref().is_some_and(|f| {
+            f.src == tmpl_flow.src
+                && f.dst == tmpl_flow.dst
+                && f.proto == IPPROTO_UDP
+                && f.sport == sport
+                && f.dport == dport
+        });
         ensure!(
             rv == XDP_TX
-                && out[..34] == tmpl[..34]
-                && out[36..40] == tmpl[36..40]
-                && out[42..] == tmpl[42..]
-                && sport == SPORT_BASE + i
-                && csum_ok(&out[14..34])
-                && udp_ok,
-            "the generator's frame {i} is wrong (returned {rv}, XDP_TX is {XDP_TX}): {out:02x?}"
+                && out[..u] == tmpl[..u]
+                && out[u + 4..u + 6] == tmpl[u + 4..u + 6]
+                && out[u + 8..] == tmpl[u + 8..]
+                && got == (sport, dport)
+                && l3_ok
+                && udp_ok
+                && parsed_ok,
+            "the generator's frame of flow {n} is wrong (returned {rv}, XDP_TX is {XDP_TX}; \
+             ports {got:?}, expected {:?}; parsed {parsed:?}): {out:02x?}",
+            (sport, dport)
         );
+        Ok(())
+    };
+    for n in 0..3u32.min(flows) {
+        run(n)?;
     }
-    Ok(())
+    // the last flow: its ports (the destination port's too beyond 2^15 flows)
+    let last = u64::from(flows - 1);
+    let ncpu = libbpf_rs::num_possible_cpus().context("possible CPUs")?;
+    let vals: Vec<Vec<u8>> = (0..ncpu).map(|_| last.to_ne_bytes().to_vec()).collect();
+    skel.maps
+        .gen_seq
+        .update_percpu(&0u32.to_ne_bytes(), &vals, MapFlags::ANY)
+        .context("set the generator's counter")?;
+    run(flows - 1)
 }
 
 extern "C" fn on_sigusr1(_: std::ffi::c_int) {}
@@ -122,10 +198,13 @@ pub(super) fn open_gen<'o>(
         .bss_data
         .as_deref_mut()
         .context("gen.bpf.o has no .bss")?;
+    let u = udp_off(tmpl);
     bss.gen_cfg.frame = *tmpl;
     bss.gen_cfg.sport_base = SPORT_BASE;
+    bss.gen_cfg.dport_base = DPORT;
+    bss.gen_cfg.ipv6 = u16::from(is_v6(tmpl));
     bss.gen_cfg.udp_csum = if udp_csum {
-        u16::from_be_bytes([tmpl[40], tmpl[41]])
+        u16::from_be_bytes([tmpl[u + 6], tmpl[u + 7]])
     } else {
         0
     };
@@ -186,7 +265,7 @@ pub(super) fn gen_thread(spec: GenSpec, ready: Arc<Barrier>, stop: Arc<AtomicBoo
 /// Runs the generator on `threads` threads for `seconds`; returns how long it ran.
 pub(super) fn generate(
     topo: &Topology,
-    dst: Ipv4Addr,
+    dst: IpAddr,
     udp_csum: bool,
     flows: u32,
     seconds: u32,
@@ -243,7 +322,7 @@ mod tests {
             let f = frame(
                 [2, 0, 0, 0, 0, 1],
                 [2, 0, 0, 0, 0, 2],
-                super::super::MANAGED_DST,
+                IpAddr::V4(super::super::MANAGED_DST),
                 udp_csum,
             );
             assert_eq!(inet_csum(&f[14..34]), 0);
@@ -251,11 +330,42 @@ mod tests {
             assert_eq!(u16::from_be_bytes([f[38], f[39]]), 30);
             assert_eq!(&f[30..34], &[198, 18, 0, 1]);
             assert_eq!(u16::from_be_bytes([f[34], f[35]]), SPORT_BASE);
+            assert_eq!(udp_off(&f), 34);
             if udp_csum {
                 assert_eq!(l4_csum_verdict(&f, false), Some(true));
             } else {
                 assert_eq!(&f[40..42], &[0, 0]);
             }
         }
+    }
+
+    #[test]
+    fn template_frame_v6_is_valid() {
+        let dst = super::super::MANAGED_DST6;
+        let f = frame(
+            [2, 0, 0, 0, 0, 1],
+            [2, 0, 0, 0, 0, 2],
+            IpAddr::V6(dst),
+            true,
+        );
+        assert_eq!(udp_off(&f), 54);
+        // payload length: UDP header and 2 bytes
+        assert_eq!(u16::from_be_bytes([f[18], f[19]]), 10);
+        assert_eq!(f[20], IPPROTO_UDP);
+        assert_eq!(f[21], TTL);
+        assert_eq!(&f[38..54], &dst.octets());
+        assert_eq!(u16::from_be_bytes([f[58], f[59]]), 10);
+        assert_eq!(l4_csum_verdict(&f, false), Some(true));
+        let (flow, _) = parse_ethernet(&f).expect("parses");
+        assert_eq!((flow.sport, flow.dport), (SPORT_BASE, DPORT));
+    }
+
+    #[test]
+    fn flow_ports_cover_the_flows() {
+        assert_eq!(flow_ports(0), (SPORT_BASE, DPORT));
+        assert_eq!(flow_ports(32_767), (SPORT_BASE + 32_767, DPORT));
+        assert_eq!(flow_ports(32_768), (SPORT_BASE, DPORT + 1));
+        let (s, d) = flow_ports(super::super::MAX_FLOWS - 1);
+        assert_eq!((s, d), (SPORT_BASE + 32_767, DPORT + 7));
     }
 }

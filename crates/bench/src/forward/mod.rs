@@ -4,7 +4,13 @@
 //! ```text
 //!   H1: eth0 10.10.0.2/24 ── vin  R  vout ── H2: eth0 10.20.0.2/24
 //!                     10.10.0.1/24   10.20.0.1/24   198.18.0.0/24 via 10.20.0.2 (managed)
+//!   2001:db8:10::2/64        2001:db8:10::1/64  2001:db8:20::1/64        2001:db8:20::2/64
+//!                     2001:db8:ff::/64 via 2001:db8:20::2 (managed, with --ipv6)
 //! ```
+//!
+//! `--ipv6`: the same cases with UDP/IPv6 frames (64 bytes, to 2001:db8:20::2 and, managed,
+//! 2001:db8:ff::1), but for the minimal forwarders (IPv4 only) and the managed case with a
+//! lookup forced per packet (an IPv6 managed packet is always looked up).
 //!
 //! - Generator: `mpt_bench_gen` (`bpf/bench/gen.bpf.c`) run with `BPF_PROG_TEST_RUN` and
 //!   `BPF_F_TEST_XDP_LIVE_FRAMES` by `--threads` threads that have entered H1, with H1's `eth0`
@@ -12,7 +18,8 @@
 //!   `vin`. One call per thread with a huge repeat count, ended by `SIGUSR1` (the call returns
 //!   EINTR): many short calls ran at half speed (each attaches the program to the XDP
 //!   dispatcher and waits for RCU). Thread `i` is pinned to CPU `i mod CPUs`. 64-byte UDP/IPv4
-//!   frames from 10.10.0.2 over [`FLOWS`] source ports (`--flows`), with a valid UDP checksum (the
+//!   frames from 10.10.0.2 over [`FLOWS`] flows (`--flows`, up to [`MAX_FLOWS`]: source ports,
+//!   then destination ports too beyond 32768), with a valid UDP checksum (the
 //!   dataplane verifies one in XDP and skips a 0) unless `--zero-udp-checksum`. Before the runs
 //!   the generator's output is checked once without live frames.
 //! - Every veth has one queue per CPU: a veth queues what it is sent on the peer's queue of
@@ -57,7 +64,7 @@ mod topology;
 
 use std::collections::BTreeMap;
 use std::mem::MaybeUninit;
-use std::net::Ipv4Addr;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -75,10 +82,11 @@ use stats::enable_bpf_stats;
 use tcp::tcp_figures;
 use topology::{attach_xdp, on_this_thread_in, Topology};
 
-/// Flows (UDP source ports) of the generator by default (`--flows`); a power of two.
+/// Flows (UDP port pairs) of the generator by default (`--flows`); a power of two.
 pub const FLOWS: u32 = 1024;
-/// The most `--flows` takes: source ports from [`SPORT_BASE`] stay below 65536.
-pub const MAX_FLOWS: u32 = 32_768;
+/// The most `--flows` takes: 2^15 source ports from [`SPORT_BASE`] (below 65536) times 8
+/// destination ports from [`DPORT`].
+pub const MAX_FLOWS: u32 = 262_144;
 const SPORT_BASE: u16 = 10_000;
 const DPORT: u16 = 9;
 /// Frame length: 14 Ethernet + 20 IPv4 + 8 UDP + 22 payload (64 bytes without FCS).
@@ -87,9 +95,14 @@ const XDP_TX: u32 = 3;
 const TTL: u8 = 64;
 const H1_ADDR: Ipv4Addr = Ipv4Addr::new(10, 10, 0, 2);
 const H2_ADDR: Ipv4Addr = Ipv4Addr::new(10, 20, 0, 2);
+const H1_ADDR6: Ipv6Addr = Ipv6Addr::new(0x2001, 0xdb8, 0x10, 0, 0, 0, 0, 2);
+const H2_ADDR6: Ipv6Addr = Ipv6Addr::new(0x2001, 0xdb8, 0x20, 0, 0, 0, 0, 2);
 /// The managed prefix (RFC 2544 benchmarking space) and the destination sent into it.
 const MANAGED: &str = "198.18.0.0/24";
 const MANAGED_DST: Ipv4Addr = Ipv4Addr::new(198, 18, 0, 1);
+/// The same for `--ipv6` (documentation space).
+const MANAGED6: &str = "2001:db8:ff::/64";
+const MANAGED_DST6: Ipv6Addr = Ipv6Addr::new(0x2001, 0xdb8, 0xff, 0, 0, 0, 0, 1);
 /// `BPF_F_TEST_XDP_LIVE_FRAMES` (include/uapi/linux/bpf.h).
 const BPF_F_TEST_XDP_LIVE_FRAMES: u32 = 1 << 1;
 /// Repeat count of the generator's one call (ended by a signal long before).
@@ -149,8 +162,10 @@ pub struct Opts {
     pub tcp: bool,
     /// Measure the packet rate (`false`: TCP only).
     pub rate: bool,
-    /// The generator's flows (UDP source ports), a power of two up to [`MAX_FLOWS`].
+    /// The generator's flows (UDP port pairs), a power of two up to [`MAX_FLOWS`].
     pub flows: u32,
+    /// UDP/IPv6 instead of UDP/IPv4.
+    pub ipv6: bool,
 }
 
 /// `cargo xtask bench forward [--seconds S] [--runs K] [--threads T] [--zero-udp-checksum]
@@ -174,6 +189,10 @@ pub fn run(o: &Opts) -> Result<bool> {
         o.flows.is_power_of_two() && o.flows <= MAX_FLOWS,
         "--flows: a power of two up to {MAX_FLOWS}"
     );
+    ensure!(
+        !(o.ipv6 && !o.udp_csum),
+        "--zero-udp-checksum: IPv6 UDP has no checksum-less form"
+    );
     let bin: PathBuf = support::tool("mproute")?;
     support::sweep_stale();
     let ok = if rate { packet_rate(&bin, o)? } else { true };
@@ -194,8 +213,13 @@ fn packet_rate(bin: &Path, o: &Opts) -> Result<bool> {
     } = o;
     install_sigusr1()?;
     let topo = Topology::build()?;
+    let managed_dst = if o.ipv6 {
+        IpAddr::V6(MANAGED_DST6)
+    } else {
+        IpAddr::V4(MANAGED_DST)
+    };
     check_gen(
-        &frame(topo.h1_eth0.mac, topo.vin.mac, MANAGED_DST, udp_csum),
+        &frame(topo.h1_eth0.mac, topo.vin.mac, managed_dst, udp_csum),
         udp_csum,
         o.flows,
     )?;
@@ -237,12 +261,18 @@ fn packet_rate(bin: &Path, o: &Opts) -> Result<bool> {
         bin,
         ns: topo.r.name(),
     };
+    let (managed, via) = if o.ipv6 {
+        (MANAGED6, IpAddr::V6(H2_ADDR6))
+    } else {
+        (MANAGED, IpAddr::V4(H2_ADDR))
+    };
+    let via_s = via.to_string();
     mproute
-        .run(&["add", MANAGED, "nexthop", "via", "10.20.0.2", "dev", "vout"])
+        .run(&["add", managed, "nexthop", "via", &via_s, "dev", "vout"])
         .context("add the managed route")?;
     println!(
         "bench: H1 {} ─ R {} ─ H2 {}; {threads} generator thread(s) in H1, {runs} runs × \
-         {seconds} s per case; managed route {MANAGED} via {H2_ADDR} dev vout",
+         {seconds} s per case; managed route {managed} via {via} dev vout",
         topo.h1.name(),
         topo.r.name(),
         topo.h2.name()
@@ -254,6 +284,7 @@ fn packet_rate(bin: &Path, o: &Opts) -> Result<bool> {
         mproute,
         udp_csum,
         flows: o.flows,
+        ipv6: o.ipv6,
         seconds,
         threads,
         xdp_forward: o.xdp_forward.as_deref(),
@@ -262,6 +293,7 @@ fn packet_rate(bin: &Path, o: &Opts) -> Result<bool> {
     let mut figs: Vec<(Case, Figures)> = Case::ALL
         .iter()
         .filter(|c| **c != Case::XdpForward || o.xdp_forward.is_some())
+        .filter(|c| !o.ipv6 || c.has_ipv6())
         .filter(|c| {
             matches!(c, Case::Ceiling | Case::Kernel)
                 || o.only.is_empty()
@@ -288,7 +320,7 @@ fn packet_rate(bin: &Path, o: &Opts) -> Result<bool> {
             }
         }
     }
-    let ok = print_results(&figs, seconds, runs, threads, udp_csum, o.flows);
+    let ok = print_results(&figs, seconds, runs, threads, udp_csum, o.flows, o.ipv6);
     if !ok {
         eprintln!("bench forward: some runs delivered no packet at all");
     }
@@ -305,6 +337,8 @@ mod tests {
     #[test]
     fn flows_is_a_power_of_two() {
         assert!(FLOWS.is_power_of_two() && MAX_FLOWS.is_power_of_two());
-        assert!(u32::from(SPORT_BASE) + MAX_FLOWS <= 65_536);
+        let low = 1u32 << generator::PORT_LOW_BITS;
+        assert!(u32::from(SPORT_BASE) + low <= 65_536);
+        assert!(u32::from(DPORT) + MAX_FLOWS / low <= 65_536);
     }
 }

@@ -22,6 +22,15 @@ fn other_verdicts(v: &BTreeMap<String, u64>) -> String {
         .join(", ")
 }
 
+/// `a`'s rate over `b`'s, round by round.
+fn per_round(figs: &[(Case, Figures)], a: Case, b: Case) -> Vec<f64> {
+    let get = |c: Case| figs.iter().find(|(k, _)| *k == c).map(|(_, f)| &f.mpps);
+    match (get(a), get(b)) {
+        (Some(x), Some(y)) => x.iter().zip(y).map(|(p, q)| p / q).collect(),
+        _ => Vec::new(),
+    }
+}
+
 pub(super) fn print_results(
     figs: &[(Case, Figures)],
     seconds: u32,
@@ -29,6 +38,7 @@ pub(super) fn print_results(
     threads: u32,
     udp_csum: bool,
     flows: u32,
+    ipv6: bool,
 ) -> bool {
     let med = |c: Case| {
         figs.iter()
@@ -39,7 +49,8 @@ pub(super) fn print_results(
     println!();
     println!(
         "Packet rate delivered at H2 (Mpps; {runs} runs × {seconds} s per case, interleaved; \
-         {threads} generator thread(s); 64-byte UDP {}, {} flows)",
+         {threads} generator thread(s); 64-byte UDP/{} {}, {} flows)",
+        if ipv6 { "IPv6" } else { "IPv4" },
         if udp_csum {
             "with checksum"
         } else {
@@ -176,10 +187,18 @@ pub(super) fn print_results(
                 }
                 let peer = med(Case::XdpForward);
                 if case.is_xdp() && peer.is_finite() {
+                    // and each round's own ratio (the cases of one round ran back to back)
+                    let rounds = per_round(figs, *case, Case::XdpForward);
                     line.push_str(&format!(
-                        ", {:.2}× xdp-forward (goal ≥ 1.0×: {})",
+                        ", {:.2}× xdp-forward (goal ≥ 1.0×: {}; per round {}, median {:.2}×)",
                         m / peer,
-                        met(m / peer >= 1.0)
+                        met(m / peer >= 1.0),
+                        rounds
+                            .iter()
+                            .map(|r| format!("{r:.2}"))
+                            .collect::<Vec<_>>()
+                            .join(" "),
+                        median(&rounds)
                     ));
                 }
                 if case.is_xdp() {

@@ -65,9 +65,23 @@ impl Topology {
         // One queue per CPU: a veth puts what it is sent on the peer's queue of the sending
         // CPU, so each CPU has its own ring and NAPI instead of contending for one.
         let q = std::thread::available_parallelism().map_or(1, usize::from);
-        for (rdev, raddr, host, haddr) in [
-            ("vin", "10.10.0.1/24", &h1, "10.10.0.2/24"),
-            ("vout", "10.20.0.1/24", &h2, "10.20.0.2/24"),
+        for (rdev, raddr, host, haddr, raddr6, haddr6) in [
+            (
+                "vin",
+                "10.10.0.1/24",
+                &h1,
+                "10.10.0.2/24",
+                "2001:db8:10::1/64",
+                "2001:db8:10::2/64",
+            ),
+            (
+                "vout",
+                "10.20.0.1/24",
+                &h2,
+                "10.20.0.2/24",
+                "2001:db8:20::1/64",
+                "2001:db8:20::2/64",
+            ),
         ] {
             ip(
                 &r,
@@ -79,12 +93,17 @@ impl Topology {
             )?;
             ip(&r, &format!("addr add {raddr} dev {rdev}"))?;
             ip(host, &format!("addr add {haddr} dev eth0"))?;
+            ip(&r, &format!("addr add {raddr6} dev {rdev} nodad"))?;
+            ip(host, &format!("addr add {haddr6} dev eth0 nodad"))?;
             ip(&r, &format!("link set {rdev} up"))?;
             ip(host, "link set eth0 up")?;
         }
         sysctl(r.name(), "net.ipv4.ip_forward=1")?;
+        sysctl(r.name(), "net.ipv6.conf.all.forwarding=1")?;
         ip(&h1, "route add default via 10.10.0.1")?;
         ip(&h2, "route add default via 10.20.0.1")?;
+        ip(&h1, "-6 route add default via 2001:db8:10::1")?;
+        ip(&h2, "-6 route add default via 2001:db8:20::1")?;
         let h1_eth0 = link(h1.name(), "eth0")?;
         let vin = link(r.name(), "vin")?;
         let vout = link(r.name(), "vout")?;
@@ -94,6 +113,10 @@ impl Topology {
             (&r, "10.10.0.2", h1_eth0.mac, "vin"),
             (&r, "10.20.0.2", h2_eth0.mac, "vout"),
             (&h2, "10.20.0.1", vout.mac, "eth0"),
+            (&h1, "2001:db8:10::1", vin.mac, "eth0"),
+            (&r, "2001:db8:10::2", h1_eth0.mac, "vin"),
+            (&r, "2001:db8:20::2", h2_eth0.mac, "vout"),
+            (&h2, "2001:db8:20::1", vout.mac, "eth0"),
         ] {
             ip(
                 ns,
