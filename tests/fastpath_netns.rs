@@ -1736,3 +1736,158 @@ fn tc_delivers_straight_into_the_veth_peer() {
         "show does not note vb's new qdisc: {v}"
     );
 }
+
+// ---------------------------------------------------------------------------------------------
+// The flow cache (bpf/mproute/flow_cache.h) in native XDP: its governor, and its answers
+// ended by a route change.
+
+/// `bpftool -j ARGS`, which must succeed.
+fn bpftool(args: &[&str]) -> Value {
+    let mut a = vec!["-j"];
+    a.extend_from_slice(args);
+    let out = mpt_testkit::run("bpftool", &a);
+    assert!(
+        out.status.success(),
+        "bpftool {}: {}",
+        a.join(" "),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("bpftool JSON")
+}
+
+/// The flow cache governor's `off` per CPU (`struct fc_gov`: probes, hits, off, pkts; u32s),
+/// read from the map of that name of the XDP program on `dev` in `ns`.
+fn governor_off(ns: &Netns, dev: &str) -> Vec<u32> {
+    let link = ns.ip_json(&["link", "show", dev]);
+    let prog = link[0]["xdp"]["prog"]["id"]
+        .as_u64()
+        .unwrap_or_else(|| panic!("no XDP program on {dev}: {link}"));
+    let p = bpftool(&["prog", "show", "id", &prog.to_string()]);
+    let map = p["map_ids"]
+        .as_array()
+        .unwrap_or_else(|| panic!("program {prog}: no maps: {p}"))
+        .iter()
+        .filter_map(Value::as_u64)
+        .find(|id| bpftool(&["map", "show", "id", &id.to_string()])["name"] == "mpt_fc_gov")
+        .unwrap_or_else(|| panic!("program {prog} has no mpt_fc_gov: {p}"));
+    let d = bpftool(&["map", "dump", "id", &map.to_string()]);
+    let byte = |v: &Value| {
+        let s = v.as_str().expect("a byte");
+        u8::from_str_radix(s.trim_start_matches("0x"), 16).expect("hex byte")
+    };
+    d[0]["values"]
+        .as_array()
+        .unwrap_or_else(|| panic!("mpt_fc_gov dump: {d}"))
+        .iter()
+        .map(|c| {
+            let b: Vec<u8> = c["value"]
+                .as_array()
+                .expect("value bytes")
+                .iter()
+                .map(byte)
+                .collect();
+            u32::from_ne_bytes([b[8], b[9], b[10], b[11]])
+        })
+        .collect()
+}
+
+/// Whether the running kernel is at least `major.minor`.
+fn kernel_at_least(major: u32, minor: u32) -> bool {
+    // SAFETY: uname fills the zeroed struct it is given; its release is NUL-terminated.
+    let r = unsafe {
+        let mut u: libc::utsname = std::mem::zeroed();
+        assert_eq!(libc::uname(&mut u), 0, "uname");
+        std::ffi::CStr::from_ptr(u.release.as_ptr())
+            .to_string_lossy()
+            .into_owned()
+    };
+    let mut it = r.split(|c: char| !c.is_ascii_digit());
+    let a: u32 = it.next().and_then(|s| s.parse().ok()).unwrap_or(0);
+    let b: u32 = it.next().and_then(|s| s.parse().ok()).unwrap_or(0);
+    (a, b) >= (major, minor)
+}
+
+/// From h1 on this thread's CPU: one complete-checksum datagram per (round, source port).
+fn raw_flows(l: &Line, cpu: usize, to: SocketAddr, sports: &[u16], rounds: usize, what: &[u8]) {
+    let src = h1_addr(to.is_ipv6());
+    traffic::in_netns(&l.h1, || {
+        let mut set = nix::sched::CpuSet::new();
+        set.set(cpu).expect("CPU set");
+        nix::sched::sched_setaffinity(nix::unistd::Pid::from_raw(0), &set).expect("pin");
+        let fd = raw_udp_socket(src);
+        for _ in 0..rounds {
+            for s in sports {
+                raw_send(&fd, src, *s, to, what);
+            }
+        }
+    })
+}
+
+/// Native XDP, IPv4 with complete checksums (forwarded by XDP itself): with far more flows
+/// than the cache holds, each seen once, the governor turns the cache off on the sending CPU
+/// and every packet is still forwarded (h2's own receive counter); a few flows sent again and
+/// again turn it on; then a blackhole route for h2 stops the flows at once although their
+/// answers are cached and fresh (the generation moved), and its removal lets them through.
+/// The governor needs the flow cache, which needs the ingress device from XDP (6.2+); before
+/// that only the forwarding and the route change are checked.
+#[test]
+fn flow_cache_governor_and_route_change() {
+    require_root();
+    if refused_here() {
+        return;
+    }
+    let l = Line::new("fcg", true);
+    l.attach("xdp");
+    let cached = kernel_at_least(6, 2);
+    let cpu = 0;
+    let to = SocketAddr::new(h2_addr(false), 9);
+    let rx = |l: &Line| link_packets(&l.h2, "eth0").1;
+    // many flows, once each: 30000 source ports (about 1900 probe lookups)
+    let many: Vec<u16> = (20_000..50_000).collect();
+    let (rx0, c0) = (rx(&l), counters(&l.r));
+    raw_flows(&l, cpu, to, &many, 1, b"many");
+    std::thread::sleep(Duration::from_millis(200));
+    let got = rx(&l) - rx0;
+    assert!(
+        got >= many.len() as u64,
+        "{} flows sent once: h2 received {got}",
+        many.len()
+    );
+    let c1 = counters(&l.r);
+    assert!(
+        grew(&c0, &c1, "redirected") >= many.len() as u64,
+        "XDP did not forward them itself: counters {c0:?} then {c1:?}"
+    );
+    if cached {
+        let off = governor_off(&l.r, "va");
+        assert_eq!(off.get(cpu), Some(&1), "governor after many flows: {off:?}");
+    }
+    // a few busy flows: the probes hit, the cache comes back
+    let few: Vec<u16> = (20_000..20_008).collect();
+    let rx0 = rx(&l);
+    raw_flows(&l, cpu, to, &few, 4096, b"few");
+    std::thread::sleep(Duration::from_millis(200));
+    assert!(rx(&l) - rx0 >= 8 * 4096, "few flows: not all received");
+    if cached {
+        let off = governor_off(&l.r, "va");
+        assert_eq!(off.get(cpu), Some(&0), "governor after a few busy flows: {off:?}");
+    }
+    // the flows' answers are fresh (sent just now): a blackhole for h2 ends them at once
+    // (answers live two ticks, 8 ms at HZ=250: only the generation can end them this soon)
+    let sock = udp_listen(&l.h2, to);
+    raw_flows(&l, cpu, to, &few, 16, b"fresh");
+    l.r.ip_ok(&["route", "add", "blackhole", "10.2.0.2/32"]);
+    raw_flows(&l, cpu, to, &few, 64, b"after");
+    let got = recv_datagrams(&sock, 8 * 16 + 1, Duration::from_millis(500));
+    let after = got.iter().filter(|d| d.as_slice() == b"after").count();
+    assert_eq!(
+        (got.len() - after, after),
+        (8 * 16, 0),
+        "(fresh, after) datagrams: cached flows forwarded after a blackhole route for their \
+         destination, or the fresh ones lost"
+    );
+    l.r.ip_ok(&["route", "del", "blackhole", "10.2.0.2/32"]);
+    raw_flows(&l, cpu, to, &few, 8, b"again");
+    let got = recv_datagrams(&sock, 8 * 8, Duration::from_secs(3));
+    assert_eq!(got.len(), 64, "not forwarded again after the blackhole went");
+}

@@ -180,6 +180,7 @@ struct pkt {
 	__u16 csum_off;   /* XDP checksum check: offset of the TCP/UDP header, 0 = nothing to check */
 	__u8 unverifiable; /* a checksum or an inner one XDP cannot verify (see mpt_local_stacks) */
 	__u16 csum_len;   /* its length with payload */
+	__u8 cached;      /* decided by a flow cache hit */
 };
 
 static __always_inline void count_reason(__u32 r)
@@ -713,12 +714,14 @@ static __always_inline int flow_cache_answer(struct pkt *p, struct bpf_fib_looku
 		q->need = p->gso ? 0 : p->tot_len;
 		q->iif = p->ingress_ifindex;
 		q->net_lo = (__u32)*cookie;
-		if (fc_lookup(q, fib, &hit)) {
+		if (fc_admit(q) && fc_lookup(q, fib, &hit)) {
 			if (!hit.stats_slot) {
+				p->cached = 1;
 				*ret = fib->ifindex;
 				return 1;
 			}
 			if (fib4_armed(*cookie, q->genid)) {
+				p->cached = 1;
 				*nh_out = hit.nh_idx;
 				p->hit_slot = hit.stats_slot;
 				fib->family = AF_INET;
@@ -960,6 +963,40 @@ static __always_inline void xdp_pass_reason(__u32 r)
 }
 
 /*
+ * This CPU's clock for the neighbour check, read once per jiffy: the coarse
+ * clock moves only with the tick anyway, and bpf_jiffies64() is inlined by
+ * the verifier where the clock is a helper call (about 10 ns of a forwarded
+ * packet at many flows). Without the coarse clock (before 5.11) the exact one
+ * is kept for the jiffy, a tick off at most: nothing for a one-second check.
+ */
+struct tick_clock {
+	__u64 jiffies;
+	__u64 ns;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct tick_clock);
+} mpt_tick_clock SEC(".maps");
+
+static __always_inline __u64 tick_clock_ns(void)
+{
+	__u32 zero = 0;
+	struct tick_clock *c = bpf_map_lookup_elem(&mpt_tick_clock, &zero);
+	__u64 j = bpf_jiffies64();
+
+	if (!c)
+		return mpt_clock_ns();
+	if (c->jiffies != j || !c->ns) {
+		c->ns = mpt_clock_ns();
+		c->jiffies = j;
+	}
+	return c->ns;
+}
+
+/*
  * Whether this packet, for the neighbour f names (family and address after a
  * successful lookup) on ifindex, is the one a second that goes through the
  * kernel's neighbour output (mpt_neigh_check). Slots are direct-mapped and the
@@ -984,7 +1021,7 @@ static __always_inline int neigh_due(__u32 ifindex, const struct bpf_fib_lookup 
 	s = bpf_map_lookup_elem(&mpt_neigh_seen, &i);
 	if (!s)
 		return 0;
-	now = mpt_clock_ns();
+	now = tick_clock_ns();
 	/* an unused slot starts its second now: a fresh neighbour was just resolved */
 	if (s->ns == 0) {
 		s->ns = now;
@@ -1030,7 +1067,13 @@ int mpt_dp_xdp(struct xdp_md *ctx)
 		xdp_pass_reason(ifindex <= 0 ? (__u32)-ifindex : MPT_R_NO_NEIGH);
 		return XDP_PASS;
 	}
-	if (mpt_neigh_check && neigh_due((__u32)ifindex, &fib)) {
+	/*
+	 * Not for a flow cache hit: the answer was taken at most two ticks ago
+	 * by a lookup whose packet came here, so a neighbour in use is checked
+	 * by the packet that refreshes its flows' answers (within 8 ms of its
+	 * second at HZ=250), and a hit saves the clock and the slot.
+	 */
+	if (mpt_neigh_check && !p.cached && neigh_due((__u32)ifindex, &fib)) {
 		xdp_pass_reason(MPT_R_NEIGH_CHECK);
 		return XDP_PASS;
 	}

@@ -33,15 +33,17 @@
  * before it writes the maps) ends it; what user space writes without a
  * command is seen within the two ticks.
  *
- * Two-way set associative by a hash of the flow; a miss costs the two
- * compares and the store of the new answer over the older one (about 30 ns,
- * cold slots). Many more active flows per CPU than slots make most packets
- * miss: with bench forward --flows 32768 (16 times the slots) the router
- * forwarded 0.76x xdp-forward's rate (an earlier sitting: 0.84x, and 0.86x in
- * a build without the cache), against 1.1x at 1024 flows. A governor
- * that stopped using the cache after a window of misses gained no more than
- * noise there and lost a tenth at 1024 flows (answers stored together expire
- * together: a burst of misses), so there is none.
+ * Two-way set associative by a hash of the flow, 2048 slots of 56 bytes per
+ * CPU (112 KiB); a miss costs the two compares and the store of the new
+ * answer over the older one (about 20 ns, cold slots). Many more active flows
+ * per CPU than slots, or flows that come back less often than every two
+ * ticks, make nearly every packet miss (bench forward --flows 32768: 32768
+ * flows at 2-3 Mpps come back every 11-16 ms): a larger cache would not hit
+ * either, the answers' two ticks end them first. So a governor (fc_gov below)
+ * leaves the cache to probe sets while their hit rate is low: at 32768 flows
+ * the program's run time went from 221 to 202 ns a packet, at 1024 flows it
+ * stayed (1.11x xdp-forward's rate either way, before the neighbour check
+ * below was spared on hits).
  */
 #ifndef MPT_FLOW_CACHE_H
 #define MPT_FLOW_CACHE_H
@@ -95,7 +97,48 @@ struct fc_query {
 	__u32 iif;
 	__u32 net_lo;
 	__u32 genid;
+	__u32 set;        /* the flow's set (fc_set), */
+	__u8 use;         /* and whether the cache is used for it (fc_admit): looked up, stored */
+	__u8 probe;       /* a probe set: its lookups are counted by the governor */
+	__u16 pad;
 };
+
+/*
+ * The governor: whether the cache is worth its misses on this CPU. A miss
+ * costs its compares and the store of the answer (about 20 ns of a 220 ns
+ * packet at bench forward --flows 32768, where nearly every packet misses:
+ * answers live two ticks, and 32768 flows at 2 Mpps come back every 16 ms).
+ * One set in MPT_FC_PROBE_SETS always uses the cache and counts its lookups
+ * and hits; after MPT_FC_WINDOW such lookups, the other sets use the cache
+ * for the next window only if the probes hit at least MPT_FC_MIN_HIT_PCT
+ * percent (a hit saves a FIB lookup, about 80 ns; the break-even is near a
+ * fifth). The probe sets see the same mix of flows as the others (the set is
+ * a hash of the flow), so their hit rate is the cache's. A window spans about
+ * MPT_FC_WINDOW * MPT_FC_PROBE_SETS packets (16384: 8 ms at 2 Mpps), longer
+ * than the two ticks after which answers stored together expire together, so
+ * the burst of misses that follows does not switch the cache off (a
+ * governor deciding after a run of misses did, and lost a tenth at 1024
+ * flows). While the cache is off, every MPT_FC_PROBE_SETS-th packet probes
+ * too, whatever its set: a few busy flows none of whose sets is a probe set
+ * would otherwise never turn it on again.
+ */
+struct fc_gov {
+	__u32 probes;     /* probe lookups in this window */
+	__u32 hits;       /* of them, hits */
+	__u32 off;        /* 1: only the probes use the cache */
+	__u32 pkts;       /* packets asked about while off (every 16th probes) */
+};
+
+#define MPT_FC_PROBE_SETS_LOG2 4
+#define MPT_FC_WINDOW 1024
+#define MPT_FC_MIN_HIT_PCT 25
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct fc_gov);
+} mpt_fc_gov SEC(".maps");
 
 /*
  * The flow's set: the addresses (and protocol, TOS, ingress device) mixed
@@ -157,27 +200,68 @@ static __always_inline int fc_try(__u32 i, const struct fc_query *q, struct bpf_
 	return MPT_READ_ONCE(s->jiffies) == stamp && fc_is(s, q);
 }
 
+/*
+ * Whether q's flow uses the cache (q->use: looked up, its answer stored),
+ * as the governor says; fills q->set and q->probe. q's key fields first.
+ */
+static __always_inline int fc_admit(struct fc_query *q)
+{
+	__u32 zero = 0;
+	struct fc_gov *g = bpf_map_lookup_elem(&mpt_fc_gov, &zero);
+
+	q->set = fc_set(q);
+	q->probe = ((q->set >> 1) & ((1u << MPT_FC_PROBE_SETS_LOG2) - 1)) == 0;
+	if (g && g->off && (++g->pkts & ((1u << MPT_FC_PROBE_SETS_LOG2) - 1)) == 0)
+		q->probe = 1;
+	q->use = q->probe || (g && !g->off);
+	return q->use;
+}
+
+/* Count a probe set's lookup (hit: it was answered) and decide at the window's end. */
+static __always_inline void fc_govern(const struct fc_query *q, int hit)
+{
+	__u32 zero = 0;
+	struct fc_gov *g;
+
+	if (!q->probe)
+		return;
+	g = bpf_map_lookup_elem(&mpt_fc_gov, &zero);
+	if (!g)
+		return;
+	g->hits += hit ? 1 : 0;
+	if (++g->probes < MPT_FC_WINDOW)
+		return;
+	g->off = g->hits * 100 < g->probes * MPT_FC_MIN_HIT_PCT;
+	g->probes = 0;
+	g->hits = 0;
+}
+
 /* A fresh cached answer to q: fills fib (egress ifindex, neighbour, MACs) and returns 1. */
 static __always_inline int fc_lookup(const struct fc_query *q, struct bpf_fib_lookup *fib,
 				     struct fc_hit *hit)
 {
-	__u32 i = fc_set(q);
+	__u32 i = q->set & ((2u << MPT_FC_SETS_LOG2) - 2);
+	int r = fc_try(i, q, fib, hit) || fc_try(i + 1, q, fib, hit);
 
-	return fc_try(i, q, fib, hit) || fc_try(i + 1, q, fib, hit);
+	fc_govern(q, r);
+	return r;
 }
 
 /*
- * Keep the answer (fib after a successful lookup) to q: over the flow's older
- * answer if the set has one, else over the set's older slot.
+ * Keep the answer (fib after a successful lookup) to q, where it uses the
+ * cache: over the flow's older answer if the set has one, else over the set's
+ * older slot.
  */
 static __always_inline void fc_store(const struct fc_query *q, const struct bpf_fib_lookup *fib,
 				     __u16 stats_slot, __u8 nh_idx)
 {
-	__u32 i = fc_set(q), j = i + 1;
-	struct fc_slot *a = bpf_map_lookup_elem(&mpt_flow_cache, &i);
-	struct fc_slot *b = bpf_map_lookup_elem(&mpt_flow_cache, &j);
-	struct fc_slot *s;
+	__u32 i = q->set & ((2u << MPT_FC_SETS_LOG2) - 2), j = i + 1;
+	struct fc_slot *a, *b, *s;
 
+	if (!q->use)
+		return; /* the governor has it off for this flow */
+	a = bpf_map_lookup_elem(&mpt_flow_cache, &i);
+	b = bpf_map_lookup_elem(&mpt_flow_cache, &j);
 	if (!a || !b)
 		return;
 	if (fc_flow_is(b, q))
