@@ -1870,7 +1870,11 @@ fn flow_cache_governor_and_route_change() {
     assert!(rx(&l) - rx0 >= 8 * 4096, "few flows: not all received");
     if cached {
         let off = governor_off(&l.r, "va");
-        assert_eq!(off.get(cpu), Some(&0), "governor after a few busy flows: {off:?}");
+        assert_eq!(
+            off.get(cpu),
+            Some(&0),
+            "governor after a few busy flows: {off:?}"
+        );
     }
     // the flows' answers are fresh (sent just now): a blackhole for h2 ends them at once
     // (answers live two ticks, 8 ms at HZ=250: only the generation can end them this soon)
@@ -1889,5 +1893,9 @@ fn flow_cache_governor_and_route_change() {
     l.r.ip_ok(&["route", "del", "blackhole", "10.2.0.2/32"]);
     raw_flows(&l, cpu, to, &few, 8, b"again");
     let got = recv_datagrams(&sock, 8 * 8, Duration::from_secs(3));
-    assert_eq!(got.len(), 64, "not forwarded again after the blackhole went");
+    assert_eq!(
+        got.len(),
+        64,
+        "not forwarded again after the blackhole went"
+    );
 }

@@ -190,7 +190,7 @@ pub fn run(o: &Opts) -> Result<bool> {
         "--flows: a power of two up to {MAX_FLOWS}"
     );
     ensure!(
-        !(o.ipv6 && !o.udp_csum),
+        !o.ipv6 || o.udp_csum,
         "--zero-udp-checksum: IPv6 UDP has no checksum-less form"
     );
     let bin: PathBuf = support::tool("mproute")?;
