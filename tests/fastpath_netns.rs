@@ -1743,16 +1743,7 @@ fn tc_delivers_straight_into_the_veth_peer() {
 
 /// `bpftool -j ARGS`, which must succeed.
 fn bpftool(args: &[&str]) -> Value {
-    let mut a = vec!["-j"];
-    a.extend_from_slice(args);
-    let out = mpt_testkit::run("bpftool", &a);
-    assert!(
-        out.status.success(),
-        "bpftool {}: {}",
-        a.join(" "),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).expect("bpftool JSON")
+    mpt_testkit::bpftool_json(args)
 }
 
 /// The flow cache governor's `off` per CPU (`struct fc_gov`: probes, hits, off, pkts; u32s),

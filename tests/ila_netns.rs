@@ -1317,9 +1317,7 @@ fn a_pin_root_someone_else_made_is_done_without() {
 
 /// `bpftool -j map show id N`.
 fn bpftool_map(id: u64) -> Value {
-    let out = mpt_testkit::run("bpftool", &["-j", "map", "show", "id", &id.to_string()]);
-    assert!(out.status.success(), "bpftool map show id {id}");
-    serde_json::from_slice(&out.stdout).expect("bpftool json")
+    mpt_testkit::bpftool_json(&["map", "show", "id", &id.to_string()])
 }
 
 /// The translator's tables start small and grow with their entries (issue 30 item 1). With the

@@ -827,17 +827,10 @@ fn state_map_id(ns: &Netns, map: &str) -> String {
 /// `bpftool` on one state map of `ns`, by id.
 fn bpftool_pinned(ns: &Netns, args: &(impl Words + ?Sized), map: &str) -> Value {
     let id = state_map_id(ns, map);
-    let mut a = vec!["-j", "map"];
+    let mut a = vec!["map"];
     a.extend(args.words());
     a.extend(["id", id.as_str()]);
-    let out = mpt_testkit::run("bpftool", &a);
-    assert!(
-        out.status.success(),
-        "bpftool {}: {}",
-        a.join(" "),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).expect("bpftool JSON")
+    mpt_testkit::bpftool_json(&a)
 }
 
 /// The counter slot of every IPv4 LPM entry, by its first address byte triple.

@@ -28,7 +28,7 @@ use serde_json::Value;
 
 #[path = "helpers/fanout_link.rs"]
 mod fanout_link;
-use fanout_link::{link, Link, FOREIGN_MAC, PF, TX_MAC};
+use fanout_link::{link, run_group, Link, FOREIGN_MAC, PF, TX_MAC};
 
 /// A UDP frame of flow (src:sport -> dst:dport), `n` payload bytes.
 fn frame(src: &str, dst: &str, sport: u16, dport: u16) -> Vec<u8> {
@@ -69,39 +69,9 @@ impl Link {
     }
 
     /// `pfanout -n NS -j run dev DEV ARGS` in the background, as [`Link::run`].
-    #[allow(clippy::zombie_processes)]
     fn run_at(&self, ns: &Netns, dev: &str, args: &str, group: u16, members: usize) -> Child {
-        let mut a: Vec<String> = vec!["-n".into(), ns.name().into(), "-j".into()];
-        a.extend(["run", "dev", dev].map(String::from));
-        a.extend(args.split_whitespace().map(String::from));
-        let mut child = Command::new(PF.bin)
-            .args(&a)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("spawn pfanout");
-        let t = Instant::now();
-        loop {
-            let g = PF
-                .json(ns, &["show"])
-                .as_array()
-                .cloned()
-                .unwrap_or_default();
-            if g.iter()
-                .any(|g| g["group"] == group && g["members"].as_u64() == Some(members as u64))
-            {
-                return child;
-            }
-            if t.elapsed() > Duration::from_secs(10) {
-                let _ = child.kill();
-                let out = child.wait_with_output().expect("wait");
-                panic!(
-                    "group {group} with {members} members never appeared: {g:?}; pfanout said {}",
-                    String::from_utf8_lossy(&out.stderr)
-                );
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
+        let words: Vec<&str> = args.split_whitespace().collect();
+        run_group(ns, dev, &words, group, members)
     }
 
     fn groups(&self) -> Vec<Value> {

@@ -23,7 +23,7 @@ use serde_json::Value;
 
 #[path = "helpers/fanout_link.rs"]
 mod fanout_link;
-use fanout_link::{link, Link, FOREIGN_MAC, PF, TX_MAC};
+use fanout_link::{link, run_group, Link, FOREIGN_MAC, PF, TX_MAC};
 
 /// A UDP frame of flow 192.0.2.1:sport -> 192.0.2.2:53 with `n` payload bytes.
 fn frame(sport: u16, n: usize) -> Vec<u8> {
@@ -50,40 +50,8 @@ impl Link {
 
     /// `pfanout -n RX -j run dev pr ARGS...` in the background, once its group `group` has
     /// `members` members.
-    #[allow(clippy::zombie_processes)]
     fn run(&self, args: &[&str], group: u16, members: usize) -> Child {
-        let mut a: Vec<String> = ["-n", self.rx.name(), "-j", "run", "dev", "pr"]
-            .map(String::from)
-            .to_vec();
-        a.extend(args.iter().map(|s| s.to_string()));
-        let mut child = Command::new(PF.bin)
-            .args(&a)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("spawn pfanout");
-        let t = Instant::now();
-        loop {
-            let g = PF
-                .json(&self.rx, &["show"])
-                .as_array()
-                .cloned()
-                .unwrap_or_default();
-            if g.iter()
-                .any(|g| g["group"] == group && g["members"].as_u64() == Some(members as u64))
-            {
-                return child;
-            }
-            if t.elapsed() > Duration::from_secs(10) {
-                let _ = child.kill();
-                let out = child.wait_with_output().expect("wait");
-                panic!(
-                    "group {group} never had {members} members; pfanout said {}",
-                    String::from_utf8_lossy(&out.stderr)
-                );
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
+        run_group(&self.rx, "pr", args, group, members)
     }
 }
 

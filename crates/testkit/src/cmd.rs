@@ -134,3 +134,17 @@ impl<T: Words + ?Sized> Words for &T {
         (**self).words()
     }
 }
+
+/// `bpftool -j ARGS`, which must succeed: its JSON.
+pub fn bpftool_json(args: &[&str]) -> serde_json::Value {
+    let mut a = vec!["-j"];
+    a.extend_from_slice(args);
+    let out = run("bpftool", &a);
+    assert!(
+        out.status.success(),
+        "bpftool {}: {}",
+        a.join(" "),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("bpftool JSON")
+}

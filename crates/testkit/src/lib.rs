@@ -21,7 +21,7 @@ pub mod topo;
 pub mod traffic;
 
 pub use cmd::Words;
-pub use cmd::{is_root, require_root, run, run_ok};
+pub use cmd::{bpftool_json, is_root, require_root, run, run_ok};
 pub use netns::{leaked, netns_cookie, remove_tool_state, Netns, NS_PREFIX};
 pub use rng::XorShift64;
 pub use tool::{batch_json_lines, BatchFile, Tool};
