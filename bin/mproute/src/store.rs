@@ -60,9 +60,10 @@ impl Store {
     }
 
     /// Forget many routes at once, without promoting shadowed ones (`flush`: every route of
-    /// the prefix goes): state and dataplane entries in batches, `snap` (the tries as read
-    /// since their last write) saying which LPM entries are theirs.
-    pub fn forget_many(&self, keys: &[RouteKey], snap: &mut DpSnapshot) -> Result<(), Failure> {
+    /// the prefix goes), a part at a time as their routes leave the FIB: state and LPM entries
+    /// in batches, `snap` (the tries as read since their last write, carried from part to
+    /// part) saying which LPM entries are theirs. [`Store::forget_counters`] ends it.
+    pub fn forget_part(&self, keys: &[RouteKey], snap: &mut DpSnapshot) -> Result<(), Failure> {
         if keys.is_empty() {
             return Ok(());
         }
@@ -70,9 +71,19 @@ impl Store {
             .delete_many(keys)
             .map_err(|e| Failure::bpf("write state", e))?;
         self.inner
-            .dp_delete_routes(keys, snap)
+            .dp_unroute(keys, snap)
             .map_err(|e| Failure::bpf("write dataplane state", e))?;
         Ok(())
+    }
+
+    /// The counters of every route [`Store::forget_part`] forgot, at once.
+    pub fn forget_counters(&self, keys: &[RouteKey]) -> Result<(), Failure> {
+        if keys.is_empty() {
+            return Ok(());
+        }
+        self.inner
+            .dp_drop_counters(keys)
+            .map_err(|e| Failure::bpf("write dataplane state", e))
     }
 
     /// Open (and with `create`, create) the state of the current namespace, holding its lock.

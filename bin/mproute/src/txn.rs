@@ -626,17 +626,18 @@ impl RouteTxn<'_> {
 
     /// Carry out a [`RouteTxn::flush_plan`]: the kernel's routes first, deleted in pipelined
     /// windows (several requests per datagram, as `ip route flush` sends them), while another
-    /// thread reads the LPM tries; then what the state has of every route the kernel no longer
-    /// has, in batches. Routes are deleted before their state (a failure in between leaves
-    /// state without a route, which `sync` forgets). The first refusal stops the flush after
-    /// its window, and is the error.
+    /// thread reads the LPM tries and then forgets, part by part, what the state has of the
+    /// routes the kernel no longer has (those of the plan first, then each part's as its
+    /// deletes are answered): the map writes overlap the FIB's. Routes are deleted before
+    /// their state (a failure in between leaves state without a route, which `sync`
+    /// forgets). The first refusal stops the flush after its window, and is the error.
     pub(crate) fn flush(&mut self, steps: &[FlushStep]) -> Result<(), Failure> {
-        let mut gone: Vec<RouteKey> = Vec::with_capacity(steps.len());
+        let mut stale: Vec<RouteKey> = Vec::new();
         let mut dels: Vec<&Route> = Vec::new();
         for step in steps {
             match step {
                 FlushStep::Delete(r) => dels.push(r),
-                FlushStep::Forget(k) => gone.push(*k),
+                FlushStep::Forget(k) => stale.push(*k),
             }
         }
         self.store(false)?;
@@ -647,13 +648,25 @@ impl RouteTxn<'_> {
             .sock
             .as_mut()
             .ok_or_else(|| Failure::system("flush: no netlink socket"))?;
-        let (refused, snap) = std::thread::scope(|sc| {
-            let reader = sc.spawn(move || {
-                store
-                    .map(|s| s.bpf().dp_snapshot())
-                    .transpose()
-                    .map_err(|e| Failure::bpf("read dataplane state", e))
+        let (refused, forgot) = std::thread::scope(|sc| {
+            let (parts, part) = std::sync::mpsc::channel::<Vec<RouteKey>>();
+            let forgetter = sc.spawn(move || -> Result<(), Failure> {
+                let Some(st) = store else {
+                    return Ok(());
+                };
+                let mut snap = st
+                    .bpf()
+                    .dp_snapshot()
+                    .map_err(|e| Failure::bpf("read dataplane state", e))?;
+                let mut gone = Vec::new();
+                for keys in part {
+                    st.forget_part(&keys, &mut snap)?;
+                    gone.extend(keys);
+                }
+                st.forget_counters(&gone)
             });
+            // a forgetter that failed has dropped its end: its error is what join returns
+            let _ = parts.send(stale);
             let mut refused: Result<(), Failure> = Ok(());
             for chunk in dels.chunks(4096) {
                 let reqs: Vec<_> = chunk
@@ -667,6 +680,7 @@ impl RouteTxn<'_> {
                         break;
                     }
                 };
+                let mut gone = Vec::with_capacity(chunk.len());
                 for (r, a) in chunk.iter().zip(answers) {
                     match a {
                         Ok(()) => gone.push(r.key),
@@ -677,19 +691,19 @@ impl RouteTxn<'_> {
                         Err(_) => {}
                     }
                 }
+                let _ = parts.send(gone);
                 if refused.is_err() {
                     break;
                 }
             }
-            let snap = reader
+            drop(parts);
+            let forgot = forgetter
                 .join()
-                .unwrap_or_else(|_| Err(Failure::system("flush: the state reader failed")));
-            (refused, snap)
+                .unwrap_or_else(|_| Err(Failure::system("flush: the state writer failed")));
+            (refused, forgot)
         });
-        // Every owned route in scope goes: no shadowed one to promote.
-        if let (Some(st), Some(mut snap)) = (self.store.as_ref(), snap?) {
-            st.forget_many(&gone, &mut snap)?;
-        }
+        // Every owned route in scope went: no shadowed one to promote.
+        forgot?;
         self.fib.clear();
         self.gc_needed = true;
         // Of every table and all deleted: what the plan's dump left references the objects

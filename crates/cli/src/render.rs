@@ -79,6 +79,9 @@ pub fn rows_to_string<R: TableRow>(rows: &[R], style: Style) -> String {
             }
         }
     }
+    if let Some(s) = plain_table(&headers, &cells, style.oneline) {
+        return s;
+    }
     let mut t = Table::new();
     t.load_preset(NOTHING)
         .set_content_arrangement(ContentArrangement::Disabled)
@@ -94,6 +97,49 @@ pub fn rows_to_string<R: TableRow>(rows: &[R], style: Style) -> String {
         .map(|l| l.trim_end().strip_prefix(' ').unwrap_or(l.trim_end()))
         .collect::<Vec<_>>()
         .join("\n")
+}
+
+/// The table comfy-table's `NOTHING` preset draws, written directly where every cell is one
+/// line of printable ASCII (its display width is its length): each cell padded to its
+/// column's width, columns two spaces apart, line ends trimmed. A flush of 100,000 routes
+/// prints 100,000 rows; comfy-table took 0.19 s of a 1.3 s command for them. `None`: some
+/// cell needs comfy-table (several lines, other characters).
+fn plain_table(headers: &[&str], cells: &[Vec<String>], oneline: bool) -> Option<String> {
+    let plain = |c: &str| c.bytes().all(|b| (0x20..0x7f).contains(&b));
+    if !headers.iter().all(|h| plain(h)) || !cells.iter().flatten().all(|c| plain(c)) {
+        return None;
+    }
+    let mut width: Vec<usize> = headers.iter().map(|h| h.len()).collect();
+    for row in cells {
+        if row.len() != width.len() {
+            return None;
+        }
+        for (w, c) in width.iter_mut().zip(row) {
+            *w = (*w).max(c.len());
+        }
+    }
+    let line_len = width.iter().sum::<usize>() + 2 * width.len() + 1;
+    let mut out = String::with_capacity(line_len * (cells.len() + 1));
+    let line = |out: &mut String, row: &mut dyn Iterator<Item = &str>| {
+        let start = out.len();
+        for (i, (c, w)) in row.zip(&width).enumerate() {
+            if i > 0 {
+                out.push_str("  ");
+            }
+            out.push_str(c);
+            out.extend(std::iter::repeat_n(' ', w - c.len()));
+        }
+        out.truncate(start + out[start..].trim_end().len());
+        out.push('\n');
+    };
+    if !oneline {
+        line(&mut out, &mut headers.iter().copied());
+    }
+    for row in cells {
+        line(&mut out, &mut row.iter().map(String::as_str));
+    }
+    out.pop();
+    Some(out)
 }
 
 /// Counters as every tool prints them: in JSON an object of name -> number, in the order
@@ -350,6 +396,65 @@ mod tests {
                 self.algo.clone().unwrap_or_else(|| "-".into()),
             ]
         }
+    }
+
+    /// The direct table is exactly what comfy-table draws (widths, spacing, trimmed ends,
+    /// empty cells, `-o` without the header).
+    #[test]
+    fn plain_table_is_comfy_tables_table() {
+        let comfy = |headers: &[&str], cells: &[Vec<String>], oneline: bool| {
+            let mut t = Table::new();
+            t.load_preset(NOTHING)
+                .set_content_arrangement(ContentArrangement::Disabled)
+                .set_header(headers.to_vec());
+            for c in cells {
+                t.add_row(c.clone());
+            }
+            t.to_string()
+                .lines()
+                .skip(usize::from(oneline))
+                .map(|l| l.trim_end().strip_prefix(' ').unwrap_or(l.trim_end()))
+                .collect::<Vec<_>>()
+                .join("\n")
+        };
+        let cases: Vec<(Vec<&str>, Vec<Vec<String>>)> = vec![
+            (
+                vec!["ACTION", "DST", "TABLE", "METRIC", "REASON"],
+                vec![
+                    [
+                        "deleted",
+                        "198.18.0.0/24",
+                        "main",
+                        "1024",
+                        "owned by mproute",
+                    ],
+                    ["forgotten", "2001:db8::/64", "100", "-", "route was gone"],
+                    ["x", "", "local", "0", ""],
+                ]
+                .iter()
+                .map(|r| r.iter().map(|c| c.to_string()).collect())
+                .collect(),
+            ),
+            (
+                vec!["A", "LONGER HEADER", "Z"],
+                vec![
+                    vec!["a much longer cell".into(), "b".into(), String::new()],
+                    vec![String::new(), "c".into(), "d".into()],
+                ],
+            ),
+        ];
+        for (h, c) in &cases {
+            for oneline in [false, true] {
+                assert_eq!(
+                    plain_table(h, c, oneline).as_deref(),
+                    Some(comfy(h, c, oneline).as_str()),
+                    "{h:?} oneline {oneline}"
+                );
+            }
+        }
+        // what it leaves to comfy-table
+        assert!(plain_table(&["A"], &[vec!["two\nlines".into()]], false).is_none());
+        assert!(plain_table(&["A"], &[vec!["é".into()]], false).is_none());
     }
 
     #[test]

@@ -724,13 +724,23 @@ impl RouteState {
         keys: &[RouteKey],
         snap: &mut DpSnapshot,
     ) -> Result<Vec<RouteKey>, Error> {
+        let removed = self.dp_unroute(keys, snap)?;
+        self.dp_drop_counters(keys)?;
+        Ok(removed)
+    }
+
+    /// The first half of [`RouteState::dp_delete_routes`]: the LPM entries and counter slots of
+    /// `keys` (a part of a long list may go at a time, `snap` carried from part to part).
+    pub fn dp_unroute(
+        &self,
+        keys: &[RouteKey],
+        snap: &mut DpSnapshot,
+    ) -> Result<Vec<RouteKey>, Error> {
         let mut lpm: [Vec<u8>; 2] = Default::default();
-        let mut ids = Vec::with_capacity(keys.len() * MptRouteKey::SIZE);
         let mut slots = Vec::new();
         let mut removed = Vec::new();
         for k in keys {
             let id = MptRouteKey::of(k);
-            ids.extend_from_slice(id.as_bytes());
             let p = prefix_of(&id);
             if snap.by_prefix.get(&p).is_some_and(|c| c.id == id) {
                 if let Some(cur) = snap.by_prefix.remove(&p) {
@@ -756,6 +766,16 @@ impl RouteState {
                 ((), changed)
             });
         }
+        Ok(removed)
+    }
+
+    /// The second half of [`RouteState::dp_delete_routes`]: the counters of `keys`, once for
+    /// the whole list (each map is read once to find the few keys it holds).
+    pub fn dp_drop_counters(&self, keys: &[RouteKey]) -> Result<(), Error> {
+        let mut ids = Vec::with_capacity(keys.len() * MptRouteKey::SIZE);
+        for k in keys {
+            ids.extend_from_slice(MptRouteKey::of(k).as_bytes());
+        }
         // most routes never counted in these (and few are resilient)
         for name in ["mpt_stats", "mpt_pcpu"] {
             crate::batch::delete_some_keys(self.map(name)?, &ids, name)?;
@@ -763,7 +783,7 @@ impl RouteState {
         if !self.res_known_empty()? {
             crate::batch::delete_some_keys(self.map("mpt_res")?, &ids, "mpt_res")?;
         }
-        Ok(removed)
+        Ok(())
     }
 
     /// The managed IPv4 routes of the LPM trie (the prefixes the dataplane knows, holes left out).
