@@ -469,7 +469,7 @@ fn rate(rates: &[(Tool, f64)], tool: Tool) -> f64 {
         .map_or(f64::NAN, |(_, r)| *r)
 }
 
-pub fn run(count: u32, runs: u32, distinct: bool) -> Result<()> {
+pub fn run(count: u32, runs: u32, distinct: bool, no_ip: bool) -> Result<()> {
     support::require_root("bench routes")?;
     ensure!(
         count > 0 && runs > 0,
@@ -483,7 +483,11 @@ pub fn run(count: u32, runs: u32, distinct: bool) -> Result<()> {
     let mproute = support::tool("mproute")?;
     support::sweep_stale();
     let files = BatchFiles::write(count, distinct)?;
-    let tools = [Tool::IpBatch, Tool::Mproute, Tool::MprouteNh];
+    let tools: &[Tool] = if no_ip {
+        &[Tool::Mproute, Tool::MprouteNh]
+    } else {
+        &[Tool::IpBatch, Tool::Mproute, Tool::MprouteNh]
+    };
     // the calibrations install one shared nexthop set
     let floors: &[Tool] = if distinct {
         &[]
@@ -562,7 +566,7 @@ pub fn run(count: u32, runs: u32, distinct: bool) -> Result<()> {
             rate(&f, Tool::Mproute) / rate(&f, Tool::IpBatch),
             rate(&f, Tool::MprouteNh) / rate(&f, Tool::IpBatch)
         );
-        linearity(count, &mproute, &fresh)?;
+        linearity(count, &mproute, &fresh, no_ip)?;
         return Ok(());
     }
     println!(
@@ -596,7 +600,7 @@ pub fn run(count: u32, runs: u32, distinct: bool) -> Result<()> {
 /// fresh namespace, for mproute and ip -batch, beside `fresh`'s one batch of `count` lines
 /// (the fresh-namespace runs above). Both tables end the same; a batch quadratic in its
 /// length takes far longer as one batch than as ten.
-fn linearity(count: u32, mproute: &Path, fresh: &[(Tool, Vec<f64>)]) -> Result<()> {
+fn linearity(count: u32, mproute: &Path, fresh: &[(Tool, Vec<f64>)], no_ip: bool) -> Result<()> {
     if count < 10 {
         return Ok(());
     }
@@ -616,8 +620,11 @@ fn linearity(count: u32, mproute: &Path, fresh: &[(Tool, Vec<f64>)]) -> Result<(
         std::fs::write(&ipf, ip).with_context(|| format!("write {}", ipf.display()))?;
         parts.push((mf, ipf));
     }
-    let mut tens = Vec::new();
+    let mut tens = vec![f64::NAN; 2];
     for (i, tool) in [Tool::IpBatch, Tool::Mproute].into_iter().enumerate() {
+        if no_ip && tool == Tool::IpBatch {
+            continue;
+        }
         let ns = fresh_ns(1000 + i)?;
         let start = std::time::Instant::now();
         for (mf, ipf) in &parts {
@@ -632,7 +639,7 @@ fn linearity(count: u32, mproute: &Path, fresh: &[(Tool, Vec<f64>)]) -> Result<(
             };
             support::output(&mut c)?;
         }
-        tens.push(start.elapsed().as_secs_f64());
+        tens[i] = start.elapsed().as_secs_f64();
         let have = route_count(ns.name())?;
         ensure!(
             have == 10 * tenth as usize + 2,
@@ -648,12 +655,19 @@ fn linearity(count: u32, mproute: &Path, fresh: &[(Tool, Vec<f64>)]) -> Result<(
             .map_or(f64::NAN, |(_, v)| support::median(v))
     };
     let (ip1, m1) = (one(Tool::IpBatch), one(Tool::Mproute));
+    let ip = if no_ip {
+        "ip -batch not run (--no-ip)".to_string()
+    } else {
+        format!(
+            "ip -batch {ip1:.2} s vs {:.2} s = {:.2}×",
+            tens[0],
+            ip1 / tens[0]
+        )
+    };
     println!(
-        "linearity: one batch of {count} lines against ten of {tenth} (fresh namespace each): mproute {m1:.2} s vs {:.2} s = {:.2}× (goal ≤ 2×), ip -batch {ip1:.2} s vs {:.2} s = {:.2}×",
+        "linearity: one batch of {count} lines against ten of {tenth} (fresh namespace each): mproute {m1:.2} s vs {:.2} s = {:.2}× (goal ≤ 2×), {ip}",
         tens[1],
         m1 / tens[1],
-        tens[0],
-        ip1 / tens[0]
     );
     Ok(())
 }
