@@ -57,6 +57,8 @@ const FLOOR_GROUP: u32 = 903;
 #[derive(Debug)]
 struct BatchFiles {
     dir: PathBuf,
+    /// How many nexthops the last route has (`--distinct` past 65,536 routes: three).
+    last_paths: usize,
     mproute: PathBuf,
     ip: PathBuf,
 }
@@ -71,6 +73,7 @@ impl BatchFiles {
         let dir = std::env::temp_dir().join(format!("xtask-bench-{}", std::process::id()));
         std::fs::create_dir_all(&dir).with_context(|| format!("create {}", dir.display()))?;
         let files = BatchFiles {
+            last_paths: if distinct && count > 65_536 { 3 } else { 2 },
             mproute: dir.join("mproute.batch"),
             ip: dir.join("ip.batch"),
             dir,
@@ -370,7 +373,7 @@ fn timed_run(tool: Tool, ns: &str, mproute: &Path, files: &BatchFiles, count: u3
                 }
             }
             let secs = floor_run(n, count, object, tool == Tool::FloorObjectMaps)?;
-            check_installed(tool, n, count)?;
+            check_installed(tool, n, count, files.last_paths)?;
             return Ok(secs);
         }
         Tool::Mproute => {
@@ -399,11 +402,11 @@ fn timed_run(tool: Tool, ns: &str, mproute: &Path, files: &BatchFiles, count: u3
     if !status.success() {
         bail!("`{}` failed ({status})", show(&cmd));
     }
-    check_installed(tool, n, count)?;
+    check_installed(tool, n, count, files.last_paths)?;
     Ok(secs)
 }
 
-fn check_installed(tool: Tool, n: &str, count: u32) -> Result<()> {
+fn check_installed(tool: Tool, n: &str, count: u32, paths: usize) -> Result<()> {
     let after = route_count(n)?;
     let want = count as usize + 2;
     ensure!(
@@ -411,7 +414,7 @@ fn check_installed(tool: Tool, n: &str, count: u32) -> Result<()> {
         "{}: {n} has {after} IPv4 routes after the run, expected {want}",
         tool.label()
     );
-    // the form each run is meant to install: a reference to an object, or two paths
+    // the form each run is meant to install: a reference to an object, or its paths
     let out = support::ip(["-n", n, "-j", "-4", "route", "show", &prefix(count - 1)])?;
     let v: serde_json::Value = serde_json::from_str(&out).context("ip -j route show")?;
     let r = &v[0];
@@ -420,7 +423,7 @@ fn check_installed(tool: Tool, n: &str, count: u32) -> Result<()> {
         Tool::MprouteNh | Tool::FloorObject | Tool::FloorObjectMaps
     );
     ensure!(
-        r["nhid"].is_u64() == object && r["nexthops"].as_array().map(Vec::len) == Some(2),
+        r["nhid"].is_u64() == object && r["nexthops"].as_array().map(Vec::len) == Some(paths),
         "{}: {n}: the last route is not as the run installs it: {r}",
         tool.label()
     );
