@@ -38,6 +38,9 @@ use nix::sys::socket::{
     sendto, socket, AddressFamily, MsgFlags, SockFlag, SockType, SockaddrStorage,
 };
 
+#[path = "helpers/ila_route_batch.rs"]
+mod ila_route_batch;
+
 const ILA: Tool = Tool::new(env!("CARGO_BIN_EXE_ila"));
 
 const IDENT_TYPES: [&str; 2] = ["luid", "use-format"];
@@ -576,6 +579,23 @@ fn the_kernel_backend_drives_the_kernels_ila() {
     c.ila(&c.r, &["route", "del", SIR_B]);
     let routes = c.r.ip_json(&["-6", "route", "show", SIR_B]);
     assert_eq!(routes, serde_json::json!([]), "{routes}");
+}
+
+/// A batch of routes through the kernel's ILA reads the IPv6 FIB once, not twice per line
+/// (issue 30 item 4), and its view follows its own writes (tests/helpers/ila_route_batch.rs).
+#[test]
+fn a_kernel_route_batch_dumps_the_fib_once() {
+    require_root();
+    if !kernel_has_ila() {
+        return;
+    }
+    let ns = Netns::new("ilak-dump");
+    let dumps = ila_route_batch::run(ILA.bin, "kernel", &ns);
+    assert!(
+        (1..=2).contains(&dumps),
+        "{dumps} route dumps for a batch of {} routes",
+        ila_route_batch::ROUTES
+    );
 }
 
 /// TCP: `n` bytes from A to SIR_B:port and back (a server on D bound to SIR_B).

@@ -32,6 +32,9 @@ use mpt_testkit::topo::ila_plan::{A_ADDR, B_ADDR, ILA_B, LOC_B, MODES, SIR_B, SI
 use mpt_testkit::{require_root, veth, Netns, Tool};
 use serde_json::Value;
 
+#[path = "helpers/ila_route_batch.rs"]
+mod ila_route_batch;
+
 const ILA: Tool = Tool::with_options(env!("CARGO_BIN_EXE_ila"), &["--backend", "bpf"]);
 
 /// A and B as in the module doc, with the translator attached (B's ingress on `hook`).
@@ -1395,4 +1398,18 @@ fn tables_grow_with_their_entries() {
         .find(|m| m["locator_match"] == LOC_B)
         .unwrap_or_else(|| panic!("{LOC_B} not shown"));
     assert_eq!(it["packets"].as_u64(), Some(3), "{it}");
+}
+
+/// A batch of routes whose device the kernel chooses reads the IPv6 FIB once, not once per
+/// line (issue 30 item 4), and its view follows its own writes (tests/helpers/ila_route_batch.rs).
+#[test]
+fn a_route_batch_dumps_the_fib_once() {
+    require_root();
+    let ns = Netns::new("ila-dump");
+    let dumps = ila_route_batch::run(ILA.bin, "bpf", &ns);
+    assert!(
+        (1..=2).contains(&dumps),
+        "{dumps} route dumps for a batch of {} routes",
+        ila_route_batch::ROUTES
+    );
 }

@@ -74,8 +74,20 @@ pub fn proto_name(id: u8) -> String {
 }
 
 /// Register `NUMBER NAME` in `/etc/iproute2/rt_protos.d/NAME.conf` so that `ip route` prints
-/// the name. Idempotent; returns whether a file was written.
+/// the name. Idempotent; returns whether a file was written. Looked at once per invocation
+/// (a batch's every route line asks).
 pub fn register_proto(id: u8, name: &str) -> std::io::Result<bool> {
+    static SEEN: std::sync::Mutex<Vec<u8>> = std::sync::Mutex::new(Vec::new());
+    let mut seen = SEEN.lock().unwrap_or_else(|e| e.into_inner());
+    if seen.contains(&id) {
+        return Ok(false);
+    }
+    let wrote = register_proto_file(id, name)?;
+    seen.push(id);
+    Ok(wrote)
+}
+
+fn register_proto_file(id: u8, name: &str) -> std::io::Result<bool> {
     let dir = Path::new(IPROUTE2_DIR).join("rt_protos.d");
     let file = dir.join(format!("{name}.conf"));
     let line = format!("{id}\t{name}\n");

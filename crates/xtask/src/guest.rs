@@ -112,6 +112,7 @@ pub const GUEST_TESTS: &[GuestTests] = &[
         &[
             "the_kernel_backend_drives_the_kernels_ila",
             "the_wire_carries_the_ila_address",
+            "a_kernel_route_batch_dumps_the_fib_once",
         ],
         ALL,
     ),

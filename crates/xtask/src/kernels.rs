@@ -406,10 +406,12 @@ pub struct Outcome {
 
 /// Run the matrix: for each kernel (all, or those whose series is in `only`), boot it and run
 /// `xtask guest` inside. `xtask` is this very binary, the test executables are prebuilt
-/// (`tests`: name and path, see `test_executables`; the guest gets those it runs in a file).
+/// (`tests`: name and path, see `test_executables`; the guest gets those it runs in a file:
+/// all, or those named in `only_tests`, then without the demo).
 pub fn run_matrix(
     root: &Path,
     only: &[String],
+    only_tests: &[String],
     tests: &[(String, PathBuf)],
 ) -> Result<Vec<Outcome>> {
     let kernels = provision(root)?;
@@ -432,8 +434,15 @@ pub fn run_matrix(
     // the guest reads the test executables from a file: a kernel command line is short
     let list_file = top(root).join("guest-tests");
     let mut list = String::new();
-    let mut names: Vec<&str> = crate::guest::GUEST_TESTS.iter().map(|g| g.name).collect();
+    let mut names: Vec<&str> = crate::guest::GUEST_TESTS
+        .iter()
+        .map(|g| g.name)
+        .filter(|n| only_tests.is_empty() || only_tests.iter().any(|o| o == n))
+        .collect();
     names.dedup();
+    if names.is_empty() {
+        bail!("no test executable of the guests is named {only_tests:?}");
+    }
     for name in names {
         let Some((_, p)) = tests.iter().find(|(n, _)| n == name) else {
             bail!("the guests' test {name} was not built");
@@ -448,7 +457,12 @@ pub fn run_matrix(
             k.series, k.release, k.package
         );
         let cmd = format!(
-            "{} guest --series {} --tests {}",
+            "{}{} guest --series {} --tests {}",
+            if only_tests.is_empty() {
+                ""
+            } else {
+                "MPT_GUEST_NO_DEMO=1 "
+            },
             shell_quote(&me.to_string_lossy()),
             k.series,
             shell_quote(&list_file.to_string_lossy())

@@ -61,6 +61,10 @@ enum Task {
         /// A kernel series to run (repeatable; default: all).
         #[arg(long = "kernel", value_name = "SERIES")]
         kernels: Vec<String>,
+        /// Only the guests' tests of this test executable (repeatable, e.g. ila_kernel; default:
+        /// all of them and the demo).
+        #[arg(long = "test", value_name = "NAME")]
+        only_tests: Vec<String>,
     },
     /// Inside a kernel of the matrix (run by `kernels`, not by hand).
     #[command(hide = true)]
@@ -122,11 +126,14 @@ fn run(task: Task) -> Result<bool> {
         Task::CheckDocs => docs::check_docs(&util::repo_root()?),
         Task::AnsibleSanity => ansible::sanity(&util::repo_root()?).map(|()| true),
         Task::Test { no_kernels } => test(!no_kernels),
-        Task::Kernels { kernels } => {
+        Task::Kernels {
+            kernels,
+            only_tests,
+        } => {
             setup::setup()?;
             let root = util::repo_root()?;
             let tests = test_executables(&root)?;
-            let outcomes = kernels::run_matrix(&root, &kernels, &tests)?;
+            let outcomes = kernels::run_matrix(&root, &kernels, &only_tests, &tests)?;
             Ok(report_matrix(&outcomes))
         }
         Task::Guest { series, tests } => guest::guest(&series, &tests),
@@ -246,7 +253,7 @@ fn test(matrix: bool) -> Result<bool> {
         done.push("ansible-test sanity");
         if matrix {
             let tests = test_executables(&root)?;
-            let outcomes = kernels::run_matrix(&root, &[], &tests)?;
+            let outcomes = kernels::run_matrix(&root, &[], &[], &tests)?;
             if !report_matrix(&outcomes) {
                 anyhow::bail!("the kernel matrix failed");
             }

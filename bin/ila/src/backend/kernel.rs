@@ -7,13 +7,15 @@
 //! no replace (a changed mapping is deleted and added again, a moment without it); a dump may
 //! end with `EAGAIN` when its table was resized meanwhile (dumped again).
 
-use ipnet::IpNet;
+use std::collections::HashMap;
+
+use ipnet::{IpNet, Ipv6Net};
 use mpt_cli::Failure;
 use mpt_model::ila::plan::{Mode, Write};
 use mpt_model::ila::{CsumMode, HookType, IdentType, Mapping, RouteSpec};
 use mpt_model::{Verb, ILA_PROTO};
 use mpt_netlink::msg::genl::ila::{self as genl_ila, encap, MappingAttrs};
-use mpt_netlink::msg::rtnl::route::{rta, LwtEncap};
+use mpt_netlink::msg::rtnl::route::{self as rmsg, rta, LwtEncap};
 use mpt_netlink::sock::Socket;
 
 use super::{exists, Counted, Kind, MappingKey, RouteEntry, Tables};
@@ -27,6 +29,11 @@ pub struct Kernel {
     /// delete and an add here, `del ... loc L` compares first) is not interleaved with another
     /// ila's.
     lock: Option<mpt_bpf::pinned::NsLock>,
+    /// The FIB's ILA routes by prefix (dump order within one), dumped once per invocation
+    /// under the lock and kept in step with this invocation's own writes (a batch of N route
+    /// commands dumped the whole IPv6 FIB twice a line: the square of the table); `None` until
+    /// needed, or after a write whose result only the FIB knows.
+    fib: Option<HashMap<Ipv6Net, Vec<RouteEntry>>>,
 }
 
 impl std::fmt::Debug for Kernel {
@@ -100,6 +107,7 @@ impl Kernel {
             family,
             lock: None,
             rtnl: None,
+            fib: None,
         }
     }
 
@@ -145,14 +153,65 @@ impl Kernel {
         }
     }
 
-    /// Every route of LWT encap type ila, in every table.
+    /// Every route of LWT encap type ila, in every table (a dump, which the kept view takes).
     fn ila_routes(&mut self) -> Result<Vec<RouteEntry>, Failure> {
         let fib = super::fib_routes(super::rtnl(&mut self.rtnl)?)?;
         let mut out = Vec::new();
         for m in &fib {
             out.extend(ila_route(m)?);
         }
+        let mut by_dst: HashMap<Ipv6Net, Vec<RouteEntry>> = HashMap::new();
+        for e in &out {
+            by_dst.entry(e.spec.dst).or_default().push(*e);
+        }
+        self.fib = Some(by_dst);
         Ok(out)
+    }
+
+    /// Keep the view in step with a write of ours that the kernel took (`put`: `r` added or
+    /// replaced; else deleted).
+    fn fib_wrote(&mut self, r: &RouteEntry, put: bool) {
+        let entry = match (put, r.ifindex) {
+            // the kernel chose the device: its entry says which
+            (true, 0) => match self.fib_entry(r) {
+                Some(e) => Some(e),
+                None => {
+                    self.fib = None;
+                    return;
+                }
+            },
+            (true, _) => Some(*r),
+            (false, _) => None,
+        };
+        let Some(fib) = self.fib.as_mut() else {
+            return;
+        };
+        let same = fib.entry(r.spec.dst).or_default();
+        same.retain(|o| o.table != r.table);
+        same.extend(entry);
+        if same.is_empty() {
+            fib.remove(&r.spec.dst);
+        }
+    }
+
+    /// The kernel's ILA route for `r`'s prefix and table, by one lookup of the entry that
+    /// matches its first address (`ip -6 route get ADDR fibmatch`); `None` where that entry is
+    /// another (a more specific route, another table): then only a dump says.
+    fn fib_entry(&mut self, r: &RouteEntry) -> Option<RouteEntry> {
+        let answers = super::rtnl(&mut self.rtnl)
+            .ok()?
+            .transact(
+                &rmsg::get_request(std::net::IpAddr::V6(r.spec.dst.network())),
+                "find the route just written",
+            )
+            .ok()?;
+        let m = answers
+            .first()
+            .and_then(|p| rmsg::decode(p).ok().flatten())?;
+        ila_route(&m)
+            .ok()
+            .flatten()
+            .filter(|e| e.spec.dst == r.spec.dst && e.table == r.table)
     }
 
     fn route_request(&mut self, verb: Verb, r: &RouteEntry, what: &str) -> Result<(), Failure> {
@@ -173,9 +232,15 @@ impl Kernel {
                 attrs: &attrs,
             }),
         );
-        super::rtnl(&mut self.rtnl)?
+        let sent = super::rtnl(&mut self.rtnl)?
             .request(&req, what)
-            .map_err(or_exists(what))
+            .map_err(or_exists(what));
+        match sent {
+            Ok(()) => self.fib_wrote(r, put),
+            // what the FIB holds now is the dump's to say
+            Err(_) => self.fib = None,
+        }
+        sent
     }
 }
 
@@ -192,6 +257,8 @@ impl Tables for Kernel {
             let l = mpt_bpf::pinned::NsLock::take(&mpt_bpf::ila::state::SUITE, c)
                 .map_err(|e| Failure::bpf("lock the ILA tables", e))?;
             self.lock = Some(l);
+            // read before the lock, the routes may have changed since
+            self.fib = None;
         }
         Ok(())
     }
@@ -247,6 +314,21 @@ impl Tables for Kernel {
 
     fn routes(&mut self) -> Result<Vec<Counted<RouteEntry>>, Failure> {
         Ok(self.ila_routes()?.into_iter().map(|r| (r, None)).collect())
+    }
+
+    /// From the kept view (one dump per invocation), as [`plan::find_route`] finds it in a
+    /// dump: the first of the prefix in `table`, or in any table.
+    fn route_of(
+        &mut self,
+        dst: Ipv6Net,
+        table: Option<u32>,
+    ) -> Result<Option<RouteEntry>, Failure> {
+        if self.fib.is_none() {
+            self.ila_routes()?;
+        }
+        Ok(self.fib.as_ref().and_then(|f| {
+            mpt_model::ila::plan::find_route(f.get(&dst).into_iter().flatten().copied(), dst, table)
+        }))
     }
 
     fn prepare_routes(&mut self, _create: bool) -> Result<bool, Failure> {

@@ -114,6 +114,19 @@ pub fn run(s: &mut Session, c: &RouteCmd) -> Result<Output, Failure> {
     }
 }
 
+/// Whether this invocation asked already whether the translator's egress program is on
+/// `ifindex` (the note is said once per invocation: a batch's other routes through the device
+/// need not ask the kernel again, a link dump and three program queries a line). Marks it.
+fn egress_asked(ifindex: u32) -> bool {
+    static NOTED: std::sync::Mutex<Vec<u32>> = std::sync::Mutex::new(Vec::new());
+    let mut noted = NOTED.lock().unwrap_or_else(|e| e.into_inner());
+    if noted.contains(&ifindex) {
+        return true;
+    }
+    noted.push(ifindex);
+    false
+}
+
 /// `route add|replace` of `entry`.
 fn put(s: &mut Session, mode: Mode, entry: &RouteEntry, what: &str) -> Result<Output, Failure> {
     let check = s.opts.check;
@@ -135,6 +148,7 @@ fn put(s: &mut Session, mode: Mode, entry: &RouteEntry, what: &str) -> Result<Ou
     if kind == Kind::Bpf
         && !check
         && entry.spec.hook_type == HookType::Output
+        && !egress_asked(shown.ifindex)
         && !crate::backend::bpf::Bpf::egress_on(shown.ifindex)
     {
         note(&format!(
