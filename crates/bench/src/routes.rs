@@ -631,7 +631,7 @@ fn linearity(count: u32, mproute: &Path, fresh: &[(Tool, Vec<f64>)], no_ip: bool
         std::fs::write(&ipf, ip).with_context(|| format!("write {}", ipf.display()))?;
         parts.push((mf, ipf));
     }
-    let mut tens = vec![f64::NAN; 2];
+    let mut tens = [f64::NAN; 2];
     for (i, tool) in [Tool::IpBatch, Tool::Mproute].into_iter().enumerate() {
         if no_ip && tool == Tool::IpBatch {
             continue;

@@ -420,7 +420,7 @@ mod tests {
         let cases: Vec<(Vec<&str>, Vec<Vec<String>>)> = vec![
             (
                 vec!["ACTION", "DST", "TABLE", "METRIC", "REASON"],
-                vec![
+                [
                     [
                         "deleted",
                         "198.18.0.0/24",
