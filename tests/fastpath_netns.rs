@@ -1890,3 +1890,244 @@ fn flow_cache_governor_and_route_change() {
         "not forwarded again after the blackhole went"
     );
 }
+
+// ---------------------------------------------------------------------------------------------
+// The IPv6 flow cache: answers ended by a route delete, a route add, a rule add.
+
+/// The test's IPv6 destination, owned by h2 (on its loopback): h2 receives what r forwards
+/// to it; what r sends back to h1 (which does not forward) shows in h1's receive counter.
+const D6: Ipv6Addr = Ipv6Addr::new(0x2001, 0xdb8, 0x99, 0, 0, 0, 0, 1);
+
+/// An rtnetlink socket in `ns` (the change it makes takes microseconds, not a process start:
+/// cached answers that were fresh before it are still fresh after it, whatever ends them but
+/// the generation would not have yet).
+fn rtnl_sock(ns: &Netns) -> mpt_netlink::sock::Socket {
+    traffic::in_netns(ns, || {
+        mpt_netlink::sock::Socket::route().expect("rtnetlink socket")
+    })
+}
+
+/// A netlink attribute: length, type, value, padded to 4 bytes.
+fn nla(b: &mut Vec<u8>, ty: u16, v: &[u8]) {
+    b.extend_from_slice(&((4 + v.len()) as u16).to_ne_bytes());
+    b.extend_from_slice(&ty.to_ne_bytes());
+    b.extend_from_slice(v);
+    b.resize(b.len().next_multiple_of(4), 0);
+}
+
+/// `ip -6 route add|del DST/LEN [via GW dev OIF] table TABLE` as one rtnetlink request.
+fn rtnl_route6(
+    s: &mut mpt_netlink::sock::Socket,
+    add: bool,
+    dst: Ipv6Addr,
+    len: u8,
+    via: Option<(Ipv6Addr, u32)>,
+    table: u8,
+) {
+    const RTA_DST: u16 = 1;
+    const RTA_OIF: u16 = 4;
+    const RTA_GATEWAY: u16 = 5;
+    // struct rtmsg: family, dst_len, src_len, tos, table, protocol (boot), scope (universe),
+    // type (unicast), flags
+    let mut p = vec![libc::AF_INET6 as u8, len, 0, 0, table, 3, 0, 1];
+    p.extend_from_slice(&0u32.to_ne_bytes());
+    nla(&mut p, RTA_DST, &dst.octets());
+    if let Some((gw, oif)) = via {
+        nla(&mut p, RTA_GATEWAY, &gw.octets());
+        nla(&mut p, RTA_OIF, &oif.to_ne_bytes());
+    }
+    let (ty, flags) = if add {
+        (
+            24,
+            mpt_netlink::msg::flags::CREATE | mpt_netlink::msg::flags::EXCL,
+        )
+    } else {
+        (25, 0)
+    };
+    let req = mpt_netlink::msg::Request {
+        ty,
+        flags: mpt_netlink::msg::flags::REQUEST | flags,
+        payload: p,
+    };
+    s.request(
+        &req,
+        format!("route {} {dst}/{len}", if add { "add" } else { "del" }),
+    )
+    .expect("IPv6 route change");
+}
+
+/// `ip -6 rule add to DST/LEN table TABLE pref PREF` as one rtnetlink request.
+fn rtnl_rule6_add(s: &mut mpt_netlink::sock::Socket, dst: Ipv6Addr, len: u8, table: u8, pref: u32) {
+    const FRA_DST: u16 = 1;
+    const FRA_PRIORITY: u16 = 6;
+    const FRA_TABLE: u16 = 15;
+    // struct fib_rule_hdr: family, dst_len, src_len, tos, table, res1, res2, action (to table),
+    // flags
+    let mut p = vec![libc::AF_INET6 as u8, len, 0, 0, table, 0, 0, 1];
+    p.extend_from_slice(&0u32.to_ne_bytes());
+    nla(&mut p, FRA_DST, &dst.octets());
+    nla(&mut p, FRA_PRIORITY, &pref.to_ne_bytes());
+    nla(&mut p, FRA_TABLE, &u32::from(table).to_ne_bytes());
+    let req = mpt_netlink::msg::Request {
+        ty: 32, // RTM_NEWRULE
+        flags: mpt_netlink::msg::flags::REQUEST
+            | mpt_netlink::msg::flags::CREATE
+            | mpt_netlink::msg::flags::EXCL,
+        payload: p,
+    };
+    s.request(&req, "rule add").expect("IPv6 rule add");
+}
+
+/// The IPv6 flow cache's slots per CPU holding an answer (a non-zero stamp) for `dst`, read
+/// from the map `mpt_flow_cache6` of the XDP program on `dev` in `ns` (`struct fc6_slot`:
+/// jiffies u64, saddr[16], daddr[16], ...).
+fn cached6(ns: &Netns, dev: &str, dst: Ipv6Addr) -> usize {
+    let link = ns.ip_json(&["link", "show", dev]);
+    let prog = link[0]["xdp"]["prog"]["id"]
+        .as_u64()
+        .unwrap_or_else(|| panic!("no XDP program on {dev}: {link}"));
+    let p = bpftool(&["prog", "show", "id", &prog.to_string()]);
+    let map = p["map_ids"]
+        .as_array()
+        .unwrap_or_else(|| panic!("program {prog}: no maps: {p}"))
+        .iter()
+        .filter_map(Value::as_u64)
+        .find(|id| bpftool(&["map", "show", "id", &id.to_string()])["name"] == "mpt_flow_cache6")
+        .unwrap_or_else(|| panic!("program {prog} has no mpt_flow_cache6: {p}"));
+    let d = bpftool(&["map", "dump", "id", &map.to_string()]);
+    let byte = |v: &Value| {
+        let s = v.as_str().expect("a byte");
+        u8::from_str_radix(s.trim_start_matches("0x"), 16).expect("hex byte")
+    };
+    let want = dst.octets();
+    d.as_array()
+        .unwrap_or_else(|| panic!("mpt_flow_cache6 dump: {d}"))
+        .iter()
+        .flat_map(|e| e["values"].as_array().cloned().unwrap_or_default())
+        .filter(|c| {
+            let b: Vec<u8> = c["value"]
+                .as_array()
+                .expect("value bytes")
+                .iter()
+                .map(byte)
+                .collect();
+            b[..8].iter().any(|x| *x != 0) && b[24..40] == want
+        })
+        .count()
+}
+
+/// Native XDP, IPv6 (complete checksums: forwarded by XDP itself). r has 2001:db8:99::/48 via
+/// h2, which owns 2001:db8:99::1, and the more specific 2001:db8:99::/64 back via h1 (h1 does
+/// not forward: what reaches it shows in its receive counter only). Eight flows go to h1,
+/// their answers cached (6.2+: the cache's map holds them). Then, each made by one rtnetlink
+/// request between a burst that leaves the answers fresh and the next burst: the /64's delete
+/// (the /48 takes over: the count of discarded routes moves, fib6_sernum does not) moves every
+/// flow to h2 at once; the /64 added again moves them back to h1; the /64 deleted again (to
+/// h2) and a rule sending the /64 to a table that routes it via h1 moves them to h1. Answers
+/// live two ticks, the requests take microseconds: only the generation can end the answers in
+/// between. Before 6.2 (no cache) the same holds by lookups.
+#[test]
+fn flow_cache6_route_delete_add_and_rule() {
+    require_root();
+    if refused_here() {
+        return;
+    }
+    let l = Line::new("fc6", true);
+    l.h2.ip_ok(&["-6", "addr", "add", "2001:db8:99::1/128", "dev", "lo"]);
+    let r = &l.r;
+    let via_h1 = "2001:db8:99::/64 via 2001:db8:1::2 dev va";
+    r.ip_ok(&[
+        "-6",
+        "route",
+        "add",
+        "2001:db8:99::/48",
+        "via",
+        "2001:db8:2::2",
+        "dev",
+        "vb",
+    ]);
+    r.ip_ok(&format!("-6 route add {via_h1}"));
+    r.ip_ok(&format!("-6 route add {via_h1} table 100"));
+    l.attach("xdp");
+    let va = r.ip_json(&["link", "show", "va"])[0]["ifindex"]
+        .as_u64()
+        .and_then(|i| u32::try_from(i).ok())
+        .expect("va's ifindex");
+    let h1_rx = || link_packets(&l.h1, "eth0").1;
+    let to = SocketAddr::new(IpAddr::V6(D6), fresh_port());
+    let s2 = udp_listen(&l.h2, to);
+    let sports: Vec<u16> = (30_000..30_008).collect();
+    let n = sports.len();
+    let (c0, rx0) = (counters(r), h1_rx());
+    raw_flows(&l, 0, to, &sports, 64, b"first");
+    std::thread::sleep(Duration::from_millis(200));
+    assert!(
+        h1_rx() - rx0 >= (n * 64) as u64,
+        "flows to the /64: not all reached h1"
+    );
+    let c1 = counters(r);
+    assert!(
+        grew(&c0, &c1, "redirected") >= (n * 64) as u64,
+        "XDP did not forward them itself: counters {c0:?} then {c1:?}"
+    );
+    if kernel_at_least(6, 2) {
+        assert!(
+            cached6(r, "va", D6) >= 1,
+            "no IPv6 answer for the flows in the cache"
+        );
+    }
+    let mut nl = rtnl_sock(r);
+    let fd = traffic::in_netns(&l.h1, || raw_udp_socket(h1_addr(true)));
+    let prefix: Ipv6Addr = "2001:db8:99::".parse().expect("prefix");
+    let gw: Ipv6Addr = "2001:db8:1::2".parse().expect("gateway");
+    // a burst that leaves the answers fresh, the change, a burst after it; to_h2: where the
+    // change sends the flows (from h1, or back to h1)
+    let mut step =
+        |what: &str, to_h2: bool, change: &mut dyn FnMut(&mut mpt_netlink::sock::Socket)| {
+            let send = |payload: &[u8], rounds: usize| {
+                for _ in 0..rounds {
+                    for s in &sports {
+                        raw_send(&fd, h1_addr(true), *s, to, payload);
+                    }
+                }
+            };
+            let rx0 = h1_rx();
+            send(b"fresh", 16);
+            change(&mut nl);
+            send(b"after", 64);
+            let count = |v: &[Vec<u8>], p: &[u8]| v.iter().filter(|d| d.as_slice() == p).count();
+            if to_h2 {
+                let got = recv_datagrams(&s2, n * 64 + 1, Duration::from_secs(3));
+                assert_eq!(
+                (count(&got, b"fresh"), count(&got, b"after")),
+                (0, n * 64),
+                "{what}: (fresh, after) datagrams at h2: after the change not all at h2 at once"
+            );
+                assert!(
+                    h1_rx() - rx0 >= (n * 16) as u64,
+                    "{what}: the fresh burst did not reach h1"
+                );
+            } else {
+                let got = recv_datagrams(&s2, n * 16 + 1, Duration::from_millis(500));
+                assert_eq!(
+                    (count(&got, b"fresh"), count(&got, b"after")),
+                    (n * 16, 0),
+                    "{what}: (fresh, after) datagrams at h2: after the change some still at h2"
+                );
+                assert!(
+                    h1_rx() - rx0 >= (n * 64) as u64,
+                    "{what}: the after burst did not reach h1"
+                );
+            }
+        };
+    step("route delete", true, &mut |nl| {
+        rtnl_route6(nl, false, prefix, 64, None, 254)
+    });
+    step("route add", false, &mut |nl| {
+        rtnl_route6(nl, true, prefix, 64, Some((gw, va)), 254)
+    });
+    r.ip_ok(&["-6", "route", "del", "2001:db8:99::/64", "table", "main"]);
+    step("rule add", false, &mut |nl| {
+        rtnl_rule6_add(nl, prefix, 64, 100, 100)
+    });
+}

@@ -569,6 +569,48 @@ static __always_inline int fib4_gen(const struct pkt *p, __u32 *gen, __u64 *cook
 }
 
 /*
+ * The IPv6 twin of fib4_gen: the namespace's two IPv6 FIB generation words and
+ * its cookie, if the packet's lookups can be trusted by them (the ingress
+ * device has IPv6 forwarding on, which bpf_fib_lookup reads per packet).
+ * IPv6 has no rt_genid: fib6_sernum takes a new value after every route
+ * insert or replace (fib6_add), when the trees are flushed (rules added or
+ * deleted, address events: rt_genid_bump_ipv6), when a link goes up, when a
+ * multipath route loses a member to a link going down, and when a nexthop
+ * object is replaced; but not when a route is deleted, which only increments
+ * rt6_stats->fib_discarded_routes (fib6_del_route, after the route is
+ * unlinked; deletes by link events too). Together they change on every FIB
+ * change that can alter a bpf_fib_lookup answer but these, left to the flow
+ * cache's two ticks: a carrier loss (NETDEV_CHANGE marks the routes linkdown,
+ * which matters with ignore_routes_with_linkdown), a nexthop group losing a
+ * member, a device's MTU change (routes' PMTU), the multipath hash policy.
+ * Both words are read before the lookup. Needs the fields (IPv6 built in).
+ */
+static __always_inline int fib6_gen(const struct pkt *p, __u32 *sernum, __u32 *discarded,
+				    __u64 *cookie)
+{
+	struct net_device *dev = p->dev;
+	struct rt6_statistics *st;
+	struct inet6_dev *in6;
+	struct net *net;
+
+	if (!dev)
+		return 0;
+	net = dev->nd_net.net;
+	if (!net || !bpf_core_field_exists(net->ipv6.rt6_stats))
+		return 0;
+	in6 = dev->ip6_ptr;
+	if (!in6 || !in6->cnf.forwarding)
+		return 0;
+	st = net->ipv6.rt6_stats;
+	if (!st)
+		return 0;
+	*sernum = (__u32)net->ipv6.fib6_sernum.counter;
+	*discarded = st->fib_discarded_routes;
+	*cookie = net->net_cookie;
+	return 1;
+}
+
+/*
  * Router fast path for a destination that is not a managed route: the kernel
  * FIB decides, with the L4 ports filled in so the kernel's own multipath
  * spreads flows (hash policy 1), and with the neighbour resolved. Any answer
@@ -608,8 +650,12 @@ static __always_inline int fast_path(void *ctx, struct pkt *p, struct bpf_fib_lo
 	}
 	rc = bpf_fib_lookup(ctx, fib, sizeof(*fib), 0);
 	if (rc == BPF_FIB_LKUP_RET_SUCCESS) {
-		if (cache)
-			fc_store(q, fib, 0, 0);
+		if (cache) {
+			if (p->family == AF_INET)
+				fc_store(q, fib, 0, 0);
+			else
+				fc6_store(q, fib);
+		}
 		return fib->ifindex;
 	}
 	if (rc == BPF_FIB_LKUP_RET_NO_NEIGH) {
@@ -682,7 +728,43 @@ static __always_inline __u32 csum_gate(struct xdp_md *xdp, struct pkt *p)
 }
 
 /*
- * The flow cache's answer (flow_cache.h), IPv4 only: for the FIB's answer or a
+ * IPv6: the FIB's answers only (a managed IPv6 route's check stays per packet:
+ * its verification is IPv4's). As flow_cache_answer.
+ */
+static __always_inline int flow_cache_answer6(struct pkt *p, struct bpf_fib_lookup *fib,
+					      struct fc_query *q, __u64 *cookie, int *cache, int *ret)
+{
+	struct ipv6hdr *ip6 = p->l3;
+
+	if ((void *)(ip6 + 1) > p->data_end) {
+		*ret = -MPT_R_MALFORMED;
+		return 1;
+	}
+	/* the generation before any lookup */
+	*cache = fib6_gen(p, &q->sernum, &q->discarded, cookie);
+	if (*cache) {
+		__builtin_memcpy(q->saddr6, &ip6->saddr, 16);
+		__builtin_memcpy(q->daddr6, &ip6->daddr, 16);
+		q->flowinfo = *(__be32 *)ip6 & bpf_htonl(0x0FFFFFFF);
+		q->sport_be = p->sport_be;
+		q->dport_be = p->dport_be;
+		q->proto = ip6->nexthdr;
+		q->gov = MPT_FC_GOV_V6;
+		q->need = p->gso ? 0 : p->tot_len;
+		q->iif = p->ingress_ifindex;
+		q->net_lo = (__u32)*cookie;
+		if (fc_admit(q, fc6_set(q)) && fc6_lookup(q, fib)) {
+			p->cached = 1;
+			*ret = fib->ifindex;
+			return 1;
+		}
+	}
+	barrier();
+	return 0;
+}
+
+/*
+ * The flow cache's answer (flow_cache.h), for the FIB's answer or (IPv4) a
  * managed route's kept choice. Reads the generation before any lookup and fills
  * q, *cookie and *cache (1: the packet has a cache key, q, for fast_path and
  * the managed path to store their answers under). Returns 1 when the packet is
@@ -697,7 +779,7 @@ static __always_inline int flow_cache_answer(struct pkt *p, struct bpf_fib_looku
 	struct fc_hit hit;
 
 	if (p->family != AF_INET)
-		return 0;
+		return flow_cache_answer6(p, fib, q, cookie, cache, ret);
 	if ((void *)(ip + 1) > p->data_end) {
 		*ret = -MPT_R_MALFORMED;
 		return 1;
@@ -711,10 +793,11 @@ static __always_inline int flow_cache_answer(struct pkt *p, struct bpf_fib_looku
 		q->dport_be = p->dport_be;
 		q->proto = ip->protocol;
 		q->tos = ip->tos;
+		q->gov = MPT_FC_GOV_V4;
 		q->need = p->gso ? 0 : p->tot_len;
 		q->iif = p->ingress_ifindex;
 		q->net_lo = (__u32)*cookie;
-		if (fc_admit(q) && fc_lookup(q, fib, &hit)) {
+		if (fc_admit(q, fc_set(q)) && fc_lookup(q, fib, &hit)) {
 			if (!hit.stats_slot) {
 				p->cached = 1;
 				*ret = fib->ifindex;
@@ -893,7 +976,8 @@ static __always_inline int managed_path(void *ctx, struct pkt *p, struct mpt_dp_
 	g = bpf_map_lookup_elem(groups, &rt->group);
 	if (!g)
 		return -MPT_R_NO_NEXTHOP;
-	/* cache: IPv4 with the generation read (the only family it covers) */
+	/* cache: the generation read; verified routes and kept choices are IPv4's only */
+	cache = cache && p->family == AF_INET;
 	if (fib4_verified(cache, cookie, q->genid, rt)) {
 		/* a choice the flow alone makes, on a route with a counters slot: kept */
 		keep = cache && rt->stats_slot && q->proto != IPPROTO_ICMP &&

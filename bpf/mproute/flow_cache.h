@@ -85,18 +85,66 @@ struct {
 	__type(value, struct fc_slot);
 } mpt_flow_cache SEC(".maps");
 
-/* What a lookup is asked, and the generation it is answered in. */
-struct fc_query {
-	__be32 saddr;
-	__be32 daddr;
+/*
+ * An IPv6 answer (the FIB's, for a destination that is not a managed route:
+ * managed IPv6 routes keep their per-packet kernel-view check). Slots of their
+ * own (104 bytes), so that IPv4's stay 56. Kept with what bpf_fib_lookup reads
+ * of an IPv6 packet (ingress device, addresses, flow info: traffic class and
+ * flow label, next header, ports) and trusted while both IPv6 generation words
+ * read before its lookup are unchanged (fib6_gen in dp.bpf.c): fib6_sernum and
+ * the count of routes the FIB discarded.
+ */
+struct fc6_slot {
+	__u64 jiffies;    /* when the answer was taken (0: empty or being written) */
+	__be32 saddr[4];
+	__be32 daddr[4];
+	__be32 flowinfo;
 	__be16 sport_be;
 	__be16 dport_be;
 	__u8 proto;
-	__u8 tos;
+	__u8 pad;
+	__u16 ok_len;     /* longest L3 length that passed the MTU check (0: GSO only) */
+	__u32 iif;
+	__u32 net_lo;
+	__u32 sernum;     /* net->ipv6.fib6_sernum before the lookup */
+	__u32 discarded;  /* net->ipv6.rt6_stats->fib_discarded_routes before the lookup */
+	__u32 oif;        /* the answer: egress device, */
+	__be32 nh[4];     /* neighbour (gateway or destination), */
+	__u8 dmac[ETH_ALEN];
+	__u8 smac[ETH_ALEN];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 2 << MPT_FC_SETS_LOG2);
+	__type(key, __u32);
+	__type(value, struct fc6_slot);
+} mpt_flow_cache6 SEC(".maps");
+
+/* What a lookup is asked, and the generation it is answered in. */
+struct fc_query {
+	union {
+		struct { /* IPv4 */
+			__be32 saddr;
+			__be32 daddr;
+			__u32 genid;
+			__u8 tos;
+		};
+		struct { /* IPv6 */
+			__be32 saddr6[4];
+			__be32 daddr6[4];
+			__be32 flowinfo;
+			__u32 sernum;
+			__u32 discarded;
+		};
+	};
+	__be16 sport_be;
+	__be16 dport_be;
+	__u8 proto;
+	__u8 gov;         /* the family's governor: MPT_FC_GOV_V4 or _V6 */
 	__u16 need;       /* L3 length to fit the MTU (0: GSO) */
 	__u32 iif;
 	__u32 net_lo;
-	__u32 genid;
 	__u32 set;        /* the flow's set (fc_set), */
 	__u8 use;         /* and whether the cache is used for it (fc_admit): looked up, stored */
 	__u8 probe;       /* a probe set: its lookups are counted by the governor */
@@ -133,9 +181,13 @@ struct fc_gov {
 #define MPT_FC_WINDOW 1024
 #define MPT_FC_MIN_HIT_PCT 25
 
+/* One governor per family: their slots, flows and hit rates are apart. */
+#define MPT_FC_GOV_V4 0
+#define MPT_FC_GOV_V6 1
+
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
+	__uint(max_entries, 2);
 	__type(key, __u32);
 	__type(value, struct fc_gov);
 } mpt_fc_gov SEC(".maps");
@@ -148,10 +200,9 @@ struct {
  * everything at once crowded 1024 such flows into a few hundred sets for some
  * destinations, twice the misses).
  */
-static __always_inline __u32 fc_set(const struct fc_query *q)
+static __always_inline __u32 fc_hash(__u32 saddr, __u32 daddr, __u32 x, const struct fc_query *q)
 {
-	__u32 h = q->saddr ^ (q->daddr * 0x9E3779B1u) ^ ((__u32)q->proto << 8 | q->tos) ^
-		  (q->iif * 0xC2B2AE35u);
+	__u32 h = saddr ^ (daddr * 0x9E3779B1u) ^ x ^ (q->iif * 0xC2B2AE35u);
 
 	h ^= h >> 16;
 	h *= 0x85EBCA6Bu;
@@ -160,6 +211,19 @@ static __always_inline __u32 fc_set(const struct fc_query *q)
 	h ^= h >> 16;
 	h += (__u32)bpf_ntohs(q->sport_be) * 0x9E3779B1u + (__u32)bpf_ntohs(q->dport_be) * 0x27D4EB2Fu;
 	return (h & ((1u << MPT_FC_SETS_LOG2) - 1)) << 1;
+}
+
+static __always_inline __u32 fc_set(const struct fc_query *q)
+{
+	return fc_hash(q->saddr, q->daddr, (__u32)q->proto << 8 | q->tos, q);
+}
+
+/* IPv6: each address folded to a word, the flow info with the protocol */
+static __always_inline __u32 fc6_set(const struct fc_query *q)
+{
+	return fc_hash(q->saddr6[0] ^ q->saddr6[1] ^ q->saddr6[2] ^ q->saddr6[3],
+		       q->daddr6[0] ^ q->daddr6[1] ^ q->daddr6[2] ^ q->daddr6[3],
+		       ((__u32)q->proto << 8) ^ q->flowinfo, q);
 }
 
 /* The slot holds an answer for q's flow (of any generation). */
@@ -175,6 +239,21 @@ static __always_inline int fc_is(const struct fc_slot *s, const struct fc_query 
 	return fc_flow_is(s, q) && s->genid == q->genid;
 }
 
+/* An answer stamped at stamp (not 0), that fitted ok_len, answers a packet of L3 length need now. */
+static __always_inline int fc_fresh(__u64 stamp, __u16 ok_len, __u16 need)
+{
+	return need <= ok_len && bpf_jiffies64() - stamp <= MPT_FC_TICKS;
+}
+
+/*
+ * Of a set's two slots a and b, the one to write q's answer to: the flow's own
+ * older answer if the set has one, else the older slot. is: the family's
+ * fc_flow_is.
+ */
+#define FC_VICTIM(a, b, q, is)                                                             \
+	((is)(b, q) ? (b) : (is)(a, q) ? (a) :                                               \
+	 MPT_READ_ONCE((b)->jiffies) < MPT_READ_ONCE((a)->jiffies) ? (b) : (a))
+
 /* One slot of the set: a fresh answer to q fills fib and returns 1. */
 static __always_inline int fc_try(__u32 i, const struct fc_query *q, struct bpf_fib_lookup *fib,
 				  struct fc_hit *hit)
@@ -186,7 +265,7 @@ static __always_inline int fc_try(__u32 i, const struct fc_query *q, struct bpf_
 		return 0;
 	stamp = MPT_READ_ONCE(s->jiffies);
 	barrier();
-	if (!stamp || !fc_is(s, q) || q->need > s->ok_len || bpf_jiffies64() - stamp > MPT_FC_TICKS)
+	if (!stamp || !fc_is(s, q) || !fc_fresh(stamp, s->ok_len, q->need))
 		return 0;
 	fib->family = AF_INET;
 	fib->ifindex = s->oif;
@@ -202,14 +281,15 @@ static __always_inline int fc_try(__u32 i, const struct fc_query *q, struct bpf_
 
 /*
  * Whether q's flow uses the cache (q->use: looked up, its answer stored),
- * as the governor says; fills q->set and q->probe. q's key fields first.
+ * as the family's governor (q->gov) says; set: the flow's set (fc_set,
+ * fc6_set). Fills q->set and q->probe. q's key fields first.
  */
-static __always_inline int fc_admit(struct fc_query *q)
+static __always_inline int fc_admit(struct fc_query *q, __u32 set)
 {
-	__u32 zero = 0;
-	struct fc_gov *g = bpf_map_lookup_elem(&mpt_fc_gov, &zero);
+	__u32 key = q->gov;
+	struct fc_gov *g = bpf_map_lookup_elem(&mpt_fc_gov, &key);
 
-	q->set = fc_set(q);
+	q->set = set;
 	q->probe = ((q->set >> 1) & ((1u << MPT_FC_PROBE_SETS_LOG2) - 1)) == 0;
 	if (g && g->off && (++g->pkts & ((1u << MPT_FC_PROBE_SETS_LOG2) - 1)) == 0)
 		q->probe = 1;
@@ -220,12 +300,12 @@ static __always_inline int fc_admit(struct fc_query *q)
 /* Count a probe set's lookup (hit: it was answered) and decide at the window's end. */
 static __always_inline void fc_govern(const struct fc_query *q, int hit)
 {
-	__u32 zero = 0;
+	__u32 key = q->gov;
 	struct fc_gov *g;
 
 	if (!q->probe)
 		return;
-	g = bpf_map_lookup_elem(&mpt_fc_gov, &zero);
+	g = bpf_map_lookup_elem(&mpt_fc_gov, &key);
 	if (!g)
 		return;
 	g->hits += hit ? 1 : 0;
@@ -264,12 +344,7 @@ static __always_inline void fc_store(const struct fc_query *q, const struct bpf_
 	b = bpf_map_lookup_elem(&mpt_flow_cache, &j);
 	if (!a || !b)
 		return;
-	if (fc_flow_is(b, q))
-		s = b;
-	else if (fc_flow_is(a, q))
-		s = a;
-	else
-		s = MPT_READ_ONCE(b->jiffies) < MPT_READ_ONCE(a->jiffies) ? b : a;
+	s = FC_VICTIM(a, b, q, fc_flow_is);
 	MPT_WRITE_ONCE(s->jiffies, 0);
 	barrier();
 	s->saddr = q->saddr;
@@ -288,6 +363,85 @@ static __always_inline void fc_store(const struct fc_query *q, const struct bpf_
 	__builtin_memcpy(s->smac, fib->smac, ETH_ALEN);
 	s->stats_slot = stats_slot;
 	s->nh_idx = nh_idx;
+	barrier();
+	MPT_WRITE_ONCE(s->jiffies, bpf_jiffies64());
+}
+
+/* IPv6 (fc6_slot): the same, the FIB's answers only. */
+static __always_inline int fc6_flow_is(const struct fc6_slot *s, const struct fc_query *q)
+{
+	return !((s->daddr[0] ^ q->daddr6[0]) | (s->daddr[1] ^ q->daddr6[1]) |
+		 (s->daddr[2] ^ q->daddr6[2]) | (s->daddr[3] ^ q->daddr6[3]) |
+		 (s->saddr[0] ^ q->saddr6[0]) | (s->saddr[1] ^ q->saddr6[1]) |
+		 (s->saddr[2] ^ q->saddr6[2]) | (s->saddr[3] ^ q->saddr6[3]) |
+		 (s->flowinfo ^ q->flowinfo)) &&
+	       s->sport_be == q->sport_be && s->dport_be == q->dport_be && s->proto == q->proto &&
+	       s->iif == q->iif && s->net_lo == q->net_lo;
+}
+
+static __always_inline int fc6_is(const struct fc6_slot *s, const struct fc_query *q)
+{
+	return fc6_flow_is(s, q) && s->sernum == q->sernum && s->discarded == q->discarded;
+}
+
+static __always_inline int fc6_try(__u32 i, const struct fc_query *q, struct bpf_fib_lookup *fib)
+{
+	struct fc6_slot *s = bpf_map_lookup_elem(&mpt_flow_cache6, &i);
+	__u64 stamp;
+
+	if (!s)
+		return 0;
+	stamp = MPT_READ_ONCE(s->jiffies);
+	barrier();
+	if (!stamp || !fc6_is(s, q) || !fc_fresh(stamp, s->ok_len, q->need))
+		return 0;
+	fib->family = AF_INET6;
+	fib->ifindex = s->oif;
+	__builtin_memcpy(fib->ipv6_dst, s->nh, 16);
+	__builtin_memcpy(fib->dmac, s->dmac, ETH_ALEN);
+	__builtin_memcpy(fib->smac, s->smac, ETH_ALEN);
+	barrier();
+	return MPT_READ_ONCE(s->jiffies) == stamp && fc6_is(s, q);
+}
+
+static __always_inline int fc6_lookup(const struct fc_query *q, struct bpf_fib_lookup *fib)
+{
+	__u32 i = q->set & ((2u << MPT_FC_SETS_LOG2) - 2);
+	int r = fc6_try(i, q, fib) || fc6_try(i + 1, q, fib);
+
+	fc_govern(q, r);
+	return r;
+}
+
+static __always_inline void fc6_store(const struct fc_query *q, const struct bpf_fib_lookup *fib)
+{
+	__u32 i = q->set & ((2u << MPT_FC_SETS_LOG2) - 2), j = i + 1;
+	struct fc6_slot *a, *b, *s;
+
+	if (!q->use)
+		return;
+	a = bpf_map_lookup_elem(&mpt_flow_cache6, &i);
+	b = bpf_map_lookup_elem(&mpt_flow_cache6, &j);
+	if (!a || !b)
+		return;
+	s = FC_VICTIM(a, b, q, fc6_flow_is);
+	MPT_WRITE_ONCE(s->jiffies, 0);
+	barrier();
+	__builtin_memcpy(s->saddr, q->saddr6, 16);
+	__builtin_memcpy(s->daddr, q->daddr6, 16);
+	s->flowinfo = q->flowinfo;
+	s->sport_be = q->sport_be;
+	s->dport_be = q->dport_be;
+	s->proto = q->proto;
+	s->ok_len = q->need;
+	s->iif = q->iif;
+	s->net_lo = q->net_lo;
+	s->sernum = q->sernum;
+	s->discarded = q->discarded;
+	s->oif = fib->ifindex;
+	__builtin_memcpy(s->nh, fib->ipv6_dst, 16);
+	__builtin_memcpy(s->dmac, fib->dmac, ETH_ALEN);
+	__builtin_memcpy(s->smac, fib->smac, ETH_ALEN);
 	barrier();
 	MPT_WRITE_ONCE(s->jiffies, bpf_jiffies64());
 }
