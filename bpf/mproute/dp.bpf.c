@@ -675,8 +675,9 @@ static __always_inline int fast_path(void *ctx, struct pkt *p, struct bpf_fib_lo
  * increments it (route insert; replace or delete of a route a lookup matched,
  * which user space makes sure of for rt; rules; addresses; link events). The
  * one input of bpf_fib_lookup it does not cover, the ingress device's
- * forwarding switch, is read as the helper reads it (fib4_gen). IPv6 has no such
- * counter (fib6_sernum ignores deletions): always looked up.
+ * forwarding switch, is read as the helper reads it (fib4_gen). A managed IPv6
+ * route is looked up every time: user space verifies IPv4 routes only (the
+ * IPv6 generation words, fib6_gen, serve the flow cache's unmanaged answers).
  *
  * fib4_armed: mpt_meta holds generation gen of the namespace with this cookie
  * (the state's own: a device moved elsewhere keeps its program) as verified;
@@ -740,20 +741,29 @@ static __always_inline int flow_cache_answer6(struct pkt *p, struct bpf_fib_look
 		*ret = -MPT_R_MALFORMED;
 		return 1;
 	}
+	if (!p->dev)
+		return 0; /* no generation to read (before 6.2) */
+	__builtin_memcpy(q->saddr6, &ip6->saddr, 16);
+	__builtin_memcpy(q->daddr6, &ip6->daddr, 16);
+	q->flowinfo = *(__be32 *)ip6 & bpf_htonl(0x0FFFFFFF);
+	q->sport_be = p->sport_be;
+	q->dport_be = p->dport_be;
+	q->proto = ip6->nexthdr;
+	q->gov = MPT_FC_GOV_V6;
+	q->need = p->gso ? 0 : p->tot_len;
+	q->iif = p->ingress_ifindex;
+	/*
+	 * The governor first (the set needs no generation): while it has the
+	 * cache off for this flow, nothing is looked up or stored, and the
+	 * generation (three dependent loads) is not read.
+	 */
+	if (!fc_admit(q, fc6_set(q)))
+		return 0;
 	/* the generation before any lookup */
 	*cache = fib6_gen(p, &q->sernum, &q->discarded, cookie);
 	if (*cache) {
-		__builtin_memcpy(q->saddr6, &ip6->saddr, 16);
-		__builtin_memcpy(q->daddr6, &ip6->daddr, 16);
-		q->flowinfo = *(__be32 *)ip6 & bpf_htonl(0x0FFFFFFF);
-		q->sport_be = p->sport_be;
-		q->dport_be = p->dport_be;
-		q->proto = ip6->nexthdr;
-		q->gov = MPT_FC_GOV_V6;
-		q->need = p->gso ? 0 : p->tot_len;
-		q->iif = p->ingress_ifindex;
 		q->net_lo = (__u32)*cookie;
-		if (fc_admit(q, fc6_set(q)) && fc6_lookup(q, fib)) {
+		if (fc6_lookup(q, fib)) {
 			p->cached = 1;
 			*ret = fib->ifindex;
 			return 1;

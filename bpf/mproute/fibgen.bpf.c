@@ -7,9 +7,11 @@
  * gives the test packet, and reads the kernel's own counters from .bss:
  * net->ipv4.rt_genid, which every change that can alter an IPv4 FIB answer
  * increments (route insert, replace or delete of a route that was looked
- * up, rule add/del, address and link events), the IPv6 twin fib6_sernum (not
- * bumped by route deletes, hence not used for skipping), and whether the
- * namespace has custom IPv4 rules. The dataplane compares rt_genid with the
+ * up, rule add/del, address and link events), the IPv6 counter fib6_sernum
+ * (not bumped by route deletes: alone it cannot say an answer still holds;
+ * the dataplane's IPv6 flow cache pairs it with the count of discarded
+ * routes, see fib6_gen in dp.bpf.c; user space verifies IPv4 routes only),
+ * and whether the namespace has custom IPv4 rules. The dataplane compares rt_genid with the
  * generation user space verified its routes at (mpt_meta.fib4_gen).
  */
 #include "vmlinux.h"

@@ -1,32 +1,37 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR MIT */
 /*
  * flow_cache.h - the router fast path's per-CPU cache of the kernel FIB's
- * answers for IPv4 flows (destinations that are not managed routes), so that a
- * packet of a flow seen a moment ago takes no bpf_fib_lookup. Included by
+ * answers (destinations that are not managed routes, IPv4 and IPv6), so that
+ * a packet of a flow seen a moment ago takes no bpf_fib_lookup. Included by
  * dp.bpf.c only; private to the loaded object, not state.
  *
- * An answer is kept with what it was asked (ingress device, addresses, TOS,
- * protocol and ports: everything the lookup, rules and the kernel's multipath
- * hash may read) and is trusted while
- *  - the namespace's IPv4 routing generation (net->ipv4.rt_genid), read before
- *    the lookup that filled it, is unchanged: the kernel increments it on every
- *    change that can alter a lookup's answer (a route added, a route a lookup
- *    matched replaced or deleted, rules, addresses, a link going up or down or
- *    changing its MTU, nexthop objects);
+ * An answer is kept with what it was asked (ingress device, addresses, TOS or
+ * IPv6 flow info, protocol and ports: everything the lookup, rules and the
+ * kernel's multipath hash may read) and is trusted while
+ *  - the namespace's routing generation, read before the lookup that filled
+ *    it, is unchanged: for IPv4 net->ipv4.rt_genid, which the kernel
+ *    increments on every change that can alter a lookup's answer (a route
+ *    added, a route a lookup matched replaced or deleted, rules, addresses, a
+ *    link going up or down or changing its MTU, nexthop objects); for IPv6,
+ *    which has no such counter, two words together (fib6_gen in dp.bpf.c):
+ *    net->ipv6.fib6_sernum, renewed on route inserts and replaces, rule and
+ *    address changes, links going up, nexthop replaces, but not on a route's
+ *    delete, and rt6_stats->fib_discarded_routes, which every delete moves;
  *  - the jiffy it was taken in or the next one has not passed (at most 2
  *    ticks, 8 ms at HZ=250), which bounds what the generation does not cover,
  *    as the gateway cache does: a neighbour's new MAC, a learnt path MTU, a
- *    change of the multipath hash policy;
+ *    change of the multipath hash policy; for IPv6 also a carrier loss, a
+ *    nexthop group losing a member and a device's MTU change (fib6_gen);
  *  - the packet is no longer than the longest one that passed the MTU check
  *    with it.
  * Forwarding on the ingress device is read per packet, as bpf_fib_lookup reads
- * it. IPv6 has no such generation (fib6_sernum ignores deletions): looked up
- * every time.
+ * it. IPv4 and IPv6 answers have slots, and governors, of their own.
  *
  * A managed route's choice is kept the same way (its nexthop, that nexthop's
  * gateway lookup, its counters' slot) where it is a function of the flow alone:
  * l3-hash and l4-hash (not resilient: user space moves idle buckets; not the
- * per-packet algorithms), IPv4 not ICMP (an error follows its inner flow), on a
+ * per-packet algorithms), IPv4 only (a managed IPv6 route is checked against
+ * the kernel packet by packet: its verification is IPv4's), not ICMP (an error follows its inner flow), on a
  * route whose FIB check is skipped (verified, see fib4_verified) and has a
  * counters slot. Such an answer is trusted only while mpt_meta holds the
  * generation as verified, so that every mproute command (which clears it
@@ -34,8 +39,9 @@
  * command is seen within the two ticks.
  *
  * Two-way set associative by a hash of the flow, 2048 slots of 56 bytes per
- * CPU (112 KiB); a miss costs the two compares and the store of the new
- * answer over the older one (about 20 ns, cold slots). Many more active flows
+ * CPU (112 KiB) for IPv4, 2048 of 104 bytes (208 KiB) for IPv6; a miss
+ * costs the two compares and the store of the new answer over the older one
+ * (about 20 ns, cold slots). Many more active flows
  * per CPU than slots, or flows that come back less often than every two
  * ticks, make nearly every packet miss (bench forward --flows 32768: 32768
  * flows at 2-3 Mpps come back every 11-16 ms): a larger cache would not hit
