@@ -620,6 +620,7 @@ static __always_inline int fib6_gen(const struct pkt *p, __u32 *sernum, __u32 *d
 static __always_inline int fast_path(void *ctx, struct pkt *p, struct bpf_fib_lookup *fib, int *neigh,
 				     const struct fc_query *q, int cache)
 {
+	struct ipv6hdr *ip6 = p->l3;
 	long rc;
 
 	__builtin_memset(fib, 0, sizeof(*fib));
@@ -639,8 +640,6 @@ static __always_inline int fast_path(void *ctx, struct pkt *p, struct bpf_fib_lo
 		fib->ipv4_src = ip->saddr;
 		fib->ipv4_dst = ip->daddr;
 	} else {
-		struct ipv6hdr *ip6 = p->l3;
-
 		if ((void *)(ip6 + 1) > p->data_end)
 			return -MPT_R_MALFORMED;
 		fib->l4_protocol = ip6->nexthdr;
@@ -653,8 +652,8 @@ static __always_inline int fast_path(void *ctx, struct pkt *p, struct bpf_fib_lo
 		if (cache) {
 			if (p->family == AF_INET)
 				fc_store(q, fib, 0, 0);
-			else
-				fc6_store(q, fib);
+			else if ((void *)(ip6 + 1) <= p->data_end) /* for the verifier */
+				fc6_store(q, ip6, fib);
 		}
 		return fib->ifindex;
 	}
@@ -743,8 +742,6 @@ static __always_inline int flow_cache_answer6(struct pkt *p, struct bpf_fib_look
 	}
 	if (!p->dev)
 		return 0; /* no generation to read (before 6.2) */
-	__builtin_memcpy(q->saddr6, &ip6->saddr, 16);
-	__builtin_memcpy(q->daddr6, &ip6->daddr, 16);
 	q->flowinfo = *(__be32 *)ip6 & bpf_htonl(0x0FFFFFFF);
 	q->sport_be = p->sport_be;
 	q->dport_be = p->dport_be;
@@ -757,13 +754,13 @@ static __always_inline int flow_cache_answer6(struct pkt *p, struct bpf_fib_look
 	 * cache off for this flow, nothing is looked up or stored, and the
 	 * generation (three dependent loads) is not read.
 	 */
-	if (!fc_admit(q, fc6_set(q)))
+	if (!fc_admit(q, fc6_set(q, ip6)))
 		return 0;
 	/* the generation before any lookup */
-	*cache = fib6_gen(p, &q->sernum, &q->discarded, cookie);
+	*cache = fib6_gen(p, &q->genid, &q->discarded, cookie);
 	if (*cache) {
 		q->net_lo = (__u32)*cookie;
-		if (fc6_lookup(q, fib)) {
+		if (fc6_lookup(q, ip6, fib)) {
 			p->cached = 1;
 			*ret = fib->ifindex;
 			return 1;

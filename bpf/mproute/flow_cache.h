@@ -127,34 +127,35 @@ struct {
 	__type(value, struct fc6_slot);
 } mpt_flow_cache6 SEC(".maps");
 
-/* What a lookup is asked, and the generation it is answered in. */
+/*
+ * What a lookup is asked, and the generation it is answered in. An IPv6
+ * packet's addresses are not copied here (the stack is tight): the IPv6
+ * functions read them from the packet's header.
+ */
 struct fc_query {
 	union {
 		struct { /* IPv4 */
 			__be32 saddr;
 			__be32 daddr;
-			__u32 genid;
-			__u8 tos;
 		};
 		struct { /* IPv6 */
-			__be32 saddr6[4];
-			__be32 daddr6[4];
+			__u32 discarded; /* rt6_stats->fib_discarded_routes before the lookup */
 			__be32 flowinfo;
-			__u32 sernum;
-			__u32 discarded;
 		};
 	};
 	__be16 sport_be;
 	__be16 dport_be;
 	__u8 proto;
-	__u8 gov;         /* the family's governor: MPT_FC_GOV_V4 or _V6 */
+	__u8 tos;
 	__u16 need;       /* L3 length to fit the MTU (0: GSO) */
 	__u32 iif;
 	__u32 net_lo;
+	__u32 genid;      /* IPv4: net->ipv4.rt_genid; IPv6: net->ipv6.fib6_sernum */
 	__u32 set;        /* the flow's set (fc_set), */
 	__u8 use;         /* and whether the cache is used for it (fc_admit): looked up, stored */
 	__u8 probe;       /* a probe set: its lookups are counted by the governor */
-	__u16 pad;
+	__u8 gov;         /* the family's governor: MPT_FC_GOV_V4 or _V6 */
+	__u8 pad;
 };
 
 /*
@@ -224,11 +225,12 @@ static __always_inline __u32 fc_set(const struct fc_query *q)
 	return fc_hash(q->saddr, q->daddr, (__u32)q->proto << 8 | q->tos, q);
 }
 
-/* IPv6: each address folded to a word, the flow info with the protocol */
-static __always_inline __u32 fc6_set(const struct fc_query *q)
+/* IPv6 (ip6: the packet's header): each address folded to a word, the flow info with the protocol */
+static __always_inline __u32 fc6_set(const struct fc_query *q, const struct ipv6hdr *ip6)
 {
-	return fc_hash(q->saddr6[0] ^ q->saddr6[1] ^ q->saddr6[2] ^ q->saddr6[3],
-		       q->daddr6[0] ^ q->daddr6[1] ^ q->daddr6[2] ^ q->daddr6[3],
+	const __be32 *a = (const __be32 *)&ip6->saddr, *b = (const __be32 *)&ip6->daddr;
+
+	return fc_hash(a[0] ^ a[1] ^ a[2] ^ a[3], b[0] ^ b[1] ^ b[2] ^ b[3],
 		       ((__u32)q->proto << 8) ^ q->flowinfo, q);
 }
 
@@ -250,15 +252,6 @@ static __always_inline int fc_fresh(__u64 stamp, __u16 ok_len, __u16 need)
 {
 	return need <= ok_len && bpf_jiffies64() - stamp <= MPT_FC_TICKS;
 }
-
-/*
- * Of a set's two slots a and b, the one to write q's answer to: the flow's own
- * older answer if the set has one, else the older slot. is: the family's
- * fc_flow_is.
- */
-#define FC_VICTIM(a, b, q, is)                                                             \
-	((is)(b, q) ? (b) : (is)(a, q) ? (a) :                                               \
-	 MPT_READ_ONCE((b)->jiffies) < MPT_READ_ONCE((a)->jiffies) ? (b) : (a))
 
 /* One slot of the set: a fresh answer to q fills fib and returns 1. */
 static __always_inline int fc_try(__u32 i, const struct fc_query *q, struct bpf_fib_lookup *fib,
@@ -350,7 +343,8 @@ static __always_inline void fc_store(const struct fc_query *q, const struct bpf_
 	b = bpf_map_lookup_elem(&mpt_flow_cache, &j);
 	if (!a || !b)
 		return;
-	s = FC_VICTIM(a, b, q, fc_flow_is);
+	s = fc_flow_is(b, q) ? b : fc_flow_is(a, q) ? a :
+	    MPT_READ_ONCE(b->jiffies) < MPT_READ_ONCE(a->jiffies) ? b : a;
 	MPT_WRITE_ONCE(s->jiffies, 0);
 	barrier();
 	s->saddr = q->saddr;
@@ -373,24 +367,30 @@ static __always_inline void fc_store(const struct fc_query *q, const struct bpf_
 	MPT_WRITE_ONCE(s->jiffies, bpf_jiffies64());
 }
 
-/* IPv6 (fc6_slot): the same, the FIB's answers only. */
-static __always_inline int fc6_flow_is(const struct fc6_slot *s, const struct fc_query *q)
+/*
+ * IPv6 (fc6_slot): the same, the FIB's answers only; ip6 is the packet's
+ * header (bounds checked by the caller), whose addresses are the key's.
+ */
+static __always_inline int fc6_flow_is(const struct fc6_slot *s, const struct fc_query *q,
+				       const struct ipv6hdr *ip6)
 {
-	return !((s->daddr[0] ^ q->daddr6[0]) | (s->daddr[1] ^ q->daddr6[1]) |
-		 (s->daddr[2] ^ q->daddr6[2]) | (s->daddr[3] ^ q->daddr6[3]) |
-		 (s->saddr[0] ^ q->saddr6[0]) | (s->saddr[1] ^ q->saddr6[1]) |
-		 (s->saddr[2] ^ q->saddr6[2]) | (s->saddr[3] ^ q->saddr6[3]) |
-		 (s->flowinfo ^ q->flowinfo)) &&
+	const __be32 *a = (const __be32 *)&ip6->saddr, *b = (const __be32 *)&ip6->daddr;
+
+	return !((s->daddr[0] ^ b[0]) | (s->daddr[1] ^ b[1]) | (s->daddr[2] ^ b[2]) |
+		 (s->daddr[3] ^ b[3]) | (s->saddr[0] ^ a[0]) | (s->saddr[1] ^ a[1]) |
+		 (s->saddr[2] ^ a[2]) | (s->saddr[3] ^ a[3]) | (s->flowinfo ^ q->flowinfo)) &&
 	       s->sport_be == q->sport_be && s->dport_be == q->dport_be && s->proto == q->proto &&
 	       s->iif == q->iif && s->net_lo == q->net_lo;
 }
 
-static __always_inline int fc6_is(const struct fc6_slot *s, const struct fc_query *q)
+static __always_inline int fc6_is(const struct fc6_slot *s, const struct fc_query *q,
+				  const struct ipv6hdr *ip6)
 {
-	return fc6_flow_is(s, q) && s->sernum == q->sernum && s->discarded == q->discarded;
+	return fc6_flow_is(s, q, ip6) && s->sernum == q->genid && s->discarded == q->discarded;
 }
 
-static __always_inline int fc6_try(__u32 i, const struct fc_query *q, struct bpf_fib_lookup *fib)
+static __always_inline int fc6_try(__u32 i, const struct fc_query *q, const struct ipv6hdr *ip6,
+				   struct bpf_fib_lookup *fib)
 {
 	struct fc6_slot *s = bpf_map_lookup_elem(&mpt_flow_cache6, &i);
 	__u64 stamp;
@@ -399,7 +399,7 @@ static __always_inline int fc6_try(__u32 i, const struct fc_query *q, struct bpf
 		return 0;
 	stamp = MPT_READ_ONCE(s->jiffies);
 	barrier();
-	if (!stamp || !fc6_is(s, q) || !fc_fresh(stamp, s->ok_len, q->need))
+	if (!stamp || !fc6_is(s, q, ip6) || !fc_fresh(stamp, s->ok_len, q->need))
 		return 0;
 	fib->family = AF_INET6;
 	fib->ifindex = s->oif;
@@ -407,19 +407,21 @@ static __always_inline int fc6_try(__u32 i, const struct fc_query *q, struct bpf
 	__builtin_memcpy(fib->dmac, s->dmac, ETH_ALEN);
 	__builtin_memcpy(fib->smac, s->smac, ETH_ALEN);
 	barrier();
-	return MPT_READ_ONCE(s->jiffies) == stamp && fc6_is(s, q);
+	return MPT_READ_ONCE(s->jiffies) == stamp && fc6_is(s, q, ip6);
 }
 
-static __always_inline int fc6_lookup(const struct fc_query *q, struct bpf_fib_lookup *fib)
+static __always_inline int fc6_lookup(const struct fc_query *q, const struct ipv6hdr *ip6,
+				      struct bpf_fib_lookup *fib)
 {
 	__u32 i = q->set & ((2u << MPT_FC_SETS_LOG2) - 2);
-	int r = fc6_try(i, q, fib) || fc6_try(i + 1, q, fib);
+	int r = fc6_try(i, q, ip6, fib) || fc6_try(i + 1, q, ip6, fib);
 
 	fc_govern(q, r);
 	return r;
 }
 
-static __always_inline void fc6_store(const struct fc_query *q, const struct bpf_fib_lookup *fib)
+static __always_inline void fc6_store(const struct fc_query *q, const struct ipv6hdr *ip6,
+				      const struct bpf_fib_lookup *fib)
 {
 	__u32 i = q->set & ((2u << MPT_FC_SETS_LOG2) - 2), j = i + 1;
 	struct fc6_slot *a, *b, *s;
@@ -430,11 +432,13 @@ static __always_inline void fc6_store(const struct fc_query *q, const struct bpf
 	b = bpf_map_lookup_elem(&mpt_flow_cache6, &j);
 	if (!a || !b)
 		return;
-	s = FC_VICTIM(a, b, q, fc6_flow_is);
+	s = fc6_flow_is(b, q, ip6) ? b :
+	    fc6_flow_is(a, q, ip6) ? a :
+	    MPT_READ_ONCE(b->jiffies) < MPT_READ_ONCE(a->jiffies) ? b : a;
 	MPT_WRITE_ONCE(s->jiffies, 0);
 	barrier();
-	__builtin_memcpy(s->saddr, q->saddr6, 16);
-	__builtin_memcpy(s->daddr, q->daddr6, 16);
+	__builtin_memcpy(s->saddr, &ip6->saddr, 16);
+	__builtin_memcpy(s->daddr, &ip6->daddr, 16);
 	s->flowinfo = q->flowinfo;
 	s->sport_be = q->sport_be;
 	s->dport_be = q->dport_be;
@@ -442,7 +446,7 @@ static __always_inline void fc6_store(const struct fc_query *q, const struct bpf
 	s->ok_len = q->need;
 	s->iif = q->iif;
 	s->net_lo = q->net_lo;
-	s->sernum = q->sernum;
+	s->sernum = q->genid;
 	s->discarded = q->discarded;
 	s->oif = fib->ifindex;
 	__builtin_memcpy(s->nh, fib->ipv6_dst, 16);
