@@ -1746,9 +1746,9 @@ fn bpftool(args: &[&str]) -> Value {
     mpt_testkit::bpftool_json(args)
 }
 
-/// The flow cache governor's `off` per CPU (`struct fc_gov`: probes, hits, off, pkts; u32s),
-/// read from the map of that name of the XDP program on `dev` in `ns`.
-fn governor_off(ns: &Netns, dev: &str) -> Vec<u32> {
+/// The per-CPU values of the map called `name` of the XDP program on `dev` in `ns`, as bytes:
+/// one list of CPUs' values per entry (`bpftool map dump`).
+fn xdp_map_values(ns: &Netns, dev: &str, name: &str) -> Vec<Vec<Vec<u8>>> {
     let link = ns.ip_json(&["link", "show", dev]);
     let prog = link[0]["xdp"]["prog"]["id"]
         .as_u64()
@@ -1759,26 +1759,43 @@ fn governor_off(ns: &Netns, dev: &str) -> Vec<u32> {
         .unwrap_or_else(|| panic!("program {prog}: no maps: {p}"))
         .iter()
         .filter_map(Value::as_u64)
-        .find(|id| bpftool(&["map", "show", "id", &id.to_string()])["name"] == "mpt_fc_gov")
-        .unwrap_or_else(|| panic!("program {prog} has no mpt_fc_gov: {p}"));
+        .find(|id| bpftool(&["map", "show", "id", &id.to_string()])["name"] == name)
+        .unwrap_or_else(|| panic!("program {prog} has no {name}: {p}"));
     let d = bpftool(&["map", "dump", "id", &map.to_string()]);
     let byte = |v: &Value| {
         let s = v.as_str().expect("a byte");
         u8::from_str_radix(s.trim_start_matches("0x"), 16).expect("hex byte")
     };
-    d[0]["values"]
-        .as_array()
-        .unwrap_or_else(|| panic!("mpt_fc_gov dump: {d}"))
+    d.as_array()
+        .unwrap_or_else(|| panic!("{name} dump: {d}"))
         .iter()
-        .map(|c| {
-            let b: Vec<u8> = c["value"]
+        .map(|e| {
+            e["values"]
                 .as_array()
-                .expect("value bytes")
+                .cloned()
+                .unwrap_or_default()
                 .iter()
-                .map(byte)
-                .collect();
-            u32::from_ne_bytes([b[8], b[9], b[10], b[11]])
+                .map(|c| {
+                    c["value"]
+                        .as_array()
+                        .expect("value bytes")
+                        .iter()
+                        .map(byte)
+                        .collect()
+                })
+                .collect()
         })
+        .collect()
+}
+
+/// The flow cache governor's `off` per CPU (`struct fc_gov`: probes, hits, off, pkts; u32s) of
+/// IPv4 (its first entry), read from the map of that name of the XDP program on `dev` in `ns`.
+fn governor_off(ns: &Netns, dev: &str) -> Vec<u32> {
+    xdp_map_values(ns, dev, "mpt_fc_gov")
+        .first()
+        .expect("mpt_fc_gov's first entry")
+        .iter()
+        .map(|b| u32::from_ne_bytes([b[8], b[9], b[10], b[11]]))
         .collect()
 }
 
@@ -1982,37 +1999,11 @@ fn rtnl_rule6_add(s: &mut mpt_netlink::sock::Socket, dst: Ipv6Addr, len: u8, tab
 /// from the map `mpt_flow_cache6` of the XDP program on `dev` in `ns` (`struct fc6_slot`:
 /// jiffies u64, saddr[16], daddr[16], ...).
 fn cached6(ns: &Netns, dev: &str, dst: Ipv6Addr) -> usize {
-    let link = ns.ip_json(&["link", "show", dev]);
-    let prog = link[0]["xdp"]["prog"]["id"]
-        .as_u64()
-        .unwrap_or_else(|| panic!("no XDP program on {dev}: {link}"));
-    let p = bpftool(&["prog", "show", "id", &prog.to_string()]);
-    let map = p["map_ids"]
-        .as_array()
-        .unwrap_or_else(|| panic!("program {prog}: no maps: {p}"))
-        .iter()
-        .filter_map(Value::as_u64)
-        .find(|id| bpftool(&["map", "show", "id", &id.to_string()])["name"] == "mpt_flow_cache6")
-        .unwrap_or_else(|| panic!("program {prog} has no mpt_flow_cache6: {p}"));
-    let d = bpftool(&["map", "dump", "id", &map.to_string()]);
-    let byte = |v: &Value| {
-        let s = v.as_str().expect("a byte");
-        u8::from_str_radix(s.trim_start_matches("0x"), 16).expect("hex byte")
-    };
     let want = dst.octets();
-    d.as_array()
-        .unwrap_or_else(|| panic!("mpt_flow_cache6 dump: {d}"))
+    xdp_map_values(ns, dev, "mpt_flow_cache6")
         .iter()
-        .flat_map(|e| e["values"].as_array().cloned().unwrap_or_default())
-        .filter(|c| {
-            let b: Vec<u8> = c["value"]
-                .as_array()
-                .expect("value bytes")
-                .iter()
-                .map(byte)
-                .collect();
-            b[..8].iter().any(|x| *x != 0) && b[24..40] == want
-        })
+        .flatten()
+        .filter(|b| b[..8].iter().any(|x| *x != 0) && b[24..40] == want)
         .count()
 }
 
