@@ -7,14 +7,14 @@
 use mpt_testkit::Netns;
 
 /// Routes of the batch.
-pub const ROUTES: usize = 300;
+const ROUTES: usize = 300;
 
 /// Run the batch in `ns` (a veth `va` with 2001:db8:5::2/64, made here) with `ila --backend
 /// BACKEND`: 300 adds, a replace of the 5th to another locator and a delete of the 7th, so
-/// that the view kept between lines must follow the invocation's own writes. Returns the
-/// number of route dumps (RTM_GETROUTE with NLM_F_DUMP) ila sent; asserts that `route show`
-/// lists what the kernel holds, each route through `va`.
-pub fn run(ila: &str, backend: &str, ns: &Netns) -> usize {
+/// that the view kept between lines must follow the invocation's own writes. Asserts that
+/// ila sent at most two route dumps (RTM_GETROUTE with NLM_F_DUMP; one a line before) and that
+/// `route show` lists what the kernel holds, each route through `va`.
+pub fn run(ila: &str, backend: &str, ns: &Netns) {
     ns.ip_ok("link add va type veth peer name vb");
     ns.ip_ok("link set va up");
     ns.ip_ok("link set vb up");
@@ -62,6 +62,10 @@ pub fn run(ila: &str, backend: &str, ns: &Netns) -> usize {
                 && (l.contains("NLM_F_DUMP") || l.contains("0x300"))
         })
         .count();
+    assert!(
+        (1..=2).contains(&dumps),
+        "{dumps} route dumps for a batch of {ROUTES} routes"
+    );
     let out = std::process::Command::new(ila)
         .args(["--backend", backend, "-n", ns.name(), "-j", "route", "show"])
         .output()
@@ -108,5 +112,4 @@ pub fn run(ila: &str, backend: &str, ns: &Netns) -> usize {
         Some(ROUTES - 1),
         "the kernel's routes"
     );
-    dumps
 }

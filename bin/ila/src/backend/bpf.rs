@@ -173,25 +173,13 @@ impl Bpf {
         }
     }
 
-    /// ila's FIB route for `dst` as the kernel has it, by one lookup of the entry that matches
-    /// its first address (`ip -6 route get ADDR fibmatch`), not a dump of the whole IPv6 FIB
-    /// per route (a batch of N routes whose device the kernel chose dumped it N times).
-    /// `None` where the entry found is another (a more specific route, another table): then
-    /// only a dump says.
+    /// ila's FIB route for `dst` in `table` as the kernel has it ([`super::fib_match`]), not a
+    /// dump of the whole IPv6 FIB per route (a batch of N routes whose device the kernel chose
+    /// dumped it N times).
     fn fib_entry(&mut self, dst: Ipv6Net, table: u32) -> Option<FibRoute> {
-        let sock = super::rtnl(&mut self.rtnl).ok()?;
-        let answers = sock
-            .transact(
-                &rmsg::get_request(IpAddr::V6(dst.network())),
-                "find the route just written",
-            )
-            .ok()?;
-        let m = answers
-            .first()
-            .and_then(|p| rmsg::decode(p).ok().flatten())?;
-        let f = FibRoute::of(&m);
-        (m.route.protocol == ILA_PROTO && m.route.key.dst == IpNet::V6(dst) && f.table == table)
-            .then_some(f)
+        super::fib_match(&mut self.rtnl, dst, table)
+            .filter(|m| m.route.protocol == ILA_PROTO)
+            .map(|m| FibRoute::of(&m))
     }
 
     /// Remove table entries whose FIB route is gone (a command killed between its two

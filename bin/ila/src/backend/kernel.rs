@@ -15,7 +15,7 @@ use mpt_model::ila::plan::{Mode, Write};
 use mpt_model::ila::{CsumMode, HookType, IdentType, Mapping, RouteSpec};
 use mpt_model::{Verb, ILA_PROTO};
 use mpt_netlink::msg::genl::ila::{self as genl_ila, encap, MappingAttrs};
-use mpt_netlink::msg::rtnl::route::{self as rmsg, rta, LwtEncap};
+use mpt_netlink::msg::rtnl::route::{rta, LwtEncap};
 use mpt_netlink::sock::Socket;
 
 use super::{exists, Counted, Kind, MappingKey, RouteEntry, Tables};
@@ -194,24 +194,10 @@ impl Kernel {
         }
     }
 
-    /// The kernel's ILA route for `r`'s prefix and table, by one lookup of the entry that
-    /// matches its first address (`ip -6 route get ADDR fibmatch`); `None` where that entry is
-    /// another (a more specific route, another table): then only a dump says.
+    /// The kernel's ILA route for `r`'s prefix and table ([`super::fib_match`]).
     fn fib_entry(&mut self, r: &RouteEntry) -> Option<RouteEntry> {
-        let answers = super::rtnl(&mut self.rtnl)
-            .ok()?
-            .transact(
-                &rmsg::get_request(std::net::IpAddr::V6(r.spec.dst.network())),
-                "find the route just written",
-            )
-            .ok()?;
-        let m = answers
-            .first()
-            .and_then(|p| rmsg::decode(p).ok().flatten())?;
-        ila_route(&m)
-            .ok()
-            .flatten()
-            .filter(|e| e.spec.dst == r.spec.dst && e.table == r.table)
+        let m = super::fib_match(&mut self.rtnl, r.spec.dst, r.table)?;
+        ila_route(&m).ok().flatten()
     }
 
     fn route_request(&mut self, verb: Verb, r: &RouteEntry, what: &str) -> Result<(), Failure> {

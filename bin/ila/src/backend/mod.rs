@@ -289,6 +289,24 @@ fn rtnl(slot: &mut Option<Socket>) -> Result<&mut Socket, Failure> {
     filled(slot, || Socket::route().map_err(Failure::from))
 }
 
+/// The FIB entry for `dst` in `table`, as one lookup of its first address finds it (`ip -6
+/// route get ADDR fibmatch`): how a route just written whose device the kernel chose is read
+/// back without a dump. `None` where the entry found is another (a more specific route,
+/// another table): then only a dump says.
+fn fib_match(slot: &mut Option<Socket>, dst: Ipv6Net, table: u32) -> Option<rmsg::RouteMsg> {
+    let answers = rtnl(slot)
+        .ok()?
+        .transact(
+            &rmsg::get_request(IpAddr::V6(dst.network())),
+            "find the route just written",
+        )
+        .ok()?;
+    answers
+        .first()
+        .and_then(|p| rmsg::decode(p).ok().flatten())
+        .filter(|m| m.route.key.dst == IpNet::V6(dst) && m.route.key.table == table)
+}
+
 /// Every IPv6 route of the namespace (every table).
 fn fib_routes(sock: &mut Socket) -> Result<Vec<rmsg::RouteMsg>, Failure> {
     let answers = sock
