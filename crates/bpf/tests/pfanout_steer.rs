@@ -1098,7 +1098,9 @@ fn fanout_group_steers_by_flow() {
             drop(drain(s));
         }
 
-        // UDP flows both ways over IPv4 and IPv6.
+        // UDP flows both ways over IPv4 and IPv6. The clients stay open to the end, so that no
+        // two of them can be given the same ephemeral port (which would make two flows one).
+        let mut clients = Vec::new();
         for host in ["127.0.0.1", "::1"] {
             let server = UdpSocket::bind((host, PORT)).expect("bind the server");
             server
@@ -1113,6 +1115,7 @@ fn fanout_group_steers_by_flow() {
                 c.set_read_timeout(Some(Duration::from_secs(2)))
                     .expect("timeout");
                 c.recv(&mut b).expect("the reply");
+                clients.push(c);
             }
         }
         std::thread::sleep(Duration::from_millis(100));
@@ -1155,7 +1158,7 @@ fn fanout_group_steers_by_flow() {
         }
     }
     // 16 flows, each seen 4 times (ping and pong, leaving and arriving on lo).
-    assert_eq!(flows.len(), 16, "flows seen: {flows:?}");
+    assert_eq!(flows.len(), 16, "flows seen ({frames} frames): {flows:?}");
     assert_eq!(frames, 64, "frames seen");
     assert!(outgoing >= 32, "{outgoing} outgoing copies");
     assert!(flows.values().all(|m| m.len() == 1));
