@@ -1845,6 +1845,10 @@ fn flow_cache_governor_and_route_change() {
         return;
     }
     let l = Line::new("fcg", true);
+    // The ports in the key (multipath hash policy 1: the lookups read them), so that source
+    // ports are flows to the cache; under policy 0 they share one answer
+    // (flow_cache_key_is_what_the_lookup_reads).
+    traffic::sysctl(&l.r, "net.ipv4.fib_multipath_hash_policy", "1");
     l.attach("xdp");
     let cached = kernel_at_least(6, 2);
     let cpu = 0;
@@ -1906,6 +1910,145 @@ fn flow_cache_governor_and_route_change() {
         64,
         "not forwarded again after the blackhole went"
     );
+}
+
+/// The flow cache's slots on CPU `cpu` holding an answer (a non-zero stamp) for `dst`, as
+/// (source port, destination port, port-less), read from the map `mpt_flow_cache` (IPv4:
+/// `struct fc_slot`, daddr at 12, ports at 16 and 18, portless at 59) or `mpt_flow_cache6`
+/// (`struct fc6_slot`: daddr at 24, ports at 44 and 46, portless at 49) of the XDP program on
+/// `dev` in `ns`.
+fn cached_flows(ns: &Netns, dev: &str, cpu: usize, dst: IpAddr) -> Vec<(u16, u16, bool)> {
+    let (map, daddr, ports, portless) = match dst {
+        IpAddr::V4(_) => ("mpt_flow_cache", 12, 16, 59),
+        IpAddr::V6(_) => ("mpt_flow_cache6", 24, 44, 49),
+    };
+    let want = match dst {
+        IpAddr::V4(a) => a.octets().to_vec(),
+        IpAddr::V6(a) => a.octets().to_vec(),
+    };
+    xdp_map_values(ns, dev, map)
+        .iter()
+        .filter_map(|cpus| cpus.get(cpu))
+        .filter(|b| b[..8].iter().any(|x| *x != 0) && b[daddr..daddr + want.len()] == want[..])
+        .map(|b| {
+            (
+                u16::from_be_bytes([b[ports], b[ports + 1]]),
+                u16::from_be_bytes([b[ports + 2], b[ports + 3]]),
+                b[portless] != 0,
+            )
+        })
+        .collect()
+}
+
+/// Native XDP (complete checksums: forwarded by XDP itself), IPv4 then IPv6: the flow cache
+/// keeps an answer under what the kernel's lookup reads. With a namespace's defaults (no rules
+/// of its own, multipath hash policy 0: addresses only) the lookup reads no ports, so eight
+/// flows from h1 to h2 share one answer on the sending CPU (one slot, port-less: 6.2+, where
+/// the cache is). Then a blackhole for h2 in table 100 and a rule sending UDP from one of the
+/// eight source ports there: in the burst right after it, while the shared answer would still
+/// be fresh, that port's datagrams all stop and the seven others all arrive (h2's socket), and
+/// the answers are kept per flow again. Before 6.2 (no cache) the same holds by lookups.
+#[test]
+fn flow_cache_key_is_what_the_lookup_reads() {
+    require_root();
+    if refused_here() {
+        return;
+    }
+    let l = Line::new("fck", true);
+    l.attach("xdp");
+    let cached = kernel_at_least(6, 2);
+    let cpu = 0;
+    for v6 in [false, true] {
+        let f = fam(v6);
+        let dst = h2_addr(v6);
+        let to = SocketAddr::new(dst, fresh_port());
+        let sock = udp_listen(&l.h2, to);
+        let sports: Vec<u16> = (21_000..21_008).collect();
+        let ruled = sports[3];
+        raw_flows(&l, cpu, to, &sports, 8, b"warm");
+        let got = recv_datagrams(&sock, 64, Duration::from_secs(3));
+        assert_eq!(
+            got.len(),
+            64,
+            "{f}: 8 flows x 8 datagrams, h2 received {}",
+            got.len()
+        );
+        if cached {
+            let slots = cached_flows(&l.r, "va", cpu, dst);
+            assert_eq!(
+                slots,
+                vec![(0, 0, true)],
+                "{f}: with the lookups reading no ports, one answer (port-less) for the 8 flows"
+            );
+        }
+        let v = if v6 { "-6" } else { "-4" };
+        let host = if v6 {
+            format!("{dst}/128")
+        } else {
+            format!("{dst}/32")
+        };
+        l.r.ip_ok(&[v, "route", "add", "blackhole", &host, "table", "100"]);
+        l.r.ip_ok(&[
+            v,
+            "rule",
+            "add",
+            "ipproto",
+            "udp",
+            "sport",
+            &ruled.to_string(),
+            "lookup",
+            "100",
+            "pref",
+            "100",
+        ]);
+        // per port payloads, the ports interleaved, right after the rule
+        traffic::in_netns(&l.h1, || {
+            let mut set = nix::sched::CpuSet::new();
+            set.set(cpu).expect("CPU set");
+            nix::sched::sched_setaffinity(nix::unistd::Pid::from_raw(0), &set).expect("pin");
+            let fd = raw_udp_socket(h1_addr(v6));
+            for _ in 0..16 {
+                for s in &sports {
+                    raw_send(&fd, h1_addr(v6), *s, to, s.to_string().as_bytes());
+                }
+            }
+        });
+        let got = recv_datagrams(&sock, 7 * 16 + 1, Duration::from_secs(2));
+        let per_port: BTreeMap<u16, usize> = sports
+            .iter()
+            .map(|s| {
+                let p = s.to_string();
+                (
+                    *s,
+                    got.iter().filter(|d| d.as_slice() == p.as_bytes()).count(),
+                )
+            })
+            .collect();
+        let want: BTreeMap<u16, usize> = sports
+            .iter()
+            .map(|s| (*s, if *s == ruled { 0 } else { 16 }))
+            .collect();
+        assert_eq!(
+            per_port, want,
+            "{f}: datagrams at h2 per source port after a rule sent UDP from port {ruled} to \
+             a blackhole"
+        );
+        if cached {
+            // (the shared answer's slot may still hold it, of the generation before the rule)
+            let mut slots = cached_flows(&l.r, "va", cpu, dst);
+            slots.retain(|s| !s.2);
+            slots.sort_unstable();
+            let want: Vec<(u16, u16, bool)> = sports
+                .iter()
+                .filter(|s| **s != ruled)
+                .map(|s| (*s, to.port(), false))
+                .collect();
+            assert_eq!(
+                slots, want,
+                "{f}: with a rule by port, the answers kept per flow (the blackhole's not)"
+            );
+        }
+    }
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -543,13 +543,50 @@ static __always_inline int rewrite(struct pkt *p, struct bpf_fib_lookup *f)
 }
 
 /*
+ * Whether the namespace's IPv4 FIB lookups read no L4 ports (the flow cache's
+ * port-less key, fc_query.portless): it has no rules of its own (a rule may
+ * select by ipproto, sport and dport; without custom rules fib_lookup goes
+ * straight to the main table) and its multipath hash policy hashes addresses
+ * only: 0, or 2, which hashes as 0 a lookup without an skb, as
+ * bpf_fib_lookup's (fib_multipath_hash). Policies 1 (L4) and 3 (custom fields)
+ * may hash ports. Read with the generation, before the lookup: a rule added
+ * since moves rt_genid; a policy change moves nothing, but a packet that reads
+ * the new policy asks with the other key, so it is not answered from the old.
+ */
+static __always_inline __u8 fib4_ports_unread(struct net *net)
+{
+	__u8 policy = 0;
+
+	if (bpf_core_field_exists(net->ipv4.fib_has_custom_rules) &&
+	    net->ipv4.fib_has_custom_rules)
+		return 0;
+	if (bpf_core_field_exists(net->ipv4.sysctl_fib_multipath_hash_policy))
+		policy = net->ipv4.sysctl_fib_multipath_hash_policy;
+	return policy == 0 || policy == 2;
+}
+
+/* IPv6: the same (fib6_lookup, rt6_multipath_hash: policy 0 hashes addresses, flow label and next header). */
+static __always_inline __u8 fib6_ports_unread(struct net *net)
+{
+	__u8 policy = 0;
+
+	if (bpf_core_field_exists(net->ipv6.fib6_has_custom_rules) &&
+	    net->ipv6.fib6_has_custom_rules)
+		return 0;
+	if (bpf_core_field_exists(net->ipv6.sysctl.multipath_hash_policy))
+		policy = net->ipv6.sysctl.multipath_hash_policy;
+	return policy == 0 || policy == 2;
+}
+
+/*
  * The kernel's IPv4 routing generation (net->ipv4.rt_genid) and namespace
  * cookie for this packet's lookups, if they can be trusted by generation:
  * returns 0 where the ingress device is unknown or has forwarding off (the
  * one input of bpf_fib_lookup the generation does not cover, read here as the
- * helper reads it).
+ * helper reads it). *portless: fib4_ports_unread.
  */
-static __always_inline int fib4_gen(const struct pkt *p, __u32 *gen, __u64 *cookie)
+static __always_inline int fib4_gen(const struct pkt *p, __u32 *gen, __u64 *cookie,
+				    __u8 *portless)
 {
 	struct net_device *dev = p->dev;
 	struct in_device *in;
@@ -565,6 +602,7 @@ static __always_inline int fib4_gen(const struct pkt *p, __u32 *gen, __u64 *cook
 		return 0;
 	*gen = (__u32)net->ipv4.rt_genid.counter;
 	*cookie = net->net_cookie;
+	*portless = fib4_ports_unread(net);
 	return 1;
 }
 
@@ -740,11 +778,12 @@ static __always_inline int flow_cache_answer6(struct pkt *p, struct bpf_fib_look
 		*ret = -MPT_R_MALFORMED;
 		return 1;
 	}
-	if (!p->dev)
+	if (!p->dev || !p->dev->nd_net.net)
 		return 0; /* no generation to read (before 6.2) */
+	q->portless = fib6_ports_unread(p->dev->nd_net.net);
 	q->flowinfo = *(__be32 *)ip6 & bpf_htonl(0x0FFFFFFF);
-	q->sport_be = p->sport_be;
-	q->dport_be = p->dport_be;
+	q->sport_be = q->portless ? 0 : p->sport_be;
+	q->dport_be = q->portless ? 0 : p->dport_be;
 	q->proto = ip6->nexthdr;
 	q->gov = MPT_FC_GOV_V6;
 	q->need = p->gso ? 0 : p->tot_len;
@@ -771,6 +810,34 @@ static __always_inline int flow_cache_answer6(struct pkt *p, struct bpf_fib_look
 }
 
 /*
+ * IPv4: the cached answer to q (filled), if the governor lets the flow use the
+ * cache: the FIB's, or a managed route's kept choice while the generation it
+ * was verified at holds. As flow_cache_answer.
+ */
+static __always_inline int fc4_answer(struct pkt *p, struct bpf_fib_lookup *fib, int *nh_out,
+				      struct fc_query *q, __u64 cookie, int *ret)
+{
+	struct fc_hit hit;
+
+	if (!fc_admit(q, fc_set(q)) || !fc_lookup(q, fib, &hit))
+		return 0;
+	if (!hit.stats_slot) {
+		p->cached = 1;
+		*ret = fib->ifindex;
+		return 1;
+	}
+	if (fib4_armed(cookie, q->genid)) {
+		p->cached = 1;
+		*nh_out = hit.nh_idx;
+		p->hit_slot = hit.stats_slot;
+		fib->family = AF_INET;
+		*ret = fib->ifindex;
+		return 1;
+	}
+	return 0;
+}
+
+/*
  * The flow cache's answer (flow_cache.h), for the FIB's answer or (IPv4) a
  * managed route's kept choice. Reads the generation before any lookup and fills
  * q, *cookie and *cache (1: the packet has a cache key, q, for fast_path and
@@ -783,7 +850,6 @@ static __always_inline int flow_cache_answer(struct pkt *p, struct bpf_fib_looku
 					     struct fc_query *q, __u64 *cookie, int *cache, int *ret)
 {
 	struct iphdr *ip = p->l3;
-	struct fc_hit hit;
 
 	if (p->family != AF_INET)
 		return flow_cache_answer6(p, fib, q, cookie, cache, ret);
@@ -792,33 +858,20 @@ static __always_inline int flow_cache_answer(struct pkt *p, struct bpf_fib_looku
 		return 1;
 	}
 	/* the generation before any lookup */
-	*cache = fib4_gen(p, &q->genid, cookie);
+	*cache = fib4_gen(p, &q->genid, cookie, &q->portless);
 	if (*cache) {
 		q->saddr = ip->saddr;
 		q->daddr = ip->daddr;
-		q->sport_be = p->sport_be;
-		q->dport_be = p->dport_be;
+		q->sport_be = q->portless ? 0 : p->sport_be;
+		q->dport_be = q->portless ? 0 : p->dport_be;
 		q->proto = ip->protocol;
 		q->tos = ip->tos;
 		q->gov = MPT_FC_GOV_V4;
 		q->need = p->gso ? 0 : p->tot_len;
 		q->iif = p->ingress_ifindex;
 		q->net_lo = (__u32)*cookie;
-		if (fc_admit(q, fc_set(q)) && fc_lookup(q, fib, &hit)) {
-			if (!hit.stats_slot) {
-				p->cached = 1;
-				*ret = fib->ifindex;
-				return 1;
-			}
-			if (fib4_armed(*cookie, q->genid)) {
-				p->cached = 1;
-				*nh_out = hit.nh_idx;
-				p->hit_slot = hit.stats_slot;
-				fib->family = AF_INET;
-				*ret = fib->ifindex;
-				return 1;
-			}
-		}
+		if (fc4_answer(p, fib, nh_out, q, *cookie, ret))
+			return 1;
 	}
 	barrier();
 	return 0;
@@ -1042,6 +1095,14 @@ static __always_inline int decide(void *ctx, struct xdp_md *xdp, struct pkt *p,
 	if (!rt)
 		return mpt_fastpath ? fast_path(ctx, p, fib, neigh, &q, cache) : -MPT_R_NO_ROUTE;
 	*rt_out = rt;
+	if (cache && q.portless && p->family == AF_INET && rt->algo == MPT_ALGO_L4_HASH) {
+		/* an l4-hash route's choice is kept under the flow's ports: ask with them */
+		q.portless = 0;
+		q.sport_be = p->sport_be;
+		q.dport_be = p->dport_be;
+		if (fc4_answer(p, fib, nh_out, &q, cookie, &ret))
+			return ret;
+	}
 	return managed_path(ctx, p, rt, fib, nh_out, neigh, &q, cookie, cache);
 }
 

@@ -27,6 +27,20 @@
  * Forwarding on the ingress device is read per packet, as bpf_fib_lookup reads
  * it. IPv4 and IPv6 answers have slots, and governors, of their own.
  *
+ * The ports are part of the key only where the lookup reads them: the
+ * namespace has rules of its own (a rule may select by ipproto, sport, dport)
+ * or a multipath hash policy that may hash them (1, 3). With neither (the
+ * default: no rules but the three built in, policy 0) the FIB's answer is one
+ * for all the flows between two addresses (with one TOS or flow label, one
+ * protocol and ingress device), and is kept once for them, port-less
+ * (fc_query.portless; fib4_ports_unread in dp.bpf.c reads both, per packet,
+ * before the lookup): a host pair's thousands of connections take one slot and
+ * hit it, where each flow would have missed its own. A rule added moves the
+ * generation; a policy changed makes the next packet ask with the other key.
+ * A managed l3-hash choice is port-less too (it hashes addresses); an l4-hash
+ * route's choice is kept and asked for under the flow's ports (decide).
+ 
+ *
  * A managed route's choice is kept the same way (its nexthop, that nexthop's
  * gateway lookup, its counters' slot) where it is a function of the flow alone:
  * l3-hash and l4-hash (not resilient: user space moves idle buckets; not the
@@ -38,13 +52,14 @@
  * before it writes the maps) ends it; what user space writes without a
  * command is seen within the two ticks.
  *
- * Two-way set associative by a hash of the flow, 2048 slots of 56 bytes per
- * CPU (112 KiB) for IPv4, 2048 of 104 bytes (208 KiB) for IPv6; a miss
+ * Two-way set associative by a hash of the flow, 2048 slots of 64 bytes per
+ * CPU (128 KiB) for IPv4, 2048 of 104 bytes (208 KiB) for IPv6; a miss
  * costs the two compares and the store of the new answer over the older one
- * (about 20 ns, cold slots). Many more active flows
- * per CPU than slots, or flows that come back less often than every two
- * ticks, make nearly every packet miss (bench forward --flows 32768: 32768
- * flows at 2-3 Mpps come back every 11-16 ms): a larger cache would not hit
+ * (about 20 ns, cold slots). Many more active keys
+ * per CPU than slots, or keys that come back less often than every two
+ * ticks, make nearly every packet miss (bench forward --flows 32768 with the
+ * ports in the key, policy 1: 32768 flows at 2-3 Mpps come back every 11-16
+ * ms; many host pairs do the same whatever the policy): a larger cache would not hit
  * either, the answers' two ticks end them first. So a governor (fc_gov below)
  * leaves the cache to probe sets while their hit rate is low: at 32768 flows
  * the program's run time went from 221 to 202 ns a packet, at 1024 flows it
@@ -72,7 +87,7 @@ struct fc_slot {
 	__u8 smac[ETH_ALEN];
 	__u16 stats_slot; /* a managed route's answer: its counters' slot (0: the FIB's answer), */
 	__u8 nh_idx;      /* and the nexthop it chose */
-	__u8 pad;
+	__u8 portless;    /* kept for every port of the flow's addresses (ports 0: fc_query) */
 };
 
 /* What a hit was: the FIB's answer (stats_slot 0) or a managed route's choice. */
@@ -108,7 +123,7 @@ struct fc6_slot {
 	__be16 sport_be;
 	__be16 dport_be;
 	__u8 proto;
-	__u8 pad;
+	__u8 portless;    /* kept for every port (ports 0: fc_query) */
 	__u16 ok_len;     /* longest L3 length that passed the MTU check (0: GSO only) */
 	__u32 iif;
 	__u32 net_lo;
@@ -155,7 +170,14 @@ struct fc_query {
 	__u8 use;         /* and whether the cache is used for it (fc_admit): looked up, stored */
 	__u8 probe;       /* a probe set: its lookups are counted by the governor */
 	__u8 gov;         /* the family's governor: MPT_FC_GOV_V4 or _V6 */
-	__u8 pad;
+	/*
+	 * 1: the lookup reads no ports (the namespace has no rules of its own
+	 * and its multipath hash policy hashes addresses only: 0, or 2 without
+	 * an skb), so the answer is kept once for all the flows between two
+	 * addresses: sport_be and dport_be are 0 and the slot says so. A
+	 * managed l4-hash choice is kept under its ports all the same (decide).
+	 */
+	__u8 portless;
 };
 
 /*
@@ -239,7 +261,7 @@ static __always_inline int fc_flow_is(const struct fc_slot *s, const struct fc_q
 {
 	return s->daddr == q->daddr && s->saddr == q->saddr && s->sport_be == q->sport_be &&
 	       s->dport_be == q->dport_be && s->proto == q->proto && s->tos == q->tos &&
-	       s->iif == q->iif && s->net_lo == q->net_lo;
+	       s->portless == q->portless && s->iif == q->iif && s->net_lo == q->net_lo;
 }
 
 static __always_inline int fc_is(const struct fc_slot *s, const struct fc_query *q)
@@ -363,6 +385,7 @@ static __always_inline void fc_store(const struct fc_query *q, const struct bpf_
 	__builtin_memcpy(s->smac, fib->smac, ETH_ALEN);
 	s->stats_slot = stats_slot;
 	s->nh_idx = nh_idx;
+	s->portless = q->portless;
 	barrier();
 	MPT_WRITE_ONCE(s->jiffies, bpf_jiffies64());
 }
@@ -380,7 +403,7 @@ static __always_inline int fc6_flow_is(const struct fc6_slot *s, const struct fc
 		 (s->daddr[3] ^ b[3]) | (s->saddr[0] ^ a[0]) | (s->saddr[1] ^ a[1]) |
 		 (s->saddr[2] ^ a[2]) | (s->saddr[3] ^ a[3]) | (s->flowinfo ^ q->flowinfo)) &&
 	       s->sport_be == q->sport_be && s->dport_be == q->dport_be && s->proto == q->proto &&
-	       s->iif == q->iif && s->net_lo == q->net_lo;
+	       s->portless == q->portless && s->iif == q->iif && s->net_lo == q->net_lo;
 }
 
 static __always_inline int fc6_is(const struct fc6_slot *s, const struct fc_query *q,
@@ -443,6 +466,7 @@ static __always_inline void fc6_store(const struct fc_query *q, const struct ipv
 	s->sport_be = q->sport_be;
 	s->dport_be = q->dport_be;
 	s->proto = q->proto;
+	s->portless = q->portless;
 	s->ok_len = q->need;
 	s->iif = q->iif;
 	s->net_lo = q->net_lo;
