@@ -140,6 +140,11 @@ enum What {
         /// UDP/IPv6 frames (routes and addresses of both families are always set up).
         #[arg(long, conflicts_with = "zero_udp_checksum")]
         ipv6: bool,
+        /// R's multipath hash policy, IPv4 and IPv6 (`fib_multipath_hash_policy`; default:
+        /// the kernel's, 0). 1 makes the kernel's lookups read the ports, so that every flow is
+        /// a key of its own to the flow cache, as flows between distinct hosts are.
+        #[arg(long, value_name = "N", value_parser = clap::value_parser!(u8).range(0..=3))]
+        hash_policy: Option<u8>,
         /// Leave out the TCP throughput part.
         #[arg(long, conflicts_with = "tcp_only")]
         no_tcp: bool,
@@ -198,11 +203,13 @@ fn run(what: What) -> Result<bool> {
             only,
             flows,
             ipv6,
+            hash_policy,
             no_tcp,
             tcp_only,
         } => forward::run(&forward::Opts {
             flows,
             ipv6,
+            hash_policy,
             xdp_forward,
             only,
             seconds,

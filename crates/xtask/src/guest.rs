@@ -91,6 +91,13 @@ pub const GUEST_TESTS: &[GuestTests] = &[
         &["tcp_data::xdp", "udp_forwarding::xdp_generic"],
         ALL,
     ),
+    // the flow cache (6.2+: the ingress device from XDP) keyed by what the kernel's lookup
+    // reads (its rules and multipath hash policy, read from struct net by CO-RE)
+    t(
+        "fastpath_netns",
+        &["flow_cache_key_is_what_the_lookup_reads"],
+        &["6.12"],
+    ),
     t(
         "dataplane_netns",
         &["resilient_routes_move_only_the_flows_of_a_removed_nexthop"],

@@ -166,6 +166,8 @@ pub struct Opts {
     pub flows: u32,
     /// UDP/IPv6 instead of UDP/IPv4.
     pub ipv6: bool,
+    /// R's `fib_multipath_hash_policy` (both families); `None`: the kernel's default.
+    pub hash_policy: Option<u8>,
 }
 
 /// `cargo xtask bench forward [--seconds S] [--runs K] [--threads T] [--zero-udp-checksum]
@@ -213,6 +215,14 @@ fn packet_rate(bin: &Path, o: &Opts) -> Result<bool> {
     } = o;
     install_sigusr1()?;
     let topo = Topology::build()?;
+    if let Some(h) = o.hash_policy {
+        for f in ["ipv4", "ipv6"] {
+            support::sysctl(
+                topo.r.name(),
+                &format!("net.{f}.fib_multipath_hash_policy={h}"),
+            )?;
+        }
+    }
     let managed_dst = if o.ipv6 {
         IpAddr::V6(MANAGED_DST6)
     } else {
@@ -272,10 +282,13 @@ fn packet_rate(bin: &Path, o: &Opts) -> Result<bool> {
         .context("add the managed route")?;
     println!(
         "bench: H1 {} ─ R {} ─ H2 {}; {threads} generator thread(s) in H1, {runs} runs × \
-         {seconds} s per case; managed route {managed} via {via} dev vout",
+         {seconds} s per case; managed route {managed} via {via} dev vout; R's multipath hash \
+         policy {}",
         topo.h1.name(),
         topo.r.name(),
-        topo.h2.name()
+        topo.h2.name(),
+        o.hash_policy
+            .map_or_else(|| "the kernel's default".to_string(), |h| h.to_string())
     );
     let bench = Bench {
         topo: &topo,
