@@ -1055,6 +1055,21 @@ static __always_inline int managed_path(void *ctx, struct pkt *p, struct mpt_dp_
 }
 
 /*
+ * Whether a hash route's choice reads the packet's ports: its recipe hashes
+ * them, or it has none and is l4-hash (whose own recipe does). Such a choice is
+ * kept in the flow cache under the flow's ports, others port-less where the
+ * FIB's answers are (fc_query.portless).
+ */
+static __always_inline int choice_reads_ports(const struct mpt_dp_route *rt)
+{
+	__u16 f = rt->hash_fields;
+
+	if (!f)
+		f = rt->algo == MPT_ALGO_L4_HASH ? MPT_HF_L4 : MPT_HF_L3;
+	return (f & MPT_HF_PORTS) != 0;
+}
+
+/*
  * The decision, common to both hooks. Returns the egress ifindex (> 0) with
  * *fib filled for a redirect, or -(reason) to hand the packet to the stack.
  * *neigh is set when the gateway's neighbour is unresolved (tc can still
@@ -1095,8 +1110,8 @@ static __always_inline int decide(void *ctx, struct xdp_md *xdp, struct pkt *p,
 	if (!rt)
 		return mpt_fastpath ? fast_path(ctx, p, fib, neigh, &q, cache) : -MPT_R_NO_ROUTE;
 	*rt_out = rt;
-	if (cache && q.portless && p->family == AF_INET && rt->algo == MPT_ALGO_L4_HASH) {
-		/* an l4-hash route's choice is kept under the flow's ports: ask with them */
+	if (cache && q.portless && p->family == AF_INET && choice_reads_ports(rt)) {
+		/* a choice that hashes the ports is kept under them: ask with them */
 		q.portless = 0;
 		q.sport_be = p->sport_be;
 		q.dport_be = p->dport_be;
