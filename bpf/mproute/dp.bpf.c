@@ -620,8 +620,8 @@ static __always_inline int fib4_gen(const struct pkt *p, __u32 *gen, __u64 *cook
  * change that can alter a bpf_fib_lookup answer but these, left to the flow
  * cache's two ticks: a carrier loss (NETDEV_CHANGE marks the routes linkdown,
  * which matters with ignore_routes_with_linkdown), a nexthop group losing a
- * member, a device's MTU change (routes' PMTU), the multipath hash policy.
- * Both words are read before the lookup. Needs the fields (IPv6 built in).
+ * member, a device's MTU change (routes' PMTU), a change between multipath
+ * hash policies 1 and 3 (fib6_ports_unread). Both words are read before the lookup. Needs the fields (IPv6 built in).
  */
 static __always_inline int fib6_gen(const struct pkt *p, __u32 *sernum, __u32 *discarded,
 				    __u64 *cookie)

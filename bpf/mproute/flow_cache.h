@@ -20,7 +20,8 @@
  *  - the jiffy it was taken in or the next one has not passed (at most 2
  *    ticks, 8 ms at HZ=250), which bounds what the generation does not cover,
  *    as the gateway cache does: a neighbour's new MAC, a learnt path MTU, a
- *    change of the multipath hash policy; for IPv6 also a carrier loss, a
+ *    change between multipath hash policies 1 and 3 (a change to or from 0
+ *    or 2 changes the key, below); for IPv6 also a carrier loss, a
  *    nexthop group losing a member and a device's MTU change (fib6_gen);
  *  - the packet is no longer than the longest one that passed the MTU check
  *    with it.
