@@ -866,6 +866,7 @@ static __always_inline int flow_cache_answer(struct pkt *p, struct bpf_fib_looku
 		q->dport_be = q->portless ? 0 : p->dport_be;
 		q->proto = ip->protocol;
 		q->tos = ip->tos;
+		q->l4 = p->l4 ? 1 : 0;
 		q->gov = MPT_FC_GOV_V4;
 		q->need = p->gso ? 0 : p->tot_len;
 		q->iif = p->ingress_ifindex;
@@ -1055,10 +1056,11 @@ static __always_inline int managed_path(void *ctx, struct pkt *p, struct mpt_dp_
 }
 
 /*
- * Whether a hash route's choice reads the packet's ports: its recipe hashes
- * them, or it has none and is l4-hash (whose own recipe does). Such a choice is
- * kept in the flow cache under the flow's ports, others port-less where the
- * FIB's answers are (fc_query.portless).
+ * Whether a hash route's choice reads the packet's L4 header: its recipe
+ * hashes the ports or the protocol (both hashed only where the ports were
+ * read: mpt_flow_hash_fields), or it has none and is l4-hash (whose own recipe
+ * does). Such a choice is kept in the flow cache under the flow's ports,
+ * others port-less where the FIB's answers are (fc_query.portless).
  */
 static __always_inline int choice_reads_ports(const struct mpt_dp_route *rt)
 {
@@ -1066,7 +1068,7 @@ static __always_inline int choice_reads_ports(const struct mpt_dp_route *rt)
 
 	if (!f)
 		f = rt->algo == MPT_ALGO_L4_HASH ? MPT_HF_L4 : MPT_HF_L3;
-	return (f & MPT_HF_PORTS) != 0;
+	return (f & (MPT_HF_PORTS | MPT_HF_IP_PROTO)) != 0;
 }
 
 /*
@@ -1112,6 +1114,7 @@ static __always_inline int decide(void *ctx, struct xdp_md *xdp, struct pkt *p,
 	*rt_out = rt;
 	if (cache && q.portless && p->family == AF_INET && choice_reads_ports(rt)) {
 		/* a choice that hashes the ports is kept under them: ask with them */
+		fc_ungovern(&q);
 		q.portless = 0;
 		q.sport_be = p->sport_be;
 		q.dport_be = p->dport_be;

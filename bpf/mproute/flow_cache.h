@@ -89,6 +89,7 @@ struct fc_slot {
 	__u16 stats_slot; /* a managed route's answer: its counters' slot (0: the FIB's answer), */
 	__u8 nh_idx;      /* and the nexthop it chose */
 	__u8 portless;    /* kept for every port of the flow's addresses (ports 0: fc_query) */
+	__u8 l4;          /* the packet's ports were read (not a fragment): a managed choice hashes them */
 };
 
 /* What a hit was: the FIB's answer (stats_slot 0) or a managed route's choice. */
@@ -179,6 +180,12 @@ struct fc_query {
 	 * managed l4-hash choice is kept under its ports all the same (decide).
 	 */
 	__u8 portless;
+	/*
+	 * IPv4: the packet's ports were read (p->l4: not a fragment, an L4
+	 * protocol): a hash route's choice differs for a fragment of the same
+	 * flow (no ports, no protocol word), so they never share a slot.
+	 */
+	__u8 l4;
 };
 
 /*
@@ -262,7 +269,8 @@ static __always_inline int fc_flow_is(const struct fc_slot *s, const struct fc_q
 {
 	return s->daddr == q->daddr && s->saddr == q->saddr && s->sport_be == q->sport_be &&
 	       s->dport_be == q->dport_be && s->proto == q->proto && s->tos == q->tos &&
-	       s->portless == q->portless && s->iif == q->iif && s->net_lo == q->net_lo;
+	       s->portless == q->portless && s->l4 == q->l4 && s->iif == q->iif &&
+	       s->net_lo == q->net_lo;
 }
 
 static __always_inline int fc_is(const struct fc_slot *s, const struct fc_query *q)
@@ -338,6 +346,23 @@ static __always_inline void fc_govern(const struct fc_query *q, int hit)
 	g->hits = 0;
 }
 
+/*
+ * Take back a probe's miss (q asked port-less for a managed route whose choice
+ * is kept under the ports, and is asked again with them): one lookup, counted
+ * once. A window that ended on that miss keeps its decision.
+ */
+static __always_inline void fc_ungovern(const struct fc_query *q)
+{
+	__u32 key = q->gov;
+	struct fc_gov *g;
+
+	if (!q->probe)
+		return;
+	g = bpf_map_lookup_elem(&mpt_fc_gov, &key);
+	if (g && g->probes)
+		g->probes--;
+}
+
 /* A fresh cached answer to q: fills fib (egress ifindex, neighbour, MACs) and returns 1. */
 static __always_inline int fc_lookup(const struct fc_query *q, struct bpf_fib_lookup *fib,
 				     struct fc_hit *hit)
@@ -387,6 +412,7 @@ static __always_inline void fc_store(const struct fc_query *q, const struct bpf_
 	s->stats_slot = stats_slot;
 	s->nh_idx = nh_idx;
 	s->portless = q->portless;
+	s->l4 = q->l4;
 	barrier();
 	MPT_WRITE_ONCE(s->jiffies, bpf_jiffies64());
 }
