@@ -723,13 +723,12 @@ fn tcp_data(mode: &str) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// 3. The kernel's multipath (an unmanaged route), with ports: `ip route get` is the oracle.
+// 3. The kernel's multipath (an unmanaged route), by addresses (policy 0), then with ports
+// (policy 1): `ip route get` is the oracle.
 
 fn kernel_multipath(mode: &str) {
     require_root();
     let t = FourPaths::new(&format!("mp{}", tag(mode)));
-    traffic::sysctl(&t.r, "net.ipv4.fib_multipath_hash_policy", "1");
-    traffic::sysctl(&t.r, "net.ipv6.fib_multipath_hash_policy", "1");
     for v6 in [false, true] {
         let mut args: Vec<String> = Vec::new();
         if v6 {
@@ -759,6 +758,15 @@ fn kernel_multipath(mode: &str) {
     }
     let peers: Vec<(&Netns, &str)> = t.n.iter().map(|n| (n, "eth0")).collect();
     attach(&t.r, &["vc"], mode, &peers);
+    // Policy 0 (a namespace's default): IPv4 lookups hash addresses only, so one host pair's
+    // flows all leave by the nexthop `ip route get` names (the flow cache keeps one answer for
+    // them, port-less). (IPv6's policy 0 also hashes the flow label, which the sending socket
+    // sets and `ip route get` cannot be given: IPv6 is checked with ports, below.)
+    multipath_flows(&t, mode, false, Kind::Complete, 23000, false);
+    // Policy 1, right after, while that answer is fresh: the next packets are asked with their
+    // ports and spread as the kernel spreads them.
+    traffic::sysctl(&t.r, "net.ipv4.fib_multipath_hash_policy", "1");
+    traffic::sysctl(&t.r, "net.ipv6.fib_multipath_hash_policy", "1");
     for (v6, kind) in [false, true]
         .into_iter()
         .flat_map(|v| KINDS.map(|k| (v, k)))
@@ -769,69 +777,86 @@ fn kernel_multipath(mode: &str) {
             (true, Kind::Offload) => 41000,
             (true, Kind::Complete) => 42000,
         };
-        let flows = traffic::flows(256, v6, base);
-        let before = counters(&t.r);
-        let start = Instant::now();
-        let fc: Vec<FlowCounter> = t.n.iter().map(|n| FlowCounter::start(n, "eth0")).collect();
-        send_flows(&t.c, kind, &flows);
-        let counts = FlowCounter::stop_all(fc);
-        let seen = traffic::per_flow_counts(&flows, 17, &counts);
-        let oracle = route_get_all(&t.r, "vc", &flows);
-        let after = counters(&t.r);
-        let mut share = [0usize; 4];
-        let mut wrong = Vec::new();
-        for ((f, c), dev) in flows.iter().zip(&seen).zip(&oracle) {
-            let want = (0..4)
-                .find(|i| FourPaths::dev(*i) == *dev)
-                .unwrap_or_else(|| panic!("ip route get sends {f:?} to {dev}, not a nexthop"));
-            let hit: Vec<usize> = (0..4).filter(|i| c[*i] > 0).collect();
-            assert_eq!(
-                c.iter().sum::<u64>(),
-                1,
-                "{mode} {} {kind:?}: flow {f:?} arrived {c:?} times at n0..n3",
-                fam(v6)
-            );
-            share[hit[0]] += 1;
-            if hit != [want] {
-                wrong.push((f.sport, f.dport, want, hit[0]));
-            }
+        multipath_flows(&t, mode, v6, kind, base, true);
+    }
+}
+
+/// 256 flows from the client to the destination of `t`'s four-path route, each checked against
+/// `ip route get` (its nexthop), all forwarded by the dataplane; `spread`: the policy hashes
+/// ports, every nexthop is used, else one.
+fn multipath_flows(t: &FourPaths, mode: &str, v6: bool, kind: Kind, base: u16, spread: bool) {
+    let flows = traffic::flows(256, v6, base);
+    let before = counters(&t.r);
+    let start = Instant::now();
+    let fc: Vec<FlowCounter> = t.n.iter().map(|n| FlowCounter::start(n, "eth0")).collect();
+    send_flows(&t.c, kind, &flows);
+    let counts = FlowCounter::stop_all(fc);
+    let seen = traffic::per_flow_counts(&flows, 17, &counts);
+    let oracle = route_get_all(&t.r, "vc", &flows);
+    let after = counters(&t.r);
+    let mut share = [0usize; 4];
+    let mut wrong = Vec::new();
+    for ((f, c), dev) in flows.iter().zip(&seen).zip(&oracle) {
+        let want = (0..4)
+            .find(|i| FourPaths::dev(*i) == *dev)
+            .unwrap_or_else(|| panic!("ip route get sends {f:?} to {dev}, not a nexthop"));
+        let hit: Vec<usize> = (0..4).filter(|i| c[*i] > 0).collect();
+        assert_eq!(
+            c.iter().sum::<u64>(),
+            1,
+            "{mode} {} {kind:?}: flow {f:?} arrived {c:?} times at n0..n3",
+            fam(v6)
+        );
+        share[hit[0]] += 1;
+        if hit != [want] {
+            wrong.push((f.sport, f.dport, want, hit[0]));
         }
-        let up = passed_up(&before, &after);
-        eprintln!(
-            "{mode} {} {kind:?}: {} flows per nexthop {share:?} in {:.2} s; redirected +{}, \
-             handed up {up:?}",
-            fam(v6),
-            flows.len(),
-            start.elapsed().as_secs_f64(),
-            grew(&before, &after, "redirected")
-        );
-        assert!(
-            wrong.is_empty(),
-            "{mode} {} {kind:?}: {} of {} flows left by another nexthop than `ip route get` \
-             says, e.g. (sport, dport, kernel's, taken): {:?}",
-            fam(v6),
-            wrong.len(),
-            flows.len(),
-            &wrong[..wrong.len().min(8)]
-        );
+    }
+    let up = passed_up(&before, &after);
+    eprintln!(
+        "{mode} {} {kind:?}: {} flows per nexthop {share:?} in {:.2} s; redirected +{}, \
+         handed up {up:?}",
+        fam(v6),
+        flows.len(),
+        start.elapsed().as_secs_f64(),
+        grew(&before, &after, "redirected")
+    );
+    assert!(
+        wrong.is_empty(),
+        "{mode} {} {kind:?}: {} of {} flows left by another nexthop than `ip route get` \
+         says, e.g. (sport, dport, kernel's, taken): {:?}",
+        fam(v6),
+        wrong.len(),
+        flows.len(),
+        &wrong[..wrong.len().min(8)]
+    );
+    if spread {
         assert!(
             share.iter().all(|s| *s > 0),
             "{mode} {}: the kernel's multipath used every nexthop: {share:?}",
             fam(v6)
         );
-        assert!(
-            grew(&before, &after, "redirected") >= flows.len() as u64,
-            "{mode} {} {kind:?}: the dataplane forwarded the flows, not the kernel: \
-             {before:?} -> {after:?}",
+    } else {
+        assert_eq!(
+            share.iter().filter(|s| **s > 0).count(),
+            1,
+            "{mode} {}: policy 0 hashes addresses only, one host pair's flows on one nexthop: \
+             {share:?}",
             fam(v6)
         );
-        if forwards_alone(mode, kind) {
-            assert!(
-                up.is_empty(),
-                "{mode} {} {kind:?}: handed up {up:?}",
-                fam(v6)
-            );
-        }
+    }
+    assert!(
+        grew(&before, &after, "redirected") >= flows.len() as u64,
+        "{mode} {} {kind:?}: the dataplane forwarded the flows, not the kernel: \
+         {before:?} -> {after:?}",
+        fam(v6)
+    );
+    if forwards_alone(mode, kind) {
+        assert!(
+            up.is_empty(),
+            "{mode} {} {kind:?}: handed up {up:?}",
+            fam(v6)
+        );
     }
 }
 

@@ -24,7 +24,6 @@
  * this check and go to the stack (or to tc), which completes them.
  */
 struct csum_ctx {
-	struct xdp_md *xdp;
 	__u32 off;
 	__u32 len;
 	__u32 failed;
@@ -34,7 +33,7 @@ struct csum_ctx {
 };
 
 /* Chunk i of the checksum walk: 1 when the walk ends (done, or failed). */
-static __always_inline int csum_step(__u32 i, struct csum_ctx *c)
+static __always_inline int csum_step(struct xdp_md *xdp, __u32 i, struct csum_ctx *c)
 {
 	__u32 start = (__u32)i * MPT_CSUM_CHUNK;
 	__u32 n, words;
@@ -49,7 +48,7 @@ static __always_inline int csum_step(__u32 i, struct csum_ctx *c)
 	barrier_var(n);
 	n = ((n - 1) & (MPT_CSUM_CHUNK - 1)) + 1;
 	__builtin_memset(c->buf, 0, sizeof(c->buf));
-	if (bpf_xdp_load_bytes(c->xdp, c->off + start, c->buf, n)) {
+	if (bpf_xdp_load_bytes(xdp, c->off + start, c->buf, n)) {
 		c->failed = 1;
 		return 1;
 	}
@@ -159,7 +158,8 @@ static __always_inline __s64 csum_linear(struct xdp_md *ctx, __u32 off, __u32 le
 
 __noinline int mpt_l4_csum_ok(struct xdp_md *ctx, __u32 off, __u32 len, __u32 pseudo)
 {
-	struct csum_ctx c = { .xdp = ctx, .off = off, .len = len };
+	/* the frame apart (not in c): with the caller's, this frame must fit 512 bytes (6.1) */
+	struct csum_ctx c = { .off = off, .len = len };
 	__s64 lin;
 	__u64 sum;
 
@@ -175,7 +175,7 @@ __noinline int mpt_l4_csum_ok(struct xdp_md *ctx, __u32 off, __u32 len, __u32 ps
 			return 0;
 		/* a bounded loop, not bpf_loop(): see mpt/lib/kern.h */
 		for (i = 0; i < MPT_CSUM_MAX_CHUNKS; i++) {
-			if (csum_step(i, &c))
+			if (csum_step(ctx, i, &c))
 				break;
 		}
 		if (c.failed)
