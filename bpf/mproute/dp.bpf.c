@@ -565,7 +565,10 @@ static __always_inline __u8 fib4_ports_unread(struct net *net)
 	return policy == 0 || policy == 2;
 }
 
-/* IPv6: the same (fib6_lookup, rt6_multipath_hash: policy 0 hashes addresses, flow label and next header). */
+/*
+ * IPv6: the same (fib6_lookup, rt6_multipath_hash: policy 0 hashes addresses,
+ * flow label and next header).
+ */
 static __always_inline __u8 fib6_ports_unread(struct net *net)
 {
 	__u8 policy = 0;
@@ -621,7 +624,8 @@ static __always_inline int fib4_gen(const struct pkt *p, __u32 *gen, __u64 *cook
  * cache's two ticks: a carrier loss (NETDEV_CHANGE marks the routes linkdown,
  * which matters with ignore_routes_with_linkdown), a nexthop group losing a
  * member, a device's MTU change (routes' PMTU), a change between multipath
- * hash policies 1 and 3 (fib6_ports_unread). Both words are read before the lookup. Needs the fields (IPv6 built in).
+ * hash policies 1 and 3 (fib6_ports_unread). Both words are read before the
+ * lookup. Needs the fields (IPv6 built in).
  */
 static __always_inline int fib6_gen(const struct pkt *p, __u32 *sernum, __u32 *discarded,
 				    __u64 *cookie)

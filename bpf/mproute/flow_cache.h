@@ -38,9 +38,9 @@
  * before the lookup): a host pair's thousands of connections take one slot and
  * hit it, where each flow would have missed its own. A rule added moves the
  * generation; a policy changed makes the next packet ask with the other key.
- * A managed l3-hash choice is port-less too (it hashes addresses); an l4-hash
- * route's choice is kept and asked for under the flow's ports (decide).
- 
+ * A managed l3-hash choice is port-less too (it hashes addresses); a choice
+ * that reads the L4 header (l4-hash, a recipe with ports or protocol:
+ * choice_reads_ports in dp.bpf.c) is kept and asked for under the flow's ports.
  *
  * A managed route's choice is kept the same way (its nexthop, that nexthop's
  * gateway lookup, its counters' slot) where it is a function of the flow alone:
@@ -177,7 +177,8 @@ struct fc_query {
 	 * and its multipath hash policy hashes addresses only: 0, or 2 without
 	 * an skb), so the answer is kept once for all the flows between two
 	 * addresses: sport_be and dport_be are 0 and the slot says so. A
-	 * managed l4-hash choice is kept under its ports all the same (decide).
+	 * managed choice that reads the L4 header is kept under its ports all
+	 * the same (choice_reads_ports, decide).
 	 */
 	__u8 portless;
 	/*
