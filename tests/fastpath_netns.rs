@@ -1842,6 +1842,18 @@ fn kernel_at_least(major: u32, minor: u32) -> bool {
 
 /// From h1 on this thread's CPU: one complete-checksum datagram per (round, source port).
 fn raw_flows(l: &Line, cpu: usize, to: SocketAddr, sports: &[u16], rounds: usize, what: &[u8]) {
+    raw_flows_with(l, cpu, to, sports, rounds, |_| what.to_vec());
+}
+
+/// As [`raw_flows`], the payload chosen by source port.
+fn raw_flows_with(
+    l: &Line,
+    cpu: usize,
+    to: SocketAddr,
+    sports: &[u16],
+    rounds: usize,
+    what: impl Fn(u16) -> Vec<u8> + Sync,
+) {
     let src = h1_addr(to.is_ipv6());
     traffic::in_netns(&l.h1, || {
         let mut set = nix::sched::CpuSet::new();
@@ -1850,7 +1862,7 @@ fn raw_flows(l: &Line, cpu: usize, to: SocketAddr, sports: &[u16], rounds: usize
         let fd = raw_udp_socket(src);
         for _ in 0..rounds {
             for s in sports {
-                raw_send(&fd, src, *s, to, what);
+                raw_send(&fd, src, *s, to, &what(*s));
             }
         }
     })
@@ -2032,17 +2044,7 @@ fn flow_cache_key_is_what_the_lookup_reads() {
             "100",
         ]);
         // per port payloads, the ports interleaved, right after the rule
-        traffic::in_netns(&l.h1, || {
-            let mut set = nix::sched::CpuSet::new();
-            set.set(cpu).expect("CPU set");
-            nix::sched::sched_setaffinity(nix::unistd::Pid::from_raw(0), &set).expect("pin");
-            let fd = raw_udp_socket(h1_addr(v6));
-            for _ in 0..16 {
-                for s in &sports {
-                    raw_send(&fd, h1_addr(v6), *s, to, s.to_string().as_bytes());
-                }
-            }
-        });
+        raw_flows_with(&l, cpu, to, &sports, 16, |s| s.to_string().into_bytes());
         let got = recv_datagrams(&sock, 7 * 16 + 1, Duration::from_secs(2));
         let per_port: BTreeMap<u16, usize> = sports
             .iter()
